@@ -1,0 +1,31 @@
+import type { Kysely } from 'kysely';
+import type { AccountRow, Database } from '../db/schema.ts';
+
+export const ACCOUNT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+export function findAccountBySlug(db: Kysely<Database>, slug: string): Promise<AccountRow | undefined> {
+  return db.selectFrom('accounts').selectAll().where('slug', '=', slug).executeTakeFirst();
+}
+
+/** Creates the account unless it exists; returns it either way and whether this call created it. */
+export async function ensureAccount(db: Kysely<Database>, slug: string, now: Date): Promise<{ account: AccountRow; created: boolean }> {
+  const inserted = await db
+    .insertInto('accounts')
+    .values({ slug, created_at: now.toISOString() })
+    .onConflict((oc) => oc.column('slug').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (inserted) return { account: inserted, created: true };
+  const existing = await findAccountBySlug(db, slug);
+  if (!existing) throw new Error(`account ${slug} vanished while being created`);
+  return { account: existing, created: false };
+}
+
+export async function countAccounts(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export function listAccounts(db: Kysely<Database>): Promise<AccountRow[]> {
+  return db.selectFrom('accounts').selectAll().orderBy('id').execute();
+}

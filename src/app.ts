@@ -1,0 +1,62 @@
+// Builds the application from injected parts (database, keys, clock, config) and never
+// listens, so tests drive exactly what production runs.
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Config } from './config.ts';
+import type { DatabaseHandle } from './db/database.ts';
+import type { Keyring } from './crypto/keyring.ts';
+import { ApiTokenAuthenticator } from './auth/api-tokens.service.ts';
+import { registerApiTokenAuth } from './auth/authenticate.ts';
+import { registerErrorHandling } from './http/error-handler.ts';
+import { registerJsonBodyParsing } from './http/json-body.ts';
+import { methodOverrideStrategy } from './http/method-override.ts';
+import { generateRequestId, registerRequestContext } from './http/request-context.ts';
+import { registerValidation } from './http/validation.ts';
+import { registerOperationalRoutes } from './http/operational.routes.ts';
+import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
+import { openApiInfo, showGetBodies } from './http/openapi.ts';
+
+export interface AppDependencies {
+  database: DatabaseHandle;
+  keyring: Keyring;
+  config: Pick<Config, 'apiTokenCacheMs' | 'corsOrigins'>;
+  now?: () => Date;
+  /** Fastify's logger option: pino options, a pino instance, or false. */
+  logger?: FastifyServerOptions['logger'] | false;
+}
+
+export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const now = deps.now ?? (() => new Date());
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    genReqId: generateRequestId,
+    // One log line a request, written by registerRequestContext, instead of Fastify's two.
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    // HEAD on get-or-create would create groups from a "safe" method: answer 405 instead.
+    exposeHeadRoutes: false,
+    routerOptions: { constraints: { methodOverride: methodOverrideStrategy } as never },
+    return503OnClosing: true,
+  });
+
+  registerValidation(app);
+  registerErrorHandling(app);
+  registerRequestContext(app);
+  registerJsonBodyParsing(app);
+
+  await app.register(swagger, { openapi: openApiInfo, transform: showGetBodies });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  registerOperationalRoutes(app, deps.database);
+
+  const authenticator = new ApiTokenAuthenticator(deps.database.db, now, deps.config.apiTokenCacheMs);
+  await app.register(async (api) => {
+    registerApiTokenAuth(api, authenticator);
+    api.addHook('onRequest', async (_request, reply) => {
+      reply.header('cache-control', 'no-store'); // responses carry tokens
+    });
+    registerUserGroupRoutes(api, { database: deps.database, keyring: deps.keyring, now });
+  });
+
+  return app;
+}

@@ -1,0 +1,208 @@
+// API tokens: issued and revoked by the command-line tool, verified on every management
+// request. Only a SHA-256 of each token is stored. Verified tokens are remembered for a
+// fraction of a second (apiTokenCacheMs < 1 s), which keeps the database off the hot path
+// while a revocation still takes effect on every instance within a second.
+import type { Kysely } from 'kysely';
+import { AppError } from '../errors.ts';
+import type { DatabaseHandle } from '../db/database.ts';
+import type { AccountRow, ApiTokenRow, Database, Environment } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
+import { ensureAccount, findAccountBySlug } from '../accounts/accounts.repository.ts';
+import { appendAudit, type Actor } from '../audit/audit.repository.ts';
+import { generateToken, hashesEqual, hashToken, tokenKind, tokenStart } from './token-format.ts';
+import type { Principal, Scope } from './principal.ts';
+
+export interface IssueApiTokenInput {
+  accountSlug: string;
+  scopes: Scope[];
+  allowedEnvironment: Environment | null;
+  defaultEnvironment?: Environment;
+  expiresAt: Date | null;
+  name: string | null;
+}
+
+export interface IssuedApiToken {
+  id: number;
+  token: string;
+  account: string;
+  accountCreated: boolean;
+  scopes: Scope[];
+  allowed_environment: Environment | null;
+  default_environment: Environment;
+  expires_at: string | null;
+  name: string | null;
+}
+
+export async function issueApiToken(handle: DatabaseHandle, input: IssueApiTokenInput, actor: Actor, now: Date): Promise<IssuedApiToken> {
+  return inTransaction(handle, async (trx) => {
+    const { account, created } = await ensureAccount(trx, input.accountSlug, now);
+    return { ...(await insertApiToken(trx, account, input, actor, now)), accountCreated: created };
+  });
+}
+
+/** Inserts a new API token for an account, inside the caller's transaction. */
+export async function insertApiToken(
+  trx: Kysely<Database>,
+  account: AccountRow,
+  input: Omit<IssueApiTokenInput, 'accountSlug'>,
+  actor: Actor,
+  now: Date,
+): Promise<IssuedApiToken> {
+  const defaultEnvironment = input.defaultEnvironment ?? input.allowedEnvironment ?? 'Customer';
+  if (input.allowedEnvironment && defaultEnvironment !== input.allowedEnvironment) {
+    throw new Error(`the default environment ${defaultEnvironment} is not the one the token is restricted to (${input.allowedEnvironment})`);
+  }
+  const token = generateToken('api');
+  const row = await trx
+    .insertInto('api_tokens')
+    .values({
+      account_id: account.id,
+      name: input.name,
+      token_hash: hashToken(token),
+      token_start: tokenStart(token),
+      scopes: [...input.scopes].sort().join(','),
+      allowed_environment: input.allowedEnvironment,
+      default_environment: defaultEnvironment,
+      expires_at: input.expiresAt?.toISOString() ?? null,
+      revoked_at: null,
+      created_at: now.toISOString(),
+    })
+    .returning(['id'])
+    .executeTakeFirstOrThrow();
+  await appendAudit(trx, {
+    accountId: account.id,
+    subjectType: 'api_token',
+    subjectId: row.id,
+    action: 'api_token.issue',
+    actorTokenId: actor.tokenId,
+    requestId: actor.requestId,
+    at: now,
+  });
+  return {
+    id: row.id,
+    token,
+    account: account.slug,
+    accountCreated: false,
+    scopes: input.scopes,
+    allowed_environment: input.allowedEnvironment,
+    default_environment: defaultEnvironment,
+    expires_at: input.expiresAt?.toISOString() ?? null,
+    name: input.name,
+  };
+}
+
+export type ApiTokenListing = Omit<ApiTokenRow, 'token_hash'>;
+
+export async function listApiTokens(db: Kysely<Database>, accountSlug: string): Promise<ApiTokenListing[] | undefined> {
+  const account = await findAccountBySlug(db, accountSlug);
+  if (!account) return undefined;
+  return db
+    .selectFrom('api_tokens')
+    .select(['id', 'account_id', 'name', 'token_start', 'scopes', 'allowed_environment', 'default_environment', 'expires_at', 'revoked_at', 'created_at'])
+    .where('account_id', '=', account.id)
+    .orderBy('id')
+    .execute();
+}
+
+/** Revokes a token; returns false if there is no such token or it was already revoked. */
+export async function revokeApiToken(handle: DatabaseHandle, id: number, actor: Actor, now: Date): Promise<boolean> {
+  return inTransaction(handle, async (trx) => {
+    const row = await trx
+      .updateTable('api_tokens')
+      .set({ revoked_at: now.toISOString() })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .returning(['id', 'account_id'])
+      .executeTakeFirst();
+    if (!row) return false;
+    await appendAudit(trx, {
+      accountId: row.account_id,
+      subjectType: 'api_token',
+      subjectId: row.id,
+      action: 'api_token.revoke',
+      actorTokenId: actor.tokenId,
+      requestId: actor.requestId,
+      at: now,
+    });
+    return true;
+  });
+}
+
+const AUTHORIZATION = /^(?:Token|Bearer)\s+(\S+)\s*$/i;
+
+/** The token in an `Authorization: Token <token>` header (Bearer is accepted too). */
+export function tokenFromAuthorization(header: string | undefined, missingCode: 'missing_api_token'): string {
+  if (header === undefined || header.trim() === '') {
+    throw new AppError(missingCode, 'send the API token as Authorization: Token <API token>', {
+      headers: { 'www-authenticate': 'Token' },
+    });
+  }
+  const match = AUTHORIZATION.exec(header);
+  if (!match) throw invalidApiToken();
+  return match[1];
+}
+
+function invalidApiToken(): AppError {
+  return new AppError('invalid_api_token', 'the API token is not valid', { headers: { 'www-authenticate': 'Token' } });
+}
+
+interface CachedToken {
+  row: ApiTokenRow;
+  fetchedAt: number;
+}
+
+const CACHE_LIMIT = 10_000;
+
+export class ApiTokenAuthenticator {
+  private readonly cache = new Map<string, CachedToken>();
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: () => Date,
+    private readonly cacheMs: number,
+  ) {}
+
+  async authenticate(authorization: string | undefined): Promise<Principal> {
+    const token = tokenFromAuthorization(authorization, 'missing_api_token');
+    const kind = tokenKind(token);
+    if (kind === null) throw invalidApiToken();
+    if (kind !== 'api') {
+      throw new AppError('wrong_token_kind', 'a user group token was sent where an API token is needed', {
+        headers: { 'www-authenticate': 'Token' },
+      });
+    }
+    const hash = hashToken(token);
+    const row = await this.lookup(hash);
+    const now = this.now();
+    if (
+      !row ||
+      !hashesEqual(row.token_hash, hash) ||
+      row.revoked_at !== null ||
+      (row.expires_at !== null && Date.parse(row.expires_at) <= now.getTime())
+    ) {
+      throw invalidApiToken();
+    }
+    return {
+      tokenId: row.id,
+      accountId: row.account_id,
+      scopes: new Set(row.scopes.split(',') as Scope[]),
+      allowedEnvironment: row.allowed_environment,
+      defaultEnvironment: row.default_environment,
+    };
+  }
+
+  private async lookup(hash: string): Promise<ApiTokenRow | undefined> {
+    const clock = Date.now();
+    const cached = this.cache.get(hash);
+    if (cached && clock - cached.fetchedAt < this.cacheMs) return cached.row;
+    const row = await this.db.selectFrom('api_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
+    if (row && this.cacheMs > 0) {
+      if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
+      this.cache.delete(hash);
+      this.cache.set(hash, { row, fetchedAt: clock });
+    } else {
+      this.cache.delete(hash);
+    }
+    return row;
+  }
+}

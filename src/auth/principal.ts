@@ -1,0 +1,35 @@
+// What an authenticated API token may do, and the environment rules that follow from it.
+import { AppError } from '../errors.ts';
+import type { Environment } from '../db/schema.ts';
+
+export type Scope = 'read' | 'write';
+export const SCOPES: readonly Scope[] = ['read', 'write'];
+export const ENVIRONMENTS: readonly Environment[] = ['Customer', 'Testing'];
+
+export interface Principal {
+  tokenId: number;
+  accountId: number;
+  scopes: ReadonlySet<Scope>;
+  /** The only environment this token may touch, or null for both. */
+  allowedEnvironment: Environment | null;
+  defaultEnvironment: Environment;
+}
+
+export function requireScope(principal: Principal, scope: Scope, what: string): void {
+  if (!principal.scopes.has(scope)) {
+    throw new AppError('insufficient_scope', `${what} needs an API token with the ${scope} scope`);
+  }
+}
+
+/** The environment a request works in: the one it names, else the token's default. */
+export function resolveEnvironment(principal: Principal, requested: Environment | undefined): Environment {
+  const environment = requested ?? principal.defaultEnvironment;
+  assertEnvironmentAllowed(principal, environment);
+  return environment;
+}
+
+export function assertEnvironmentAllowed(principal: Principal, environment: Environment): void {
+  if (principal.allowedEnvironment && principal.allowedEnvironment !== environment) {
+    throw new AppError('environment_forbidden', `this API token may only be used in the ${principal.allowedEnvironment} environment`);
+  }
+}

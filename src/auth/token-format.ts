@@ -1,0 +1,61 @@
+// Token formats. Both kinds are `<prefix>_<256 random bits, base62><crc32 checksum, base62>`:
+// the prefix says what a token is (and lets secret scanners find leaked ones), the checksum
+// lets a mistyped or truncated token be refused without a database lookup.
+import crypto from 'node:crypto';
+import zlib from 'node:zlib';
+
+export type TokenKind = 'api' | 'user_group';
+
+const PREFIX: Record<TokenKind, string> = { api: 'ugs_api', user_group: 'ugs_grp' };
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const BODY_LENGTH = 43; // 62^43 > 2^256
+const CHECKSUM_LENGTH = 6; // 62^6 > 2^32
+const TOKEN_PATTERN = /^(ugs_api|ugs_grp)_([0-9A-Za-z]{49})$/;
+
+export function generateToken(kind: TokenKind): string {
+  const body = toBase62(crypto.randomBytes(32), BODY_LENGTH);
+  const prefix = PREFIX[kind];
+  return `${prefix}_${body}${checksum(`${prefix}_${body}`)}`;
+}
+
+/** The kind of a well-formed token, or null for anything malformed (no lookup needed). */
+export function tokenKind(token: string): TokenKind | null {
+  const match = TOKEN_PATTERN.exec(token);
+  if (!match) return null;
+  const payload = `${match[1]}_${match[2].slice(0, BODY_LENGTH)}`;
+  const given = Buffer.from(match[2].slice(BODY_LENGTH));
+  const expected = Buffer.from(checksum(payload));
+  if (!crypto.timingSafeEqual(given, expected)) return null;
+  return match[1] === PREFIX.api ? 'api' : 'user_group';
+}
+
+/** What is stored and looked up instead of a token: tokens carry 256 bits, so a fast hash suffices. */
+export function hashToken(token: string): string {
+  return crypto.createHash('sha256').update(token).digest('hex');
+}
+
+/** Equal hashes, compared in constant time. */
+export function hashesEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'hex');
+  const right = Buffer.from(b, 'hex');
+  return left.length === right.length && crypto.timingSafeEqual(left, right);
+}
+
+/** A short, non-secret start of a token, to recognise it in a list. */
+export function tokenStart(token: string): string {
+  return token.slice(0, PREFIX.api.length + 1 + 6);
+}
+
+function checksum(payload: string): string {
+  return toBase62(Buffer.from(zlib.crc32(payload).toString(16).padStart(8, '0'), 'hex'), CHECKSUM_LENGTH);
+}
+
+function toBase62(bytes: Buffer, length: number): string {
+  let value = BigInt(`0x${bytes.toString('hex')}`);
+  let out = '';
+  for (let i = 0; i < length; i++) {
+    out = ALPHABET[Number(value % 62n)] + out;
+    value /= 62n;
+  }
+  return out;
+}

@@ -1,0 +1,39 @@
+// First start on an empty database: an account `default` and one read,write API token, so a
+// new user can make a call at once. Decided inside one transaction by the unique account
+// slug, so instances starting together on one database issue exactly one token.
+import type { DatabaseHandle } from './db/database.ts';
+import { inTransaction } from './db/transaction.ts';
+import { countAccounts, ensureAccount } from './accounts/accounts.repository.ts';
+import { insertApiToken, type IssuedApiToken } from './auth/api-tokens.service.ts';
+
+export async function bootstrapIfEmpty(handle: DatabaseHandle, now: Date): Promise<IssuedApiToken | null> {
+  return inTransaction(handle, async (trx) => {
+    if ((await countAccounts(trx)) > 0) return null;
+    const { account, created } = await ensureAccount(trx, 'default', now);
+    if (!created) return null;
+    return insertApiToken(
+      trx,
+      account,
+      { scopes: ['read', 'write'], allowedEnvironment: null, expiresAt: null, name: 'bootstrap' },
+      { tokenId: null, requestId: null },
+      now,
+    );
+  });
+}
+
+/** The once-only banner. Printed to stderr as plain text, not as a log line: logs never hold tokens. */
+export function bootstrapBanner(issued: IssuedApiToken, baseUrl: string): string {
+  const rule = '='.repeat(78);
+  return [
+    rule,
+    ' First start on an empty database: created account "default" and an API token.',
+    ' It is shown only this once. Store it now (revoke it with: npx ugs token revoke ' + issued.id + '):',
+    '',
+    `   ${issued.token}`,
+    '',
+    ' Try it:',
+    `   curl -H "Authorization: Token ${issued.token}" "${baseUrl}/api/user?user_group_id=example_1"`,
+    rule,
+    '',
+  ].join('\n');
+}

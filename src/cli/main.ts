@@ -1,0 +1,208 @@
+// `ugs`: the command-line tool for what the HTTP API does not do (accounts, API tokens,
+// migrations, history). It works on the same database as the server (DATABASE_URL).
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { loadConfig } from '../config.ts';
+import type { DatabaseHandle } from '../db/database.ts';
+import type { Environment } from '../db/schema.ts';
+import { openMigratedDatabase } from '../runtime.ts';
+import { ACCOUNT_SLUG, ensureAccount, findAccountBySlug, listAccounts } from '../accounts/accounts.repository.ts';
+import { issueApiToken, listApiTokens, revokeApiToken } from '../auth/api-tokens.service.ts';
+import { SCOPES, type Scope } from '../auth/principal.ts';
+import { accountHistory, userGroupHistory } from '../audit/audit.repository.ts';
+import { parseDuration } from './duration.ts';
+
+const CLI_ACTOR = { tokenId: null, requestId: null };
+
+class UsageError extends Error {}
+
+async function withDatabase<T>(work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
+  const { handle } = await openMigratedDatabase(loadConfig());
+  try {
+    return await work(handle);
+  } finally {
+    await handle.close();
+  }
+}
+
+function slug(value: string): string {
+  if (!ACCOUNT_SLUG.test(value)) throw new InvalidArgumentError('an account slug is 1-63 characters: a-z, 0-9 and -, starting with a letter or digit');
+  return value;
+}
+
+function scopes(value: string): Scope[] {
+  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
+  if (list.length === 0 || list.some((s) => !SCOPES.includes(s as Scope))) throw new InvalidArgumentError('scopes are a comma-separated list of read, write');
+  return [...new Set(list)] as Scope[];
+}
+
+function positiveId(value: string): number {
+  const id = Number(value);
+  if (!Number.isSafeInteger(id) || id < 1) throw new InvalidArgumentError('a token id is a positive integer (see: ugs token list)');
+  return id;
+}
+
+function duration(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null) throw new InvalidArgumentError('a duration is a number and a unit: 30s, 15m, 12h, 30d or 1w');
+  return ms;
+}
+
+function print(json: boolean, value: unknown, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+}
+
+export function buildCli(): Command {
+  const program = new Command('ugs')
+    .description('User Group Service administration. Uses DATABASE_URL (default sqlite:./data/ugs.sqlite).')
+    .showHelpAfterError()
+    .configureOutput({ outputError: (str, write) => write(str) });
+
+  const account = program.command('account').description('manage accounts (tenants)');
+  account
+    .command('create')
+    .description('create an account')
+    .argument('<slug>', 'account slug: a-z, 0-9 and -', slug)
+    .option('--json', 'print JSON')
+    .action(async (name: string, opts: { json?: boolean }) => {
+      const { account: row, created } = await withDatabase((h) => ensureAccount(h.db, name, new Date()));
+      if (!created) throw new UsageError(`account "${name}" already exists`);
+      print(!!opts.json, { id: row.id, slug: row.slug, created_at: row.created_at }, `created account ${row.slug} (id ${row.id})`);
+    });
+  account
+    .command('list')
+    .description('list accounts')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const rows = await withDatabase((h) => listAccounts(h.db));
+      print(!!opts.json, rows, rows.map((r) => `${r.id}\t${r.slug}\t${r.created_at}`).join('\n') || '(no accounts)');
+    });
+
+  const token = program.command('token').description('manage API tokens');
+  token
+    .command('create')
+    .description('issue an API token and print it once (the account is created if missing)')
+    .requiredOption('--account <slug>', 'the account the token belongs to', slug)
+    .option('--scopes <list>', 'comma-separated: read, write', scopes, ['read', 'write'] as Scope[])
+    .addOption(new Option('--env <environment>', 'the only environment the token may use').choices(['Customer', 'Testing', 'any']).default('any'))
+    .addOption(new Option('--default-env <environment>', 'environment used when a request names none').choices(['Customer', 'Testing']))
+    .option('--expires-in <duration>', 'lifetime, e.g. 30d, 12h, 15m', duration)
+    .option('--name <label>', 'a label to recognise the token by')
+    .option('--json', 'print one JSON object with id and token')
+    .action(async (opts: { account: string; scopes: Scope[]; env: string; defaultEnv?: Environment; expiresIn?: number; name?: string; json?: boolean }) => {
+      const allowedEnvironment = opts.env === 'any' ? null : (opts.env as Environment);
+      if (allowedEnvironment && opts.defaultEnv && opts.defaultEnv !== allowedEnvironment) {
+        throw new UsageError(`--default-env ${opts.defaultEnv} contradicts --env ${allowedEnvironment}`);
+      }
+      const now = new Date();
+      const issued = await withDatabase((h) =>
+        issueApiToken(
+          h,
+          {
+            accountSlug: opts.account,
+            scopes: opts.scopes,
+            allowedEnvironment,
+            defaultEnvironment: opts.defaultEnv,
+            expiresAt: opts.expiresIn ? new Date(now.getTime() + opts.expiresIn) : null,
+            name: opts.name ?? null,
+          },
+          CLI_ACTOR,
+          now,
+        ),
+      );
+      const { accountCreated, ...view } = issued;
+      print(
+        !!opts.json,
+        { ...view, account_created: accountCreated },
+        [
+          accountCreated ? `created account ${issued.account}` : '',
+          `API token ${issued.id} for account ${issued.account} (scopes ${issued.scopes.join(',')}, environment ${allowedEnvironment ?? 'any'}, default ${issued.default_environment}${issued.expires_at ? `, expires ${issued.expires_at}` : ''}).`,
+          'It is shown only this once:',
+          '',
+          `  ${issued.token}`,
+        ].filter((line, i) => i > 0 || line).join('\n'),
+      );
+    });
+  token
+    .command('list')
+    .description('list the API tokens of an account (never shows a token)')
+    .requiredOption('--account <slug>', 'the account', slug)
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; json?: boolean }) => {
+      const rows = await withDatabase((h) => listApiTokens(h.db, opts.account));
+      if (!rows) throw new UsageError(`no account "${opts.account}"`);
+      const state = (r: (typeof rows)[number]) =>
+        r.revoked_at ? 'revoked' : r.expires_at && Date.parse(r.expires_at) <= Date.now() ? 'expired' : 'active';
+      print(
+        !!opts.json,
+        rows.map((r) => ({ ...r, status: state(r) })),
+        ['id\tstart\t\tscopes\t\tenv\tdefault\tstatus\texpires\tname']
+          .concat(rows.map((r) => [r.id, `${r.token_start}…`, r.scopes, r.allowed_environment ?? 'any', r.default_environment, state(r), r.expires_at ?? '-', r.name ?? ''].join('\t')))
+          .join('\n'),
+      );
+    });
+  token
+    .command('revoke')
+    .description('revoke an API token: refused on every instance within a second')
+    .argument('<id>', 'token id (see: ugs token list)', positiveId)
+    .option('--json', 'print JSON')
+    .action(async (id: number, opts: { json?: boolean }) => {
+      const revoked = await withDatabase((h) => revokeApiToken(h, id, CLI_ACTOR, new Date()));
+      if (!revoked) throw new UsageError(`no active API token with id ${id}`);
+      print(!!opts.json, { id, revoked: true }, `revoked API token ${id}`);
+    });
+
+  program
+    .command('migrate')
+    .description('apply database migrations (the server also does this on start)')
+    .action(async () => {
+      const { handle, migrations } = await openMigratedDatabase(loadConfig());
+      await handle.close();
+      console.log(migrations.applied.length ? `applied: ${migrations.applied.join(', ')}` : 'database is up to date');
+    });
+
+  program
+    .command('audit')
+    .description('print the change history of an account, or of one user group, newest first')
+    .requiredOption('--account <slug>', 'the account', slug)
+    .option('--user-group-id <id>', 'only this user group')
+    .addOption(new Option('--env <environment>', 'environment of the user group').choices(['Customer', 'Testing']).default('Customer'))
+    .option('--limit <n>', 'how many entries', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 10000) throw new InvalidArgumentError('limit is 1-10000');
+      return n;
+    }, 100)
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; userGroupId?: string; env: Environment; limit: number; json?: boolean }) => {
+      const rows = await withDatabase(async (h) => {
+        const acct = await findAccountBySlug(h.db, opts.account);
+        if (!acct) throw new UsageError(`no account "${opts.account}"`);
+        return opts.userGroupId === undefined
+          ? accountHistory(h.db, acct.id, opts.limit)
+          : userGroupHistory(h.db, { accountId: acct.id, environment: opts.env, providedId: opts.userGroupId }, opts.limit);
+      });
+      print(
+        !!opts.json,
+        rows,
+        rows
+          .map((r) => [r.created_at, r.action, r.subject_type === 'user_group' ? `${r.environment}/${r.provided_id} (team ${r.subject_id})` : `token ${r.subject_id}`, r.changed_fields ?? '', r.actor_token_id === null ? 'cli' : `token ${r.actor_token_id}`, r.request_id ?? ''].join('\t'))
+          .join('\n') || '(no entries)',
+      );
+    });
+
+  return program;
+}
+
+export async function runCli(argv: string[]): Promise<number> {
+  const program = buildCli();
+  program.exitOverride();
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'commander.helpDisplayed' || code === 'commander.help' || code === 'commander.version') return 0;
+    if (code?.startsWith('commander.')) return 2; // commander already printed the problem and the help
+    console.error(`ugs: ${err instanceof Error ? err.message : String(err)}`);
+    return err instanceof UsageError ? 2 : 1;
+  }
+}

@@ -1,0 +1,60 @@
+// One typed configuration object, read from the environment once and validated at start,
+// so that a typo in a variable fails the start instead of a request.
+
+export interface Config {
+  host: string;
+  port: number;
+  /** `sqlite:<path>` or `postgres://…`. */
+  databaseUrl: string;
+  /** Base64 (or hex) 32-byte keys, newest first; empty means "use the key file". */
+  secretKeys: string[];
+  keyFile: string;
+  bootstrap: boolean;
+  logLevel: string;
+  /** How long a verified API token may be trusted without asking the database again. */
+  apiTokenCacheMs: number;
+  /** Origins allowed to call the embed routes from a browser; `*` means any. */
+  corsOrigins: string[] | '*';
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/ugs.sqlite';
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    host: env.HOST || '127.0.0.1',
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    secretKeys: list(env.UGS_SECRET_KEY),
+    keyFile: env.UGS_KEY_FILE || './data/secret.key',
+    bootstrap: boolean(env, 'UGS_BOOTSTRAP', true),
+    logLevel: env.LOG_LEVEL || 'info',
+    apiTokenCacheMs: integer(env, 'UGS_API_TOKEN_CACHE_MS', 500, 0, 900),
+    corsOrigins: env.UGS_CORS_ORIGINS && env.UGS_CORS_ORIGINS !== '*' ? list(env.UGS_CORS_ORIGINS) : '*',
+    shutdownTimeoutMs: integer(env, 'UGS_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+  };
+}
+
+function list(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['true', '1', 'yes'].includes(raw)) return true;
+  if (['false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}

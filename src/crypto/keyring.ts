@@ -1,0 +1,113 @@
+// The secret keys that protect user group tokens at rest. A token is stored as AES-256-GCM
+// ciphertext tagged with the id of the key that sealed it, so keys can rotate without
+// downtime: the newest key seals, every listed key still opens what it sealed.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const KEY_BYTES = 32;
+const IV_BYTES = 12;
+// Binds every ciphertext to its purpose, so it cannot be replayed as another kind of secret.
+const AAD = Buffer.from('ugs:user-group-token:v1');
+
+interface Key {
+  id: string;
+  secret: Buffer;
+}
+
+export class Keyring {
+  private readonly keys: Key[];
+  private readonly byId: Map<string, Key>;
+
+  constructor(secrets: Buffer[]) {
+    if (secrets.length === 0) throw new Error('a keyring needs at least one key');
+    this.keys = secrets.map((secret) => {
+      if (secret.length !== KEY_BYTES) throw new Error(`secret keys must be ${KEY_BYTES} bytes`);
+      return { id: keyId(secret), secret };
+    });
+    this.byId = new Map(this.keys.map((k) => [k.id, k]));
+  }
+
+  get currentKeyId(): string {
+    return this.keys[0].id;
+  }
+
+  get keyIds(): string[] {
+    return this.keys.map((k) => k.id);
+  }
+
+  seal(plaintext: string): string {
+    const key = this.keys[0];
+    const iv = crypto.randomBytes(IV_BYTES);
+    const cipher = crypto.createCipheriv('aes-256-gcm', key.secret, iv);
+    cipher.setAAD(AAD);
+    const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return [key.id, iv.toString('base64url'), body.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  }
+
+  open(sealed: string): string {
+    const [id, iv, body, tag] = sealed.split('.');
+    const key = this.byId.get(id);
+    if (!key) throw new Error(`no secret key with id ${id} is configured (UGS_SECRET_KEY)`);
+    const decipher = crypto.createDecipheriv('aes-256-gcm', key.secret, Buffer.from(iv, 'base64url'));
+    decipher.setAAD(AAD);
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+  }
+
+  /** The key id a sealed value was sealed with (for re-encryption after a key rotation). */
+  static sealedKeyId(sealed: string): string {
+    return sealed.slice(0, sealed.indexOf('.'));
+  }
+
+  /** A key for another purpose (signing embed tokens), derived so that one secret serves all. */
+  deriveKey(purpose: string): { id: string; secret: Buffer } {
+    const key = this.keys[0];
+    const secret = Buffer.from(crypto.hkdfSync('sha256', key.secret, Buffer.alloc(0), `ugs:${purpose}`, KEY_BYTES));
+    return { id: key.id, secret };
+  }
+
+  deriveKeyById(purpose: string, id: string): Buffer | undefined {
+    const key = this.byId.get(id);
+    if (!key) return undefined;
+    return Buffer.from(crypto.hkdfSync('sha256', key.secret, Buffer.alloc(0), `ugs:${purpose}`, KEY_BYTES));
+  }
+}
+
+function keyId(secret: Buffer): string {
+  return crypto.createHash('sha256').update('ugs:key-id:').update(secret).digest('hex').slice(0, 8);
+}
+
+export function parseSecretKey(text: string): Buffer {
+  const trimmed = text.trim();
+  const decoded = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
+  if (decoded.length !== KEY_BYTES) {
+    throw new Error(`a secret key must be ${KEY_BYTES} bytes, as 64 hex digits or base64 (try: openssl rand -base64 32)`);
+  }
+  return decoded;
+}
+
+/**
+ * Keys from UGS_SECRET_KEY (comma-separated, newest first) or, for the embedded default,
+ * from a key file created with mode 0600 on first start. Creation is atomic (write a
+ * temporary file, then link it into place), so instances starting together agree on one key.
+ */
+export function loadKeyring(secretKeys: string[], keyFile: string): { keyring: Keyring; createdKeyFile: boolean } {
+  if (secretKeys.length > 0) return { keyring: new Keyring(secretKeys.map(parseSecretKey)), createdKeyFile: false };
+  let createdKeyFile = false;
+  if (!fs.existsSync(keyFile)) {
+    fs.mkdirSync(path.dirname(path.resolve(keyFile)), { recursive: true });
+    const temporary = `${keyFile}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+    fs.writeFileSync(temporary, crypto.randomBytes(KEY_BYTES).toString('base64') + '\n', { mode: 0o600 });
+    try {
+      fs.linkSync(temporary, keyFile);
+      createdKeyFile = true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      fs.unlinkSync(temporary);
+    }
+  }
+  const lines = fs.readFileSync(keyFile, 'utf8').split('\n').filter((l) => l.trim());
+  return { keyring: new Keyring(lines.map(parseSecretKey)), createdKeyFile };
+}

@@ -1,0 +1,85 @@
+// A database factory per dialect. Everything above this file speaks Kysely and does not
+// know which one it got, except where the two truly differ (see transaction.ts, migrate.ts).
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import type { Database } from './schema.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** A redacted description for logs (never a password). */
+  description: string;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** Called for errors of idle pooled connections, which would otherwise crash the process. */
+  onPoolError?: (err: Error) => void;
+  poolSize?: number;
+}
+
+const INT8_OID = 20;
+
+export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options);
+  throw new Error(`DATABASE_URL must start with sqlite: or postgres://, got "${redactUrl(url)}"`);
+}
+
+function openSqlite(file: string): DatabaseHandle {
+  if (!file) throw new Error('DATABASE_URL=sqlite:<file path> needs a file path');
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const connection = new SQLite(file);
+  // WAL lets readers run beside the one writer, also across processes sharing the file;
+  // synchronous=FULL makes an acknowledged commit survive a power cut, not only a crash;
+  // the busy timeout makes a second process wait for the write lock instead of failing.
+  connection.pragma('journal_mode = WAL');
+  connection.pragma('synchronous = FULL');
+  connection.pragma('busy_timeout = 5000');
+  connection.pragma('foreign_keys = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    description: `sqlite:${file}`,
+    close: () => db.destroy(),
+  };
+}
+
+function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    // Bounded waits everywhere: a request never hangs on an unreachable database.
+    connectionTimeoutMillis: 3000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: 5000,
+    query_timeout: 6000,
+    // bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  pool.on('error', (err) => options.onPoolError?.(err));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    description: redactUrl(url),
+    close: () => db.destroy(),
+  };
+}
+
+export async function pingDatabase(db: Kysely<Database>): Promise<void> {
+  await sql`select 1`.execute(db);
+}
+
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+}

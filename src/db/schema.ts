@@ -1,0 +1,88 @@
+// Table types as the database sees them. They are kept apart from the API's types: columns
+// use portable types (text timestamps, 0/1 booleans, JSON as text) so that one set of
+// queries runs on SQLite and PostgreSQL alike.
+import type { Generated, Selectable } from 'kysely';
+
+export type Environment = 'Customer' | 'Testing';
+
+export interface AccountsTable {
+  id: Generated<number>;
+  slug: string;
+  created_at: string;
+}
+
+export interface ApiTokensTable {
+  id: Generated<number>;
+  account_id: number;
+  name: string | null;
+  /** SHA-256 of the whole token, hex. The token itself is never stored. */
+  token_hash: string;
+  /** The first characters of the token, enough to recognise it in a list. */
+  token_start: string;
+  /** Comma-separated, e.g. `read,write`. */
+  scopes: string;
+  /** The only environment this token may use, or null for any. */
+  allowed_environment: Environment | null;
+  default_environment: Environment;
+  expires_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+export interface UserGroupsTable {
+  team_id: Generated<number>;
+  account_id: number;
+  environment: Environment;
+  provided_id: string;
+  name: string;
+  /** JSON text, exactly what the API returns; null until given. */
+  mapping: string | null;
+  properties: string | null;
+  is_demo_group: number;
+  /** SHA-256 of the current user group token, for lookups by token. */
+  token_hash: string;
+  /** The current token, AES-256-GCM encrypted under a versioned key. */
+  token_ciphertext: string;
+  /** Incremented on every rotation; short-lived embed tokens carry it. */
+  token_generation: Generated<number>;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Tokens retired by a rotation with a grace period: still good on the embed side until expires_at. */
+export interface RetiredTokensTable {
+  token_hash: string;
+  team_id: number;
+  expires_at: string;
+}
+
+export interface AuditLogTable {
+  id: Generated<number>;
+  account_id: number;
+  /** `user_group` or `api_token`. */
+  subject_type: string;
+  /** team_id or API token id, as text. */
+  subject_id: string;
+  environment: Environment | null;
+  provided_id: string | null;
+  action: string;
+  /** JSON array of changed field names, for updates. */
+  changed_fields: string | null;
+  /** The acting API token's id; null when the command-line tool acted. */
+  actor_token_id: number | null;
+  request_id: string | null;
+  created_at: string;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_tokens: ApiTokensTable;
+  user_groups: UserGroupsTable;
+  retired_tokens: RetiredTokensTable;
+  audit_log: AuditLogTable;
+}
+
+export type AccountRow = Selectable<AccountsTable>;
+export type ApiTokenRow = Selectable<ApiTokensTable>;
+export type UserGroupRow = Selectable<UserGroupsTable>;
+export type AuditLogRow = Selectable<AuditLogTable>;

@@ -1,0 +1,37 @@
+// The one place that opens write transactions. SQLite takes the write lock up front
+// (BEGIN IMMEDIATE), so two processes never both read and then both try to upgrade;
+// PostgreSQL transactions that lose a serialization race or a deadlock are run again whole.
+import { sql, type Kysely } from 'kysely';
+import type { DatabaseHandle } from './database.ts';
+import { isRetryableTransactionError } from './errors.ts';
+import type { Database } from './schema.ts';
+
+const MAX_ATTEMPTS = 5;
+
+export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runOnce(handle, work);
+    } catch (err) {
+      if (attempt >= MAX_ATTEMPTS || !isRetryableTransactionError(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10));
+    }
+  }
+}
+
+function runOnce<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+  if (handle.dialect === 'postgres') return handle.db.transaction().execute(work);
+  // better-sqlite3 gives Kysely one connection guarded by a mutex: holding it keeps every
+  // other query of this process out until the transaction ends.
+  return handle.db.connection().execute(async (conn) => {
+    await sql`begin immediate`.execute(conn);
+    try {
+      const result = await work(conn);
+      await sql`commit`.execute(conn);
+      return result;
+    } catch (err) {
+      await sql`rollback`.execute(conn).catch(() => undefined);
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,54 @@
+// The one error vocabulary of the API: a code says exactly what failed, and the code alone
+// decides the HTTP status, so no handler can pick a status that disagrees with its code.
+
+export const errorStatus = {
+  invalid_json: 400,
+  validation_failed: 400,
+  ambiguous_request: 400,
+  missing_api_token: 401,
+  invalid_api_token: 401,
+  wrong_token_kind: 401,
+  insufficient_scope: 403,
+  environment_forbidden: 403,
+  origin_forbidden: 403,
+  user_group_not_found: 404,
+  token_not_found: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  user_group_exists: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+export interface ErrorDetail {
+  field: string;
+  issue: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: ErrorDetail[];
+  /** Extra response headers that belong to this error (Allow, Retry-After, WWW-Authenticate). */
+  readonly headers?: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.details = options.details;
+    this.headers = options.headers;
+  }
+
+  get status(): number {
+    return errorStatus[this.code];
+  }
+}
+
+export function validationFailed(field: string, issue: string, message: string): AppError {
+  return new AppError('validation_failed', message, { details: [{ field, issue }] });
+}

@@ -1,0 +1,72 @@
+// One error envelope for every failure, and one place that decides what a caller may see:
+// AppErrors speak for themselves, framework errors are translated, and anything else is a
+// generic 500 whose details go only to the log, under the request id.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
+import { validationError } from './validation.ts';
+import { BODY_LIMIT_BYTES } from './json-body.ts';
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
+
+export function errorBody(error: AppError, requestId: string) {
+  return {
+    success: 0 as const,
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.details ? { details: error.details } : {}),
+      request_id: requestId,
+    },
+  };
+}
+
+export function sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): FastifyReply {
+  if (error.headers) reply.headers(error.headers);
+  return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(error, request.id));
+}
+
+function translate(err: FastifyError, request: FastifyRequest): AppError {
+  if (err instanceof AppError) return err;
+  if (err.validation) return validationError(err.validation, err.validationContext ?? 'body');
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', `request body is larger than ${BODY_LIMIT_BYTES} bytes`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'a request body must be sent as Content-Type: application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('invalid_json', 'request body is not valid JSON');
+  }
+  if (isDatabaseUnavailable(err)) {
+    request.log.warn({ err: { code: err.code, message: err.message } }, 'database unavailable');
+    return new AppError('unavailable', 'the database is unavailable; retry shortly', {
+      headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+    });
+  }
+  if (typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500) {
+    return new AppError('validation_failed', 'the request could not be understood');
+  }
+  request.log.error({ err }, 'unexpected error');
+  return new AppError('internal_error', 'internal error; quote the request id when reporting it');
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, request, translate(err, request)));
+
+  app.setNotFoundHandler((request, reply) => {
+    const url = request.url.split('?')[0];
+    const allowed = METHODS.filter((method) => app.hasRoute({ url, method }));
+    if (allowed.length > 0) {
+      return sendError(
+        reply,
+        request,
+        new AppError('method_not_allowed', `${request.method} is not allowed on ${url}; use ${allowed.join(', ')}`, {
+          headers: { allow: allowed.join(', ') },
+        }),
+      );
+    }
+    return sendError(reply, request, new AppError('not_found', `no route ${request.method} ${url}`));
+  });
+}

@@ -1,0 +1,50 @@
+// Liveness, readiness and the API description: no authentication, no business logic.
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { pingDatabase, type DatabaseHandle } from '../db/database.ts';
+import { AppError } from '../errors.ts';
+import { errorResponses } from './envelope.schemas.ts';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './error-handler.ts';
+
+const READY_TIMEOUT_MS = 2000;
+const Status = Type.Object({ success: Type.Literal(1), status: Type.String() });
+
+export function registerOperationalRoutes(app: FastifyInstance, database: DatabaseHandle): void {
+  app.get(
+    '/healthz',
+    { schema: { tags: ['Operations'], operationId: 'health', summary: 'The process is alive', response: { 200: Status } } },
+    async () => ({ success: 1, status: 'ok' }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['Operations'],
+        operationId: 'ready',
+        summary: 'The database is reachable',
+        response: { 200: Status, ...errorResponses('unavailable') },
+      },
+    },
+    async () => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          pingDatabase(database.db),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error('ping timed out')), READY_TIMEOUT_MS);
+          }),
+        ]);
+      } catch {
+        throw new AppError('unavailable', 'the database is not reachable', {
+          headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+        });
+      } finally {
+        clearTimeout(timer);
+      }
+      return { success: 1, status: 'ready' };
+    },
+  );
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

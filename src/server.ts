@@ -1,0 +1,61 @@
+// The process: read config, open and migrate the database, build the app, listen, and on
+// SIGTERM stop accepting, finish in-flight requests, close the database and exit 0.
+import { loadConfig, ConfigError } from './config.ts';
+import { buildApp } from './app.ts';
+import { loadKeyring } from './crypto/keyring.ts';
+import { openMigratedDatabase } from './runtime.ts';
+import { bootstrapBanner, bootstrapIfEmpty } from './bootstrap.ts';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const { keyring, createdKeyFile } = loadKeyring(config.secretKeys, config.keyFile);
+  let log: { warn: (obj: object, msg: string) => void } = { warn: (obj, msg) => console.error(msg, obj) };
+  const { handle, migrations } = await openMigratedDatabase(config, {
+    waitMs: 30_000,
+    onWait: (err) => log.warn({ code: (err as { code?: string }).code }, 'database not reachable yet; retrying'),
+    onPoolError: (err) => log.warn({ code: (err as { code?: string }).code, message: err.message }, 'idle database connection failed'),
+  });
+
+  const app = await buildApp({
+    database: handle,
+    keyring,
+    config,
+    logger: { level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization'] },
+  });
+  log = app.log;
+  app.log.info({ database: handle.description, applied: migrations.applied }, 'database ready');
+  if (createdKeyFile) app.log.warn({ keyFile: config.keyFile }, 'created a new secret key file (mode 0600); back it up: without it stored user group tokens cannot be read');
+
+  let shuttingDown = false;
+  const shutdown = async (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const timer = setTimeout(() => {
+      app.log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    await app.close();
+    await handle.close();
+    app.log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  const address = await app.listen({ host: config.host, port: config.port });
+  if (config.bootstrap) {
+    const issued = await bootstrapIfEmpty(handle, new Date());
+    if (issued) process.stderr.write(bootstrapBanner(issued, address));
+  }
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) {
+    console.error(`configuration error: ${err.message}`);
+  } else {
+    console.error('failed to start:', err instanceof Error ? err.message : err);
+  }
+  process.exit(1);
+});

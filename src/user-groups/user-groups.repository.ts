@@ -1,0 +1,99 @@
+// Queries on user groups. Every function takes the connection or a transaction as its first
+// argument; the service decides where a transaction begins and ends.
+import type { Kysely, Updateable } from 'kysely';
+import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
+
+export interface UserGroupKey {
+  accountId: number;
+  environment: Environment;
+  providedId: string;
+}
+
+export type NewUserGroup = Omit<UserGroupRow, 'team_id' | 'token_generation'>;
+
+export function findUserGroup(db: Kysely<Database>, key: UserGroupKey): Promise<UserGroupRow | undefined> {
+  return db
+    .selectFrom('user_groups')
+    .selectAll()
+    .where('account_id', '=', key.accountId)
+    .where('environment', '=', key.environment)
+    .where('provided_id', '=', key.providedId)
+    .executeTakeFirst();
+}
+
+/** Inserts unless the identity exists (then returns undefined): the database decides who wins a race. */
+export function insertUserGroupIfAbsent(db: Kysely<Database>, values: NewUserGroup): Promise<UserGroupRow | undefined> {
+  return db
+    .insertInto('user_groups')
+    .values(values)
+    .onConflict((oc) => oc.columns(['account_id', 'environment', 'provided_id']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Compare-and-swap: replaces the token only if `oldHash` is still the current one. */
+export function swapUserGroupToken(
+  db: Kysely<Database>,
+  swap: { accountId: number; oldHash: string; newHash: string; newCiphertext: string; at: string },
+): Promise<UserGroupRow | undefined> {
+  return db
+    .updateTable('user_groups')
+    .set((eb) => ({
+      token_hash: swap.newHash,
+      token_ciphertext: swap.newCiphertext,
+      token_generation: eb('token_generation', '+', 1),
+      updated_at: swap.at,
+    }))
+    .where('account_id', '=', swap.accountId)
+    .where('token_hash', '=', swap.oldHash)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export function updateUserGroupFields(
+  db: Kysely<Database>,
+  teamId: number,
+  fields: Updateable<UserGroupsTable>,
+): Promise<UserGroupRow | undefined> {
+  return db.updateTable('user_groups').set(fields).where('team_id', '=', teamId).returningAll().executeTakeFirst();
+}
+
+export function deleteUserGroup(db: Kysely<Database>, key: UserGroupKey): Promise<UserGroupRow | undefined> {
+  return db
+    .deleteFrom('user_groups')
+    .where('account_id', '=', key.accountId)
+    .where('environment', '=', key.environment)
+    .where('provided_id', '=', key.providedId)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function retireToken(db: Kysely<Database>, tokenHash: string, teamId: number, expiresAt: string): Promise<void> {
+  await db.insertInto('retired_tokens').values({ token_hash: tokenHash, team_id: teamId, expires_at: expiresAt }).execute();
+}
+
+/** A page of groups in team_id order after `afterTeamId`: keyset pagination, cost independent of depth. */
+export function listUserGroups(
+  db: Kysely<Database>,
+  filter: { accountId: number; environment: Environment; afterTeamId: number; limit: number; prefix?: string },
+): Promise<UserGroupRow[]> {
+  let query = db
+    .selectFrom('user_groups')
+    .selectAll()
+    .where('account_id', '=', filter.accountId)
+    .where('environment', '=', filter.environment)
+    .where('team_id', '>', filter.afterTeamId);
+  if (filter.prefix !== undefined) {
+    // substr() compares code points exactly on both dialects (LIKE would be case-insensitive
+    // on SQLite and treat % and _ as wildcards).
+    const prefix = filter.prefix;
+    const length = [...prefix].length;
+    query = query.where((eb) =>
+      eb.or([
+        eb(eb.fn('substr', ['provided_id', eb.val(1), eb.val(length)]), '=', prefix),
+        eb(eb.fn('substr', ['name', eb.val(1), eb.val(length)]), '=', prefix),
+      ]),
+    );
+  }
+  return query.orderBy('team_id').limit(filter.limit).execute();
+}

@@ -1,0 +1,228 @@
+// The user group API's schemas, declared once: they validate requests, shape (and
+// allow-list) responses, give the handlers their types and write the OpenAPI document.
+import { Type, type Static } from 'typebox';
+
+// No control characters (U+0000–U+001F, U+007F); the id must also hold something other
+// than white space. Lengths count Unicode code points; ids are never trimmed.
+const NO_CONTROL = '^[^\\u0000-\\u001F\\u007F]*$';
+const NOT_BLANK_NO_CONTROL = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F]*$';
+
+export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
+  description: 'The environment: `Customer` (production) or `Testing`. Absent: the API token\'s default environment.',
+});
+
+export const UserGroupIdString = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  pattern: NOT_BLANK_NO_CONTROL,
+  description: 'Your id for this user group: 1-256 characters, no control characters, not only white space. Case-sensitive, never trimmed.',
+  examples: ['example_1'],
+});
+
+export const UserGroupId = Type.Union(
+  [UserGroupIdString, Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })],
+  { description: 'Your id for this user group. A JSON integer is accepted and stored as its decimal string.' },
+);
+
+export const Name = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  pattern: NO_CONTROL,
+  description: 'Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation.',
+  examples: ['Example 1'],
+});
+
+const MappingValue = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Integer({ minimum: 0 })]);
+
+export const Mapping = Type.Unsafe<Record<string, string | number>>({
+  type: 'object',
+  additionalProperties: MappingValue,
+  propertyNames: { minLength: 1, maxLength: 64 },
+  maxProperties: 100,
+  description:
+    'Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries.',
+  examples: [{ '40': '213' }],
+});
+
+export const Properties = Type.Unsafe<Record<string, unknown>>({
+  type: 'object',
+  additionalProperties: true,
+  description:
+    'Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized.',
+  examples: [{ region: 'emea', plan: 'pro' }],
+});
+
+export const IsDemoGroup = Type.Boolean({ description: 'A demo user group: its dashboards show a watermark.' });
+
+const nullable = <T extends ReturnType<typeof Type.Unsafe>>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const UserGroupFieldsBody = Type.Object(
+  {
+    user_group_id: UserGroupId,
+    name: Type.Optional(Name),
+    mapping: Type.Optional(nullable(Mapping)),
+    properties: Type.Optional(nullable(Properties)),
+    is_demo_group: Type.Optional(IsDemoGroup),
+    api_environment_tag: Type.Optional(EnvironmentTag),
+  },
+  { additionalProperties: false },
+);
+export type UserGroupFields = Static<typeof UserGroupFieldsBody>;
+
+/** POST /api/user: create (no current_token) or rotate (current_token). */
+export const PostUserBody = Type.Object(
+  {
+    user_group_id: Type.Optional(UserGroupId),
+    name: Type.Optional(Name),
+    mapping: Type.Optional(nullable(Mapping)),
+    properties: Type.Optional(nullable(Properties)),
+    is_demo_group: Type.Optional(IsDemoGroup),
+    api_environment_tag: Type.Optional(EnvironmentTag),
+    current_token: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 512, description: 'Rotate: the user group token to replace. Send with nothing but grace_period_seconds.' }),
+    ),
+    grace_period_seconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 86400, description: 'Rotate: how long the old token keeps working on the embed side (default 0).' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      { user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' }, api_environment_tag: 'Customer' },
+      { current_token: 'ugs_grp_…', grace_period_seconds: 300 },
+    ],
+  },
+);
+export type PostUser = Static<typeof PostUserBody>;
+
+/** GET /api/user identification by query string, for clients that cannot send a GET body. */
+export const GetUserQuery = Type.Object(
+  {
+    user_group_id: Type.Optional(UserGroupIdString),
+    name: Type.Optional(Name),
+    api_environment_tag: Type.Optional(EnvironmentTag),
+    is_demo_group: Type.Optional(IsDemoGroup),
+  },
+  { additionalProperties: false },
+);
+
+export const GetUserBody = Type.Optional(
+  Type.Object(
+    {
+      user_group_id: Type.Optional(UserGroupId),
+      name: Type.Optional(Name),
+      mapping: Type.Optional(nullable(Mapping)),
+      properties: Type.Optional(nullable(Properties)),
+      is_demo_group: Type.Optional(IsDemoGroup),
+      api_environment_tag: Type.Optional(EnvironmentTag),
+    },
+    { additionalProperties: false, examples: [{ user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } }] },
+  ),
+);
+
+export const PutUserBody = Type.Object(
+  {
+    user_group_id: UserGroupId,
+    api_environment_tag: Type.Optional(EnvironmentTag),
+    name: Type.Optional(Name),
+    mapping: Type.Optional(nullable(Mapping)),
+    properties: Type.Optional(nullable(Properties)),
+    is_demo_group: Type.Optional(IsDemoGroup),
+  },
+  { additionalProperties: false, examples: [{ user_group_id: 'example_1', properties: { region: 'apac' } }] },
+);
+export type PutUser = Static<typeof PutUserBody>;
+
+/** Identifies one user group (DELETE, history): by body or by query string. */
+export const UserGroupKey = Type.Object(
+  {
+    user_group_id: Type.Optional(UserGroupId),
+    api_environment_tag: Type.Optional(EnvironmentTag),
+  },
+  { additionalProperties: false },
+);
+export const UserGroupKeyQuery = Type.Object(
+  {
+    user_group_id: Type.Optional(UserGroupIdString),
+    api_environment_tag: Type.Optional(EnvironmentTag),
+  },
+  { additionalProperties: false },
+);
+
+export const HistoryQuery = Type.Object(
+  {
+    user_group_id: UserGroupIdString,
+    api_environment_tag: Type.Optional(EnvironmentTag),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+  },
+  { additionalProperties: false },
+);
+
+export const ListQuery = Type.Object(
+  {
+    api_environment_tag: Type.Optional(EnvironmentTag),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'Page size, 1-500 (default 100).' })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The next_cursor of the previous page.' })),
+    q: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, pattern: NO_CONTROL, description: 'Only groups whose user_group_id or name starts with this (case-sensitive).' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const publicFields = {
+  team_id: Type.Integer({ description: 'Internal id, unique across the service, never reused.', examples: [4812] }),
+  name: Type.String({ examples: ['Example 1'] }),
+  provided_id: Type.String({ description: 'The user_group_id.', examples: ['example_1'] }),
+  // Serialized as stored: any key is kept (an allow-list of keys would drop data here).
+  mapping: Type.Union([Type.Unsafe<Record<string, string | number>>({ type: 'object', additionalProperties: true }), Type.Null()]),
+  properties: Type.Union([Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true }), Type.Null()]),
+  api_environment_tag: EnvironmentTag,
+  is_demo_group: Type.Boolean(),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+};
+
+export const UserGroupPublic = Type.Object(publicFields, { additionalProperties: false, description: 'A user group, without its token.' });
+export type UserGroupPublicView = Static<typeof UserGroupPublic>;
+
+export const UserGroup = Type.Object(
+  {
+    team_id: publicFields.team_id,
+    token: Type.String({ description: 'The user group token: hand it to the embedded dashboard. Never accepted by the management API.' }),
+    ...Object.fromEntries(Object.entries(publicFields).filter(([k]) => k !== 'team_id')),
+  } as typeof publicFields & { token: ReturnType<typeof Type.String> },
+  { additionalProperties: false, description: 'A user group and its current token.' },
+);
+export type UserGroupView = Static<typeof UserGroup>;
+
+export const Success = Type.Literal(1);
+
+export const UserGroupResponse = Type.Object({ success: Success, user_group: UserGroup });
+export const GetOrCreateResponse = Type.Object({
+  success: Success,
+  new_user_group: Type.Boolean({ description: 'True when this call created the user group.' }),
+  user_group: UserGroup,
+});
+export const DeletedResponse = Type.Object({ success: Success, user_group: UserGroupPublic });
+export const ListResponse = Type.Object({
+  success: Success,
+  user_groups: Type.Array(UserGroupPublic),
+  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null on the last page.' }),
+});
+
+export const HistoryEntry = Type.Object({
+  id: Type.Integer(),
+  action: Type.String({ examples: ['user_group.update'] }),
+  team_id: Type.Integer(),
+  changed_fields: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  actor_token_id: Type.Union([Type.Integer(), Type.Null()]),
+  request_id: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+});
+export const HistoryResponse = Type.Object({
+  success: Success,
+  provided_id: Type.String(),
+  api_environment_tag: EnvironmentTag,
+  entries: Type.Array(HistoryEntry),
+});
