@@ -1,8 +1,9 @@
 // One migration set for both dialects, listed explicitly (no directory scanning, so it
 // survives bundling). Several instances may start at once on an empty database: on
 // PostgreSQL a session advisory lock lets one migrate while the others wait; on SQLite the
-// loser of the write-lock race gets SQLITE_BUSY and simply tries again, finding the work done.
-import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
+// write lock, taken up front, does the same.
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { Database } from './schema.ts';
 import type { DatabaseHandle, Dialect } from './database.ts';
 import { initial } from './migrations/0001-initial.ts';
 
@@ -20,29 +21,38 @@ export interface MigrationOutcome {
 
 export async function migrateToLatest(handle: DatabaseHandle): Promise<MigrationOutcome> {
   const provider: MigrationProvider = { getMigrations: async () => migrationsFor(handle.dialect) };
-  const migrator = new Migrator({ db: handle.db, provider });
-  const run = async (): Promise<MigrationOutcome> => {
-    const { error, results } = await migrator.migrateToLatest();
+  const run = async (db: Kysely<Database>, disableTransactions: boolean): Promise<MigrationOutcome> => {
+    const { error, results } = await new Migrator({ db, provider, disableTransactions }).migrateToLatest();
     if (error) throw error;
     return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
   };
 
-  if (handle.dialect === 'postgres') {
-    return handle.db.connection().execute(async (conn) => {
+  return handle.db.connection().execute(async (conn) => {
+    if (handle.dialect === 'postgres') {
       await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
       try {
-        return await run();
+        return await run(handle.db, false);
       } finally {
         await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);
       }
-    });
-  }
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await run();
-    } catch (err) {
-      if (attempt >= 20 || !String((err as { code?: string }).code).startsWith('SQLITE_BUSY')) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
     }
-  }
+    // SQLite: hold the write lock from before the first read of the migration table to the
+    // end, so a second process waits (busy timeout) and then finds the work done.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await sql`begin immediate`.execute(conn);
+        break;
+      } catch (err) {
+        if (attempt >= 10 || !String((err as { code?: string }).code).startsWith('SQLITE_BUSY')) throw err;
+      }
+    }
+    try {
+      const outcome = await run(conn, true);
+      await sql`commit`.execute(conn);
+      return outcome;
+    } catch (err) {
+      await sql`rollback`.execute(conn).catch(() => undefined);
+      throw err;
+    }
+  });
 }

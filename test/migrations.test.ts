@@ -1,0 +1,42 @@
+// One migration set on both dialects; instances starting together must not both migrate.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { BACKENDS, POSTGRES_URL, createTestDatabase } from './helpers/backends.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { runUgs } from './helpers/processes.ts';
+
+for (const backend of BACKENDS) {
+  describe(`[${backend}] migrations`, () => {
+    it('three processes migrating one empty database at once apply each migration exactly once', async () => {
+      const database = await createTestDatabase(backend);
+      const handle = openDatabase(database.url);
+      try {
+        const runs = await Promise.all([0, 1, 2].map(() => runUgs(['migrate'], { DATABASE_URL: database.url })));
+        for (const r of runs) assert.equal(r.code, 0, r.stderr);
+        const appliers = runs.filter((r) => r.stdout.includes('applied: 0001-initial'));
+        assert.equal(appliers.length, 1, `exactly one process applied it:\n${runs.map((r) => r.stdout).join('')}`);
+        const rows = await sql<{ name: string }>`select name from kysely_migration`.execute(handle.db);
+        assert.deepEqual(rows.rows.map((r) => r.name), ['0001-initial']);
+        const again = await migrateToLatest(handle);
+        assert.deepEqual(again.applied, [], 'a later start finds nothing to do');
+      } finally {
+        await handle.close();
+        await database.drop();
+      }
+    });
+  });
+}
+
+describe('PostgreSQL suite', () => {
+  it('runs when TEST_POSTGRES_URL is set', { skip: POSTGRES_URL ? false : 'SKIPPED: TEST_POSTGRES_URL is not set, so the PostgreSQL half of every suite did not run' }, () => {
+    assert.ok(BACKENDS.includes('postgres'));
+  });
+});
+
+if (!POSTGRES_URL) {
+  process.stderr.write(
+    '\n*** PostgreSQL suite SKIPPED: set TEST_POSTGRES_URL=postgres://user@host:port/db to run every suite on PostgreSQL too. ***\n\n',
+  );
+}
