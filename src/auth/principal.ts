@@ -15,8 +15,13 @@ export interface Principal {
   defaultEnvironment: Environment;
 }
 
+/** `write` is "everything" (contract section 7), so it includes what `read` allows. */
+export function hasScope(principal: Principal, scope: Scope): boolean {
+  return principal.scopes.has(scope) || principal.scopes.has('write');
+}
+
 export function requireScope(principal: Principal, scope: Scope, what: string): void {
-  if (!principal.scopes.has(scope)) {
+  if (!hasScope(principal, scope)) {
     throw new AppError('insufficient_scope', `${what} needs an API token with the ${scope} scope`);
   }
 }

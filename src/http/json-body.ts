@@ -38,7 +38,7 @@ export function registerJsonBodyParsing(app: FastifyInstance): void {
   });
 
   app.addHook('preValidation', async (request) => {
-    if (request.method !== 'GET' && request.method !== 'DELETE') return;
+    if (request.method !== 'GET' && request.method !== 'DELETE' && !isGetOverride(request)) return;
     if (request.body !== undefined) return;
     if (!hasBody(request)) {
       request.body = {}; // no body: identification comes from the query string
@@ -49,6 +49,12 @@ export function registerJsonBodyParsing(app: FastifyInstance): void {
     }
     request.body = parseJsonText(await readBody(request));
   });
+}
+
+/** POST with X-HTTP-Method-Override: GET is a GET: it may identify the group by query string alone. */
+function isGetOverride(request: FastifyRequest): boolean {
+  const override = request.headers['x-http-method-override'];
+  return request.method === 'POST' && typeof override === 'string' && override.toUpperCase() === 'GET';
 }
 
 function hasBody(request: FastifyRequest): boolean {

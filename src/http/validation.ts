@@ -92,6 +92,11 @@ export function detailsFromAjv(errors: ErrorObject[], part: string): { details: 
     const rule = RULE_BY_ISSUE[issue]?.(error) ?? error.message ?? 'is invalid';
     byField.set(field, { issue, rule, specific });
   }
+  // A nullable object with a bad entry also fails its "or null" branch: "mapping must be of
+  // type null" beside "mapping.a must be at least 0" says nothing true, so drop it.
+  for (const [field, known] of byField) {
+    if (!known.specific && [...byField].some(([other, o]) => o.specific && other.startsWith(`${field}.`))) byField.delete(field);
+  }
   const details = [...byField].map(([field, { issue }]) => ({ field, issue }));
   const message = [...byField].map(([field, { rule }]) => `${field} ${rule}`).join('; ');
   return { details, message: message || 'request is invalid' };

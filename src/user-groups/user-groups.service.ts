@@ -107,6 +107,7 @@ export async function getOrCreateUserGroup(
   input: UserGroupInput,
 ): Promise<{ created: boolean; userGroup: UserGroupView }> {
   requireScope(principal, 'read', 'looking up a user group');
+  checkProperties(input.properties); // the field rules hold whether or not the group exists
   const key = keyFor(principal, input);
   // The hot path (the group exists) is one indexed read and no write.
   for (let attempt = 0; attempt < 3; attempt++) {
