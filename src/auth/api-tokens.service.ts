@@ -10,6 +10,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { ensureAccount, findAccountBySlug } from '../accounts/accounts.repository.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashesEqual, hashToken, tokenKind, tokenStart } from './token-format.ts';
+import { looksLikeJws } from '../embed/embed-token.ts';
 import type { Principal, Scope } from './principal.ts';
 
 export interface IssueApiTokenInput {
@@ -165,9 +166,9 @@ export class ApiTokenAuthenticator {
   async authenticate(authorization: string | undefined): Promise<Principal> {
     const token = tokenFromAuthorization(authorization, 'missing_api_token');
     const kind = tokenKind(token);
-    if (kind === null) throw invalidApiToken();
+    if (kind === null && !looksLikeJws(token)) throw invalidApiToken();
     if (kind !== 'api') {
-      throw new AppError('wrong_token_kind', 'a user group token was sent where an API token is needed', {
+      throw new AppError('wrong_token_kind', 'a user group token or embed token was sent where an API token is needed', {
         headers: { 'www-authenticate': 'Token' },
       });
     }

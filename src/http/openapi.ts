@@ -19,10 +19,17 @@ export const openApiInfo = {
         name: 'Authorization',
         description: 'The value `Token <API token>`. API tokens start with `ugs_api_`.',
       },
+      userGroupToken: {
+        type: 'http' as const,
+        scheme: 'bearer',
+        description:
+          'For the embed side, from the browser: `Authorization: Bearer <token>` with a user group token (`ugs_grp_…`) or a short-lived embed token (a JWS from `POST /api/embed_token`). Never accepted by the management API.',
+      },
     },
   },
   tags: [
     { name: 'User groups', description: 'The management API, called from your backend.' },
+    { name: 'Embed', description: 'What an embedded dashboard calls from the browser (CORS enabled), and the short-lived embed tokens your backend issues for it.' },
     { name: 'Operations', description: 'Health, readiness and the API description.' },
   ],
 };

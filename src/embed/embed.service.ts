@@ -1,0 +1,142 @@
+// The embed side (contract, section 8): what an embedded dashboard learns from the token it
+// holds, and the short-lived embed tokens a backend mints for it. A long-lived user group
+// token resolves by its hash (the current token, else a token still in its grace period);
+// an embed token resolves by its signature, then by its group's current token generation.
+import type { DatabaseHandle } from '../db/database.ts';
+import type { Keyring } from '../crypto/keyring.ts';
+import { AppError, validationFailed } from '../errors.ts';
+import { hashToken, tokenKind } from '../auth/token-format.ts';
+import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import { findUserGroup } from '../user-groups/user-groups.repository.ts';
+import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
+import { findGroupByCurrentTokenHash, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroupRow } from './embed.repository.ts';
+import { looksLikeJws, signEmbedToken, verifyEmbedToken } from './embed-token.ts';
+import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedContextView, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
+
+export interface EmbedDeps {
+  database: DatabaseHandle;
+  keyring: Keyring;
+  now: () => Date;
+}
+
+/** What the browser sent besides the token: the bindings an embed token may demand. */
+export interface EmbedCaller {
+  authorization: string | undefined;
+  origin: string | undefined;
+  embedId: string | undefined;
+}
+
+const BEARER = { 'www-authenticate': 'Bearer' };
+const AUTHORIZATION = /^(?:Bearer|Token)\s+(\S+)\s*$/i;
+
+function invalidToken(message = 'the token is not valid (unknown, malformed, expired, rotated, or its user group was deleted)'): AppError {
+  return new AppError('invalid_token', message, { headers: BEARER });
+}
+
+function bearerToken(header: string | undefined): string {
+  if (header === undefined || header.trim() === '') {
+    throw invalidToken('send a user group token or an embed token as Authorization: Bearer <token>');
+  }
+  const match = AUTHORIZATION.exec(header);
+  if (!match) throw invalidToken('the Authorization header must be Bearer <token>');
+  return match[1];
+}
+
+export async function resolveEmbedContext(deps: EmbedDeps, caller: EmbedCaller): Promise<EmbedContextView> {
+  const token = bearerToken(caller.authorization);
+  const row = looksLikeJws(token) ? await groupForEmbedToken(deps, token, caller) : await groupForUserGroupToken(deps, token);
+  return embedContext(row);
+}
+
+async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<EmbedGroupRow> {
+  const kind = tokenKind(token); // checksum: a mistyped token costs no lookup
+  if (kind === 'api') {
+    throw new AppError('wrong_token_kind', 'an API token was sent where a user group token or embed token is needed; never give an API token to a browser', {
+      headers: BEARER,
+    });
+  }
+  if (kind !== 'user_group') throw invalidToken();
+  const hash = hashToken(token);
+  const db = deps.database.db;
+  // The retired-token table is read only when the token is not a current one: the usual
+  // request costs one lookup, a token in its grace period one more.
+  const row = (await findGroupByCurrentTokenHash(db, hash)) ?? (await findGroupByRetiredTokenHash(db, hash, deps.now().toISOString()));
+  if (!row) throw invalidToken();
+  return row;
+}
+
+async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedCaller): Promise<EmbedGroupRow> {
+  const claims = await verifyEmbedToken(deps.keyring, token, deps.now());
+  if (!claims) throw invalidToken();
+  // The bindings are checked before the lookup: a token used from the wrong place learns
+  // nothing about its group, and costs no query.
+  if (claims.origin !== undefined && caller.origin !== claims.origin) {
+    throw new AppError('origin_forbidden', 'this embed token is bound to another origin (the request\'s Origin header must match the one it was issued for)');
+  }
+  if (claims.embedId !== undefined && caller.embedId !== claims.embedId) {
+    throw new AppError('embed_id_forbidden', 'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)');
+  }
+  const row = await findGroupByTeamId(deps.database.db, claims.teamId);
+  // Deleted (team ids are never reused) or rotated since the token was issued.
+  if (!row || row.token_generation !== claims.generation) throw invalidToken();
+  return row;
+}
+
+const BUILT_INS = new Set(['user_group_id', 'user_group_name']);
+
+export function embedContext(row: EmbedGroupRow): EmbedContextView {
+  const mapping = row.mapping === null ? null : (JSON.parse(row.mapping) as Record<string, string | number>);
+  const properties = row.properties === null ? null : (JSON.parse(row.properties) as Record<string, unknown>);
+  const variables: Record<string, unknown> = { user_group_id: row.provided_id, user_group_name: row.name };
+  for (const [key, value] of Object.entries(properties ?? {})) {
+    if (BUILT_INS.has(key)) continue;
+    // defineProperty: a key is data, never a setter such as __proto__.
+    Object.defineProperty(variables, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return {
+    success: 1,
+    user_group: {
+      provided_id: row.provided_id,
+      name: row.name,
+      api_environment_tag: row.environment,
+      is_demo_group: row.is_demo_group === 1,
+      mapping,
+      properties,
+    },
+    variables,
+  };
+}
+
+export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, input: EmbedTokenInput): Promise<EmbedTokenView> {
+  requireScope(principal, 'read', 'issuing an embed token');
+  const environment = resolveEnvironment(principal, input.api_environment_tag);
+  const providedId = normalizeUserGroupId(input.user_group_id);
+  if (input.origin !== undefined) assertBrowserOrigin(input.origin);
+  const row = await findUserGroup(deps.database.db, { accountId: principal.accountId, environment, providedId });
+  if (!row) throw new AppError('user_group_not_found', `no user group with user_group_id "${providedId}" in ${environment}`);
+  const { token, expiresAt } = await signEmbedToken(
+    deps.keyring,
+    { teamId: row.team_id, generation: row.token_generation, embedId: input.embed_id, origin: input.origin },
+    deps.now(),
+    input.expires_in_seconds ?? EMBED_TOKEN_DEFAULT_SECONDS,
+  );
+  return { success: 1, embed_token: token, expires_at: expiresAt.toISOString() };
+}
+
+/** Browsers send an origin in one serialized form; a token bound to any other spelling could never be used. */
+function assertBrowserOrigin(origin: string): void {
+  let serialized: string | undefined;
+  try {
+    const url = new URL(origin);
+    if (url.protocol === 'http:' || url.protocol === 'https:') serialized = url.origin;
+  } catch {
+    // not a URL: refused below
+  }
+  if (serialized !== origin) {
+    throw validationFailed(
+      'origin',
+      'invalid_format',
+      `origin must be a browser origin as sent in the Origin header: scheme://host[:port] without path or trailing slash${serialized ? ` (did you mean "${serialized}"?)` : ''}`,
+    );
+  }
+}

@@ -1,0 +1,165 @@
+// The embed demo (examples/embed-demo) in a real headless Chromium: a real service process,
+// the demo backend (holding the API token) and the page, served from a third origin, which
+// calls /api/embed/context across origins with a short-lived embed token. After the group's
+// token is rotated, the same page must report its embed token as no longer valid.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { ROOT, httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+
+// Never downloaded: the system's Chromium (CI installs it); CHROMIUM_PATH points elsewhere.
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const ARTIFACTS = path.join(ROOT, 'test', 'artifacts');
+const DEMO = path.join(ROOT, 'examples', 'embed-demo');
+
+const missingBrowser = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it (apt-get install -y chromium) or set CHROMIUM_PATH to run the browser test`;
+if (missingBrowser) {
+  process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the embed demo browser test: ${missingBrowser}\n${'!'.repeat(78)}\n\n`);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface DemoProcess {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+}
+
+/** Starts one of the demo's scripts and waits for its "listening on <url>" line. */
+function startDemoScript(script: string, env: Record<string, string>): Promise<DemoProcess> {
+  const child = spawn(process.execPath, [path.join(DEMO, script)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start in 15 s:\n${output}`)), 15_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ url: match[1], child, output: () => output });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited (${code}) before listening:\n${output}`));
+    });
+  });
+}
+
+describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120_000 }, () => {
+  let database: TestDatabase;
+  let service: ServerProcess;
+  let backend: DemoProcess;
+  let pageServer: DemoProcess;
+  let browser: Browser;
+  let page: Page;
+  let apiToken: string;
+
+  before(async () => {
+    database = await createTestDatabase('sqlite');
+    const secretKey = crypto.randomBytes(32).toString('base64');
+    const [backendPort, pagePort] = [await freePort(), await freePort()];
+    const pageOrigin = `http://127.0.0.1:${pagePort}`;
+    const backendUrl = `http://127.0.0.1:${backendPort}`;
+
+    // Only the page's origin may call the embed routes from a browser.
+    service = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey, UGS_CORS_ORIGINS: pageOrigin });
+    const issued = await runUgs(['token', 'create', '--account', 'demo', '--scopes', 'read,write', '--json'], { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey });
+    assert.equal(issued.code, 0, issued.stderr);
+    apiToken = JSON.parse(issued.stdout).token;
+
+    backend = await startDemoScript('backend.mjs', { UGS_URL: service.baseUrl, UGS_API_TOKEN: apiToken, PAGE_ORIGIN: pageOrigin, PORT: String(backendPort) });
+    pageServer = await startDemoScript('page-server.mjs', { BACKEND_URL: backendUrl, PORT: String(pagePort) });
+    assert.equal(pageServer.url, pageOrigin);
+    assert.notEqual(new URL(pageServer.url).origin, new URL(service.baseUrl).origin, 'the page runs on another origin than the service');
+
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 900, height: 720 } });
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    for (const child of [backend?.child, pageServer?.child]) if (child && child.exitCode === null) child.kill('SIGTERM');
+    await service?.stop();
+    await database?.drop();
+  });
+
+  async function variablesShown(): Promise<Record<string, string>> {
+    return page.$$eval('#variables tbody tr', (rows) =>
+      Object.fromEntries(rows.map((row) => [row.children[0].textContent ?? '', row.children[1].textContent ?? ''])),
+    );
+  }
+
+  it('demo: the page, on its own origin, shows the group name and variables from /api/embed/context', async () => {
+    const contextResponse = page.waitForResponse((response) => response.url().includes('/api/embed/context'));
+    await page.goto(pageServer.url);
+    const response = await contextResponse;
+    assert.equal(response.status(), 200);
+    assert.equal((await response.allHeaders())['access-control-allow-origin'], pageServer.url, 'CORS allows exactly the page origin');
+    assert.ok(response.url().startsWith(`${service.baseUrl}/api/embed/context?embed_id=sales-overview`));
+
+    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
+    assert.equal(await page.textContent('#group-id'), 'acme-corp');
+    assert.equal(await page.textContent('#group-env'), 'Customer');
+    assert.deepEqual(await variablesShown(), {
+      user_group_id: 'acme-corp',
+      user_group_name: 'ACME Corporation',
+      region: 'emea',
+      plan: 'enterprise',
+      seats: '42',
+    });
+    // The page holds an embed token, never the long-lived user group token.
+    const stored = await page.evaluate(() => sessionStorage.getItem('embed-demo-session') ?? '');
+    assert.match(JSON.parse(stored).embed_token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+    assert.ok(!stored.includes('ugs_grp_') && !stored.includes('ugs_api_'));
+    await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo.png'), fullPage: true });
+  });
+
+  it('demo: after the group\'s token is rotated, the page reports its embed token as no longer valid', async () => {
+    const current = await httpRequest(service.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: apiToken });
+    assert.equal(current.status, 200);
+    const rotated = await httpRequest(service.baseUrl, 'POST', '/api/user', { token: apiToken, body: { current_token: current.body.user_group.token } });
+    assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+
+    await page.reload(); // the same embed token, from sessionStorage
+    await page.waitForSelector('#status[data-state="invalid"]', { timeout: 15_000 });
+    assert.match((await page.textContent('#status')) ?? '', /no longer valid \(invalid_token\)/);
+    assert.equal(await page.isHidden('#group'), true, 'no stale group data is shown');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-rotated.png'), fullPage: true });
+
+    // A new embed token from the backend carries the new token generation and works again.
+    await page.click('#renew');
+    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
+  });
+});
