@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type LogEvent } from 'kysely';
 import type { Database } from './schema.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -14,6 +14,8 @@ export interface DatabaseHandle {
   dialect: Dialect;
   /** A redacted description for logs (never a password). */
   description: string;
+  /** The PostgreSQL connection pool (for its gauges); absent on SQLite. */
+  pool?: pg.Pool;
   close(): Promise<void>;
 }
 
@@ -21,17 +23,19 @@ export interface DatabaseOptions {
   /** Called for errors of idle pooled connections, which would otherwise crash the process. */
   onPoolError?: (err: Error) => void;
   poolSize?: number;
+  /** Called after every query with its duration (Kysely's log event), e.g. for metrics. */
+  onQuery?: (event: LogEvent) => void;
 }
 
 const INT8_OID = 20;
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
-  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options);
   throw new Error(`DATABASE_URL must start with sqlite: or postgres://, got "${redactUrl(url)}"`);
 }
 
-function openSqlite(file: string): DatabaseHandle {
+function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   if (!file) throw new Error('DATABASE_URL=sqlite:<file path> needs a file path');
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const connection = new SQLite(file);
@@ -42,7 +46,7 @@ function openSqlite(file: string): DatabaseHandle {
   connection.pragma('synchronous = FULL');
   connection.pragma('busy_timeout = 5000');
   connection.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }), log: options.onQuery });
   return {
     db,
     dialect: 'sqlite',
@@ -67,11 +71,12 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     },
   });
   pool.on('error', (err) => options.onPoolError?.(err));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
   return {
     db,
     dialect: 'postgres',
     description: redactUrl(url),
+    pool,
     close: () => db.destroy(),
   };
 }

@@ -1,0 +1,311 @@
+// A typed client for the User Group Service: one method per operation, typed errors,
+// bounded retries on 429 and 503, and a deadline per call. Needs only the global fetch
+// (Node 18+, browsers, Deno, Bun).
+import { UserGroupServiceError, type UserGroupServiceErrorCode } from './errors.ts';
+import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, type RetryOptions } from './retry.ts';
+import type {
+  CreateEmbedTokenParams,
+  CreateUserGroupParams,
+  DeleteUserGroupParams,
+  DeleteUserGroupResponse,
+  EmbedContextParams,
+  EmbedContextResponse,
+  EmbedTokenResponse,
+  ErrorDetail,
+  GetOrCreateUserGroupParams,
+  GetOrCreateUserGroupResponse,
+  ListUserGroupsParams,
+  ListUserGroupsResponse,
+  RotateTokenParams,
+  UpdateUserGroupParams,
+  UserGroupHistoryParams,
+  UserGroupHistoryResponse,
+  UserGroupResponse,
+  UserGroupWithoutToken,
+} from './types.ts';
+
+export interface UserGroupServiceClientOptions {
+  /** Where the service runs, e.g. `https://ugs.internal.example.com`. */
+  baseUrl: string;
+  /** The API token (`ugs_api_…`), for every method but getEmbedContext. */
+  apiToken?: string;
+  /** A call (all its attempts and waits together) fails with code `timeout` after this long (default 10 s). */
+  timeoutMs?: number;
+  retry?: RetryOptions;
+  /** Another fetch implementation (a custom agent, a test double); default: the global fetch. */
+  fetch?: typeof fetch;
+  /** Sent with every request. */
+  headers?: Record<string, string>;
+}
+
+export interface CallOptions {
+  /** Cancels the call (code `aborted`). */
+  signal?: AbortSignal;
+  /** Overrides the client's timeoutMs for this call. */
+  timeoutMs?: number;
+  /** Sent as X-Request-Id (letters, digits and `._:-`, at most 128), to follow the call in the service's logs. */
+  requestId?: string;
+  /** Extra headers for this call (e.g. `Origin` for an origin-bound embed token). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * Which failures may be retried. `overload`: only 429 and 503, which the service sends
+ * before changing anything (for calls that must not run twice, such as create and
+ * rotate). `idempotent`: also when no response arrived (a connection reset).
+ */
+type RetryClass = 'overload' | 'idempotent';
+
+interface RequestSpec {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** `api`: the API token; otherwise the user group token or embed token to send as Bearer. */
+  auth: 'api' | { bearer: string };
+  retry: RetryClass;
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const RETRY_STATUSES = new Set([429, 503]);
+const QUERY_FIELDS = new Set(['user_group_id', 'name', 'api_environment_tag', 'is_demo_group']);
+
+export class UserGroupServiceClient {
+  readonly #baseUrl: string;
+  readonly #apiToken: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #retry: Required<RetryOptions>;
+  readonly #fetch: typeof fetch;
+  readonly #headers: Record<string, string>;
+
+  constructor(options: UserGroupServiceClientOptions) {
+    this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#apiToken = options.apiToken;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#retry = { ...DEFAULT_RETRY, ...options.retry };
+    if (!(this.#retry.maxAttempts >= 1)) throw new RangeError('retry.maxAttempts must be at least 1');
+    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#headers = { ...options.headers };
+  }
+
+  /** Creates a user group: `201`, or `user_group_exists` (409). Retried only on 429/503. */
+  createUserGroup(params: CreateUserGroupParams, options?: CallOptions): Promise<UserGroupResponse> {
+    return this.#call({ method: 'POST', path: '/api/user', body: params, auth: 'api', retry: 'overload' }, options);
+  }
+
+  /**
+   * Returns the user group, creating it if missing (`new_user_group` says which). Sent as
+   * `GET /api/user?…` when only query-string fields are given; with `mapping` or
+   * `properties` as `POST /api/user` with `X-HTTP-Method-Override: GET`, since fetch
+   * cannot send a body with GET. Either way the call is idempotent.
+   */
+  getOrCreateUserGroup(params: GetOrCreateUserGroupParams, options?: CallOptions): Promise<GetOrCreateUserGroupResponse> {
+    const fitsQuery = Object.keys(params).every((field) => QUERY_FIELDS.has(field));
+    if (fitsQuery) {
+      const { user_group_id, name, api_environment_tag, is_demo_group } = params;
+      const query = { user_group_id, name, api_environment_tag, is_demo_group };
+      return this.#call({ method: 'GET', path: '/api/user', query, auth: 'api', retry: 'idempotent' }, options);
+    }
+    return this.#call(
+      { method: 'POST', path: '/api/user', body: params, headers: { 'x-http-method-override': 'GET' }, auth: 'api', retry: 'idempotent' },
+      options,
+    );
+  }
+
+  /** Replaces the given fields (`null` clears mapping or properties); never creates: `user_group_not_found` (404). */
+  updateUserGroup(params: UpdateUserGroupParams, options?: CallOptions): Promise<UserGroupResponse> {
+    return this.#call({ method: 'PUT', path: '/api/user', body: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** Gives the group of `current_token` a new token; `token_not_found` (404). Retried only on 429/503. */
+  rotateToken(params: RotateTokenParams, options?: CallOptions): Promise<UserGroupResponse> {
+    return this.#call({ method: 'POST', path: '/api/user', body: params, auth: 'api', retry: 'overload' }, options);
+  }
+
+  /**
+   * Deletes a user group and answers it without its token. Retried when no response came,
+   * so a retry after a lost response can report `user_group_not_found` for a group this
+   * very call deleted.
+   */
+  deleteUserGroup(params: DeleteUserGroupParams, options?: CallOptions): Promise<DeleteUserGroupResponse> {
+    return this.#call({ method: 'DELETE', path: '/api/user', query: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** One page of user groups (without tokens); pass `next_cursor` as `cursor` for the next. */
+  listUserGroups(params: ListUserGroupsParams = {}, options?: CallOptions): Promise<ListUserGroupsResponse> {
+    return this.#call({ method: 'GET', path: '/api/users', query: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** Every user group of an environment, page after page (`for await (const group of …)`). */
+  async *iterateUserGroups(params: Omit<ListUserGroupsParams, 'cursor'> = {}, options?: CallOptions): AsyncGenerator<UserGroupWithoutToken, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listUserGroups({ ...params, cursor }, options);
+      yield* page.user_groups;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** The group's change history, newest first. */
+  userGroupHistory(params: UserGroupHistoryParams, options?: CallOptions): Promise<UserGroupHistoryResponse> {
+    return this.#call({ method: 'GET', path: '/api/user/history', query: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** A short-lived signed embed token for one user group (issuing a second one is harmless, so it is retried). */
+  createEmbedToken(params: CreateEmbedTokenParams, options?: CallOptions): Promise<EmbedTokenResponse> {
+    return this.#call({ method: 'POST', path: '/api/embed_token', body: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** What an embedded dashboard sees, for a user group token or an embed token (no API token needed). */
+  getEmbedContext(token: string, params: EmbedContextParams = {}, options?: CallOptions): Promise<EmbedContextResponse> {
+    return this.#call({ method: 'GET', path: '/api/embed/context', query: params, auth: { bearer: token }, retry: 'idempotent' }, options);
+  }
+
+  async #call<T>(spec: RequestSpec, options: CallOptions = {}): Promise<T> {
+    const deadline = new Deadline(options.timeoutMs ?? this.#timeoutMs, options.signal);
+    try {
+      for (let attempt = 1; ; attempt++) {
+        let failure: UserGroupServiceError;
+        try {
+          return await this.#attempt<T>(spec, options, deadline.signal);
+        } catch (err) {
+          failure = deadline.translate(err);
+        }
+        const retryable =
+          (failure.status !== 0 && RETRY_STATUSES.has(failure.status)) ||
+          (failure.code === 'network_error' && spec.retry === 'idempotent');
+        if (!retryable || attempt >= this.#retry.maxAttempts) throw failure;
+        const wait = retryDelayMs(attempt, failure.retryAfterSeconds === undefined ? undefined : failure.retryAfterSeconds * 1000, this.#retry);
+        if (wait > this.#retry.maxDelayMs || wait > deadline.remainingMs()) throw failure;
+        await deadline.sleep(wait);
+      }
+    } catch (err) {
+      throw deadline.translate(err);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  async #attempt<T>(spec: RequestSpec, options: CallOptions, signal: AbortSignal): Promise<T> {
+    const url = new URL(this.#baseUrl + spec.path);
+    for (const [key, value] of Object.entries(spec.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    const headers: Record<string, string> = { accept: 'application/json', ...this.#headers, ...spec.headers, ...options.headers };
+    if (spec.auth === 'api') {
+      if (!this.#apiToken) throw new TypeError('this call needs an API token: pass apiToken to the UserGroupServiceClient');
+      headers.authorization = `Token ${this.#apiToken}`;
+    } else {
+      headers.authorization = `Bearer ${spec.auth.bearer}`;
+    }
+    if (options.requestId) headers['x-request-id'] = options.requestId;
+    let body: string | undefined;
+    if (spec.body !== undefined) {
+      body = JSON.stringify(spec.body);
+      headers['content-type'] = 'application/json';
+    }
+
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, { method: spec.method, headers, body, signal });
+      text = await response.text();
+    } catch (err) {
+      if (signal.aborted) throw err; // the deadline or the caller: translated by #call
+      throw new UserGroupServiceError({ code: 'network_error', status: 0, message: `${spec.method} ${spec.path}: no response (${(err as Error).message})`, cause: err });
+    }
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    const envelope = json as { success?: unknown; error?: { code?: unknown; message?: unknown; details?: unknown; request_id?: unknown } } | undefined;
+    if (response.ok && envelope?.success === 1) return json as T;
+
+    const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+    const retryAfterSeconds = retryAfterMs === undefined ? undefined : retryAfterMs / 1000;
+    const error = envelope?.error;
+    if (!response.ok && error && typeof error.code === 'string') {
+      throw new UserGroupServiceError({
+        code: error.code as UserGroupServiceErrorCode,
+        message: typeof error.message === 'string' ? error.message : `${spec.method} ${spec.path} failed with ${response.status}`,
+        status: response.status,
+        requestId: typeof error.request_id === 'string' ? error.request_id : requestId,
+        details: Array.isArray(error.details) ? (error.details as ErrorDetail[]) : [],
+        retryAfterSeconds,
+      });
+    }
+    throw new UserGroupServiceError({
+      code: 'invalid_response',
+      message: `${spec.method} ${spec.path}: unexpected ${response.status} response${text ? `: ${text.slice(0, 200)}` : ''}`,
+      status: response.status,
+      requestId,
+      retryAfterSeconds,
+    });
+  }
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/**
+ * One call's time budget and cancellation: a single AbortSignal that fires on the caller's
+ * signal or at the deadline (AbortSignal.any would do, but is missing before Node 20.3).
+ */
+class Deadline {
+  readonly signal: AbortSignal;
+  readonly #controller = new AbortController();
+  readonly #endsAt: number;
+  readonly #timer: ReturnType<typeof setTimeout>;
+  readonly #timeoutMs: number;
+  readonly #caller?: AbortSignal;
+  readonly #onCallerAbort = () => this.#controller.abort(this.#caller?.reason);
+
+  constructor(timeoutMs: number, caller?: AbortSignal) {
+    this.signal = this.#controller.signal;
+    this.#timeoutMs = timeoutMs;
+    this.#endsAt = Date.now() + timeoutMs;
+    this.#timer = setTimeout(() => this.#controller.abort(TIMED_OUT), timeoutMs);
+    this.#caller = caller;
+    if (caller?.aborted) this.#controller.abort(caller.reason);
+    else caller?.addEventListener('abort', this.#onCallerAbort, { once: true });
+  }
+
+  remainingMs(): number {
+    return Math.max(0, this.#endsAt - Date.now());
+  }
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.signal.aborted) return reject(this.signal.reason);
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(this.signal.reason);
+      };
+      const timer = setTimeout(() => {
+        this.signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      this.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Any failure as a UserGroupServiceError; aborts say whether the deadline or the caller ended the call. */
+  translate(err: unknown): UserGroupServiceError {
+    if (err instanceof UserGroupServiceError) return err;
+    if (this.signal.aborted) {
+      return this.signal.reason === TIMED_OUT
+        ? new UserGroupServiceError({ code: 'timeout', status: 0, message: `no answer within ${this.#timeoutMs} ms` })
+        : new UserGroupServiceError({ code: 'aborted', status: 0, message: 'the call was aborted', cause: this.signal.reason });
+    }
+    if (err instanceof TypeError) throw err; // a programming error (e.g. no API token): not a service failure
+    return new UserGroupServiceError({ code: 'network_error', status: 0, message: (err as Error)?.message ?? String(err), cause: err });
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.#caller?.removeEventListener('abort', this.#onCallerAbort);
+  }
+}
