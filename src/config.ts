@@ -16,6 +16,16 @@ export interface Config {
   /** Origins allowed to call the embed routes from a browser; `*` means any. */
   corsOrigins: string[] | '*';
   shutdownTimeoutMs: number;
+  /** Requests per window per API token on the management API (0 turns the limit off). */
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
+  /** Requests per window per user group token (or embed token) on /api/embed/*. */
+  embedRateLimitMax: number;
+  embedRateLimitWindowMs: number;
+  /** Redis shared by all instances for the rate limits; empty means per-instance counters. */
+  redisUrl: string;
+  /** Prefix of every Redis key this service writes, so that services can share a Redis. */
+  rateLimitRedisPrefix: string;
 }
 
 export class ConfigError extends Error {}
@@ -34,6 +44,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiTokenCacheMs: integer(env, 'UGS_API_TOKEN_CACHE_MS', 500, 0, 900),
     corsOrigins: env.UGS_CORS_ORIGINS && env.UGS_CORS_ORIGINS !== '*' ? list(env.UGS_CORS_ORIGINS) : '*',
     shutdownTimeoutMs: integer(env, 'UGS_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    rateLimitMax: integer(env, 'UGS_RATE_LIMIT_MAX', 60_000, 0, 100_000_000),
+    rateLimitWindowMs: integer(env, 'UGS_RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
+    embedRateLimitMax: integer(env, 'UGS_EMBED_RATE_LIMIT_MAX', 180_000, 0, 100_000_000),
+    embedRateLimitWindowMs: integer(env, 'UGS_EMBED_RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
+    redisUrl: env.REDIS_URL || '',
+    rateLimitRedisPrefix: env.UGS_RATE_LIMIT_REDIS_PREFIX || 'ugs:rl:',
   };
 }
 

@@ -10,6 +10,9 @@ import { issueApiToken, listApiTokens, revokeApiToken } from '../auth/api-tokens
 import { SCOPES, type Scope } from '../auth/principal.ts';
 import { accountHistory, userGroupHistory } from '../audit/audit.repository.ts';
 import { parseDuration } from './duration.ts';
+import { reencryptUserGroupTokens, tokensPerKey } from '../crypto/reencrypt.ts';
+import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
+import fs from 'node:fs';
 
 const CLI_ACTOR = { tokenId: null, requestId: null };
 
@@ -45,6 +48,15 @@ function duration(value: string): number {
   const ms = parseDuration(value);
   if (ms === null) throw new InvalidArgumentError('a duration is a number and a unit: 30s, 15m, 12h, 30d or 1w');
   return ms;
+}
+
+/** The configured keys; never creates a key file (only the server does, on first start). */
+function configuredKeyring(): Keyring {
+  const config = loadConfig();
+  if (config.secretKeys.length === 0 && !fs.existsSync(config.keyFile)) {
+    throw new UsageError(`no secret keys: set UGS_SECRET_KEY or create ${config.keyFile}`);
+  }
+  return loadKeyring(config.secretKeys, config.keyFile).keyring;
 }
 
 function print(json: boolean, value: unknown, text: string): void {
@@ -189,18 +201,63 @@ export function buildCli(): Command {
       );
     });
 
+  const keys = program.command('keys').description('secret keys that protect stored user group tokens (UGS_SECRET_KEY, newest first)');
+  keys
+    .command('status')
+    .description('how many user group tokens are sealed under each key id')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const keyring = configuredKeyring();
+      const rows = await withDatabase((h) => tokensPerKey(h.db));
+      const state = (id: string) => (id === keyring.currentKeyId ? 'current' : keyring.keyIds.includes(id) ? 'old' : 'NOT CONFIGURED');
+      const listed = rows.map((r) => ({ ...r, state: state(r.key_id) }));
+      for (const id of keyring.keyIds) if (!rows.some((r) => r.key_id === id)) listed.push({ key_id: id, tokens: 0, state: state(id) });
+      print(!!opts.json, { current_key_id: keyring.currentKeyId, keys: listed }, ['key id\ttokens\tstate', ...listed.map((r) => `${r.key_id}\t${r.tokens}\t${r.state}`)].join('\n'));
+    });
+  keys
+    .command('reencrypt')
+    .description('re-seal every user group token under the newest key, in batches, while the server runs')
+    .option('--batch-size <n>', 'rows per transaction', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 10000) throw new InvalidArgumentError('batch size is 1-10000');
+      return n;
+    }, 500)
+    .option('--json', 'print JSON')
+    .action(async (opts: { batchSize: number; json?: boolean }) => {
+      const keyring = configuredKeyring();
+      const outcome = await withDatabase((h) => reencryptUserGroupTokens(h, keyring, { batchSize: opts.batchSize }));
+      print(
+        !!opts.json,
+        { current_key_id: keyring.currentKeyId, ...outcome },
+        [
+          `re-sealed ${outcome.resealed} of ${outcome.examined} user group tokens under key ${keyring.currentKeyId}`,
+          outcome.changedConcurrently ? `${outcome.changedConcurrently} were rotated meanwhile (already under the newest key of the rotating instance; run again to be sure)` : '',
+          outcome.unreadable.length ? `${outcome.unreadable.length} are sealed under keys that are not configured: ${[...new Set(outcome.unreadable.map((u) => u.key_id))].join(', ')}` : '',
+        ].filter(Boolean).join('\n'),
+      );
+      if (outcome.unreadable.length > 0) throw new Error('some tokens could not be re-sealed: add their keys to UGS_SECRET_KEY (after the newest) and run again');
+    });
+
   return program;
 }
 
 export async function runCli(argv: string[]): Promise<number> {
   const program = buildCli();
-  program.exitOverride();
+  // Subcommands copy settings when they are created, so the override must reach each one:
+  // otherwise commander calls process.exit(1) itself for a subcommand's usage error.
+  const overrideExit = (command: Command): void => {
+    command.exitOverride();
+    command.commands.forEach(overrideExit);
+  };
+  overrideExit(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === 'commander.helpDisplayed' || code === 'commander.help' || code === 'commander.version') return 0;
+    if (code === 'commander.helpDisplayed' || code === 'commander.version') return 0;
+    // Help asked for (`ugs help`) is 0; help shown because a subcommand is missing is 1.
+    if (code === 'commander.help') return (err as { exitCode?: number }).exitCode ?? 0;
     if (code?.startsWith('commander.')) return 2; // commander already printed the problem and the help
     console.error(`ugs: ${err instanceof Error ? err.message : String(err)}`);
     return err instanceof UsageError ? 2 : 1;

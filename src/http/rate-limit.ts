@@ -1,0 +1,160 @@
+// Rate limits per credential, not per IP: one budget per API token on the management API and
+// one per user group token (or embed token) under /api/embed/. Counters are keyed by the
+// SHA-256 of the credential, never the credential itself, so a Redis dump holds no token.
+//
+// With REDIS_URL the counters live in Redis and every instance shares one budget; without
+// it each instance counts on its own. If Redis fails, requests are let through (fail open)
+// and a warning is logged: a broken limiter must not take the API down with it.
+//
+// Header fields follow draft-ietf-httpapi-ratelimit-headers-09:
+//   RateLimit-Policy: "api-token";q=<max>;w=<window seconds>
+//   RateLimit: "api-token";r=<remaining>;t=<seconds until the window resets>
+import rateLimit from '@fastify/rate-limit';
+import { Redis } from 'ioredis';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { loadConfig, type Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { hashToken } from '../auth/token-format.ts';
+
+export type RateLimitSettings = Pick<
+  Config,
+  'rateLimitMax' | 'rateLimitWindowMs' | 'embedRateLimitMax' | 'embedRateLimitWindowMs' | 'redisUrl' | 'rateLimitRedisPrefix'
+>;
+
+const defaults = loadConfig({});
+export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
+  rateLimitMax: defaults.rateLimitMax,
+  rateLimitWindowMs: defaults.rateLimitWindowMs,
+  embedRateLimitMax: defaults.embedRateLimitMax,
+  embedRateLimitWindowMs: defaults.embedRateLimitWindowMs,
+  redisUrl: defaults.redisUrl,
+  rateLimitRedisPrefix: defaults.rateLimitRedisPrefix,
+};
+
+interface Policy {
+  name: string;
+  max: number;
+  windowMs: number;
+  /** Who the budget belongs to, for the 429 message. */
+  holder: string;
+}
+
+const EMBED_PREFIX = '/api/embed/';
+const CREDENTIAL = /^(?:Token|Bearer)\s+(\S+)\s*$/i;
+/** How long to wait for Redis at start before serving without it (fail open). */
+const REDIS_READY_WAIT_MS = 2000;
+/** A Redis command slower than this counts as a failure: the request goes on unlimited. */
+const REDIS_COMMAND_TIMEOUT_MS = 250;
+const WARN_EVERY_MS = 10_000;
+
+/** The SHA-256 of the credential in the Authorization header, or null if there is none. */
+function credentialHash(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const match = CREDENTIAL.exec(header);
+  return match ? hashToken(match[1]) : null;
+}
+
+/** A throttled warning, so a Redis outage gives a log line every few seconds, not one per request. */
+function throttledWarning(app: FastifyInstance) {
+  let lastAt = 0;
+  let suppressed = 0;
+  return (err: unknown, message: string, request?: FastifyRequest) => {
+    const now = Date.now();
+    if (now - lastAt < WARN_EVERY_MS) {
+      suppressed++;
+      return;
+    }
+    lastAt = now;
+    const log = request?.log ?? app.log;
+    log.warn({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code }, suppressed }, message);
+    suppressed = 0;
+  };
+}
+
+async function connectRedis(app: FastifyInstance, url: string, warn: ReturnType<typeof throttledWarning>): Promise<Redis> {
+  const redis = new Redis(url, {
+    // Fail fast instead of queueing commands while disconnected: the request goes on unlimited.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    connectTimeout: 1000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  });
+  redis.on('error', (err) => warn(err, 'rate limit store (Redis) unreachable: rate limits are not enforced until it is back'));
+  app.addHook('onClose', async () => redis.disconnect());
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, REDIS_READY_WAIT_MS);
+    redis.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  return redis;
+}
+
+/**
+ * Registers the limits as a root-level preParsing hook: it runs after every onRequest hook,
+ * so a request the API-token check refused never spends budget, and before the body is read.
+ * It applies to every route under /api/ that is registered after it, including routes under
+ * /api/embed/ that other modules add later.
+ */
+export async function registerRateLimits(app: FastifyInstance, given: Partial<RateLimitSettings> = {}): Promise<void> {
+  const settings = { ...DEFAULT_RATE_LIMITS, ...given };
+  const management: Policy = { name: 'api-token', max: settings.rateLimitMax, windowMs: settings.rateLimitWindowMs, holder: 'API token' };
+  const embed: Policy = { name: 'embed', max: settings.embedRateLimitMax, windowMs: settings.embedRateLimitWindowMs, holder: 'user group token' };
+  const policyOf = (key: string) => (key.startsWith('embed:') ? embed : management);
+  const warn = throttledWarning(app);
+
+  const redis = settings.redisUrl ? await connectRedis(app, settings.redisUrl, warn) : undefined;
+  await app.register(rateLimit, {
+    global: false, // only the hook below applies limits
+    ...(redis ? { redis, nameSpace: settings.rateLimitRedisPrefix } : {}),
+    skipOnError: false, // errors reach the hook below, which logs them and fails open
+    keyGenerator: (request) => keyOf(request) ?? '',
+    max: (_request, key) => policyOf(key).max,
+    timeWindow: (_request, key) => policyOf(key).windowMs,
+  });
+  const limiter = app.createRateLimit();
+
+  const keys = new WeakMap<FastifyRequest, string | null>();
+  function keyOf(request: FastifyRequest): string | null {
+    if (keys.has(request)) return keys.get(request)!;
+    const url = request.routeOptions.url;
+    let key: string | null = null;
+    if (url?.startsWith('/api/') && request.method !== 'OPTIONS') {
+      const hash = credentialHash(request);
+      const policy = url.startsWith(EMBED_PREFIX) ? embed : management;
+      if (hash && policy.max > 0) key = `${policy === embed ? 'embed' : 'api'}:${hash}`;
+    }
+    keys.set(request, key);
+    return key;
+  }
+
+  app.addHook('preParsing', async (request, reply, payload) => {
+    const key = keyOf(request);
+    if (key === null) return payload; // not limited, or no credential: authentication refuses it
+    const policy = policyOf(key);
+    let state: Awaited<ReturnType<typeof limiter>>;
+    try {
+      state = await limiter(request);
+    } catch (err) {
+      warn(err, 'rate limit store (Redis) failed: request let through without a limit', request);
+      return payload;
+    }
+    if (state.isAllowed) return payload;
+    const windowSeconds = Math.ceil(policy.windowMs / 1000);
+    const resetSeconds = Math.max(0, state.ttlInSeconds);
+    const fields = {
+      'ratelimit-policy': `"${policy.name}";q=${policy.max};w=${windowSeconds}`,
+      ratelimit: `"${policy.name}";r=${state.isExceeded ? 0 : state.remaining};t=${resetSeconds}`,
+    };
+    if (!state.isExceeded) {
+      reply.headers(fields);
+      return payload;
+    }
+    throw new AppError('rate_limited', `this ${policy.holder} made more than ${policy.max} requests in ${windowSeconds} s; retry in ${Math.max(1, resetSeconds)} s`, {
+      headers: { ...fields, 'retry-after': String(Math.max(1, resetSeconds)) },
+    });
+  });
+}
