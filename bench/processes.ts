@@ -1,0 +1,150 @@
+// The benchmark's child processes: the real server, the ceiling and the load generator,
+// each a separate `node --import tsx …` process, plus one plain HTTP request for probes.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BenchRequest } from './scenarios.ts';
+import type { LoadJob, LoadResult } from './load.ts';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface RunningProcess {
+  child: ChildProcess;
+  url: string;
+  pid: number;
+  /** The last few kilobytes of stderr, for error reports. */
+  stderrTail(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node --import tsx <script>` and waits until a line of its stdout matches
+ * `listening` (group 1: the URL). After that, stdout is drained and discarded, so that the
+ * process pays for writing its log lines but nobody keeps them.
+ */
+export function startNodeProcess(script: string, env: NodeJS.ProcessEnv, listening: RegExp, timeoutMs = 60_000): Promise<RunningProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-8192);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const handle = (url: string): RunningProcess => ({
+    child,
+    url,
+    pid: child.pid!,
+    stderrTail: () => stderr,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        await exited;
+        clearTimeout(timer);
+      }
+    },
+  });
+
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} did not start listening within ${timeoutMs} ms\n${stderr}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const match = listening.exec(buffered);
+      if (match) {
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        child.stdout!.resume(); // drain: flowing with no listener discards
+        child.off('exit', onExit);
+        resolve(handle(match[1]));
+      } else if (buffered.length > 1_000_000) {
+        buffered = buffered.slice(-10_000);
+      }
+    };
+    const onExit = (code: number | null, signal: string | null) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited (code ${code}, signal ${signal}) before listening\n${stderr}`));
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', onExit);
+  });
+}
+
+/** VmRSS and VmHWM (peak) of a process, in kB, from /proc/<pid>/status (Linux only). */
+export function residentMemoryKb(pid: number): { rssKb: number; peakRssKb: number } | null {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { rssKb: field('VmRSS'), peakRssKb: field('VmHWM') };
+  } catch {
+    return null;
+  }
+}
+
+/** Runs bench/load.ts on a job in its own process and returns what it printed. */
+export function runLoad(jobFile: string, job: LoadJob): Promise<LoadResult> {
+  fs.writeFileSync(jobFile, JSON.stringify(job));
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'bench/load.ts'), jobFile], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8');
+  child.stdout!.on('data', (chunk: string) => (out += chunk));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      const line = out.trim().split('\n').pop() ?? '';
+      try {
+        if (code !== 0) throw new Error(`exit code ${code}`);
+        resolve(JSON.parse(line) as LoadResult);
+      } catch (err) {
+        reject(new Error(`load generator failed (${(err as Error).message}): ${out.slice(-2000)}`));
+      }
+    });
+  });
+}
+
+export interface ProbeResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const HOP_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
+
+/** One request (GET bodies included, which fetch() refuses to send). */
+export function httpRequest(baseUrl: string, request: BenchRequest): Promise<ProbeResponse> {
+  const url = new URL(request.path, baseUrl);
+  const body = request.body === undefined ? undefined : Buffer.from(request.body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: request.method,
+        path: url.pathname + url.search,
+        headers: { ...request.headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const headers: Record<string, string> = {};
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value !== undefined && !HOP_HEADERS.has(name)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+          }
+          resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks).toString('utf8') });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}

@@ -1,0 +1,348 @@
+// `npm run bench [-- options]`: seeds a fresh database, starts the real server and the ceiling
+// (bench/ceiling.ts) as separate processes, drives every scenario against both with
+// autocannon from a third process (bench/load.ts), prints a table and writes it as JSON to
+// bench/results/. See docs/performance.md.
+import crypto from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Keyring } from '../src/crypto/keyring.ts';
+import { createBenchDatabase, cursorAfter, seedDatabase, type BenchDatabase } from './seed.ts';
+import { REPO_ROOT, httpRequest, residentMemoryKb, runLoad, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
+import { SCENARIO_NAMES, scenarioByName, type ScenarioData } from './scenarios.ts';
+import type { LoadResult } from './load.ts';
+
+const USAGE = `npm run bench -- [options]
+  --groups <n>          user groups to seed (default 100000; 1000000 for the scale run)
+  --connections <n>     autocannon connections (default 50)
+  --duration <s>        measured seconds per scenario and target (default 10)
+  --warmup <s>          warm-up seconds before each measurement (default 2)
+  --scenarios <list>    comma-separated, from: ${SCENARIO_NAMES.join(', ')} (default all)
+  --database-url <url>  postgres://… : a fresh database is created next to this one and dropped
+                        afterwards (default: a fresh SQLite file in the temp directory)
+  --log-level <level>   the server's LOG_LEVEL (default info; its stdout goes nowhere)
+  --results-dir <dir>   where the JSON goes (default bench/results)`;
+
+const EMBED_SAMPLE = 10_000;
+const ROTATE_GROUPS_PER_CONNECTION = 4; // each stop of autocannon strands up to one group per connection
+
+interface Options {
+  groups: number;
+  connections: number;
+  duration: number;
+  warmup: number;
+  scenarios: string[];
+  databaseUrl: string | undefined;
+  logLevel: string;
+  resultsDir: string;
+}
+
+function parseOptions(): Options {
+  const { values } = parseArgs({
+    options: {
+      groups: { type: 'string', default: '100000' },
+      connections: { type: 'string', default: '50' },
+      duration: { type: 'string', default: '10' },
+      warmup: { type: 'string', default: '2' },
+      scenarios: { type: 'string', default: SCENARIO_NAMES.join(',') },
+      'database-url': { type: 'string' },
+      'log-level': { type: 'string', default: 'info' },
+      'results-dir': { type: 'string', default: path.join(REPO_ROOT, 'bench/results') },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const positive = (name: string, raw: string, min = 1) => {
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be an integer >= ${min}, got "${raw}"`);
+    return value;
+  };
+  const scenarios = values.scenarios!.split(',').map((s) => s.trim()).filter(Boolean);
+  scenarios.forEach(scenarioByName); // throws on an unknown name
+  return {
+    groups: positive('groups', values.groups!),
+    connections: positive('connections', values.connections!),
+    duration: positive('duration', values.duration!),
+    warmup: positive('warmup', values.warmup!, 0),
+    scenarios,
+    databaseUrl: values['database-url'],
+    logLevel: values['log-level']!,
+    resultsDir: path.resolve(values['results-dir']!),
+  };
+}
+
+interface ScenarioOutcome {
+  name: string;
+  description: string;
+  request: string;
+  skipped?: string;
+  responseStatus?: number;
+  responseBytes?: number;
+  server?: LoadResult;
+  ceiling?: LoadResult;
+  /** server requests/s divided by ceiling requests/s. */
+  ratio?: number;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+let cleaning: Promise<void> | undefined;
+/** Stops the processes and drops the database, in reverse order of creation; once, whoever asks first. */
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    while (cleanups.length > 0) {
+      const step = cleanups.pop()!;
+      await step().catch((err) => console.error('cleanup failed:', (err as Error).message));
+    }
+  })();
+  return cleaning;
+}
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    console.error(`\n${signal}: stopping processes and dropping the benchmark database…`);
+    void cleanUp().then(() => process.exit(130));
+  });
+}
+
+function gitDescription(): string {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'package.json', 'package-lock.json'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    return dirty ? `${commit}+uncommitted changes` : commit;
+  } catch {
+    return 'unknown';
+  }
+}
+
+const log = (message: string) => process.stderr.write(`${message}\n`);
+const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const badCount = (r: LoadResult | undefined) => (r ? r.errors + r.non2xx : undefined);
+
+async function main() {
+  const options = parseOptions();
+  const startedAt = new Date();
+  const loadBefore = os.loadavg();
+  const runId = crypto.randomBytes(3).toString('hex');
+  const secret = crypto.randomBytes(32);
+  const keyring = new Keyring([secret]);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-bench-jobs-'));
+  cleanups.push(async () => fs.rmSync(work, { recursive: true, force: true }));
+
+  // 1. A fresh database, seeded.
+  const database: BenchDatabase = await createBenchDatabase(options.databaseUrl);
+  cleanups.push(() => database.drop());
+  log(`database: ${database.description}`);
+  const rotateCount = Math.min(options.connections * ROTATE_GROUPS_PER_CONNECTION, Math.max(1, options.groups - 2));
+  const sampleSize = rotateCount + 1 + EMBED_SAMPLE;
+  let lastReport = 0;
+  const seed = await seedDatabase(database.url, keyring, options.groups, sampleSize, (done) => {
+    if (done - lastReport >= 100_000 || done === options.groups) {
+      lastReport = done;
+      log(`  seeded ${done.toLocaleString('en-US')} / ${options.groups.toLocaleString('en-US')} groups`);
+    }
+  });
+  log(`seeded ${options.groups.toLocaleString('en-US')} groups in ${seed.seconds.toFixed(1)} s`);
+  const rotateTokens = seed.sampleTokens.slice(0, rotateCount);
+  const probeRotateToken = seed.sampleTokens[rotateCount];
+  const embedTokens = seed.sampleTokens.slice(rotateCount + 1);
+  if (embedTokens.length === 0 || probeRotateToken === undefined) {
+    throw new Error(`--groups ${options.groups} is too few for --connections ${options.connections}: need more than ${rotateCount + 1} groups`);
+  }
+  const dataFor = (target: 'c' | 's' | 'p', tokens = rotateTokens): ScenarioData => ({
+    groups: options.groups,
+    apiToken: seed.apiToken,
+    embedTokens,
+    rotateTokens: tokens,
+    deepCursor: cursorAfter(seed.deepAfterTeamId),
+    createPrefix: `new-${runId}-${target}-`,
+  });
+
+  // 2. The real server, as deployed: its own process, logging at LOG_LEVEL to a stdout nobody keeps.
+  const server: RunningProcess = await startNodeProcess(
+    'src/server.ts',
+    {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATABASE_URL: database.url,
+      UGS_SECRET_KEY: secret.toString('base64'),
+      UGS_BOOTSTRAP: 'false',
+      UGS_RATE_LIMIT_MAX: '0',
+      UGS_EMBED_RATE_LIMIT_MAX: '0',
+      REDIS_URL: '',
+      LOG_LEVEL: options.logLevel,
+    },
+    /Server listening at (https?:\/\/[^"\s]+)/,
+  );
+  cleanups.push(() => server.stop());
+  log(`server: ${server.url} (pid ${server.pid})`);
+  const memoryBefore = residentMemoryKb(server.pid);
+
+  // 3. One real response per scenario: what the ceiling will answer.
+  const outcomes: ScenarioOutcome[] = [];
+  const canned: Record<string, ProbeResponse> = {};
+  for (const name of options.scenarios) {
+    const scenario = scenarioByName(name);
+    const outcome: ScenarioOutcome = { name, description: scenario.description, request: `${scenario.method} ${scenario.path}` };
+    outcomes.push(outcome);
+    const runner = scenario.make(dataFor('p', [probeRotateToken]));
+    const request = runner.next({})!;
+    const response = await httpRequest(server.url, request);
+    outcome.responseStatus = response.status;
+    outcome.responseBytes = Buffer.byteLength(response.body);
+    if (response.status !== scenario.status) {
+      outcome.skipped =
+        name === 'embed' && response.status === 404
+          ? 'GET /api/embed/context answers 404: the embed route is not there'
+          : `a probe request answered ${response.status} instead of ${scenario.status}: ${response.body.slice(0, 300)}`;
+      log(`skipping ${name}: ${outcome.skipped}`);
+      continue;
+    }
+    canned[name] = response;
+  }
+
+  // 4. The ceiling, with those responses.
+  const ceiling = await startNodeProcess('bench/ceiling.ts', { ...process.env, HOST: '127.0.0.1', PORT: '0' }, /ceiling listening at (\S+)/);
+  cleanups.push(() => ceiling.stop());
+  const loaded = await httpRequest(ceiling.url, { method: 'PUT', path: '/__ceiling/responses', headers: { 'content-type': 'application/json' }, body: JSON.stringify(canned) });
+  if (loaded.status !== 200) throw new Error(`the ceiling refused its responses: ${loaded.status} ${loaded.body}`);
+  log(`ceiling: ${ceiling.url} (pid ${ceiling.pid})`);
+
+  // 5. Scenario by scenario: the ceiling, then the server, so both see the same machine state.
+  log(`running ${outcomes.filter((o) => !o.skipped).length} scenarios × 2 targets × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections`);
+  for (const outcome of outcomes) {
+    if (outcome.skipped) continue;
+    const activated = await httpRequest(ceiling.url, { method: 'PUT', path: '/__ceiling/active', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scenario: outcome.name }) });
+    if (activated.status !== 200) throw new Error(`the ceiling could not switch to ${outcome.name}: ${activated.body}`);
+    const job = { scenario: outcome.name, connections: options.connections, durationSeconds: options.duration, warmupSeconds: options.warmup };
+    outcome.ceiling = await runLoad(path.join(work, `${outcome.name}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c') });
+    outcome.server = await runLoad(path.join(work, `${outcome.name}-server.json`), { ...job, url: server.url, data: dataFor('s') });
+    outcome.ratio = outcome.server.requestsPerSecond / outcome.ceiling.requestsPerSecond;
+    if (server.child.exitCode !== null || server.child.signalCode !== null) {
+      throw new Error(`the server exited during ${outcome.name}:\n${server.stderrTail()}`);
+    }
+    log(
+      `  ${outcome.name}: server ${fmt(outcome.server.requestsPerSecond)} req/s (p99 ${fmt(outcome.server.latencyP99Ms)} ms, ${badCount(outcome.server)} bad), ` +
+        `ceiling ${fmt(outcome.ceiling.requestsPerSecond)} req/s: ${(outcome.ratio * 100).toFixed(1)} %`,
+    );
+  }
+  const memoryAfter = residentMemoryKb(server.pid);
+  const loadAfter = os.loadavg();
+  await cleanUp();
+
+  // 6. The report.
+  const report = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    backend: database.backend,
+    groups: options.groups,
+    connections: options.connections,
+    durationSeconds: options.duration,
+    warmupSeconds: options.warmup,
+    logLevel: options.logLevel,
+    commit: gitDescription(),
+    machine: {
+      node: process.version,
+      platform: `${os.type()} ${os.release()} ${os.arch()}`,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memoryMb: Math.round(os.totalmem() / 1024 / 1024),
+      loadAverageBefore: loadBefore.map((n) => Number(n.toFixed(2))),
+      loadAverageAfter: loadAfter.map((n) => Number(n.toFixed(2))),
+    },
+    seedSeconds: Number(seed.seconds.toFixed(1)),
+    serverMemory: {
+      rssKbBeforeRun: memoryBefore?.rssKb ?? null,
+      rssKbAfterRun: memoryAfter?.rssKb ?? null,
+      peakRssKb: memoryAfter?.peakRssKb ?? null,
+    },
+    scenarios: outcomes,
+  };
+  printTable(report.scenarios);
+  console.log(
+    `\nserver resident memory (VmRSS): ${fmt((memoryBefore?.rssKb ?? NaN) / 1024, 1)} MiB after seeding and start, ` +
+      `${fmt((memoryAfter?.rssKb ?? NaN) / 1024, 1)} MiB after the run (peak VmHWM ${fmt((memoryAfter?.peakRssKb ?? NaN) / 1024, 1)} MiB)`,
+  );
+  console.log(`load average before/after: ${report.machine.loadAverageBefore.join(' ')} / ${report.machine.loadAverageAfter.join(' ')} on ${report.machine.cpus} CPUs`);
+  if (loadBefore[0] > os.cpus().length * 0.25) console.log('warning: the machine was busy when the run started; numbers are not comparable');
+
+  const first = outcomes.find((o) => o.name === 'list-first')?.server;
+  const deep = outcomes.find((o) => o.name === 'list-deep')?.server;
+  if (first && deep) {
+    console.log(
+      `\nlisting: a page 90 % deep runs at ${(deep.requestsPerSecond / first.requestsPerSecond * 100).toFixed(1)} % of the first page's requests/s ` +
+        `(p50 ${fmt(deep.latencyP50Ms)} vs ${fmt(first.latencyP50Ms)} ms)`,
+    );
+  }
+
+  fs.mkdirSync(options.resultsDir, { recursive: true });
+  const file = path.join(options.resultsDir, `${database.backend}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
+  printScaleComparison(options.resultsDir, database.backend);
+}
+
+function printTable(outcomes: ScenarioOutcome[]) {
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors+non-2xx', 'ceiling req/s', 'ceiling p99 ms', 'vs ceiling', 'response B'];
+  const rows = outcomes.map((o) =>
+    o.skipped
+      ? [o.name, `skipped: ${o.skipped}`]
+      : [
+          o.name,
+          fmt(o.server?.requestsPerSecond),
+          fmt(o.server?.latencyP50Ms),
+          fmt(o.server?.latencyP99Ms),
+          fmt(badCount(o.server)),
+          fmt(o.ceiling?.requestsPerSecond),
+          fmt(o.ceiling?.latencyP99Ms),
+          o.ratio === undefined ? '-' : `${(o.ratio * 100).toFixed(1)} %`,
+          fmt(o.responseBytes),
+        ],
+  );
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.filter((r) => r.length > 2).map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  console.log('\n' + line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of rows) console.log(row.length === 2 ? `${row[0].padEnd(widths[0])}  ${row[1]}` : line(row));
+}
+
+/** The latest result (with a hit scenario) per group count for this backend: does a bigger table slow the hot paths? */
+function printScaleComparison(dir: string, backend: string) {
+  const latest = new Map<number, { file: string; report: { startedAt: string; groups: number; scenarios: ScenarioOutcome[] } }>();
+  for (const file of fs.readdirSync(dir).filter((f) => f.startsWith(`${backend}-`) && f.endsWith('.json'))) {
+    try {
+      const report = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+      // Only runs that measured a hit scenario say anything about scale.
+      if (!report.scenarios?.some((s: ScenarioOutcome) => s.name.startsWith('hit') && s.server)) continue;
+      const known = latest.get(report.groups);
+      if (!known || known.report.startedAt < report.startedAt) latest.set(report.groups, { file, report });
+    } catch {
+      // not a result file
+    }
+  }
+  if (latest.size < 2) {
+    console.log(`(scale comparison: run again with another --groups to compare; e.g. --groups 1000000 against the default 100000)`);
+    return;
+  }
+  const columns = ['hit', 'hit-query', 'embed', 'update', 'list-first', 'list-deep'];
+  console.log(`\nscale (${backend}, server req/s; latest run per group count in ${path.relative(process.cwd(), dir) || '.'}):`);
+  console.log(['groups'.padStart(10), ...columns.map((c) => c.padStart(11)), '  file'].join(''));
+  for (const [groups, { file, report }] of [...latest].sort((a, b) => a[0] - b[0])) {
+    const cell = (name: string) => fmt(report.scenarios.find((s) => s.name === name)?.server?.requestsPerSecond).padStart(11);
+    console.log([groups.toLocaleString('en-US').padStart(10), ...columns.map(cell), `  ${file}`].join(''));
+  }
+}
+
+main().catch(async (err) => {
+  if (!interrupted) console.error(`bench failed: ${err instanceof Error ? err.stack ?? err.message : err}`);
+  await cleanUp();
+  process.exit(interrupted ? 130 : 1);
+});

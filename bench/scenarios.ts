@@ -1,0 +1,189 @@
+// What each benchmark scenario sends. One definition serves three users: the load process
+// (autocannon's setupRequest/onResponse), the probe that measures a real response before the
+// ceiling is built, and the documentation (docs/performance.md). The ceiling and the real
+// server receive byte-for-byte the same kind of requests from the same code.
+
+export interface ScenarioData {
+  /** Seeded groups are `bench-0` … `bench-<groups-1>`, named `Group <i>`, all in Customer. */
+  groups: number;
+  /** A read,write API token of the benchmark's account. */
+  apiToken: string;
+  /** Current tokens of random seeded groups, for the embed scenario (never rotated). */
+  embedTokens: string[];
+  /** Current tokens of other seeded groups, one per in-flight rotation (see rotate below). */
+  rotateTokens: string[];
+  /** A cursor ({"after": team_id}, base64url) pointing 90 % of the way into the listing. */
+  deepCursor: string;
+  /** Prefix of ids the create scenario invents; unique per run and target, same length for both. */
+  createPrefix: string;
+}
+
+export interface BenchRequest {
+  method: 'GET' | 'POST' | 'PUT';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+export interface ScenarioRunner {
+  /** The next request; `context` is autocannon's per-connection context for this request. */
+  next(context: Record<string, unknown>): BenchRequest | null;
+  /** Every response, with the context its request was built with. */
+  onResponse?(status: number, body: string, context: Record<string, unknown>): void;
+}
+
+export interface ScenarioDefinition {
+  name: string;
+  method: BenchRequest['method'];
+  path: string;
+  /** The status a successful response has. */
+  status: number;
+  description: string;
+  make(data: ScenarioData): ScenarioRunner;
+}
+
+const randomIndex = (n: number) => Math.floor(Math.random() * n);
+const json = { 'content-type': 'application/json' };
+const auth = (data: ScenarioData) => ({ authorization: `Token ${data.apiToken}` });
+
+export const SCENARIOS: ScenarioDefinition[] = [
+  {
+    name: 'hit',
+    method: 'GET',
+    path: '/api/user',
+    status: 200,
+    description: 'get-or-create of a random existing group, identified by a JSON body: `GET /api/user` `{"user_group_id":"bench-<i>","name":"Group <i>"}`',
+    make: (data) => ({
+      next: () => {
+        const i = randomIndex(data.groups);
+        return { method: 'GET', path: '/api/user', headers: { ...auth(data), ...json }, body: JSON.stringify({ user_group_id: `bench-${i}`, name: `Group ${i}` }) };
+      },
+    }),
+  },
+  {
+    name: 'hit-query',
+    method: 'GET',
+    path: '/api/user',
+    status: 200,
+    description: 'the same, identified by the query string: `GET /api/user?user_group_id=bench-<i>&name=Group%20<i>`, no body',
+    make: (data) => ({
+      next: () => {
+        const i = randomIndex(data.groups);
+        return { method: 'GET', path: `/api/user?user_group_id=bench-${i}&name=Group%20${i}`, headers: auth(data) };
+      },
+    }),
+  },
+  {
+    name: 'create',
+    method: 'POST',
+    path: '/api/user',
+    status: 201,
+    description:
+      'create of a new group with a unique id: `POST /api/user` `{"user_group_id":"<run>-<n>","name":"New group <n>","properties":{"region":"emea","plan":"pro"}}`',
+    make: (data) => {
+      let counter = 0;
+      return {
+        next: () => {
+          const n = counter++;
+          const body = { user_group_id: `${data.createPrefix}${n}`, name: `New group ${n}`, properties: { region: 'emea', plan: 'pro' } };
+          return { method: 'POST', path: '/api/user', headers: { ...auth(data), ...json }, body: JSON.stringify(body) };
+        },
+      };
+    },
+  },
+  {
+    name: 'update',
+    method: 'PUT',
+    path: '/api/user',
+    status: 200,
+    description:
+      'update of a random existing group with a new random name and properties (so every request really writes): `PUT /api/user` `{"user_group_id":"bench-<i>","name":"Group <i> v<r>","properties":{"region":"emea","plan":"pro","seats":<r>}}`',
+    make: (data) => ({
+      next: () => {
+        const i = randomIndex(data.groups);
+        const r = 10_000 + randomIndex(90_000);
+        const body = { user_group_id: `bench-${i}`, name: `Group ${i} v${r}`, properties: { region: 'emea', plan: 'pro', seats: r } };
+        return { method: 'PUT', path: '/api/user', headers: { ...auth(data), ...json }, body: JSON.stringify(body) };
+      },
+    }),
+  },
+  {
+    name: 'rotate',
+    method: 'POST',
+    path: '/api/user',
+    status: 200,
+    description: [
+      'token rotation: `POST /api/user` `{"current_token":"<the group\'s latest token>"}`. Each request in flight owns a distinct group',
+      '(pipelining is 1, so at most one per connection); the token a response returns is the one the next request for that group sends.',
+    ].join(' '),
+    make: (data) => {
+      // autocannon resets a connection's context after every pass over its request list, so a
+      // token cannot stay in the context from one response to the next request. Instead the
+      // groups sit in a free list: setupRequest takes one (and notes it in the context),
+      // onResponse puts it back with the token the response carries.
+      const free = [...data.rotateTokens];
+      return {
+        next: (context) => {
+          const token = free.pop();
+          if (token === undefined) return null; // cannot happen with >= connections groups
+          context.token = token;
+          return { method: 'POST', path: '/api/user', headers: { ...auth(data), ...json }, body: JSON.stringify({ current_token: token }) };
+        },
+        onResponse: (status, body, context) => {
+          const sent = context.token as string | undefined;
+          if (sent === undefined) return;
+          context.token = undefined;
+          let next = sent;
+          if (status === 200) {
+            try {
+              next = (JSON.parse(body) as { user_group: { token: string } }).user_group.token;
+            } catch {
+              // keep the token that was sent; the error shows up as a failed request
+            }
+          }
+          free.unshift(next);
+        },
+      };
+    },
+  },
+  {
+    name: 'embed',
+    method: 'GET',
+    path: '/api/embed/context',
+    status: 200,
+    description: 'embed context of a random group: `GET /api/embed/context` with `Authorization: Bearer <user group token>`',
+    make: (data) => ({
+      next: () => ({
+        method: 'GET',
+        path: '/api/embed/context',
+        headers: { authorization: `Bearer ${data.embedTokens[randomIndex(data.embedTokens.length)]}` },
+      }),
+    }),
+  },
+  {
+    name: 'list-first',
+    method: 'GET',
+    path: '/api/users',
+    status: 200,
+    description: 'the first page of the listing: `GET /api/users?limit=100`',
+    make: (data) => ({ next: () => ({ method: 'GET', path: '/api/users?limit=100', headers: auth(data) }) }),
+  },
+  {
+    name: 'list-deep',
+    method: 'GET',
+    path: '/api/users',
+    status: 200,
+    description: 'a page 90 % deep into the listing: `GET /api/users?limit=100&cursor=<base64url {"after": team_id}>`',
+    make: (data) => ({
+      next: () => ({ method: 'GET', path: `/api/users?limit=100&cursor=${data.deepCursor}`, headers: auth(data) }),
+    }),
+  },
+];
+
+export const SCENARIO_NAMES = SCENARIOS.map((s) => s.name);
+
+export function scenarioByName(name: string): ScenarioDefinition {
+  const scenario = SCENARIOS.find((s) => s.name === name);
+  if (!scenario) throw new Error(`unknown scenario "${name}" (known: ${SCENARIO_NAMES.join(', ')})`);
+  return scenario;
+}

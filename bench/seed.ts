@@ -1,0 +1,163 @@
+// The benchmark's own database (a fresh SQLite file, or a fresh PostgreSQL database next to
+// the one given, dropped afterwards, as test/helpers/backends.ts does) and its seed: many
+// user groups written directly through Kysely with exactly the columns the service writes,
+// in batched multi-row inserts inside transactions.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { sql } from 'kysely';
+import { openMigratedDatabase } from '../src/runtime.ts';
+import { inTransaction } from '../src/db/transaction.ts';
+import { issueApiToken } from '../src/auth/api-tokens.service.ts';
+import { generateToken, hashToken } from '../src/auth/token-format.ts';
+import type { Keyring } from '../src/crypto/keyring.ts';
+import type { NewUserGroup } from '../src/user-groups/user-groups.repository.ts';
+
+export type Backend = 'sqlite' | 'postgres';
+
+export interface BenchDatabase {
+  backend: Backend;
+  url: string;
+  /** Where it lives, for the report (never a password). */
+  description: string;
+  drop(): Promise<void>;
+}
+
+export async function createBenchDatabase(adminUrl: string | undefined): Promise<BenchDatabase> {
+  if (!adminUrl || adminUrl.startsWith('sqlite:')) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-bench-'));
+    const file = path.join(dir, 'ugs.sqlite');
+    return { backend: 'sqlite', url: `sqlite:${file}`, description: `sqlite:${file}`, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+  }
+  if (!/^postgres(ql)?:\/\//.test(adminUrl)) throw new Error(`--database-url must be postgres://… (or sqlite:), got ${adminUrl}`);
+  const name = `ugs_bench_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const description = `${url.protocol}//${url.host}/${name}`;
+  return {
+    backend: 'postgres',
+    url: url.toString(),
+    description,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      try {
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+export interface SeedResult {
+  apiToken: string;
+  accountId: number;
+  /** Plaintext tokens of a random sample of the seeded groups. */
+  sampleTokens: string[];
+  /** team_id of the group 90 % of the way into the listing. */
+  deepAfterTeamId: number;
+  seconds: number;
+}
+
+export const ROWS_PER_INSERT = 500; // 11 columns: 5,500 parameters, under SQLite's 32,766 and PostgreSQL's 65,535
+export const ROWS_PER_TRANSACTION = 20_000;
+
+/** The fields of seeded group i (also what the scenarios assume: id bench-<i>, name Group <i>). */
+export function seededGroupFields(i: number) {
+  return {
+    provided_id: `bench-${i}`,
+    name: `Group ${i}`,
+    mapping: JSON.stringify({ '40': `${213 + (i % 7)}` }),
+    properties: JSON.stringify({ region: i % 2 ? 'emea' : 'amer', plan: 'pro', seats: 1 + (i % 50) }),
+  };
+}
+
+export async function seedDatabase(
+  url: string,
+  keyring: Keyring,
+  groups: number,
+  sampleSize: number,
+  onProgress: (done: number) => void = () => undefined,
+): Promise<SeedResult> {
+  const started = performance.now();
+  const { handle } = await openMigratedDatabase({ databaseUrl: url });
+  try {
+    const issued = await issueApiToken(
+      handle,
+      { accountSlug: 'bench', scopes: ['read', 'write'], allowedEnvironment: null, defaultEnvironment: 'Customer', expiresAt: null, name: 'bench' },
+      { tokenId: null, requestId: null },
+      new Date(),
+    );
+    const account = await handle.db.selectFrom('accounts').select('id').where('slug', '=', 'bench').executeTakeFirstOrThrow();
+
+    // Which groups' plaintext tokens to keep: a uniform random sample, in random order.
+    const sample = new Set<number>();
+    const wanted = Math.min(sampleSize, groups);
+    while (sample.size < wanted) sample.add(crypto.randomInt(groups));
+    const sampleTokens = new Map<number, string>();
+
+    const at = new Date().toISOString();
+    for (let start = 0; start < groups; start += ROWS_PER_TRANSACTION) {
+      const end = Math.min(groups, start + ROWS_PER_TRANSACTION);
+      const rows: NewUserGroup[] = [];
+      for (let i = start; i < end; i++) {
+        const token = generateToken('user_group');
+        if (sample.has(i)) sampleTokens.set(i, token);
+        rows.push({
+          account_id: account.id,
+          environment: 'Customer',
+          ...seededGroupFields(i),
+          is_demo_group: 0,
+          token_hash: hashToken(token),
+          token_ciphertext: keyring.seal(token),
+          created_at: at,
+          updated_at: at,
+        });
+      }
+      await inTransaction(handle, async (trx) => {
+        for (let offset = 0; offset < rows.length; offset += ROWS_PER_INSERT) {
+          await trx.insertInto('user_groups').values(rows.slice(offset, offset + ROWS_PER_INSERT)).execute();
+        }
+      });
+      onProgress(end);
+    }
+
+    const deep = await handle.db
+      .selectFrom('user_groups')
+      .select('team_id')
+      .where('account_id', '=', account.id)
+      .where('environment', '=', 'Customer')
+      .orderBy('team_id')
+      .limit(1)
+      .offset(Math.floor(groups * 0.9))
+      .executeTakeFirstOrThrow();
+
+    // PostgreSQL's autovacuum would analyze the new table some time later; do it now so that
+    // every run measures with statistics. (SQLite has no automatic ANALYZE: left as deployed.)
+    if (handle.dialect === 'postgres') await sql`analyze`.execute(handle.db);
+
+    return {
+      apiToken: issued.token,
+      accountId: account.id,
+      sampleTokens: [...sample].map((i) => sampleTokens.get(i)!),
+      deepAfterTeamId: deep.team_id,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    await handle.close();
+  }
+}
+
+export function cursorAfter(teamId: number): string {
+  return Buffer.from(JSON.stringify({ after: teamId })).toString('base64url');
+}
