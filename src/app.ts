@@ -15,7 +15,11 @@ import { generateRequestId, registerRequestContext } from './http/request-contex
 import { registerValidation } from './http/validation.ts';
 import { registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
+import { registerEmbedRoutes, registerEmbedTokenRoute } from './embed/embed.routes.ts';
 import { openApiInfo, showGetBodies } from './http/openapi.ts';
+import { registerRateLimits, type RateLimitSettings } from './http/rate-limit.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import { registerMetrics } from './metrics/metrics.routes.ts';
 
 export interface AppDependencies {
   database: DatabaseHandle;
@@ -24,6 +28,10 @@ export interface AppDependencies {
   now?: () => Date;
   /** Fastify's logger option: pino options, a pino instance, or false. */
   logger?: FastifyServerOptions['logger'] | false;
+  /** Rate limits and their Redis (see src/http/rate-limit.ts); absent fields take the defaults of loadConfig. */
+  rateLimit?: Partial<RateLimitSettings>;
+  /** The metrics registry (created before the database, to time its queries); a new one if absent. */
+  metrics?: Metrics;
 }
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
@@ -43,11 +51,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerErrorHandling(app);
   registerRequestContext(app);
   registerJsonBodyParsing(app);
+  await registerRateLimits(app, deps.rateLimit); // before every route, so that each one inherits it
 
   await app.register(swagger, { openapi: openApiInfo, transform: showGetBodies });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   registerOperationalRoutes(app, deps.database);
+  const metrics = deps.metrics ?? createMetrics();
+  metrics.watchDatabase(deps.database);
+  registerMetrics(app, metrics);
 
   const authenticator = new ApiTokenAuthenticator(deps.database.db, now, deps.config.apiTokenCacheMs);
   await app.register(async (api) => {
@@ -56,7 +68,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       reply.header('cache-control', 'no-store'); // responses carry tokens
     });
     registerUserGroupRoutes(api, { database: deps.database, keyring: deps.keyring, now });
+    registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now });
   });
+  await registerEmbedRoutes(app, { database: deps.database, keyring: deps.keyring, now, corsOrigins: deps.config.corsOrigins });
 
   return app;
 }

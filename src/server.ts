@@ -5,21 +5,26 @@ import { buildApp } from './app.ts';
 import { loadKeyring } from './crypto/keyring.ts';
 import { openMigratedDatabase } from './runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from './bootstrap.ts';
+import { createMetrics } from './metrics/metrics.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const { keyring, createdKeyFile } = loadKeyring(config.secretKeys, config.keyFile);
+  const metrics = createMetrics();
   let log: { warn: (obj: object, msg: string) => void } = { warn: (obj, msg) => console.error(msg, obj) };
   const { handle, migrations } = await openMigratedDatabase(config, {
     waitMs: 30_000,
     onWait: (err) => log.warn({ code: (err as { code?: string }).code }, 'database not reachable yet; retrying'),
     onPoolError: (err) => log.warn({ code: (err as { code?: string }).code, message: err.message }, 'idle database connection failed'),
+    onQuery: metrics.observeQuery,
   });
 
   const app = await buildApp({
     database: handle,
     keyring,
     config,
+    rateLimit: config,
+    metrics,
     logger: { level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization'] },
   });
   log = app.log;

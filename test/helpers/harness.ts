@@ -21,7 +21,7 @@ export interface TokenOptions {
 
 export interface HttpResult {
   status: number;
-  headers: Record<string, string | string[] | undefined>;
+  headers: Record<string, string | string[] | number | undefined>;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
   text: string;
