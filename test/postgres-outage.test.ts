@@ -29,6 +29,7 @@ describe('[postgres] database outage', { skip: POSTGRES_URL ? false : 'TEST_POST
   });
 
   after(async () => {
+    if (process.env.DEBUG_OUTAGE) console.error(server?.output());
     await server?.stop('SIGKILL');
     await proxy?.close();
     await database?.drop();

@@ -70,7 +70,13 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
         oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
-  pool.on('error', (err) => options.onPoolError?.(err));
+  // node-postgres emits 'error' on a client whose socket dies. The pool listens only while a
+  // client is idle; a client checked out at that moment (a query in flight, a transaction
+  // between statements) would have no listener and crash the process. Every client gets one
+  // for its whole life: the failed query itself is rejected (and answered 503), and the pool
+  // drops the broken client when it is released.
+  pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
+  pool.on('error', () => undefined); // already reported by the client's own listener above
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
   return {
     db,
