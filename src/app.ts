@@ -64,8 +64,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const authenticator = new ApiTokenAuthenticator(deps.database.db, now, deps.config.apiTokenCacheMs);
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
-    api.addHook('onRequest', async (_request, reply) => {
+    api.addHook('onRequest', (_request, reply, done) => {
       reply.header('cache-control', 'no-store'); // responses carry tokens
+      done();
     });
     registerUserGroupRoutes(api, { database: deps.database, keyring: deps.keyring, now });
     registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now });

@@ -1,5 +1,6 @@
 // The process: read config, open and migrate the database, build the app, listen, and on
 // SIGTERM stop accepting, finish in-flight requests, close the database and exit 0.
+import { pino } from 'pino';
 import { loadConfig, ConfigError } from './config.ts';
 import { buildApp } from './app.ts';
 import { loadKeyring } from './crypto/keyring.ts';
@@ -11,6 +12,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const { keyring, createdKeyFile } = loadKeyring(config.secretKeys, config.keyFile);
   const metrics = createMetrics();
+  // Log lines leave in batches (4 KiB, or at least every 200 ms) rather than one write() each.
+  const logStream = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 200 } as Parameters<typeof pino.destination>[0] & object);
   let log: { warn: (obj: object, msg: string) => void } = { warn: (obj, msg) => console.error(msg, obj) };
   const { handle, migrations } = await openMigratedDatabase(config, {
     waitMs: 30_000,
@@ -25,7 +28,13 @@ async function main(): Promise<void> {
     config,
     rateLimit: config,
     metrics,
-    logger: { level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization'] },
+    logger: {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'headers.authorization'],
+      // A synchronous write per request cost ~15% of throughput. Flushed on shutdown; a SIGKILL
+      // may lose the last 200 ms of lines.
+      stream: logStream,
+    },
   });
   log = app.log;
   app.log.info({ database: handle.description, applied: migrations.applied }, 'database ready');
@@ -44,6 +53,7 @@ async function main(): Promise<void> {
     await app.close();
     await handle.close();
     app.log.info('stopped');
+    logStream.flushSync();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -15,13 +15,14 @@ function context(t: TestApp, authorization: string | undefined, headers: Record<
   return t.request('GET', CONTEXT, { headers: { ...(authorization === undefined ? {} : { authorization }), ...headers } });
 }
 
+/** Counts executed queries: transformResult runs for every execution, also of prepared (compiled-once) queries. */
 class QueryCounter implements KyselyPlugin {
   count = 0;
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
-    this.count++;
     return args.node;
   }
   async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    this.count++;
     return args.result;
   }
 }

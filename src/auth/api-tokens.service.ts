@@ -11,6 +11,7 @@ import { ensureAccount, findAccountBySlug } from '../accounts/accounts.repositor
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashesEqual, hashToken, tokenKind, tokenStart } from './token-format.ts';
 import { looksLikeJws } from '../embed/embed-token.ts';
+import { preparedQuery } from '../db/prepared-query.ts';
 import type { Principal, Scope } from './principal.ts';
 
 export interface IssueApiTokenInput {
@@ -147,12 +148,17 @@ function invalidApiToken(): AppError {
   return new AppError('invalid_api_token', 'the API token is not valid', { headers: { 'www-authenticate': 'Token' } });
 }
 
+/** A verified token and what it may do, built once per database read rather than per request. */
 interface CachedToken {
   row: ApiTokenRow;
   fetchedAt: number;
+  expiresAtMs: number | null;
+  principal: Principal;
 }
 
 const CACHE_LIMIT = 10_000;
+
+const selectApiTokenByHash = preparedQuery((db, hash: string) => db.selectFrom('api_tokens').selectAll().where('token_hash', '=', hash));
 
 export class ApiTokenAuthenticator {
   private readonly cache = new Map<string, CachedToken>();
@@ -173,37 +179,45 @@ export class ApiTokenAuthenticator {
       });
     }
     const hash = hashToken(token);
-    const row = await this.lookup(hash);
-    const now = this.now();
+    const entry = await this.lookup(hash);
     if (
-      !row ||
-      !hashesEqual(row.token_hash, hash) ||
-      row.revoked_at !== null ||
-      (row.expires_at !== null && Date.parse(row.expires_at) <= now.getTime())
+      !entry ||
+      !hashesEqual(entry.row.token_hash, hash) ||
+      entry.row.revoked_at !== null ||
+      (entry.expiresAtMs !== null && entry.expiresAtMs <= this.now().getTime())
     ) {
       throw invalidApiToken();
     }
-    return {
-      tokenId: row.id,
-      accountId: row.account_id,
-      scopes: new Set(row.scopes.split(',') as Scope[]),
-      allowedEnvironment: row.allowed_environment,
-      defaultEnvironment: row.default_environment,
-    };
+    return entry.principal;
   }
 
-  private async lookup(hash: string): Promise<ApiTokenRow | undefined> {
+  private async lookup(hash: string): Promise<CachedToken | undefined> {
     const clock = Date.now();
     const cached = this.cache.get(hash);
-    if (cached && clock - cached.fetchedAt < this.cacheMs) return cached.row;
-    const row = await this.db.selectFrom('api_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
-    if (row && this.cacheMs > 0) {
+    if (cached && clock - cached.fetchedAt < this.cacheMs) return cached;
+    const row = await selectApiTokenByHash(this.db, hash);
+    if (!row) {
+      this.cache.delete(hash);
+      return undefined;
+    }
+    const entry: CachedToken = {
+      row,
+      fetchedAt: clock,
+      expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
+      principal: {
+        tokenId: row.id,
+        tokenHash: hash,
+        accountId: row.account_id,
+        scopes: new Set(row.scopes.split(',') as Scope[]),
+        allowedEnvironment: row.allowed_environment,
+        defaultEnvironment: row.default_environment,
+      },
+    };
+    if (this.cacheMs > 0) {
       if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value as string);
       this.cache.delete(hash);
-      this.cache.set(hash, { row, fetchedAt: clock });
-    } else {
-      this.cache.delete(hash);
+      this.cache.set(hash, entry);
     }
-    return row;
+    return entry;
   }
 }

@@ -8,6 +8,8 @@ export const ENVIRONMENTS: readonly Environment[] = ['Customer', 'Testing'];
 
 export interface Principal {
   tokenId: number;
+  /** SHA-256 of the API token (not a secret): rate limits key on it without hashing again. */
+  tokenHash: string;
   accountId: number;
   scopes: ReadonlySet<Scope>;
   /** The only environment this token may touch, or null for both. */

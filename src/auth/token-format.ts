@@ -47,7 +47,14 @@ export function tokenStart(token: string): string {
 }
 
 function checksum(payload: string): string {
-  return toBase62(Buffer.from(zlib.crc32(payload).toString(16).padStart(8, '0'), 'hex'), CHECKSUM_LENGTH);
+  // Checked on every request: plain number arithmetic (a CRC-32 fits a double exactly).
+  let value = zlib.crc32(payload);
+  let out = '';
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = ALPHABET[value % 62] + out;
+    value = Math.floor(value / 62);
+  }
+  return out;
 }
 
 function toBase62(bytes: Buffer, length: number): string {

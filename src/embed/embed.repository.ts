@@ -2,6 +2,7 @@
 // what a dashboard may see (never the token ciphertext).
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { preparedQuery } from '../db/prepared-query.ts';
 
 const EMBED_COLUMNS = [
   'user_groups.team_id',
@@ -26,8 +27,12 @@ export interface EmbedGroupRow {
 }
 
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */
+const selectByCurrentTokenHash = preparedQuery((db, tokenHash: string) =>
+  db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.token_hash', '=', tokenHash),
+);
+
 export function findGroupByCurrentTokenHash(db: Kysely<Database>, tokenHash: string): Promise<EmbedGroupRow | undefined> {
-  return db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.token_hash', '=', tokenHash).executeTakeFirst();
+  return selectByCurrentTokenHash(db, tokenHash);
 }
 
 /** The group of a token retired by a rotation whose grace period has not ended (primary key of retired_tokens). */

@@ -37,18 +37,29 @@ export function registerJsonBodyParsing(app: FastifyInstance): void {
     }
   });
 
-  app.addHook('preValidation', async (request) => {
-    if (request.method !== 'GET' && request.method !== 'DELETE' && !isGetOverride(request)) return;
-    if (request.body !== undefined) return;
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (request.method !== 'GET' && request.method !== 'DELETE' && !isGetOverride(request)) return done();
+    if (request.body !== undefined) return done();
     if (!hasBody(request)) {
       request.body = {}; // no body: identification comes from the query string
-      return;
+      return done();
     }
     if (!isJsonMediaType(request.headers['content-type'])) {
-      throw new AppError('unsupported_media_type', 'a request body must be sent as Content-Type: application/json');
+      return done(new AppError('unsupported_media_type', 'a request body must be sent as Content-Type: application/json'));
     }
-    request.body = parseJsonText(await readBody(request));
+    readBody(request).then(
+      (text) => {
+        try {
+          request.body = parseJsonText(text);
+          done();
+        } catch (err) {
+          done(err as Error);
+        }
+      },
+      (err) => done(err),
+    );
   });
+
 }
 
 /** POST with X-HTTP-Method-Override: GET is a GET: it may identify the group by query string alone. */

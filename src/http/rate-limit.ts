@@ -49,6 +49,9 @@ const WARN_EVERY_MS = 10_000;
 
 /** The SHA-256 of the credential in the Authorization header, or null if there is none. */
 function credentialHash(request: FastifyRequest): string | null {
+  // The API-token check (an earlier onRequest hook) has hashed it already.
+  const known = (request as { principal?: { tokenHash?: string } | null }).principal?.tokenHash;
+  if (known) return known;
   const header = request.headers.authorization;
   if (typeof header !== 'string') return null;
   const match = CREDENTIAL.exec(header);

@@ -16,8 +16,9 @@ const queryAjv = new Ajv({ ...common, coerceTypes: true });
  */
 export function getBodyValidator(schema: object) {
   const validate = bodyAjv.compile(schema);
-  return async (request: { body: unknown }) => {
-    if (!validate(request.body)) throw validationError(validate.errors as FastifySchemaValidationError[], 'body');
+  return (request: { body: unknown }, _reply: unknown, done: (err?: Error) => void) => {
+    if (!validate(request.body)) return done(validationError(validate.errors as FastifySchemaValidationError[], 'body'));
+    done();
   };
 }
 

@@ -20,7 +20,7 @@ function tokenIssued(request: FastifyRequest, status: number): TokenIssueReason 
 }
 
 export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = routeOf(request);
     const status = reply.statusCode;
     metrics.httpRequests.inc({ method: request.method, route, status: String(status) });
@@ -29,6 +29,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
     const reason = tokenIssued(request, status);
     if (reason) metrics.tokensIssued.inc({ reason });
     if (request.method === 'POST' && route === '/api/embed_token' && status >= 200 && status < 300) metrics.embedTokensIssued.inc();
+    done();
   });
 
   app.get(

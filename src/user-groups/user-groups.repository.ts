@@ -2,6 +2,7 @@
 // argument; the service decides where a transaction begins and ends.
 import type { Kysely, Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
+import { preparedQuery } from '../db/prepared-query.ts';
 
 export interface UserGroupKey {
   accountId: number;
@@ -11,14 +12,18 @@ export interface UserGroupKey {
 
 export type NewUserGroup = Omit<UserGroupRow, 'team_id' | 'token_generation'>;
 
-export function findUserGroup(db: Kysely<Database>, key: UserGroupKey): Promise<UserGroupRow | undefined> {
-  return db
+const selectUserGroupByKey = preparedQuery((db, accountId: number, environment: Environment, providedId: string) =>
+  db
     .selectFrom('user_groups')
     .selectAll()
-    .where('account_id', '=', key.accountId)
-    .where('environment', '=', key.environment)
-    .where('provided_id', '=', key.providedId)
-    .executeTakeFirst();
+    .where('account_id', '=', accountId)
+    .where('environment', '=', environment)
+    .where('provided_id', '=', providedId),
+);
+
+/** The hot path of get-or-create: one lookup on the identity's unique index. */
+export function findUserGroup(db: Kysely<Database>, key: UserGroupKey): Promise<UserGroupRow | undefined> {
+  return selectUserGroupByKey(db, key.accountId, key.environment, key.providedId);
 }
 
 /** Inserts unless the identity exists (then returns undefined): the database decides who wins a race. */
