@@ -5,10 +5,11 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type AppDependencies } from '../../src/app.ts';
 import { Keyring } from '../../src/crypto/keyring.ts';
-import type { DatabaseHandle } from '../../src/db/database.ts';
 import { openMigratedDatabase } from '../../src/runtime.ts';
-import { issueApiToken } from '../../src/auth/api-tokens.service.ts';
-import type { HttpResult, RequestOptions, TokenOptions } from './harness.ts';
+import type { DatabaseHandle } from '../../src/db/database.ts';
+import { injectRequest, type HttpResult, type RequestOptions } from './harness.ts';
+
+export { injectRequest, issueTestToken } from './harness.ts';
 import { createTestDatabase, type Backend, type TestDatabase } from './backends.ts';
 
 /** A log destination that keeps every JSON line, for assertions on what was logged. */
@@ -72,46 +73,4 @@ export async function buildTestApp(database: OpenDatabase, options: AppOptions =
     logger: options.log ? { level: 'info', stream: options.log } : false,
   });
   return { app, keyring, request: (method, path, opts = {}) => injectRequest(app, method, path, opts) };
-}
-
-export async function injectRequest(
-  app: FastifyInstance,
-  method: string,
-  path: string,
-  opts: RequestOptions & { bearer?: string } = {},
-): Promise<HttpResult> {
-  const headers: Record<string, string> = { ...opts.headers };
-  if (opts.token) headers.authorization = `Token ${opts.token}`;
-  if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
-  let payload: string | undefined;
-  if (opts.rawBody !== undefined) payload = opts.rawBody;
-  else if (opts.body !== undefined) payload = JSON.stringify(opts.body);
-  if (payload !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
-    headers['content-type'] = 'application/json';
-  }
-  const response = await app.inject({ method: method as never, url: path, query: opts.query, headers, payload });
-  let body: unknown;
-  try {
-    body = response.json();
-  } catch {
-    body = undefined;
-  }
-  return { status: response.statusCode, headers: response.headers, body, text: response.body };
-}
-
-export async function issueTestToken(handle: DatabaseHandle, opts: TokenOptions = {}): Promise<{ id: number; token: string }> {
-  const issued = await issueApiToken(
-    handle,
-    {
-      accountSlug: opts.account ?? 'acme',
-      scopes: opts.scopes ?? ['read', 'write'],
-      allowedEnvironment: opts.env ?? null,
-      defaultEnvironment: opts.defaultEnv,
-      expiresAt: opts.expiresInMs === undefined ? null : new Date(Date.now() + opts.expiresInMs),
-      name: null,
-    },
-    { tokenId: null, requestId: null },
-    new Date(),
-  );
-  return { id: issued.id, token: issued.token };
 }

@@ -69,47 +69,58 @@ export async function startTestApp(backend: Backend, options: { now?: () => Date
     keyring,
     databaseUrl: database.url,
     secretKey,
-    async issueToken(opts = {}) {
-      const issued = await issueApiToken(
-        handle,
-        {
-          accountSlug: opts.account ?? 'acme',
-          scopes: opts.scopes ?? ['read', 'write'],
-          allowedEnvironment: opts.env ?? null,
-          defaultEnvironment: opts.defaultEnv,
-          expiresAt: opts.expiresInMs === undefined ? null : new Date(Date.now() + opts.expiresInMs),
-          name: null,
-        },
-        { tokenId: null, requestId: null },
-        new Date(),
-      );
-      return { id: issued.id, token: issued.token };
-    },
+    issueToken: (opts = {}) => issueTestToken(handle, opts),
     async revokeToken(id) {
       await revokeApiToken(handle, id, { tokenId: null, requestId: null }, new Date());
     },
-    async request(method, path, opts = {}) {
-      const headers: Record<string, string> = { ...opts.headers };
-      if (opts.token) headers.authorization = `Token ${opts.token}`;
-      let payload: string | undefined;
-      if (opts.rawBody !== undefined) payload = opts.rawBody;
-      else if (opts.body !== undefined) payload = JSON.stringify(opts.body);
-      if (payload !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
-        headers['content-type'] = 'application/json';
-      }
-      const response = await app.inject({ method: method as never, url: path, query: opts.query, headers, payload });
-      let body: unknown;
-      try {
-        body = response.json();
-      } catch {
-        body = undefined;
-      }
-      return { status: response.statusCode, headers: response.headers, body, text: response.body };
-    },
+    request: (method, path, opts = {}) => injectRequest(app, method, path, opts),
     async close() {
       await app.close();
       await handle.close();
       await database.drop();
     },
   };
+}
+
+/** One request through inject, with the API token (or a Bearer credential) and a JSON body. */
+export async function injectRequest(
+  app: FastifyInstance,
+  method: string,
+  path: string,
+  opts: RequestOptions & { bearer?: string } = {},
+): Promise<HttpResult> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Token ${opts.token}`;
+  if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
+  let payload: string | undefined;
+  if (opts.rawBody !== undefined) payload = opts.rawBody;
+  else if (opts.body !== undefined) payload = JSON.stringify(opts.body);
+  if (payload !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+    headers['content-type'] = 'application/json';
+  }
+  const response = await app.inject({ method: method as never, url: path, query: opts.query, headers, payload });
+  let body: unknown;
+  try {
+    body = response.json();
+  } catch {
+    body = undefined;
+  }
+  return { status: response.statusCode, headers: response.headers, body, text: response.body };
+}
+
+export async function issueTestToken(handle: DatabaseHandle, opts: TokenOptions = {}): Promise<{ id: number; token: string }> {
+  const issued = await issueApiToken(
+    handle,
+    {
+      accountSlug: opts.account ?? 'acme',
+      scopes: opts.scopes ?? ['read', 'write'],
+      allowedEnvironment: opts.env ?? null,
+      defaultEnvironment: opts.defaultEnv,
+      expiresAt: opts.expiresInMs === undefined ? null : new Date(Date.now() + opts.expiresInMs),
+      name: null,
+    },
+    { tokenId: null, requestId: null },
+    new Date(),
+  );
+  return { id: issued.id, token: issued.token };
 }
