@@ -212,3 +212,30 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+for (const backend of BACKENDS) {
+  describe(`[${backend}] retired tokens`, () => {
+    it('a rotation drops the group\'s retired tokens whose grace period is over, keeping live ones', async () => {
+      let clock = new Date('2026-11-22T10:00:00.000Z');
+      const t = await startTestApp(backend, { now: () => clock });
+      try {
+        const { token } = await t.issueToken();
+        const rotate = async (current: string, grace: number) => {
+          const res = await t.request('POST', '/api/user', { token, body: { current_token: current, grace_period_seconds: grace } });
+          assert.equal(res.status, 200);
+          return res.body.user_group.token as string;
+        };
+        const created = await t.request('POST', '/api/user', { token, body: { user_group_id: 'retire' } });
+        let current = await rotate(created.body.user_group.token, 60); // retired #1, live until 10:01
+        current = await rotate(current, 600); // retired #2, live until 10:10
+        const count = async () => (await t.handle.db.selectFrom('retired_tokens').select('token_hash').execute()).length;
+        assert.equal(await count(), 2);
+        clock = new Date('2026-11-22T10:05:00.000Z'); // #1 is over, #2 is not
+        await rotate(current, 0);
+        assert.equal(await count(), 1, 'only the still-live retired token remains');
+      } finally {
+        await t.close();
+      }
+    });
+  });
+}

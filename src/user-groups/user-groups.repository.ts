@@ -73,6 +73,11 @@ export function deleteUserGroup(db: Kysely<Database>, key: UserGroupKey): Promis
     .executeTakeFirst();
 }
 
+/** Drops a group's retired tokens whose grace period is over, so the table holds only live ones. */
+export async function purgeExpiredRetiredTokens(db: Kysely<Database>, teamId: number, now: string): Promise<void> {
+  await db.deleteFrom('retired_tokens').where('team_id', '=', teamId).where('expires_at', '<=', now).execute();
+}
+
 export async function retireToken(db: Kysely<Database>, tokenHash: string, teamId: number, expiresAt: string): Promise<void> {
   await db.insertInto('retired_tokens').values({ token_hash: tokenHash, team_id: teamId, expires_at: expiresAt }).execute();
 }

@@ -15,6 +15,7 @@ import {
   findUserGroup,
   insertUserGroupIfAbsent,
   listUserGroups,
+  purgeExpiredRetiredTokens,
   retireToken,
   swapUserGroupToken,
   updateUserGroupFields,
@@ -187,6 +188,7 @@ export async function rotateUserGroupToken(
     });
     if (!swapped) return undefined;
     assertEnvironmentAllowed(principal, swapped.environment); // throws: the swap is rolled back
+    await purgeExpiredRetiredTokens(trx, swapped.team_id, at.toISOString());
     if (grace > 0) await retireToken(trx, oldHash, swapped.team_id, new Date(at.getTime() + grace * 1000).toISOString());
     await audit(trx, swapped, 'user_group.rotate', actor, at);
     return swapped;
