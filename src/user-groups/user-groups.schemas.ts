@@ -56,15 +56,17 @@ export const IsDemoGroup = Type.Boolean({ description: 'A demo user group: its d
 
 const nullable = <T extends ReturnType<typeof Type.Unsafe>>(schema: T) => Type.Union([schema, Type.Null()]);
 
+/** What a request may say about a group besides its id: declared once, used by every body. */
+const groupFields = {
+  name: Type.Optional(Name),
+  mapping: Type.Optional(nullable(Mapping)),
+  properties: Type.Optional(nullable(Properties)),
+  is_demo_group: Type.Optional(IsDemoGroup),
+  api_environment_tag: Type.Optional(EnvironmentTag),
+};
+
 export const UserGroupFieldsBody = Type.Object(
-  {
-    user_group_id: UserGroupId,
-    name: Type.Optional(Name),
-    mapping: Type.Optional(nullable(Mapping)),
-    properties: Type.Optional(nullable(Properties)),
-    is_demo_group: Type.Optional(IsDemoGroup),
-    api_environment_tag: Type.Optional(EnvironmentTag),
-  },
+  { user_group_id: UserGroupId, ...groupFields },
   { additionalProperties: false },
 );
 export type UserGroupFields = Static<typeof UserGroupFieldsBody>;
@@ -73,11 +75,7 @@ export type UserGroupFields = Static<typeof UserGroupFieldsBody>;
 export const PostUserBody = Type.Object(
   {
     user_group_id: Type.Optional(UserGroupId),
-    name: Type.Optional(Name),
-    mapping: Type.Optional(nullable(Mapping)),
-    properties: Type.Optional(nullable(Properties)),
-    is_demo_group: Type.Optional(IsDemoGroup),
-    api_environment_tag: Type.Optional(EnvironmentTag),
+    ...groupFields,
     current_token: Type.Optional(
       Type.String({ minLength: 1, maxLength: 512, description: 'Rotate: the user group token to replace. Send with nothing but grace_period_seconds.' }),
     ),
@@ -108,27 +106,13 @@ export const GetUserQuery = Type.Object(
 
 export const GetUserBody = Type.Optional(
   Type.Object(
-    {
-      user_group_id: Type.Optional(UserGroupId),
-      name: Type.Optional(Name),
-      mapping: Type.Optional(nullable(Mapping)),
-      properties: Type.Optional(nullable(Properties)),
-      is_demo_group: Type.Optional(IsDemoGroup),
-      api_environment_tag: Type.Optional(EnvironmentTag),
-    },
+    { user_group_id: Type.Optional(UserGroupId), ...groupFields },
     { additionalProperties: false, examples: [{ user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } }] },
   ),
 );
 
 export const PutUserBody = Type.Object(
-  {
-    user_group_id: UserGroupId,
-    api_environment_tag: Type.Optional(EnvironmentTag),
-    name: Type.Optional(Name),
-    mapping: Type.Optional(nullable(Mapping)),
-    properties: Type.Optional(nullable(Properties)),
-    is_demo_group: Type.Optional(IsDemoGroup),
-  },
+  { user_group_id: UserGroupId, ...groupFields },
   { additionalProperties: false, examples: [{ user_group_id: 'example_1', properties: { region: 'apac' } }] },
 );
 export type PutUser = Static<typeof PutUserBody>;
