@@ -9,7 +9,7 @@ import type { AccountRow, ApiTokenRow, Database, Environment } from '../db/schem
 import { inTransaction } from '../db/transaction.ts';
 import { ensureAccount, findAccountBySlug } from '../accounts/accounts.repository.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
-import { generateToken, hashesEqual, hashToken, tokenKind, tokenStart } from './token-format.ts';
+import { credentialFromAuthorization, generateToken, hashesEqual, hashToken, tokenKind, tokenStart } from './token-format.ts';
 import { looksLikeJws } from '../embed/embed-token.ts';
 import { preparedQuery } from '../db/prepared-query.ts';
 import type { Principal, Scope } from './principal.ts';
@@ -130,18 +130,16 @@ export async function revokeApiToken(handle: DatabaseHandle, id: number, actor: 
   });
 }
 
-const AUTHORIZATION = /^(?:Token|Bearer)\s+(\S+)\s*$/i;
-
-/** The token in an `Authorization: Token <token>` header (Bearer is accepted too). */
-export function tokenFromAuthorization(header: string | undefined, missingCode: 'missing_api_token'): string {
-  if (header === undefined || header.trim() === '') {
-    throw new AppError(missingCode, 'send the API token as Authorization: Token <API token>', {
+/** The API token in an `Authorization: Token <token>` header (Bearer is accepted too). */
+function apiTokenFromAuthorization(header: string | undefined): string {
+  const token = credentialFromAuthorization(header);
+  if (token === undefined) {
+    throw new AppError('missing_api_token', 'send the API token as Authorization: Token <API token>', {
       headers: { 'www-authenticate': 'Token' },
     });
   }
-  const match = AUTHORIZATION.exec(header);
-  if (!match) throw invalidApiToken();
-  return match[1];
+  if (token === null) throw invalidApiToken();
+  return token;
 }
 
 function invalidApiToken(): AppError {
@@ -170,7 +168,7 @@ export class ApiTokenAuthenticator {
   ) {}
 
   async authenticate(authorization: string | undefined): Promise<Principal> {
-    const token = tokenFromAuthorization(authorization, 'missing_api_token');
+    const token = apiTokenFromAuthorization(authorization);
     const kind = tokenKind(token);
     if (kind === null && !looksLikeJws(token)) throw invalidApiToken();
     if (kind !== 'api') {

@@ -29,6 +29,18 @@ export function tokenKind(token: string): TokenKind | null {
   return match[1] === PREFIX.api ? 'api' : 'user_group';
 }
 
+const AUTHORIZATION = /^(?:Token|Bearer)\s+(\S+)\s*$/i;
+
+/**
+ * The credential in an Authorization header, `Token <t>` or `Bearer <t>` (either scheme on
+ * every route): undefined when there is no header (or a blank one), null when it is not of
+ * that form. Each caller answers those two cases with its own error.
+ */
+export function credentialFromAuthorization(header: string | undefined): string | null | undefined {
+  if (header === undefined || header.trim() === '') return undefined;
+  return AUTHORIZATION.exec(header)?.[1] ?? null;
+}
+
 /** What is stored and looked up instead of a token: tokens carry 256 bits, so a fast hash suffices. */
 export function hashToken(token: string): string {
   return crypto.createHash('sha256').update(token).digest('hex');

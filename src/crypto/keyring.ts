@@ -78,9 +78,8 @@ export class Keyring {
 
   /** A key for another purpose (signing embed tokens), derived so that one secret serves all. */
   deriveKey(purpose: string): { id: string; secret: Buffer } {
-    const key = this.keys[0];
-    const secret = Buffer.from(crypto.hkdfSync('sha256', key.secret, Buffer.alloc(0), `ugs:${purpose}`, KEY_BYTES));
-    return { id: key.id, secret };
+    const id = this.currentKeyId;
+    return { id, secret: this.deriveKeyById(purpose, id)! };
   }
 
   deriveKeyById(purpose: string, id: string): Buffer | undefined {

@@ -5,7 +5,7 @@
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { AppError, validationFailed } from '../errors.ts';
-import { hashToken, tokenKind } from '../auth/token-format.ts';
+import { credentialFromAuthorization, hashToken, tokenKind } from '../auth/token-format.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
@@ -27,19 +27,15 @@ export interface EmbedCaller {
 }
 
 const BEARER = { 'www-authenticate': 'Bearer' };
-const AUTHORIZATION = /^(?:Bearer|Token)\s+(\S+)\s*$/i;
-
 function invalidToken(message = 'the token is not valid (unknown, malformed, expired, rotated, or its user group was deleted)'): AppError {
   return new AppError('invalid_token', message, { headers: BEARER });
 }
 
 function bearerToken(header: string | undefined): string {
-  if (header === undefined || header.trim() === '') {
-    throw invalidToken('send a user group token or an embed token as Authorization: Bearer <token>');
-  }
-  const match = AUTHORIZATION.exec(header);
-  if (!match) throw invalidToken('the Authorization header must be Bearer <token>');
-  return match[1];
+  const token = credentialFromAuthorization(header);
+  if (token === undefined) throw invalidToken('send a user group token or an embed token as Authorization: Bearer <token>');
+  if (token === null) throw invalidToken('the Authorization header must be Bearer <token>');
+  return token;
 }
 
 export async function resolveEmbedContext(deps: EmbedDeps, caller: EmbedCaller): Promise<EmbedContextView> {

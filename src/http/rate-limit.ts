@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { loadConfig, type Config } from '../config.ts';
 import { AppError } from '../errors.ts';
-import { hashToken } from '../auth/token-format.ts';
+import { credentialFromAuthorization, hashToken } from '../auth/token-format.ts';
 
 export type RateLimitSettings = Pick<
   Config,
@@ -40,7 +40,6 @@ interface Policy {
 }
 
 const EMBED_PREFIX = '/api/embed/';
-const CREDENTIAL = /^(?:Token|Bearer)\s+(\S+)\s*$/i;
 /** How long to wait for Redis at start before serving without it (fail open). */
 const REDIS_READY_WAIT_MS = 2000;
 /** A Redis command slower than this counts as a failure: the request goes on unlimited. */
@@ -52,10 +51,8 @@ function credentialHash(request: FastifyRequest): string | null {
   // The API-token check (an earlier onRequest hook) has hashed it already.
   const known = (request as { principal?: { tokenHash?: string } | null }).principal?.tokenHash;
   if (known) return known;
-  const header = request.headers.authorization;
-  if (typeof header !== 'string') return null;
-  const match = CREDENTIAL.exec(header);
-  return match ? hashToken(match[1]) : null;
+  const credential = credentialFromAuthorization(request.headers.authorization);
+  return credential ? hashToken(credential) : null;
 }
 
 /** A throttled warning, so a Redis outage gives a log line every few seconds, not one per request. */

@@ -67,9 +67,8 @@ function keyFor(principal: Principal, input: { user_group_id: string | number; a
 
 const jsonOrNull = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
 
-/** Inserts a new group with a fresh token; undefined if the identity already exists. */
+/** Inserts a new group with a fresh token (input already checked); undefined if the identity already exists. */
 async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGroupInput, actor: Actor): Promise<UserGroupRow | undefined> {
-  checkProperties(input.properties);
   const token = generateToken('user_group');
   const at = deps.now();
   return inTransaction(deps.database, async (trx) => {
@@ -93,6 +92,7 @@ async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGrou
 
 export async function createUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<UserGroupView> {
   requireScope(principal, 'write', 'creating a user group');
+  checkProperties(input.properties);
   const key = keyFor(principal, input);
   const row = await insertNew(deps, key, input, actor);
   if (!row) {
