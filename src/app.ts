@@ -3,7 +3,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { Config } from './config.ts';
+import { DEFAULT_TOKEN_CACHE_SIZE, type Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { Keyring } from './crypto/keyring.ts';
 import { ApiTokenAuthenticator } from './auth/api-tokens.service.ts';
@@ -15,6 +15,7 @@ import { generateRequestId, registerRequestContext } from './http/request-contex
 import { registerValidation } from './http/validation.ts';
 import { registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
+import { OpenedTokenCache } from './user-groups/opened-tokens.ts';
 import { registerEmbedRoutes, registerEmbedTokenRoute } from './embed/embed.routes.ts';
 import { openApiInfo, showGetBodies } from './http/openapi.ts';
 import { registerRateLimits, type RateLimitSettings } from './http/rate-limit.ts';
@@ -24,7 +25,7 @@ import { registerMetrics } from './metrics/metrics.routes.ts';
 export interface AppDependencies {
   database: DatabaseHandle;
   keyring: Keyring;
-  config: Pick<Config, 'apiTokenCacheMs' | 'corsOrigins'>;
+  config: Pick<Config, 'apiTokenCacheMs' | 'corsOrigins'> & Partial<Pick<Config, 'tokenCacheSize'>>;
   now?: () => Date;
   /** Fastify's logger option: pino options, a pino instance, or false. */
   logger?: FastifyServerOptions['logger'] | false;
@@ -61,6 +62,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchDatabase(deps.database);
   registerMetrics(app, metrics);
 
+  const tokens = new OpenedTokenCache(deps.keyring, deps.config.tokenCacheSize ?? DEFAULT_TOKEN_CACHE_SIZE);
   const authenticator = new ApiTokenAuthenticator(deps.database.db, now, deps.config.apiTokenCacheMs);
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
@@ -68,7 +70,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       reply.header('cache-control', 'no-store'); // responses carry tokens
       done();
     });
-    registerUserGroupRoutes(api, { database: deps.database, keyring: deps.keyring, now });
+    registerUserGroupRoutes(api, { database: deps.database, tokens, now });
     registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now });
   });
   await registerEmbedRoutes(app, { database: deps.database, keyring: deps.keyring, now, corsOrigins: deps.config.corsOrigins });

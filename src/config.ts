@@ -13,6 +13,8 @@ export interface Config {
   logLevel: string;
   /** How long a verified API token may be trusted without asking the database again. */
   apiTokenCacheMs: number;
+  /** How many opened user group tokens to remember (~150 bytes each; 0: open every time). */
+  tokenCacheSize: number;
   /** Origins allowed to call the embed routes from a browser; `*` means any. */
   corsOrigins: string[] | '*';
   shutdownTimeoutMs: number;
@@ -31,6 +33,8 @@ export interface Config {
 export class ConfigError extends Error {}
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/ugs.sqlite';
+/** Enough for every group of a million-group deployment: at most ~150 MB. */
+export const DEFAULT_TOKEN_CACHE_SIZE = 1_000_000;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
@@ -42,6 +46,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrap: boolean(env, 'UGS_BOOTSTRAP', true),
     logLevel: env.LOG_LEVEL || 'info',
     apiTokenCacheMs: integer(env, 'UGS_API_TOKEN_CACHE_MS', 500, 0, 900),
+    tokenCacheSize: integer(env, 'UGS_TOKEN_CACHE_SIZE', DEFAULT_TOKEN_CACHE_SIZE, 0, 100_000_000),
     corsOrigins: env.UGS_CORS_ORIGINS && env.UGS_CORS_ORIGINS !== '*' ? list(env.UGS_CORS_ORIGINS) : '*',
     shutdownTimeoutMs: integer(env, 'UGS_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     rateLimitMax: integer(env, 'UGS_RATE_LIMIT_MAX', 60_000, 0, 100_000_000),

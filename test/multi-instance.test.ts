@@ -98,6 +98,42 @@ for (const backend of BACKENDS) {
       }
     });
 
+    // Each instance remembers the tokens it has opened (OpenedTokenCache): what one instance
+    // remembers must never outlive a change made by the other.
+    it('after an instance has returned a group’s token, a rotation on the other instance makes both return the new token', async () => {
+      const id = `mi-cache-rotate-${crypto.randomUUID()}`;
+      const created = await httpRequest(on(0), 'POST', '/api/user', { token, body: { user_group_id: id } });
+      assert.equal(created.status, 201);
+      for (const i of [0, 1]) {
+        const seen = await httpRequest(on(i), 'GET', '/api/user', { token, body: { user_group_id: id } });
+        assert.equal(seen.body.user_group.token, created.body.user_group.token);
+      }
+      const rotated = await httpRequest(on(0), 'POST', '/api/user', { token, body: { current_token: created.body.user_group.token } });
+      assert.equal(rotated.status, 200);
+      assert.notEqual(rotated.body.user_group.token, created.body.user_group.token);
+      for (const i of [1, 0]) {
+        const after = await httpRequest(on(i), 'GET', '/api/user', { token, body: { user_group_id: id } });
+        assert.equal(after.body.user_group.token, rotated.body.user_group.token, `instance ${i} returns the rotated token`);
+      }
+    });
+
+    it('after an instance has returned a group’s token, a delete and re-create on the other instance makes both return the new group’s token', async () => {
+      const id = `mi-cache-recreate-${crypto.randomUUID()}`;
+      const first = await httpRequest(on(0), 'GET', '/api/user', { token, body: { user_group_id: id } });
+      assert.equal(first.status, 201);
+      const seen = await httpRequest(on(1), 'GET', '/api/user', { token, body: { user_group_id: id } });
+      assert.equal(seen.body.user_group.token, first.body.user_group.token);
+      assert.equal((await httpRequest(on(0), 'DELETE', '/api/user', { token, body: { user_group_id: id } })).status, 200);
+      const again = await httpRequest(on(0), 'POST', '/api/user', { token, body: { user_group_id: id } });
+      assert.equal(again.status, 201);
+      assert.notEqual(again.body.user_group.team_id, first.body.user_group.team_id);
+      for (const i of [1, 0]) {
+        const after = await httpRequest(on(i), 'GET', '/api/user', { token, body: { user_group_id: id } });
+        assert.equal(after.body.user_group.team_id, again.body.user_group.team_id);
+        assert.equal(after.body.user_group.token, again.body.user_group.token, `instance ${i} returns the new group's token`);
+      }
+    });
+
     it('an API token revoked with the CLI is refused by both instances within about a second', async () => {
       const victim = await issueToken();
       // Warm both instances' token caches, and keep them warm until the revocation.

@@ -9,7 +9,6 @@ const KEY_BYTES = 32;
 const IV_BYTES = 12;
 // Binds every ciphertext to its purpose, so it cannot be replayed as another kind of secret.
 const AAD = Buffer.from('ugs:user-group-token:v1');
-const OPENED_CACHE_SIZE = 10_000;
 
 interface Key {
   id: string;
@@ -19,7 +18,6 @@ interface Key {
 export class Keyring {
   private readonly keys: Key[];
   private readonly byId: Map<string, Key>;
-  private readonly opened = new Map<string, string>();
 
   constructor(secrets: Buffer[]) {
     if (secrets.length === 0) throw new Error('a keyring needs at least one key');
@@ -47,21 +45,8 @@ export class Keyring {
     return [key.id, iv.toString('base64url'), body.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
   }
 
-  /**
-   * Opening is most of the cost of answering get-or-create for an existing group, and the
-   * same groups are asked for again and again. A sealed value never changes meaning (a new
-   * token gets a new random IV, so a new sealed string), so opened values can be remembered.
-   */
+  /** Opening costs a new cipher context each time; user group tokens are remembered by OpenedTokenCache. */
   open(sealed: string): string {
-    const known = this.opened.get(sealed);
-    if (known !== undefined) return known;
-    const plaintext = this.decrypt(sealed);
-    if (this.opened.size >= OPENED_CACHE_SIZE) this.opened.delete(this.opened.keys().next().value as string);
-    this.opened.set(sealed, plaintext);
-    return plaintext;
-  }
-
-  private decrypt(sealed: string): string {
     const [id, iv, body, tag] = sealed.split('.');
     const key = this.byId.get(id);
     if (!key) throw new Error(`no secret key with id ${id} is configured (UGS_SECRET_KEY)`);

@@ -6,7 +6,7 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment, UserGroupRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
-import type { Keyring } from '../crypto/keyring.ts';
+import type { OpenedTokenCache } from './opened-tokens.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
 import { assertEnvironmentAllowed, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
@@ -26,7 +26,8 @@ import type { UserGroupPublicView, UserGroupView } from './user-groups.schemas.t
 
 export interface UserGroupDeps {
   database: DatabaseHandle;
-  keyring: Keyring;
+  /** Seals new tokens and opens stored ones (remembering what it opened). */
+  tokens: OpenedTokenCache;
   now: () => Date;
 }
 
@@ -53,8 +54,9 @@ export function publicView(row: UserGroupRow): UserGroupPublicView {
   };
 }
 
-export function fullView(row: UserGroupRow, keyring: Keyring): UserGroupView {
-  return { ...publicView(row), token: keyring.open(row.token_ciphertext) };
+/** The group with its token; only for committed rows (see OpenedTokenCache). */
+export function fullView(row: UserGroupRow, tokens: OpenedTokenCache): UserGroupView {
+  return { ...publicView(row), token: tokens.tokenOf(row) };
 }
 
 function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): UserGroupKey {
@@ -81,7 +83,7 @@ async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGrou
       properties: jsonOrNull(input.properties),
       is_demo_group: input.is_demo_group ? 1 : 0,
       token_hash: hashToken(token),
-      token_ciphertext: deps.keyring.seal(token),
+      token_ciphertext: deps.tokens.seal(token),
       created_at: at.toISOString(),
       updated_at: at.toISOString(),
     });
@@ -98,7 +100,7 @@ export async function createUserGroup(deps: UserGroupDeps, principal: Principal,
   if (!row) {
     throw new AppError('user_group_exists', `a user group with user_group_id "${key.providedId}" already exists in ${key.environment}`);
   }
-  return fullView(row, deps.keyring);
+  return fullView(row, deps.tokens);
 }
 
 export async function getOrCreateUserGroup(
@@ -113,10 +115,10 @@ export async function getOrCreateUserGroup(
   // The hot path (the group exists) is one indexed read and no write.
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await findUserGroup(deps.database.db, key);
-    if (existing) return { created: false, userGroup: fullView(existing, deps.keyring) };
+    if (existing) return { created: false, userGroup: fullView(existing, deps.tokens) };
     requireScope(principal, 'write', 'creating a user group (it does not exist yet)');
     const inserted = await insertNew(deps, key, input, actor);
-    if (inserted) return { created: true, userGroup: fullView(inserted, deps.keyring) };
+    if (inserted) return { created: true, userGroup: fullView(inserted, deps.tokens) };
     // Another request created it between our read and our insert: read the winner's row.
   }
   throw new Error('get-or-create did not settle after 3 attempts (the group is being created and deleted concurrently)');
@@ -149,7 +151,7 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
     return updated;
   });
   if (!row) throw notFound(key);
-  return fullView(row, deps.keyring);
+  return fullView(row, deps.tokens);
 }
 
 function findUserGroupForUpdate(handle: DatabaseHandle, trx: DatabaseHandle['db'], key: UserGroupKey) {
@@ -183,7 +185,7 @@ export async function rotateUserGroupToken(
       accountId: principal.accountId,
       oldHash,
       newHash: hashToken(token),
-      newCiphertext: deps.keyring.seal(token),
+      newCiphertext: deps.tokens.seal(token),
       at: at.toISOString(),
     });
     if (!swapped) return undefined;
@@ -194,7 +196,7 @@ export async function rotateUserGroupToken(
     return swapped;
   });
   if (!row) throw tokenNotFound;
-  return fullView(row, deps.keyring);
+  return fullView(row, deps.tokens);
 }
 
 export async function removeUserGroup(
