@@ -104,6 +104,8 @@ export async function registerRateLimits(app: FastifyInstance, given: Partial<Ra
   const management: Policy = { name: 'api-token', max: settings.rateLimitMax, windowMs: settings.rateLimitWindowMs, holder: 'API token' };
   const embed: Policy = { name: 'embed', max: settings.embedRateLimitMax, windowMs: settings.embedRateLimitWindowMs, holder: 'user group token' };
   const policyOf = (key: string) => (key.startsWith('embed:') ? embed : management);
+  // Both off: no hook at all, rather than one that runs on every request to do nothing.
+  if (management.max === 0 && embed.max === 0) return;
   const warn = throttledWarning(app);
 
   const redis = settings.redisUrl ? await connectRedis(app, settings.redisUrl, warn) : undefined;
@@ -123,9 +125,9 @@ export async function registerRateLimits(app: FastifyInstance, given: Partial<Ra
     const url = request.routeOptions.url;
     let key: string | null = null;
     if (url?.startsWith('/api/') && request.method !== 'OPTIONS') {
-      const hash = credentialHash(request);
       const policy = url.startsWith(EMBED_PREFIX) ? embed : management;
-      if (hash && policy.max > 0) key = `${policy === embed ? 'embed' : 'api'}:${hash}`;
+      const hash = policy.max > 0 ? credentialHash(request) : null;
+      if (hash) key = `${policy === embed ? 'embed' : 'api'}:${hash}`;
     }
     keys.set(request, key);
     return key;
