@@ -2,6 +2,7 @@
 // headers every response carries (contract sections 3 and 4).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { BACKENDS } from './helpers/backends.ts';
 import { startTestApp, type TestApp, type HttpResult } from './helpers/harness.ts';
 
@@ -86,6 +87,30 @@ for (const backend of BACKENDS) {
       const id = uid('get-over');
       const res = await t.request('GET', '/api/user', { token, rawBody: paddedBody(id, LIMIT + 1) });
       assertErrorEnvelope(res, 413, 'payload_too_large');
+      assert.equal(await exists(id), false);
+    });
+
+    it('body size: a chunked GET body (no Content-Length) over 256 KiB gets the 413 envelope back on the socket and creates nothing', async () => {
+      const id = uid('get-chunked');
+      const address = await t.app.listen({ host: '127.0.0.1', port: 0 });
+      try {
+        const url = new URL('/api/user', address);
+        const res = await new Promise<HttpResult>((resolve, reject) => {
+          const req = http.request(url, { method: 'GET', headers: { authorization: `Token ${token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (response) => {
+            let text = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => (text += chunk));
+            response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text, body: JSON.parse(text) }));
+          });
+          req.on('error', reject);
+          const body = paddedBody(id, LIMIT + 64 * 1024);
+          for (let offset = 0; offset < body.length; offset += 16 * 1024) req.write(body.slice(offset, offset + 16 * 1024));
+          req.end();
+        });
+        assertErrorEnvelope(res, 413, 'payload_too_large');
+      } finally {
+        await t.app.server.close();
+      }
       assert.equal(await exists(id), false);
     });
 
