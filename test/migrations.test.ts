@@ -6,6 +6,7 @@ import { BACKENDS, POSTGRES_URL, createTestDatabase } from './helpers/backends.t
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { runUgs } from './helpers/processes.ts';
+import { startTestApp } from './helpers/harness.ts';
 
 for (const backend of BACKENDS) {
   describe(`[${backend}] migrations`, () => {
@@ -24,6 +25,26 @@ for (const backend of BACKENDS) {
       } finally {
         await handle.close();
         await database.drop();
+      }
+    });
+
+    it('a column added while an instance serves does not break its lookups (hot reads name their columns)', async () => {
+      const t = await startTestApp(backend);
+      try {
+        const { token } = await t.issueToken();
+        const created = await t.request('GET', '/api/user', { token, body: { user_group_id: 'before-migration' } });
+        assert.equal(created.status, 201);
+        const tokenBefore = await t.request('GET', '/api/embed/context', { headers: { authorization: `Bearer ${created.body.user_group.token}` } });
+        assert.equal(tokenBefore.status, 200);
+        // What a later migration run by another instance would do; the lookups above are prepared already.
+        await sql`alter table user_groups add column later_column text`.execute(t.handle.db);
+        await sql`alter table api_tokens add column later_column text`.execute(t.handle.db);
+        const again = await t.request('GET', '/api/user', { token, body: { user_group_id: 'before-migration' } });
+        assert.equal(again.status, 200, again.text);
+        assert.equal(again.body.user_group.token, created.body.user_group.token);
+        assert.equal((await t.request('GET', '/api/embed/context', { headers: { authorization: `Bearer ${created.body.user_group.token}` } })).status, 200);
+      } finally {
+        await t.close();
       }
     });
   });

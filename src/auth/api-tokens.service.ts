@@ -156,7 +156,21 @@ interface CachedToken {
 
 const CACHE_LIMIT = 10_000;
 
-const selectApiTokenByHash = preparedQuery((db, hash: string) => db.selectFrom('api_tokens').selectAll().where('token_hash', '=', hash));
+const API_TOKEN_COLUMNS = [
+  'id',
+  'account_id',
+  'name',
+  'token_hash',
+  'token_start',
+  'scopes',
+  'allowed_environment',
+  'default_environment',
+  'expires_at',
+  'revoked_at',
+  'created_at',
+] as const satisfies readonly (keyof ApiTokenRow)[];
+
+const selectApiTokenByHash = preparedQuery((db, hash: string) => db.selectFrom('api_tokens').select(API_TOKEN_COLUMNS).where('token_hash', '=', hash));
 
 export class ApiTokenAuthenticator {
   private readonly cache = new Map<string, CachedToken>();

@@ -6,6 +6,8 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type LogEvent, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
+import { postgresDirectReader, sqliteDirectReader } from './direct-reads.ts';
+import { attachDirectReader } from './prepared-query.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -47,11 +49,18 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   connection.pragma('busy_timeout = 5000');
   connection.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: options.onQuery });
+  // An in-memory database exists once per connection: a second one would read another,
+  // empty database, so there the hot reads stay on Kysely's connection.
+  const reader = file === ':memory:' ? undefined : sqliteDirectReader(file, options.onQuery);
+  if (reader) attachDirectReader(db, reader);
   return {
     db,
     dialect: 'sqlite',
     description: `sqlite:${file}`,
-    close: () => db.destroy(),
+    close: async () => {
+      await reader?.close();
+      await db.destroy();
+    },
   };
 }
 
@@ -78,6 +87,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
   pool.on('error', () => undefined); // already reported by the client's own listener above
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
+  attachDirectReader(db, postgresDirectReader(pool, options.onQuery));
   return {
     db,
     dialect: 'postgres',

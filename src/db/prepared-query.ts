@@ -1,8 +1,17 @@
-// Hot-path queries, built and compiled by Kysely once per database instead of on every
-// call: a call only binds new parameters. Together with SQLite's statement cache (see
-// database.ts) a lookup costs what the database needs, not what building it costs.
-import { CompiledQuery, type Compilable, type Kysely } from 'kysely';
+// Hot-path reads, built and compiled by Kysely once per database instead of on every call: a
+// call only binds new parameters. Called on the database itself they run on its direct
+// reader (direct-reads.ts); called on a transaction they run through Kysely on the
+// transaction's own connection, so that they see what the transaction has written.
+import type { Compilable, CompiledQuery, Kysely } from 'kysely';
 import type { Database } from './schema.ts';
+import type { DirectReader } from './direct-reads.ts';
+
+const directReaders = new WeakMap<Kysely<Database>, DirectReader>();
+
+/** Makes `db` (a database's root instance, never a transaction) run prepared queries on `reader`. */
+export function attachDirectReader(db: Kysely<Database>, reader: DirectReader): void {
+  directReaders.set(db, reader);
+}
 
 interface Prepared<R> {
   compiled: CompiledQuery<R>;
@@ -12,7 +21,9 @@ interface Prepared<R> {
 
 /**
  * `build` receives placeholders in place of the call's arguments; it must use each one as
- * a plain value (a comparison operand), so that it lands in the compiled parameters.
+ * a plain value (a comparison operand), so that it lands in the compiled parameters. The
+ * query must name its columns (no selectAll): a prepared statement over `select *` breaks on
+ * PostgreSQL when a migration adds a column while instances are running.
  */
 export function preparedQuery<A extends unknown[], R>(build: (db: Kysely<Database>, ...args: A) => Compilable<R>) {
   const cache = new WeakMap<Kysely<Database>, Prepared<R>>();
@@ -25,8 +36,14 @@ export function preparedQuery<A extends unknown[], R>(build: (db: Kysely<Databas
       cache.set(db, prepared);
     }
     const { compiled, slots } = prepared;
-    const parameters = slots.map((slot, i) => (slot === -1 ? compiled.parameters[i] : args[slot]));
-    const result = await db.executeQuery<R>(CompiledQuery.raw(compiled.sql, parameters) as CompiledQuery<R>);
-    return result.rows[0];
+    const query: CompiledQuery<R> = {
+      query: compiled.query,
+      queryId: compiled.queryId,
+      sql: compiled.sql,
+      parameters: slots.map((slot, i) => (slot === -1 ? compiled.parameters[i] : args[slot])),
+    };
+    const reader = directReaders.get(db);
+    if (reader) return reader.first(query);
+    return (await db.executeQuery<R>(query)).rows[0];
   };
 }

@@ -35,19 +35,24 @@ export function findGroupByCurrentTokenHash(db: Kysely<Database>, tokenHash: str
   return selectByCurrentTokenHash(db, tokenHash);
 }
 
-/** The group of a token retired by a rotation whose grace period has not ended (primary key of retired_tokens). */
-export function findGroupByRetiredTokenHash(db: Kysely<Database>, tokenHash: string, now: string): Promise<EmbedGroupRow | undefined> {
-  return db
+const selectByRetiredTokenHash = preparedQuery((db, tokenHash: string, now: string) =>
+  db
     .selectFrom('retired_tokens')
     .innerJoin('user_groups', 'user_groups.team_id', 'retired_tokens.team_id')
     .select(EMBED_COLUMNS)
     .where('retired_tokens.token_hash', '=', tokenHash)
     // ISO-8601 UTC strings of one fixed width compare as the instants they name.
-    .where('retired_tokens.expires_at', '>', now)
-    .executeTakeFirst();
+    .where('retired_tokens.expires_at', '>', now),
+);
+
+/** The group of a token retired by a rotation whose grace period has not ended (primary key of retired_tokens). */
+export function findGroupByRetiredTokenHash(db: Kysely<Database>, tokenHash: string, now: string): Promise<EmbedGroupRow | undefined> {
+  return selectByRetiredTokenHash(db, tokenHash, now);
 }
+
+const selectByTeamId = preparedQuery((db, teamId: number) => db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.team_id', '=', teamId));
 
 /** The group an embed token names (primary key). */
 export function findGroupByTeamId(db: Kysely<Database>, teamId: number): Promise<EmbedGroupRow | undefined> {
-  return db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.team_id', '=', teamId).executeTakeFirst();
+  return selectByTeamId(db, teamId);
 }

@@ -12,10 +12,27 @@ export interface UserGroupKey {
 
 export type NewUserGroup = Omit<UserGroupRow, 'team_id' | 'token_generation'>;
 
+/** Every column, named: prepared statements must not depend on `select *` (see preparedQuery). */
+export const USER_GROUP_COLUMNS = [
+  'team_id',
+  'account_id',
+  'environment',
+  'provided_id',
+  'name',
+  'mapping',
+  'properties',
+  'is_demo_group',
+  'token_hash',
+  'token_ciphertext',
+  'token_generation',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof UserGroupRow)[];
+
 const selectUserGroupByKey = preparedQuery((db, accountId: number, environment: Environment, providedId: string) =>
   db
     .selectFrom('user_groups')
-    .selectAll()
+    .select(USER_GROUP_COLUMNS)
     .where('account_id', '=', accountId)
     .where('environment', '=', environment)
     .where('provided_id', '=', providedId),
