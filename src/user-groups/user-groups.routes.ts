@@ -1,6 +1,6 @@
 // /api/user and /api/users: HTTP in, service call, HTTP out. Which mode a request is in
 // (create or rotate; body or query string) is decided here; the rules live in the service.
-import type { FastifyInstance, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import { AppError, validationFailed } from '../errors.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
@@ -32,6 +32,7 @@ import {
   type UserGroupInput,
 } from './user-groups.service.ts';
 import { userGroupHistoryEntries } from './user-group-history.service.ts';
+import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';
 
 const TAGS = ['User groups'];
 const security = [{ apiToken: [] }];
@@ -57,6 +58,11 @@ function identification(request: FastifyRequest): UserGroupInput {
 
 const ROTATE_FIELDS = new Set(['current_token', 'grace_period_seconds']);
 
+/** Sends a body already written as JSON by user-groups.json.ts (Fastify sends a string as is). */
+function sendJson(reply: FastifyReply, status: number, json: string): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(json);
+}
+
 export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDeps): void {
   const getOrCreate: RouteShorthandOptions['schema'] = {
     tags: TAGS,
@@ -72,9 +78,9 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
     querystring: GetUserQuery,
     response: { 200: GetOrCreateResponse, 201: GetOrCreateResponse, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request') },
   };
-  const getOrCreateHandler = async (request: FastifyRequest, reply: import('fastify').FastifyReply) => {
-    const { created, userGroup } = await getOrCreateUserGroup(deps, principalOf(request), actorOf(request), identification(request));
-    return reply.code(created ? 201 : 200).send({ success: 1, new_user_group: created, user_group: userGroup });
+  const getOrCreateHandler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const { created, group } = await getOrCreateUserGroup(deps, principalOf(request), actorOf(request), identification(request));
+    return sendJson(reply, created ? 201 : 200, getOrCreateResponseJson(created, group));
   };
 
   app.get('/api/user', { schema: { ...getOrCreate, 'x-get-body': GetUserBody }, preValidation: getBodyValidator(GetUserBody) }, getOrCreateHandler);
@@ -119,11 +125,11 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
             details: extra.map((field) => ({ field, issue: 'not_allowed_with_current_token' })),
           });
         }
-        const userGroup = await rotateUserGroupToken(deps, principalOf(request), actorOf(request), {
+        const rotated = await rotateUserGroupToken(deps, principalOf(request), actorOf(request), {
           current_token: body.current_token,
           grace_period_seconds: body.grace_period_seconds,
         });
-        return reply.code(200).send({ success: 1, user_group: userGroup });
+        return sendJson(reply, 200, userGroupResponseJson(rotated));
       }
       if (body.grace_period_seconds !== undefined) {
         throw new AppError('ambiguous_request', 'grace_period_seconds belongs to a rotation: send it with current_token', {
@@ -131,8 +137,8 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
         });
       }
       if (body.user_group_id === undefined) throw validationFailed('user_group_id', 'required', 'user_group_id is required');
-      const userGroup = await createUserGroup(deps, principalOf(request), actorOf(request), body);
-      return reply.code(201).send({ success: 1, user_group: userGroup });
+      const created = await createUserGroup(deps, principalOf(request), actorOf(request), body);
+      return sendJson(reply, 201, userGroupResponseJson(created));
     },
   );
 
@@ -150,9 +156,9 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
         response: { 200: UserGroupResponse, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found') },
       },
     },
-    async (request) => {
-      const userGroup = await updateUserGroup(deps, principalOf(request), actorOf(request), request.body as UserGroupInput);
-      return { success: 1, user_group: userGroup };
+    async (request, reply) => {
+      const updated = await updateUserGroup(deps, principalOf(request), actorOf(request), request.body as UserGroupInput);
+      return sendJson(reply, 200, userGroupResponseJson(updated));
     },
   );
 
@@ -171,9 +177,9 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
         response: { 200: DeletedResponse, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_not_found') },
       },
     },
-    async (request) => {
-      const userGroup = await removeUserGroup(deps, principalOf(request), actorOf(request), identification(request));
-      return { success: 1, user_group: userGroup };
+    async (request, reply) => {
+      const deleted = await removeUserGroup(deps, principalOf(request), actorOf(request), identification(request));
+      return sendJson(reply, 200, deletedResponseJson(deleted));
     },
   );
 
@@ -191,7 +197,10 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
         response: { 200: ListResponse, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
       },
     },
-    async (request) => ({ success: 1, ...(await listUserGroupsPage(deps, principalOf(request), request.query as never)) }),
+    async (request, reply) => {
+      const page = await listUserGroupsPage(deps, principalOf(request), request.query as never);
+      return sendJson(reply, 200, listResponseJson(page.rows, page.nextCursor));
+    },
   );
 
   app.get(

@@ -22,7 +22,7 @@ import {
   type UserGroupKey,
 } from './user-groups.repository.ts';
 import { checkProperties, normalizeUserGroupId } from './user-group-fields.ts';
-import type { UserGroupPublicView, UserGroupView } from './user-groups.schemas.ts';
+import type { UserGroupWithToken } from './user-groups.json.ts';
 
 export interface UserGroupDeps {
   database: DatabaseHandle;
@@ -40,23 +40,9 @@ export interface UserGroupInput {
   api_environment_tag?: Environment;
 }
 
-export function publicView(row: UserGroupRow): UserGroupPublicView {
-  return {
-    team_id: row.team_id,
-    name: row.name,
-    provided_id: row.provided_id,
-    mapping: row.mapping === null ? null : JSON.parse(row.mapping),
-    properties: row.properties === null ? null : JSON.parse(row.properties),
-    api_environment_tag: row.environment,
-    is_demo_group: row.is_demo_group === 1,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
-
-/** The group with its token; only for committed rows (see OpenedTokenCache). */
-export function fullView(row: UserGroupRow, tokens: OpenedTokenCache): UserGroupView {
-  return { ...publicView(row), token: tokens.tokenOf(row) };
+/** The group with its token; only for committed rows (see OpenedTokenCache). The routes write it as JSON (user-groups.json.ts). */
+function withToken(row: UserGroupRow, tokens: OpenedTokenCache): UserGroupWithToken {
+  return { row, token: tokens.tokenOf(row) };
 }
 
 function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): UserGroupKey {
@@ -92,7 +78,7 @@ async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGrou
   });
 }
 
-export async function createUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<UserGroupView> {
+export async function createUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<UserGroupWithToken> {
   requireScope(principal, 'write', 'creating a user group');
   checkProperties(input.properties);
   const key = keyFor(principal, input);
@@ -100,7 +86,7 @@ export async function createUserGroup(deps: UserGroupDeps, principal: Principal,
   if (!row) {
     throw new AppError('user_group_exists', `a user group with user_group_id "${key.providedId}" already exists in ${key.environment}`);
   }
-  return fullView(row, deps.tokens);
+  return withToken(row, deps.tokens);
 }
 
 export async function getOrCreateUserGroup(
@@ -108,23 +94,23 @@ export async function getOrCreateUserGroup(
   principal: Principal,
   actor: Actor,
   input: UserGroupInput,
-): Promise<{ created: boolean; userGroup: UserGroupView }> {
+): Promise<{ created: boolean; group: UserGroupWithToken }> {
   requireScope(principal, 'read', 'looking up a user group');
   checkProperties(input.properties); // the field rules hold whether or not the group exists
   const key = keyFor(principal, input);
   // The hot path (the group exists) is one indexed read and no write.
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await findUserGroup(deps.database.db, key);
-    if (existing) return { created: false, userGroup: fullView(existing, deps.tokens) };
+    if (existing) return { created: false, group: withToken(existing, deps.tokens) };
     requireScope(principal, 'write', 'creating a user group (it does not exist yet)');
     const inserted = await insertNew(deps, key, input, actor);
-    if (inserted) return { created: true, userGroup: fullView(inserted, deps.tokens) };
+    if (inserted) return { created: true, group: withToken(inserted, deps.tokens) };
     // Another request created it between our read and our insert: read the winner's row.
   }
   throw new Error('get-or-create did not settle after 3 attempts (the group is being created and deleted concurrently)');
 }
 
-export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<UserGroupView> {
+export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<UserGroupWithToken> {
   requireScope(principal, 'write', 'updating a user group');
   const key = keyFor(principal, input);
   const changes: Partial<Pick<UserGroupRow, 'name' | 'mapping' | 'properties' | 'is_demo_group'>> = {};
@@ -151,7 +137,7 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
     return updated;
   });
   if (!row) throw notFound(key);
-  return fullView(row, deps.tokens);
+  return withToken(row, deps.tokens);
 }
 
 function findUserGroupForUpdate(handle: DatabaseHandle, trx: DatabaseHandle['db'], key: UserGroupKey) {
@@ -172,7 +158,7 @@ export async function rotateUserGroupToken(
   principal: Principal,
   actor: Actor,
   input: { current_token: string; grace_period_seconds?: number },
-): Promise<UserGroupView> {
+): Promise<UserGroupWithToken> {
   requireScope(principal, 'write', 'rotating a user group token');
   const tokenNotFound = new AppError('token_not_found', 'current_token is not the current token of any user group of this account');
   if (tokenKind(input.current_token) !== 'user_group') throw tokenNotFound;
@@ -196,7 +182,7 @@ export async function rotateUserGroupToken(
     return swapped;
   });
   if (!row) throw tokenNotFound;
-  return fullView(row, deps.tokens);
+  return withToken(row, deps.tokens);
 }
 
 export async function removeUserGroup(
@@ -204,7 +190,7 @@ export async function removeUserGroup(
   principal: Principal,
   actor: Actor,
   input: { user_group_id: string | number; api_environment_tag?: Environment },
-): Promise<UserGroupPublicView> {
+): Promise<UserGroupRow> {
   requireScope(principal, 'write', 'deleting a user group');
   const key = keyFor(principal, input);
   const at = deps.now();
@@ -214,14 +200,14 @@ export async function removeUserGroup(
     return deleted;
   });
   if (!row) throw notFound(key);
-  return publicView(row);
+  return row;
 }
 
 export async function listUserGroupsPage(
   deps: UserGroupDeps,
   principal: Principal,
   query: { api_environment_tag?: Environment; limit?: number; cursor?: string; q?: string },
-): Promise<{ user_groups: UserGroupPublicView[]; next_cursor: string | null }> {
+): Promise<{ rows: UserGroupRow[]; nextCursor: string | null }> {
   requireScope(principal, 'read', 'listing user groups');
   const environment = resolveEnvironment(principal, query.api_environment_tag);
   const limit = query.limit ?? 100;
@@ -234,7 +220,7 @@ export async function listUserGroupsPage(
   });
   const page = rows.slice(0, limit);
   const more = rows.length > limit;
-  return { user_groups: page.map(publicView), next_cursor: more ? encodeCursor(page[page.length - 1].team_id) : null };
+  return { rows: page, nextCursor: more ? encodeCursor(page[page.length - 1].team_id) : null };
 }
 
 function encodeCursor(teamId: number): string {

@@ -1,0 +1,62 @@
+// Responses that carry user groups, written straight from the stored rows. mapping and
+// properties are stored as the text JSON.stringify made of them, so parsing them only for
+// a serializer to write the same text again was pure cost: measured at one connection, the
+// parse, the view objects and the schema serializer took ~20 µs of a ~78 µs get-or-create
+// hit (docs/performance.md). The output is what the response schemas in
+// user-groups.schemas.ts describe, field for field and in their order; the schemas remain the
+// contract (OpenAPI, types, the client) and test/user-groups.json.test.ts holds this file to
+// them.
+import type { UserGroupRow } from '../db/schema.ts';
+
+/** The stored fields a response shows: never the token hash, the ciphertext or the account. */
+export type StoredUserGroup = Pick<
+  UserGroupRow,
+  'team_id' | 'name' | 'provided_id' | 'mapping' | 'properties' | 'environment' | 'is_demo_group' | 'created_at' | 'updated_at'
+>;
+
+/** A stored group and its plaintext token, for the responses that hand the token out. */
+export interface UserGroupWithToken {
+  row: StoredUserGroup;
+  token: string;
+}
+
+const quote = JSON.stringify;
+
+function fieldsAfterToken(row: StoredUserGroup): string {
+  return (
+    `"name":${quote(row.name)},"provided_id":${quote(row.provided_id)},` +
+    `"mapping":${row.mapping ?? 'null'},"properties":${row.properties ?? 'null'},` +
+    `"api_environment_tag":${quote(row.environment)},"is_demo_group":${row.is_demo_group === 1},` +
+    `"created_at":${quote(row.created_at)},"updated_at":${quote(row.updated_at)}}`
+  );
+}
+
+/** The UserGroup schema: a group and its token. */
+export function userGroupJson({ row, token }: UserGroupWithToken): string {
+  return `{"team_id":${row.team_id},"token":${quote(token)},${fieldsAfterToken(row)}`;
+}
+
+/** The UserGroupPublic schema: a group without its token. */
+export function publicUserGroupJson(row: StoredUserGroup): string {
+  return `{"team_id":${row.team_id},${fieldsAfterToken(row)}`;
+}
+
+/** UserGroupResponse (create, rotate, update). */
+export function userGroupResponseJson(group: UserGroupWithToken): string {
+  return `{"success":1,"user_group":${userGroupJson(group)}}`;
+}
+
+/** GetOrCreateResponse. */
+export function getOrCreateResponseJson(created: boolean, group: UserGroupWithToken): string {
+  return `{"success":1,"new_user_group":${created},"user_group":${userGroupJson(group)}}`;
+}
+
+/** DeletedResponse. */
+export function deletedResponseJson(row: StoredUserGroup): string {
+  return `{"success":1,"user_group":${publicUserGroupJson(row)}}`;
+}
+
+/** ListResponse. */
+export function listResponseJson(rows: StoredUserGroup[], nextCursor: string | null): string {
+  return `{"success":1,"user_groups":[${rows.map(publicUserGroupJson).join(',')}],"next_cursor":${quote(nextCursor)}}`;
+}

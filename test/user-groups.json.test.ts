@@ -1,0 +1,99 @@
+// The user group responses are written straight from stored rows (src/user-groups/user-groups.json.ts)
+// rather than by the schema serializer. They must be exactly what the response schemas say:
+// the same JSON as serializing the view in schema order, valid against the schema (which
+// allows no other field, so no stored secret can slip in), whatever the stored text holds.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ajv } from 'ajv';
+import {
+  deletedResponseJson,
+  getOrCreateResponseJson,
+  listResponseJson,
+  userGroupResponseJson,
+  type StoredUserGroup,
+} from '../src/user-groups/user-groups.json.ts';
+import { DeletedResponse, GetOrCreateResponse, ListResponse, UserGroupResponse } from '../src/user-groups/user-groups.schemas.ts';
+import type { UserGroupRow } from '../src/db/schema.ts';
+
+const ajv = new Ajv({ strict: false, allErrors: true, formats: { 'date-time': true } });
+
+/** A row as the database returns it, with the stored JSON text the service writes (JSON.stringify). */
+function row(overrides: Partial<Omit<UserGroupRow, 'mapping' | 'properties'>> & { mapping?: unknown; properties?: unknown } = {}): UserGroupRow {
+  const { mapping = { '40': '213' }, properties = { region: 'emea' }, ...rest } = overrides;
+  return {
+    team_id: 4812,
+    account_id: 7,
+    environment: 'Customer',
+    provided_id: 'example_1',
+    name: 'Example 1',
+    mapping: mapping === null ? null : JSON.stringify(mapping),
+    properties: properties === null ? null : JSON.stringify(properties),
+    is_demo_group: 0,
+    token_hash: 'f'.repeat(64),
+    token_ciphertext: 'keyid.iv.body.tag',
+    token_generation: 3,
+    created_at: '2026-11-22T10:00:00.000Z',
+    updated_at: '2026-11-23T11:30:00.123Z',
+    ...rest,
+  };
+}
+
+/** What the schema serializer would have been given: the view, keys in schema order. */
+function view(r: StoredUserGroup, token?: string) {
+  return {
+    team_id: r.team_id,
+    ...(token === undefined ? {} : { token }),
+    name: r.name,
+    provided_id: r.provided_id,
+    mapping: r.mapping === null ? null : JSON.parse(r.mapping),
+    properties: r.properties === null ? null : JSON.parse(r.properties),
+    api_environment_tag: r.environment,
+    is_demo_group: r.is_demo_group === 1,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+const ROWS: [string, UserGroupRow][] = [
+  ['plain', row()],
+  ['no mapping or properties yet', row({ mapping: null, properties: null })],
+  ['a demo group in Testing', row({ is_demo_group: 1, environment: 'Testing' })],
+  ['quotes, backslashes, slashes and non-ASCII in name and id', row({ name: 'Ünïcødé "quoted" \\ back/slash 東京 🚀', provided_id: 'id "with" \\ 🚀' })],
+  ['an integer-like id and a large team_id', row({ provided_id: '12345', team_id: 2 ** 40 + 7 })],
+  [
+    'properties with nesting, arrays, numbers, escapes and a constructor key',
+    row({ properties: { a: { b: [1, 2.5, -3e-7, true, null, { c: 'line\nbreak\ttab\u0001' }] }, constructor: 'data', '10': 'integer-like key', emoji: '👍🏽' } }),
+  ],
+  ['an empty mapping and empty properties', row({ mapping: {}, properties: {} })],
+];
+
+const TOKEN = 'ugs_grp_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn';
+
+describe('user group JSON written from stored rows', () => {
+  for (const [label, r] of ROWS) {
+    it(`get-or-create, create/rotate/update and delete responses equal the schema-ordered view and validate (${label})`, () => {
+      const cases: [string, object, string, unknown][] = [
+        ['GetOrCreateResponse', GetOrCreateResponse, getOrCreateResponseJson(false, { row: r, token: TOKEN }), { success: 1, new_user_group: false, user_group: view(r, TOKEN) }],
+        ['GetOrCreateResponse (created)', GetOrCreateResponse, getOrCreateResponseJson(true, { row: r, token: TOKEN }), { success: 1, new_user_group: true, user_group: view(r, TOKEN) }],
+        ['UserGroupResponse', UserGroupResponse, userGroupResponseJson({ row: r, token: TOKEN }), { success: 1, user_group: view(r, TOKEN) }],
+        ['DeletedResponse', DeletedResponse, deletedResponseJson(r), { success: 1, user_group: view(r) }],
+      ];
+      for (const [name, schema, written, expected] of cases) {
+        assert.equal(written, JSON.stringify(expected), `${name} is the schema-ordered view`);
+        const validate = ajv.compile(schema);
+        assert.ok(validate(JSON.parse(written)), `${name} validates: ${JSON.stringify(validate.errors)}`);
+        for (const secret of [r.token_hash, r.token_ciphertext]) assert.ok(!written.includes(secret), `${name} holds no stored secret`);
+      }
+    });
+  }
+
+  it('list responses equal the schema-ordered views and validate, with and without a next cursor', () => {
+    const rows = ROWS.map(([, r]) => r);
+    const validate = ajv.compile(ListResponse);
+    for (const [page, cursor] of [[rows, 'eyJhZnRlciI6NDgxMn0'], [[], null]] as const) {
+      const written = listResponseJson([...page], cursor);
+      assert.equal(written, JSON.stringify({ success: 1, user_groups: page.map((r) => view(r)), next_cursor: cursor }));
+      assert.ok(validate(JSON.parse(written)), JSON.stringify(validate.errors));
+    }
+  });
+});
