@@ -9,7 +9,8 @@ import { AppError } from '../errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse, type EmbedContextQueryInput, type EmbedTokenInput } from './embed.schemas.ts';
-import { issueEmbedToken, resolveEmbedContext, type EmbedDeps } from './embed.service.ts';
+import { issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
+import { embedContextJson } from './embed-context.json.ts';
 
 const TAGS = ['Embed'];
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
@@ -65,13 +66,13 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
           },
         },
         async (request, reply) => {
-          // Per-user data: no shared cache may keep it.
-          reply.header('cache-control', 'no-store');
-          return resolveEmbedContext(deps, {
+          const row = await resolveEmbedGroup(deps, {
             authorization: request.headers.authorization,
             origin: request.headers.origin,
             embedId: (request.query as EmbedContextQueryInput).embed_id,
           });
+          // Per-user data: no shared cache may keep it. The body is written from the row (Fastify sends a string as is).
+          return reply.code(200).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(embedContextJson(row));
         },
       );
     },

@@ -11,7 +11,7 @@ import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
 import { findGroupByCurrentTokenHash, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroupRow } from './embed.repository.ts';
 import { looksLikeJws, signEmbedToken, verifyEmbedToken } from './embed-token.ts';
-import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedContextView, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
+import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
 
 export interface EmbedDeps {
   database: DatabaseHandle;
@@ -38,10 +38,10 @@ function bearerToken(header: string | undefined): string {
   return token;
 }
 
-export async function resolveEmbedContext(deps: EmbedDeps, caller: EmbedCaller): Promise<EmbedContextView> {
+/** The group the caller's token identifies (the routes write its context with embed-context.json.ts). */
+export async function resolveEmbedGroup(deps: EmbedDeps, caller: EmbedCaller): Promise<EmbedGroupRow> {
   const token = bearerToken(caller.authorization);
-  const row = looksLikeJws(token) ? await groupForEmbedToken(deps, token, caller) : await groupForUserGroupToken(deps, token);
-  return embedContext(row);
+  return looksLikeJws(token) ? groupForEmbedToken(deps, token, caller) : groupForUserGroupToken(deps, token);
 }
 
 async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<EmbedGroupRow> {
@@ -76,31 +76,6 @@ async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedC
   // Deleted (team ids are never reused) or rotated since the token was issued.
   if (!row || row.token_generation !== claims.generation) throw invalidToken();
   return row;
-}
-
-const BUILT_INS = new Set(['user_group_id', 'user_group_name']);
-
-export function embedContext(row: EmbedGroupRow): EmbedContextView {
-  const mapping = row.mapping === null ? null : (JSON.parse(row.mapping) as Record<string, string | number>);
-  const properties = row.properties === null ? null : (JSON.parse(row.properties) as Record<string, unknown>);
-  const variables: Record<string, unknown> = { user_group_id: row.provided_id, user_group_name: row.name };
-  for (const [key, value] of Object.entries(properties ?? {})) {
-    if (BUILT_INS.has(key)) continue;
-    // defineProperty: a key is data, never a setter such as __proto__.
-    Object.defineProperty(variables, key, { value, enumerable: true, writable: true, configurable: true });
-  }
-  return {
-    success: 1,
-    user_group: {
-      provided_id: row.provided_id,
-      name: row.name,
-      api_environment_tag: row.environment,
-      is_demo_group: row.is_demo_group === 1,
-      mapping,
-      properties,
-    },
-    variables,
-  };
 }
 
 export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, input: EmbedTokenInput): Promise<EmbedTokenView> {

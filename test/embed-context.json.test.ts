@@ -1,0 +1,67 @@
+// The embed context is written straight from the stored row (src/embed/embed-context.json.ts).
+// It must be what EmbedContextResponse describes, whatever the stored properties hold, and the
+// variables must follow the contract: the two built-ins, then every top-level key of
+// properties, the built-ins winning a clash (section 8).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ajv } from 'ajv';
+import { embedContextJson } from '../src/embed/embed-context.json.ts';
+import { EmbedContextResponse } from '../src/embed/embed.schemas.ts';
+import type { EmbedGroupRow } from '../src/embed/embed.repository.ts';
+
+const validate = new Ajv({ strict: false, allErrors: true }).compile(EmbedContextResponse);
+
+function row(properties: unknown, overrides: Partial<EmbedGroupRow> = {}): EmbedGroupRow {
+  return {
+    team_id: 4812,
+    provided_id: 'example_1',
+    name: 'Example "1" 🚀',
+    environment: 'Customer',
+    is_demo_group: 0,
+    mapping: JSON.stringify({ '40': '213', '41': 7 }),
+    properties: properties === null ? null : JSON.stringify(properties),
+    token_generation: 1,
+    ...overrides,
+  };
+}
+
+/** The contract's variables, computed the plain way. */
+function expectedVariables(r: EmbedGroupRow): Record<string, unknown> {
+  const variables: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(r.properties === null ? {} : JSON.parse(r.properties))) {
+    Object.defineProperty(variables, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+  variables.user_group_id = r.provided_id;
+  variables.user_group_name = r.name;
+  return variables;
+}
+
+const CASES: [string, EmbedGroupRow][] = [
+  ['ordinary properties', row({ region: 'emea', plan: 'pro', seats: 3 })],
+  ['no properties yet, no mapping', row(null, { mapping: null })],
+  ['empty properties, a demo group in Testing', row({}, { is_demo_group: 1, environment: 'Testing' })],
+  ['nested values, escapes, integer-like and constructor keys', row({ '10': 'ten', a: { b: [1, 'x"y', null] }, constructor: 'data', s: 'line\nbreak' })],
+  ['a property named like a built-in (the built-in wins)', row({ user_group_id: 'spoofed', user_group_name: 'spoofed too', region: 'apac' })],
+  ['a built-in name only as a nested key or as a value', row({ nested: { user_group_id: 'inner' }, label: 'user_group_name' })],
+  ['a __proto__-looking key stored as data', { ...row(null), properties: '{"__proto__x":1,"k":"v"}' }],
+];
+
+describe('embed context JSON written from stored rows', () => {
+  for (const [label, r] of CASES) {
+    it(`validates against EmbedContextResponse and carries the contract's variables (${label})`, () => {
+      const written = embedContextJson(r);
+      const parsed = JSON.parse(written);
+      assert.ok(validate(parsed), JSON.stringify(validate.errors));
+      assert.deepEqual(parsed.user_group, {
+        provided_id: r.provided_id,
+        name: r.name,
+        api_environment_tag: r.environment,
+        is_demo_group: r.is_demo_group === 1,
+        mapping: r.mapping === null ? null : JSON.parse(r.mapping),
+        properties: r.properties === null ? null : JSON.parse(r.properties),
+      });
+      // A clashing property spliced after the built-ins would win JSON.parse's last-key rule and fail here.
+      assert.deepEqual(parsed.variables, expectedVariables(r));
+    });
+  }
+});
