@@ -47,17 +47,32 @@ export function registerJsonBodyParsing(app: FastifyInstance): void {
     if (!isJsonMediaType(request.headers['content-type'])) {
       return done(new AppError('unsupported_media_type', 'a request body must be sent as Content-Type: application/json'));
     }
-    readBody(request).then(
-      (text) => {
-        try {
-          request.body = parseJsonText(text);
-          done();
-        } catch (err) {
-          done(err as Error);
-        }
-      },
-      (err) => done(err),
-    );
+    const parse = (text: string) => {
+      try {
+        request.body = parseJsonText(text);
+        done();
+      } catch (err) {
+        done(err as Error);
+      }
+    };
+    // This hook usually runs while Node's HTTP parser is still inside the socket chunk that
+    // brought the headers, and a small body nearly always came in that same chunk. Once the
+    // I/O callbacks of this loop turn are done (setImmediate; a microtask would run between
+    // the parser's header and body callbacks) the whole body sits in the stream's buffer, to
+    // be read at once instead of through flowing mode, listeners and an 'end' event.
+    setImmediate(() => {
+      if (!request.raw.complete) {
+        readBody(request).then(parse, (err) => done(err));
+        return;
+      }
+      let text: string;
+      try {
+        text = readBuffered(request);
+      } catch (err) {
+        return done(err as Error);
+      }
+      parse(text);
+    });
   });
 
 }
@@ -72,6 +87,19 @@ function hasBody(request: FastifyRequest): boolean {
   const length = request.headers['content-length'];
   if (length !== undefined) return Number(length) > 0;
   return request.headers['transfer-encoding'] !== undefined;
+}
+
+/** A body the parser has completely buffered (request.raw.complete), read in one go. */
+function readBuffered(request: FastifyRequest): string {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let chunk: Buffer | null;
+  while ((chunk = request.raw.read() as Buffer | null) !== null) {
+    size += chunk.length;
+    if (size > BODY_LIMIT_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
 }
 
 /**
