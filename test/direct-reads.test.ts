@@ -1,6 +1,8 @@
 // The hot reads run beside Kysely (src/db/direct-reads.ts): on SQLite on a connection of their
-// own. Whatever connection they use, they must see committed rows only. No HTTP request can
-// hold a transaction open on cue, so these tests drive the repository on a real database.
+// own, and the reads of one event-loop turn together, as one batch. Whatever connection they
+// use, they must see committed rows only (no HTTP request can hold a transaction open on cue,
+// so those tests drive the repository on a real database), and a batch must give every
+// request its own answer (those tests send concurrent requests, which land in one batch).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -10,6 +12,7 @@ import type { DatabaseHandle } from '../src/db/database.ts';
 import { inTransaction } from '../src/db/transaction.ts';
 import { ensureAccount } from '../src/accounts/accounts.repository.ts';
 import { findUserGroup, insertUserGroupIfAbsent, type UserGroupKey } from '../src/user-groups/user-groups.repository.ts';
+import { startTestApp, type TestApp } from './helpers/harness.ts';
 
 for (const backend of BACKENDS) {
   describe(`[${backend}] hot reads`, () => {
@@ -71,6 +74,69 @@ for (const backend of BACKENDS) {
       insert.finish('rollback');
       assert.match(String(await insert.done), /rolled back on purpose/);
       assert.equal(await findUserGroup(handle.db, key('open-then-rollback')), undefined);
+    });
+  });
+}
+
+for (const backend of BACKENDS) {
+  describe(`[${backend}] concurrent hot reads, answered in batches`, () => {
+    let t: TestApp;
+    let token: string;
+    const groups = new Map<string, { team_id: number; token: string }>();
+
+    before(async () => {
+      t = await startTestApp(backend);
+      token = (await t.issueToken()).token;
+      for (let i = 0; i < 150; i++) {
+        const res = await t.request('POST', '/api/user', { token, body: { user_group_id: `batch-${i}`, properties: { n: i } } });
+        assert.equal(res.status, 201);
+        groups.set(`batch-${i}`, { team_id: res.body.user_group.team_id, token: res.body.user_group.token });
+      }
+    });
+    after(() => t.close());
+
+    it('200 concurrent get-or-create calls (existing groups, the same group twice, missing groups) each get their own group', async () => {
+      const ids = [
+        ...Array.from({ length: 150 }, (_, i) => `batch-${i}`),
+        ...Array.from({ length: 40 }, (_, i) => `batch-${i * 3}`), // asked twice within the batch
+        ...Array.from({ length: 10 }, (_, i) => `batch-missing-${i}`),
+      ];
+      const responses = await Promise.all(ids.map((id) => t.request('GET', '/api/user', { token, body: { user_group_id: id } })));
+      responses.forEach((res, i) => {
+        const id = ids[i];
+        const known = groups.get(id);
+        assert.equal(res.body.user_group.provided_id, id);
+        if (known) {
+          assert.equal(res.status, 200);
+          assert.equal(res.body.user_group.team_id, known.team_id);
+          assert.equal(res.body.user_group.token, known.token);
+          assert.deepEqual(res.body.user_group.properties, { n: Number(id.slice('batch-'.length)) });
+        } else {
+          assert.equal(res.status, 201);
+          assert.equal(res.body.new_user_group, true);
+        }
+      });
+    });
+
+    it('120 concurrent embed context calls (valid, repeated and unknown tokens) each get their own group or 401', async () => {
+      const known = [...groups.entries()].slice(0, 100);
+      const calls = [
+        ...known.map(([id, g]) => ({ id, token: g.token })),
+        ...known.slice(0, 10).map(([id, g]) => ({ id, token: g.token })),
+        ...Array.from({ length: 10 }, () => ({ id: undefined, token: `ugs_grp_${'0'.repeat(49)}` })),
+      ];
+      const responses = await Promise.all(calls.map((c) => t.request('GET', '/api/embed/context', { headers: { authorization: `Bearer ${c.token}` } })));
+      responses.forEach((res, i) => {
+        const { id } = calls[i];
+        if (id === undefined) {
+          assert.equal(res.status, 401);
+          return;
+        }
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.body.user_group.provided_id, id);
+        assert.equal(res.body.variables.user_group_id, id);
+        assert.equal(res.body.variables.n, Number(id.slice('batch-'.length)));
+      });
     });
   });
 }

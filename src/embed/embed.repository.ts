@@ -1,8 +1,8 @@
 // The embed side's reads. Each resolves a token with one indexed lookup and selects only
 // what a dashboard may see (never the token ciphertext).
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { preparedQuery } from '../db/prepared-query.ts';
+import { preparedQuery, type BatchedRow } from '../db/prepared-query.ts';
 
 const EMBED_COLUMNS = [
   'user_groups.team_id',
@@ -27,8 +27,15 @@ export interface EmbedGroupRow {
 }
 
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */
-const selectByCurrentTokenHash = preparedQuery((db, tokenHash: string) =>
-  db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.token_hash', '=', tokenHash),
+const selectByCurrentTokenHash = preparedQuery(
+  (db, tokenHash: string) => db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.token_hash', '=', tokenHash),
+  {
+    // PostgreSQL: a batch of lookups in one statement, each an index lookup on the token hash.
+    batched: (tokenHashes) => sql<BatchedRow<EmbedGroupRow>>`
+      select k.batch_index, ${sql.join(EMBED_COLUMNS.map((column) => sql.ref(column)))}
+      from unnest(${tokenHashes}::text[]) with ordinality as k(token_hash, batch_index)
+      join user_groups on user_groups.token_hash = k.token_hash`,
+  },
 );
 
 export function findGroupByCurrentTokenHash(db: Kysely<Database>, tokenHash: string): Promise<EmbedGroupRow | undefined> {

@@ -1,8 +1,8 @@
 // Queries on user groups. Every function takes the connection or a transaction as its first
 // argument; the service decides where a transaction begins and ends.
-import type { Kysely, Updateable } from 'kysely';
+import { sql, type Kysely, type Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
-import { preparedQuery } from '../db/prepared-query.ts';
+import { preparedQuery, type BatchedRow } from '../db/prepared-query.ts';
 
 export interface UserGroupKey {
   accountId: number;
@@ -29,13 +29,22 @@ export const USER_GROUP_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof UserGroupRow)[];
 
-const selectUserGroupByKey = preparedQuery((db, accountId: number, environment: Environment, providedId: string) =>
-  db
-    .selectFrom('user_groups')
-    .select(USER_GROUP_COLUMNS)
-    .where('account_id', '=', accountId)
-    .where('environment', '=', environment)
-    .where('provided_id', '=', providedId),
+const selectUserGroupByKey = preparedQuery(
+  (db, accountId: number, environment: Environment, providedId: string) =>
+    db
+      .selectFrom('user_groups')
+      .select(USER_GROUP_COLUMNS)
+      .where('account_id', '=', accountId)
+      .where('environment', '=', environment)
+      .where('provided_id', '=', providedId),
+  {
+    // PostgreSQL: a batch of lookups in one statement, each an index lookup on the identity.
+    batched: (accountIds, environments, providedIds) => sql<BatchedRow<UserGroupRow>>`
+      select k.batch_index, ${sql.join(USER_GROUP_COLUMNS.map((column) => sql.ref(`g.${column}`)))}
+      from unnest(${accountIds}::int8[], ${environments}::text[], ${providedIds}::text[])
+        with ordinality as k(account_id, environment, provided_id, batch_index)
+      join user_groups g on g.account_id = k.account_id and g.environment = k.environment and g.provided_id = k.provided_id`,
+  },
 );
 
 /** The hot path of get-or-create: one lookup on the identity's unique index. */
