@@ -178,6 +178,28 @@ for (const backend of BACKENDS) {
       await restarted.stop('SIGTERM');
     });
 
+    it('SIGTERM exits 0 within seconds even when nobody reads the server\'s log output', { timeout: 60_000 }, async () => {
+      const server = await start();
+      // Stop reading its standard output: once the pipe's buffer (64 KiB) is full, every log write waits.
+      server.child.stdout!.pause();
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
+      const get = () =>
+        new Promise<void>((resolve, reject) => {
+          const req = http.get(new URL('/healthz', server.baseUrl), { agent }, (res) => {
+            res.resume();
+            res.on('end', resolve);
+          });
+          req.on('error', reject);
+        });
+      // ~2,000 request log lines: several times what the pipe holds.
+      for (let round = 0; round < 100; round++) await Promise.all(Array.from({ length: 20 }, get));
+      agent.destroy();
+      const started = Date.now();
+      const ended = await server.stop('SIGTERM');
+      assert.deepEqual(ended, { code: 0, signal: null });
+      assert.ok(Date.now() - started < 8000, `exited after ${Date.now() - started} ms`);
+    });
+
     it('SIGTERM on an idle server with an open keep-alive connection exits 0', async () => {
       const server = await start();
       const warm = await httpRequest(server.baseUrl, 'GET', '/api/users', { token });
