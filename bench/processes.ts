@@ -75,12 +75,17 @@ export function startNodeProcess(script: string, env: NodeJS.ProcessEnv, listeni
   });
 }
 
-/** VmRSS and VmHWM (peak) of a process, in kB, from /proc/<pid>/status (Linux only). */
-export function residentMemoryKb(pid: number): { rssKb: number; peakRssKb: number } | null {
+/**
+ * A process's resident memory in kB, from /proc/<pid>/status (Linux only): VmRSS, its peak
+ * VmHWM, and VmRSS split into anonymous memory (heap, stacks: what the process itself uses)
+ * and file pages (mostly the memory-mapped SQLite file: the operating system's shared,
+ * reclaimable page cache).
+ */
+export function residentMemoryKb(pid: number): { rssKb: number; peakRssKb: number; anonKb: number; fileKb: number } | null {
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? NaN);
-    return { rssKb: field('VmRSS'), peakRssKb: field('VmHWM') };
+    return { rssKb: field('VmRSS'), peakRssKb: field('VmHWM'), anonKb: field('RssAnon'), fileKb: field('RssFile') };
   } catch {
     return null;
   }
@@ -119,7 +124,7 @@ export interface ProbeResponse {
 const HOP_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
 
 /** One request (GET bodies included, which fetch() refuses to send). */
-export function httpRequest(baseUrl: string, request: BenchRequest): Promise<ProbeResponse> {
+export function httpRequest(baseUrl: string, request: BenchRequest, agent?: http.Agent): Promise<ProbeResponse> {
   const url = new URL(request.path, baseUrl);
   const body = request.body === undefined ? undefined : Buffer.from(request.body);
   return new Promise((resolve, reject) => {
@@ -129,6 +134,7 @@ export function httpRequest(baseUrl: string, request: BenchRequest): Promise<Pro
         port: url.port,
         method: request.method,
         path: url.pathname + url.search,
+        agent,
         headers: { ...request.headers, ...(body ? { 'content-length': String(body.length) } : {}) },
       },
       (res) => {
@@ -147,4 +153,26 @@ export function httpRequest(baseUrl: string, request: BenchRequest): Promise<Pro
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/**
+ * One get-or-create per seeded group (`bench-0` … `bench-<groups-1>`), `concurrency` at a time:
+ * what an instance that has served every group once has done, so that a run measures that
+ * steady state (the opened-token cache holds the groups' tokens) rather than its first
+ * minutes. Returns the number of answers other than 200.
+ */
+export async function primeGroups(baseUrl: string, apiToken: string, groups: number, concurrency = 50): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  let next = 0;
+  let failures = 0;
+  const worker = async () => {
+    while (next < groups) {
+      const i = next++;
+      const res = await httpRequest(baseUrl, { method: 'GET', path: `/api/user?user_group_id=bench-${i}`, headers: { authorization: `Token ${apiToken}` } }, agent);
+      if (res.status !== 200) failures++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  agent.destroy();
+  return failures;
 }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Keyring } from '../src/crypto/keyring.ts';
 import { createBenchDatabase, cursorAfter, seedDatabase, type BenchDatabase } from './seed.ts';
-import { REPO_ROOT, httpRequest, residentMemoryKb, runLoad, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
+import { REPO_ROOT, httpRequest, primeGroups, residentMemoryKb, runLoad, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
 import { SCENARIO_NAMES, scenarioByName, type ScenarioData } from './scenarios.ts';
 import type { LoadResult } from './load.ts';
 
@@ -23,6 +23,8 @@ const USAGE = `npm run bench -- [options]
   --database-url <url>  postgres://… : a fresh database is created next to this one and dropped
                         afterwards (default: a fresh SQLite file in the temp directory)
   --log-level <level>   the server's LOG_LEVEL (default info; its stdout goes nowhere)
+  --no-prime            skip priming (by default every seeded group is asked for once before
+                        measuring, as a long-running instance has: its opened-token cache is warm)
   --results-dir <dir>   where the JSON goes (default bench/results)`;
 
 const EMBED_SAMPLE = 10_000;
@@ -37,6 +39,7 @@ interface Options {
   databaseUrl: string | undefined;
   logLevel: string;
   resultsDir: string;
+  prime: boolean;
 }
 
 function parseOptions(): Options {
@@ -50,6 +53,7 @@ function parseOptions(): Options {
       'database-url': { type: 'string' },
       'log-level': { type: 'string', default: 'info' },
       'results-dir': { type: 'string', default: path.join(REPO_ROOT, 'bench/results') },
+      'no-prime': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -74,6 +78,7 @@ function parseOptions(): Options {
     databaseUrl: values['database-url'],
     logLevel: values['log-level']!,
     resultsDir: path.resolve(values['results-dir']!),
+    prime: !values['no-prime'],
   };
 }
 
@@ -186,6 +191,17 @@ async function main() {
   log(`server: ${server.url} (pid ${server.pid})`);
   const memoryBefore = residentMemoryKb(server.pid);
 
+  // 2b. Prime: every seeded group asked for once (see primeGroups), unless --no-prime.
+  let primeSeconds: number | null = null;
+  if (options.prime) {
+    const primeStarted = performance.now();
+    const failures = await primeGroups(server.url, seed.apiToken, options.groups);
+    if (failures > 0) throw new Error(`priming: ${failures} of ${options.groups} get-or-create calls did not answer 200`);
+    primeSeconds = (performance.now() - primeStarted) / 1000;
+    log(`primed: every seeded group asked for once in ${primeSeconds.toFixed(1)} s`);
+  }
+  const memoryPrimed = residentMemoryKb(server.pid);
+
   // 3. One real response per scenario: what the ceiling will answer.
   const outcomes: ScenarioOutcome[] = [];
   const canned: Record<string, ProbeResponse> = {};
@@ -259,17 +275,26 @@ async function main() {
       loadAverageAfter: loadAfter.map((n) => Number(n.toFixed(2))),
     },
     seedSeconds: Number(seed.seconds.toFixed(1)),
+    primed: options.prime,
+    primeSeconds: primeSeconds === null ? null : Number(primeSeconds.toFixed(1)),
     serverMemory: {
       rssKbBeforeRun: memoryBefore?.rssKb ?? null,
+      rssKbAfterPriming: memoryPrimed?.rssKb ?? null,
       rssKbAfterRun: memoryAfter?.rssKb ?? null,
       peakRssKb: memoryAfter?.peakRssKb ?? null,
+      /** Of rssKbAfterRun: anonymous memory (the process's own) and file pages (the mapped database). */
+      anonKbAfterRun: memoryAfter?.anonKb ?? null,
+      fileKbAfterRun: memoryAfter?.fileKb ?? null,
     },
     scenarios: outcomes,
   };
   printTable(report.scenarios);
   console.log(
     `\nserver resident memory (VmRSS): ${fmt((memoryBefore?.rssKb ?? NaN) / 1024, 1)} MiB after seeding and start, ` +
-      `${fmt((memoryAfter?.rssKb ?? NaN) / 1024, 1)} MiB after the run (peak VmHWM ${fmt((memoryAfter?.peakRssKb ?? NaN) / 1024, 1)} MiB)`,
+      (options.prime ? `${fmt((memoryPrimed?.rssKb ?? NaN) / 1024, 1)} MiB after priming, ` : '') +
+      `${fmt((memoryAfter?.rssKb ?? NaN) / 1024, 1)} MiB after the run (peak VmHWM ${fmt((memoryAfter?.peakRssKb ?? NaN) / 1024, 1)} MiB); ` +
+      `after the run ${fmt((memoryAfter?.anonKb ?? NaN) / 1024, 1)} MiB of it anonymous (the process's own) and ` +
+      `${fmt((memoryAfter?.fileKb ?? NaN) / 1024, 1)} MiB file pages (code and the memory-mapped database: the shared page cache)`,
   );
   console.log(`load average before/after: ${report.machine.loadAverageBefore.join(' ')} / ${report.machine.loadAverageAfter.join(' ')} on ${report.machine.cpus} CPUs`);
   if (loadBefore[0] > os.cpus().length * 0.25) console.log('warning: the machine was busy when the run started; numbers are not comparable');
