@@ -5,7 +5,7 @@
 // get-or-create hit inside the loaded server, ~2.5 µs in a tight loop).
 //
 // And they run together: the reads asked for during one turn of the event loop wait for its
-// end (setImmediate) and go as one batch. On SQLite a batch is one read transaction, which
+// end (end-of-turn.ts) and go as one batch. On SQLite a batch is one read transaction, which
 // saves every read but the first its locking system calls; on PostgreSQL the calls of one
 // prepared query become one statement (its `batched` form), which saves round trips, the
 // wake-ups of a database process and that process's per-statement work. Measured on a bare
@@ -22,6 +22,7 @@ import SQLite from 'better-sqlite3';
 import type pg from 'pg';
 import type { CompiledQuery, LogEvent } from 'kysely';
 import type { BatchedRow, BatchedStatement, DirectRead } from './prepared-query.ts';
+import { atEndOfTurn } from '../end-of-turn.ts';
 
 export interface DirectReader {
   /** The first row of a read, or undefined; reported to onQuery like a Kysely query. */
@@ -48,7 +49,7 @@ function report(onQuery: OnQuery, query: CompiledQuery, started: number, error?:
   onQuery(error === undefined ? { level: 'query', query, queryDurationMillis } : { level: 'error', error, query, queryDurationMillis });
 }
 
-/** Collects the reads of one event-loop turn and hands them to `run` together. */
+/** Collects the reads of one event-loop turn and hands them to `run` together, at its end. */
 function batchingReader(run: (batch: Pending[]) => void, close: () => Promise<void>): DirectReader {
   let pending: Pending[] = [];
   const flush = () => {
@@ -59,7 +60,7 @@ function batchingReader(run: (batch: Pending[]) => void, close: () => Promise<vo
   return {
     first<R>(read: DirectRead<R>) {
       return new Promise<R | undefined>((resolve, reject) => {
-        if (pending.length === 0) setImmediate(flush);
+        if (pending.length === 0) atEndOfTurn(flush);
         pending.push({ read, resolve: resolve as (row: unknown) => void, reject });
       });
     },

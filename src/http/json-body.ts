@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { AppError } from '../errors.ts';
+import { atEndOfTurn } from '../end-of-turn.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
@@ -57,10 +58,10 @@ export function registerJsonBodyParsing(app: FastifyInstance): void {
     };
     // This hook usually runs while Node's HTTP parser is still inside the socket chunk that
     // brought the headers, and a small body nearly always came in that same chunk. Once the
-    // I/O callbacks of this loop turn are done (setImmediate; a microtask would run between
-    // the parser's header and body callbacks) the whole body sits in the stream's buffer, to
-    // be read at once instead of through flowing mode, listeners and an 'end' event.
-    setImmediate(() => {
+    // I/O callbacks of this loop turn are done (a microtask would run between the parser's
+    // header and body callbacks) the whole body sits in the stream's buffer, to be read at
+    // once instead of through flowing mode, listeners and an 'end' event.
+    atEndOfTurn(() => {
       if (!request.raw.complete) {
         readBody(request).then(parse, (err) => done(err));
         return;
