@@ -11,6 +11,7 @@ import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schem
 import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse, type EmbedContextQueryInput, type EmbedTokenInput } from './embed.schemas.ts';
 import { issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
 import { embedContextJson } from './embed-context.json.ts';
+import { sendJson } from '../http/json-reply.ts';
 
 const TAGS = ['Embed'];
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
@@ -71,8 +72,8 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
             origin: request.headers.origin,
             embedId: (request.query as EmbedContextQueryInput).embed_id,
           });
-          // Per-user data: no shared cache may keep it. The body is written from the row (Fastify sends a string as is).
-          return reply.code(200).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(embedContextJson(row));
+          // Per-user data: no shared cache may keep it.
+          return sendJson(reply.header('cache-control', 'no-store'), 200, embedContextJson(row));
         },
       );
     },

@@ -75,7 +75,6 @@ export function registerJsonBodyParsing(app: FastifyInstance): void {
       parse(text);
     });
   });
-
 }
 
 /** POST with X-HTTP-Method-Override: GET is a GET: it may identify the group by query string alone. */
@@ -90,6 +89,10 @@ function hasBody(request: FastifyRequest): boolean {
   return request.headers['transfer-encoding'] !== undefined;
 }
 
+function textOf(chunks: Buffer[]): string {
+  return (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
+}
+
 /** A body the parser has completely buffered (request.raw.complete), read in one go. */
 function readBuffered(request: FastifyRequest): string {
   const chunks: Buffer[] = [];
@@ -100,7 +103,7 @@ function readBuffered(request: FastifyRequest): string {
     if (size > BODY_LIMIT_BYTES) throw tooLarge();
     chunks.push(chunk);
   }
-  return (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8');
+  return textOf(chunks);
 }
 
 /**
@@ -132,7 +135,7 @@ function readBody(request: FastifyRequest): Promise<string> {
     };
     const onEnd = () => {
       stop();
-      resolve((chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).toString('utf8'));
+      resolve(textOf(chunks));
     };
     const onError = (err: Error) => {
       stop();

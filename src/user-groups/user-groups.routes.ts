@@ -32,6 +32,7 @@ import {
   type UserGroupInput,
 } from './user-groups.service.ts';
 import { userGroupHistoryEntries } from './user-group-history.service.ts';
+import { sendJson } from '../http/json-reply.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';
 
 const TAGS = ['User groups'];
@@ -57,11 +58,6 @@ function identification(request: FastifyRequest): UserGroupInput {
 }
 
 const ROTATE_FIELDS = new Set(['current_token', 'grace_period_seconds']);
-
-/** Sends a body already written as JSON by user-groups.json.ts (Fastify sends a string as is). */
-function sendJson(reply: FastifyReply, status: number, json: string): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send(json);
-}
 
 export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDeps): void {
   const getOrCreate: RouteShorthandOptions['schema'] = {
