@@ -19,6 +19,9 @@ const USAGE = `npm run bench -- [options]
   --connections <n>     autocannon connections (default 50)
   --duration <s>        measured seconds per scenario and target (default 10)
   --warmup <s>          warm-up seconds before each measurement (default 2)
+  --rounds <n>          measure each scenario n times, ceiling then server each time, and
+                        report the round with the median ratio (default 1; 3 or 5 on a noisy
+                        machine, where one 10 s pair can be off by 10 points either way)
   --scenarios <list>    comma-separated, from: ${SCENARIO_NAMES.join(', ')} (default all)
   --database-url <url>  postgres://… : a fresh database is created next to this one and dropped
                         afterwards (default: a fresh SQLite file in the temp directory)
@@ -35,6 +38,7 @@ interface Options {
   connections: number;
   duration: number;
   warmup: number;
+  rounds: number;
   scenarios: string[];
   databaseUrl: string | undefined;
   logLevel: string;
@@ -49,6 +53,7 @@ function parseOptions(): Options {
       connections: { type: 'string', default: '50' },
       duration: { type: 'string', default: '10' },
       warmup: { type: 'string', default: '2' },
+      rounds: { type: 'string', default: '1' },
       scenarios: { type: 'string', default: SCENARIO_NAMES.join(',') },
       'database-url': { type: 'string' },
       'log-level': { type: 'string', default: 'info' },
@@ -74,6 +79,7 @@ function parseOptions(): Options {
     connections: positive('connections', values.connections!),
     duration: positive('duration', values.duration!),
     warmup: positive('warmup', values.warmup!, 0),
+    rounds: positive('rounds', values.rounds!),
     scenarios,
     databaseUrl: values['database-url'],
     logLevel: values['log-level']!,
@@ -91,8 +97,16 @@ interface ScenarioOutcome {
   responseBytes?: number;
   server?: LoadResult;
   ceiling?: LoadResult;
-  /** server requests/s divided by ceiling requests/s. */
+  /** server requests/s divided by ceiling requests/s (of the median round, with --rounds). */
   ratio?: number;
+  /** With --rounds above 1: every round, in order; server, ceiling and ratio above are the median one's. */
+  rounds?: Round[];
+}
+
+interface Round {
+  ceilingRequestsPerSecond: number;
+  serverRequestsPerSecond: number;
+  ratio: number;
 }
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -145,8 +159,10 @@ async function main() {
   const database: BenchDatabase = await createBenchDatabase(options.databaseUrl);
   cleanups.push(() => database.drop());
   log(`database: ${database.description}`);
-  const rotateCount = Math.min(options.connections * ROTATE_GROUPS_PER_CONNECTION, Math.max(1, options.groups - 2));
-  const sampleSize = rotateCount + 1 + EMBED_SAMPLE;
+  // Every round's rotate measurement needs groups whose tokens no earlier round has rotated.
+  const rotateCount = Math.min(options.connections * ROTATE_GROUPS_PER_CONNECTION, Math.max(1, Math.floor((options.groups - 2) / options.rounds)));
+  const rotateSamples = rotateCount * options.rounds;
+  const sampleSize = rotateSamples + 1 + EMBED_SAMPLE;
   let lastReport = 0;
   const seed = await seedDatabase(database.url, keyring, options.groups, sampleSize, (done) => {
     if (done - lastReport >= 100_000 || done === options.groups) {
@@ -155,19 +171,20 @@ async function main() {
     }
   });
   log(`seeded ${options.groups.toLocaleString('en-US')} groups in ${seed.seconds.toFixed(1)} s`);
-  const rotateTokens = seed.sampleTokens.slice(0, rotateCount);
-  const probeRotateToken = seed.sampleTokens[rotateCount];
-  const embedTokens = seed.sampleTokens.slice(rotateCount + 1);
-  if (embedTokens.length === 0 || probeRotateToken === undefined) {
-    throw new Error(`--groups ${options.groups} is too few for --connections ${options.connections}: need more than ${rotateCount + 1} groups`);
+  const rotateTokensOfRound = (round: number) => seed.sampleTokens.slice(round * rotateCount, (round + 1) * rotateCount);
+  const probeRotateToken = seed.sampleTokens[rotateSamples];
+  const embedTokens = seed.sampleTokens.slice(rotateSamples + 1);
+  if (embedTokens.length === 0 || probeRotateToken === undefined || rotateCount === 0) {
+    throw new Error(`--groups ${options.groups} is too few for --connections ${options.connections} and --rounds ${options.rounds}: need more than ${rotateSamples + 1} groups`);
   }
-  const dataFor = (target: 'c' | 's' | 'p', tokens = rotateTokens): ScenarioData => ({
+  // Create ids: unique per target and round, and of the same length for ceiling and server.
+  const dataFor = (target: 'c' | 's' | 'p', round: number, tokens = rotateTokensOfRound(round)): ScenarioData => ({
     groups: options.groups,
     apiToken: seed.apiToken,
     embedTokens,
     rotateTokens: tokens,
     deepCursor: cursorAfter(seed.deepAfterTeamId),
-    createPrefix: `new-${runId}-${target}-`,
+    createPrefix: `new-${runId}-${target}${round}-`,
   });
 
   // 2. The real server, as deployed: its own process, logging at LOG_LEVEL to a stdout nobody keeps.
@@ -209,7 +226,7 @@ async function main() {
     const scenario = scenarioByName(name);
     const outcome: ScenarioOutcome = { name, description: scenario.description, request: `${scenario.method} ${scenario.path}` };
     outcomes.push(outcome);
-    const runner = scenario.make(dataFor('p', [probeRotateToken]));
+    const runner = scenario.make(dataFor('p', 0, [probeRotateToken]));
     const request = runner.next({})!;
     const response = await httpRequest(server.url, request);
     outcome.responseStatus = response.status;
@@ -233,22 +250,35 @@ async function main() {
   log(`ceiling: ${ceiling.url} (pid ${ceiling.pid})`);
 
   // 5. Scenario by scenario: the ceiling, then the server, so both see the same machine state.
-  log(`running ${outcomes.filter((o) => !o.skipped).length} scenarios × 2 targets × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections`);
+  const rounds = options.rounds > 1 ? `${options.rounds} rounds × ` : '';
+  log(`running ${outcomes.filter((o) => !o.skipped).length} scenarios × ${rounds}2 targets × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections`);
   for (const outcome of outcomes) {
     if (outcome.skipped) continue;
     const activated = await httpRequest(ceiling.url, { method: 'PUT', path: '/__ceiling/active', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scenario: outcome.name }) });
     if (activated.status !== 200) throw new Error(`the ceiling could not switch to ${outcome.name}: ${activated.body}`);
     const job = { scenario: outcome.name, connections: options.connections, durationSeconds: options.duration, warmupSeconds: options.warmup };
-    outcome.ceiling = await runLoad(path.join(work, `${outcome.name}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c') });
-    outcome.server = await runLoad(path.join(work, `${outcome.name}-server.json`), { ...job, url: server.url, data: dataFor('s') });
-    outcome.ratio = outcome.server.requestsPerSecond / outcome.ceiling.requestsPerSecond;
-    if (server.child.exitCode !== null || server.child.signalCode !== null) {
-      throw new Error(`the server exited during ${outcome.name}:\n${server.stderrTail()}`);
+    const measured: { ceiling: LoadResult; server: LoadResult; ratio: number }[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      const ceilingResult = await runLoad(path.join(work, `${outcome.name}-${round}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c', round) });
+      const serverResult = await runLoad(path.join(work, `${outcome.name}-${round}-server.json`), { ...job, url: server.url, data: dataFor('s', round) });
+      if (server.child.exitCode !== null || server.child.signalCode !== null) {
+        throw new Error(`the server exited during ${outcome.name}:\n${server.stderrTail()}`);
+      }
+      const ratio = serverResult.requestsPerSecond / ceilingResult.requestsPerSecond;
+      measured.push({ ceiling: ceilingResult, server: serverResult, ratio });
+      log(
+        `  ${outcome.name}${options.rounds > 1 ? ` (round ${round + 1})` : ''}: server ${fmt(serverResult.requestsPerSecond)} req/s ` +
+          `(p99 ${fmt(serverResult.latencyP99Ms)} ms, ${badCount(serverResult)} bad), ceiling ${fmt(ceilingResult.requestsPerSecond)} req/s: ${(ratio * 100).toFixed(1)} %`,
+      );
     }
-    log(
-      `  ${outcome.name}: server ${fmt(outcome.server.requestsPerSecond)} req/s (p99 ${fmt(outcome.server.latencyP99Ms)} ms, ${badCount(outcome.server)} bad), ` +
-        `ceiling ${fmt(outcome.ceiling.requestsPerSecond)} req/s: ${(outcome.ratio * 100).toFixed(1)} %`,
-    );
+    // The median round (the lower middle one for an even count): one outlier pair cannot move it.
+    const median = [...measured].sort((a, b) => a.ratio - b.ratio)[Math.floor((measured.length - 1) / 2)];
+    outcome.ceiling = median.ceiling;
+    outcome.server = median.server;
+    outcome.ratio = median.ratio;
+    if (measured.length > 1) {
+      outcome.rounds = measured.map((m) => ({ ceilingRequestsPerSecond: m.ceiling.requestsPerSecond, serverRequestsPerSecond: m.server.requestsPerSecond, ratio: m.ratio }));
+    }
   }
   const memoryAfter = residentMemoryKb(server.pid);
   const loadAfter = os.loadavg();
@@ -263,6 +293,7 @@ async function main() {
     connections: options.connections,
     durationSeconds: options.duration,
     warmupSeconds: options.warmup,
+    rounds: options.rounds,
     logLevel: options.logLevel,
     commit: gitDescription(),
     machine: {
@@ -337,6 +368,9 @@ function printTable(outcomes: ScenarioOutcome[]) {
   console.log('\n' + line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows) console.log(row.length === 2 ? `${row[0].padEnd(widths[0])}  ${row[1]}` : line(row));
+  for (const o of outcomes.filter((o) => o.rounds)) {
+    console.log(`${o.name}: vs ceiling by round ${o.rounds!.map((r) => `${(r.ratio * 100).toFixed(1)} %`).join(', ')} (the median is in the table)`);
+  }
 }
 
 /** The latest result (with a hit scenario) per group count for this backend: does a bigger table slow the hot paths? */
