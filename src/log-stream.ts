@@ -5,7 +5,9 @@
 // bounded time. It must never be the synchronous flush that pino runs at process exit for
 // an asynchronous destination: against a full pipe that one sleeps and retries until the
 // reader comes back, blocking the event loop, so not even the shutdown timeout could end it.
-// close() before exiting turns that flush off.
+// finish() before exiting turns that flush off. It ends the stream rather than calling
+// flush(cb): sonic-boom calls that back when the write in progress completes, even if
+// fewer than minLength bytes are still buffered, so the last lines ("stopped") were lost.
 import { pino } from 'pino';
 
 /** Log lines held for a reader that is not keeping up; beyond this they are dropped. */
@@ -14,16 +16,19 @@ const DROP_REPORT_EVERY_MS = 10_000;
 
 export interface LogStream {
   stream: ReturnType<typeof pino.destination>;
-  /** Writes what is buffered; resolves when written or after `timeoutMs`, whichever is first. */
-  flush(timeoutMs: number): Promise<void>;
-  /** Stops writing; what is still buffered is dropped. Call before process.exit(). */
-  close(): void;
+  /**
+   * Writes everything buffered and closes the stream; resolves when it is written or after
+   * `timeoutMs`, whichever is first (what is still buffered then is dropped). Call it last,
+   * before process.exit(): nothing may be logged after it.
+   */
+  finish(timeoutMs: number): Promise<void>;
 }
 
 export function createLogStream(): LogStream {
   const stream = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFERED_BYTES, periodicFlush: 200 } as Parameters<
     typeof pino.destination
   >[0] & object);
+  let finished: Promise<void> | undefined;
   let dropped = 0;
   let reportedAt = 0;
   stream.on('drop', () => {
@@ -35,15 +40,19 @@ export function createLogStream(): LogStream {
   });
   return {
     stream,
-    flush: (timeoutMs) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, timeoutMs);
-        timer.unref();
-        stream.flush(() => {
+    finish(timeoutMs) {
+      // Once: the shutdown timeout and the end of a shutdown may both get here.
+      finished ??= new Promise<void>((resolve) => {
+        const done = () => {
           clearTimeout(timer);
+          stream.destroy(); // if the time ran out: marks it destroyed at once, so pino's exit-time flush skips it
           resolve();
-        });
-      }),
-    close: () => stream.destroy(), // marks it destroyed at once: pino's exit-time flush skips it
+        };
+        const timer = setTimeout(done, timeoutMs);
+        stream.once('close', done);
+        stream.end();
+      });
+      return finished;
+    },
   };
 }

@@ -48,15 +48,13 @@ async function main(): Promise<void> {
     app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     const timer = setTimeout(() => {
       app.log.error('shutdown took too long; exiting');
-      logs.close();
-      process.exit(1);
+      void logs.finish(LOG_FLUSH_AT_EXIT_MS).then(() => process.exit(1));
     }, config.shutdownTimeoutMs);
     timer.unref();
     await app.close();
     await handle.close();
     app.log.info('stopped');
-    await logs.flush(LOG_FLUSH_AT_EXIT_MS);
-    logs.close();
+    await logs.finish(LOG_FLUSH_AT_EXIT_MS);
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
