@@ -314,6 +314,20 @@ for (const backend of BACKENDS) {
       assert.equal(refused.headers['access-control-allow-origin'], '*');
     });
 
+    it('cors: an unknown path or method under /api/embed/ answers the JSON 404 or 405 with CORS headers', async () => {
+      const origin = 'https://dashboards.example.com';
+      const unknown = await t.request('GET', '/api/embed/contxt', { headers: { origin } });
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.body.error.code, 'not_found');
+      assert.equal(unknown.headers['access-control-allow-origin'], '*');
+      const wrongMethod = await t.request('POST', CONTEXT, { headers: { origin } });
+      assert.equal(wrongMethod.status, 405);
+      assert.equal(wrongMethod.body.error.code, 'method_not_allowed');
+      assert.equal(wrongMethod.headers.allow, 'GET');
+      assert.equal(wrongMethod.headers['access-control-allow-origin'], '*');
+      assert.match(String(wrongMethod.headers['access-control-expose-headers']), /X-Request-Id/i);
+    });
+
     it('cors: the management API sends no CORS headers, not even to a preflight', async () => {
       const origin = 'https://dashboards.example.com';
       const answers = [

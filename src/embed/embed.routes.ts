@@ -12,6 +12,7 @@ import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResp
 import { issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
 import { embedContextJson } from './embed-context.json.ts';
 import { sendJson } from '../http/json-reply.ts';
+import { notFoundHandler } from '../http/error-handler.ts';
 
 const TAGS = ['Embed'];
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
@@ -39,6 +40,9 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
         exposedHeaders: ['X-Request-Id'],
         maxAge: PREFLIGHT_MAX_AGE_SECONDS,
       });
+      // An unknown path or method under /api/embed/ answers with CORS headers too, so that
+      // the page can read the error.
+      embed.setNotFoundHandler(notFoundHandler(app));
 
       embed.get(
         '/context',

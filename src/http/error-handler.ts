@@ -55,7 +55,16 @@ function translate(err: FastifyError, request: FastifyRequest): AppError {
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, request, translate(err, request)));
 
-  app.setNotFoundHandler((request, reply) => {
+  app.setNotFoundHandler(notFoundHandler(app));
+}
+
+/**
+ * 405 with `Allow` when the path exists under other methods, else 404. Also set inside the
+ * embed plugin (embed.routes.ts), so that its 404s and 405s carry CORS headers a browser
+ * needs to read them; `app` is the root instance, which knows every route.
+ */
+export function notFoundHandler(app: FastifyInstance) {
+  return (request: FastifyRequest, reply: FastifyReply) => {
     const url = request.url.split('?')[0];
     const allowed = METHODS.filter((method) => app.hasRoute({ url, method }));
     if (allowed.length > 0) {
@@ -68,5 +77,5 @@ export function registerErrorHandling(app: FastifyInstance): void {
       );
     }
     return sendError(reply, request, new AppError('not_found', `no route ${request.method} ${url}`));
-  });
+  };
 }
