@@ -45,6 +45,7 @@ export function createLogStream(): LogStream {
       finished ??= new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);
+          stream.off('close', done); // destroy() below emits 'close' again when the time ran out
           stream.destroy(); // if the time ran out: marks it destroyed at once, so pino's exit-time flush skips it
           resolve();
         };

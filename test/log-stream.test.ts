@@ -3,17 +3,7 @@
 // finished the stream, so the "stopped" line was sometimes missing after a SIGTERM.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-
-function runBurst(lines: number): Promise<{ code: number | null; stdout: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/log-burst.ts', String(lines)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let stdout = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout }));
-  });
-}
+import { runNode } from './helpers/processes.ts';
 
 describe('log stream', () => {
   it('every line logged before the exit is written, the last one included, even right after a burst', async () => {
@@ -21,7 +11,7 @@ describe('log stream', () => {
     // (~1.4 KiB) apart across one batch's worth of lines make sure some of them end that way.
     const bursts = [0, 1, ...Array.from({ length: 13 }, (_, k) => 3000 + 9 * k)];
     for (const lines of bursts) {
-      const { code, stdout } = await runBurst(lines);
+      const { code, stdout } = await runNode(['--import', 'tsx', 'test/helpers/log-burst.ts', String(lines)]);
       assert.equal(code, 0);
       const written = stdout.trimEnd().split('\n').filter(Boolean).map((line) => JSON.parse(line));
       assert.equal(written.length, lines + 1, `${lines} burst lines and "stopped"`);

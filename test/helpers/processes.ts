@@ -60,15 +60,21 @@ export interface CommandResult {
   stderr: string;
 }
 
-export function runUgs(args: string[], env: Record<string, string>): Promise<CommandResult> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/ugs.js', ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+/** Runs `node <args>` in the repository; resolves on 'close', when all its output has been read. */
+export function runNode(args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => (stderr += c));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+export function runUgs(args: string[], env: Record<string, string>): Promise<CommandResult> {
+  return runNode(['bin/ugs.js', ...args], env);
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
