@@ -189,6 +189,21 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await list(tok, { q: '\u{1F600}' })).user_groups.map((g) => g.provided_id), ['\u{1F600}-smile']);
     });
 
+    it('list: q lists a group that matches by id and by name once; prefixes at the edges of Unicode work', async () => {
+      const tok = await freshAccount();
+      await create(tok, { user_group_id: 'both-1', name: 'both one' });
+      await create(tok, { user_group_id: 'edge-\u{10FFFF}', name: 'x' });
+      await create(tok, { user_group_id: 'edge-\u{10FFFF}\u{10FFFF}z', name: 'y' });
+      await create(tok, { user_group_id: 'edge-\uD7FF', name: 'z' });
+      await create(tok, { user_group_id: 'edge-\uE000', name: 'w' });
+      const ids = async (q: string) => (await list(tok, { q })).user_groups.map((g) => g.provided_id);
+      assert.deepEqual(await ids('both'), ['both-1']);
+      assert.deepEqual(await ids('edge-\u{10FFFF}'), ['edge-\u{10FFFF}', 'edge-\u{10FFFF}\u{10FFFF}z']);
+      assert.deepEqual(await ids('edge-\u{10FFFF}\u{10FFFF}'), ['edge-\u{10FFFF}\u{10FFFF}z']);
+      assert.deepEqual(await ids('edge-\uD7FF'), ['edge-\uD7FF']);
+      assert.deepEqual(await ids('edge-\uE000'), ['edge-\uE000']);
+    });
+
     it('list: q and limit combine; next_cursor keeps the filter across pages', async () => {
       const tok = await freshAccount();
       for (let i = 0; i < 5; i++) {

@@ -6,12 +6,14 @@ import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } fr
 import type { Database } from './schema.ts';
 import type { DatabaseHandle, Dialect } from './database.ts';
 import { initial } from './migrations/0001-initial.ts';
+import { plansWithoutStatistics } from './migrations/0002-plans-without-statistics.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 
 function migrationsFor(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-initial': initial(dialect),
+    '0002-plans-without-statistics': plansWithoutStatistics(dialect),
   };
 }
 

@@ -30,11 +30,16 @@ export interface EmbedGroupRow {
 const selectByCurrentTokenHash = preparedQuery(
   (db, tokenHash: string) => db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.token_hash', '=', tokenHash),
   {
-    // PostgreSQL: a batch of lookups in one statement, each an index lookup on the token hash.
+    // PostgreSQL: a batch of lookups in one statement, each one probe of the token hash's
+    // unique index (a lateral subquery, never a join the planner could make a hash join).
     batched: (tokenHashes) => sql<BatchedRow<EmbedGroupRow>>`
-      select k.batch_index, ${sql.join(EMBED_COLUMNS.map((column) => sql.ref(column)))}
+      select k.batch_index, g.*
       from unnest(${tokenHashes}::text[]) with ordinality as k(token_hash, batch_index)
-      join user_groups on user_groups.token_hash = k.token_hash`,
+      cross join lateral (
+        select ${sql.join(EMBED_COLUMNS.map((column) => sql.ref(column)))} from user_groups
+        where user_groups.token_hash = k.token_hash
+        limit 1
+      ) g`,
   },
 );
 

@@ -38,12 +38,18 @@ const selectUserGroupByKey = preparedQuery(
       .where('environment', '=', environment)
       .where('provided_id', '=', providedId),
   {
-    // PostgreSQL: a batch of lookups in one statement, each an index lookup on the identity.
+    // PostgreSQL: a batch of lookups in one statement. A lateral subquery per key, rather
+    // than a join, so that each key is one probe of the identity index whatever the planner
+    // believes about the table's size (a join may become a hash join over a scan).
     batched: (accountIds, environments, providedIds) => sql<BatchedRow<UserGroupRow>>`
-      select k.batch_index, ${sql.join(USER_GROUP_COLUMNS.map((column) => sql.ref(`g.${column}`)))}
+      select k.batch_index, g.*
       from unnest(${accountIds}::int8[], ${environments}::text[], ${providedIds}::text[])
         with ordinality as k(account_id, environment, provided_id, batch_index)
-      join user_groups g on g.account_id = k.account_id and g.environment = k.environment and g.provided_id = k.provided_id`,
+      cross join lateral (
+        select ${sql.join(USER_GROUP_COLUMNS.map((column) => sql.ref(column)))} from user_groups
+        where account_id = k.account_id and environment = k.environment and provided_id = k.provided_id
+        limit 1
+      ) g`,
   },
 );
 
@@ -108,28 +114,70 @@ export async function retireToken(db: Kysely<Database>, tokenHash: string, teamI
   await db.insertInto('retired_tokens').values({ token_hash: tokenHash, team_id: teamId, expires_at: expiresAt }).execute();
 }
 
-/** A page of groups in team_id order after `afterTeamId`: keyset pagination, cost independent of depth. */
+/**
+ * The scope of a group, account and environment as one text: the listing and the name
+ * search index it (migration 0002), so that no other query can pick their indexes.
+ */
+const scope = sql<string>`(cast(account_id as text) || '/' || environment)`;
+const scopedName = sql<string>`(cast(account_id as text) || '/' || environment || '/' || name)`;
+
+function scopeOf(filter: { accountId: number; environment: Environment }): string {
+  return `${filter.accountId}/${filter.environment}`;
+}
+
+/**
+ * A page of groups in team_id order after `afterTeamId`: keyset pagination on the listing
+ * index, the same cost at any depth. With `prefix`, the groups whose user_group_id or name
+ * starts with it: two index ranges (the identity index, the name search index), in
+ * code-point order on both backends, so a search costs what the groups it matches cost.
+ */
 export function listUserGroups(
   db: Kysely<Database>,
   filter: { accountId: number; environment: Environment; afterTeamId: number; limit: number; prefix?: string },
 ): Promise<UserGroupRow[]> {
-  let query = db
+  if (filter.prefix === undefined) {
+    return db
+      .selectFrom('user_groups')
+      .select(USER_GROUP_COLUMNS)
+      .where(scope, '=', scopeOf(filter))
+      .where('team_id', '>', filter.afterTeamId)
+      .orderBy('team_id')
+      .limit(filter.limit)
+      .execute();
+  }
+  const { prefix } = filter;
+  const end = prefixEnd(prefix);
+  const byId = db
     .selectFrom('user_groups')
-    .selectAll()
+    .select(USER_GROUP_COLUMNS)
     .where('account_id', '=', filter.accountId)
     .where('environment', '=', filter.environment)
+    .where('provided_id', '>=', prefix)
+    .$if(end !== undefined, (q) => q.where('provided_id', '<', end!))
     .where('team_id', '>', filter.afterTeamId);
-  if (filter.prefix !== undefined) {
-    // substr() compares code points exactly on both dialects (LIKE would be case-insensitive
-    // on SQLite and treat % and _ as wildcards).
-    const prefix = filter.prefix;
-    const length = [...prefix].length;
-    query = query.where((eb) =>
-      eb.or([
-        eb(eb.fn('substr', ['provided_id', eb.val(1), eb.val(length)]), '=', prefix),
-        eb(eb.fn('substr', ['name', eb.val(1), eb.val(length)]), '=', prefix),
-      ]),
-    );
+  const scopedPrefix = `${scopeOf(filter)}/${prefix}`;
+  const byName = db
+    .selectFrom('user_groups')
+    .select(USER_GROUP_COLUMNS)
+    .where(scopedName, '>=', scopedPrefix)
+    .$if(end !== undefined, (q) => q.where(scopedName, '<', `${scopeOf(filter)}/${end}`))
+    .where('team_id', '>', filter.afterTeamId)
+    // Those the first range found already: the two halves never share a row.
+    .where((eb) => eb.or([eb('provided_id', '<', prefix), ...(end === undefined ? [] : [eb('provided_id', '>=', end)])]));
+  return byId.unionAll(byName).orderBy('team_id').limit(filter.limit).execute();
+}
+
+/**
+ * The least string above every string that starts with `prefix`, in code-point order (the
+ * order of both backends' comparisons), or undefined when there is none (all U+10FFFF).
+ */
+export function prefixEnd(prefix: string): string | undefined {
+  const points = [...prefix];
+  while (points.length > 0) {
+    const last = points.pop()!.codePointAt(0)!;
+    if (last === 0x10ffff) continue;
+    // The next code point; surrogates are not characters (ids hold none), so skip them.
+    return points.join('') + String.fromCodePoint(last === 0xd7ff ? 0xe000 : last + 1);
   }
-  return query.orderBy('team_id').limit(filter.limit).execute();
+  return undefined;
 }

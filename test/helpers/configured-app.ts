@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, type AppDependencies } from '../../src/app.ts';
 import { Keyring } from '../../src/crypto/keyring.ts';
 import { openMigratedDatabase } from '../../src/runtime.ts';
-import type { DatabaseHandle } from '../../src/db/database.ts';
+import type { DatabaseHandle, DatabaseOptions } from '../../src/db/database.ts';
 import { injectRequest, type HttpResult, type RequestOptions } from './harness.ts';
 
 export { injectRequest, issueTestToken } from './harness.ts';
@@ -42,9 +42,9 @@ export interface OpenDatabase {
   close(): Promise<void>;
 }
 
-export async function openTestDatabase(backend: Backend): Promise<OpenDatabase> {
+export async function openTestDatabase(backend: Backend, options: DatabaseOptions = {}): Promise<OpenDatabase> {
   const database: TestDatabase = await createTestDatabase(backend);
-  const { handle } = await openMigratedDatabase({ databaseUrl: database.url });
+  const { handle } = await openMigratedDatabase({ databaseUrl: database.url }, options);
   return {
     backend,
     url: database.url,

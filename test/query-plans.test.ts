@@ -1,0 +1,203 @@
+// Every statement a request runs finds its index whatever the planner's statistics. The
+// tables grow through the API, as in production, and are never analyzed (on PostgreSQL the
+// test checks that no ANALYZE ran, by hand or by autovacuum): the state of a new deployment,
+// or of a busy table whose autovacuum lags. Each statement the service sent during a
+// workload of every operation is then explained, with its own parameters, as a custom and as
+// a generic plan (PostgreSQL switches a prepared statement to the generic one after five
+// runs), and must use the index meant for it, never a scan of a table.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import SQLite from 'better-sqlite3';
+import { BACKENDS } from './helpers/backends.ts';
+import { buildTestApp, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/configured-app.ts';
+import { issueTestToken } from './helpers/harness.ts';
+
+/**
+ * Which index a statement must use, recognised by its SQL: on PostgreSQL by the index's name,
+ * on SQLite by the search it reports (its unique constraints' indexes are unnamed there).
+ */
+const P = String.raw`(?:\$\d+|\?)`;
+const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[] = [
+  {
+    statement: new RegExp(String.raw`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" = |provided_id = k\.provided_id`),
+    postgres: 'user_groups_identity',
+    sqlite: '(account_id=? AND environment=? AND provided_id=?)',
+  },
+  {
+    statement: new RegExp(String.raw`"user_groups"\."token_hash" = |token_hash = k\.token_hash|where "account_id" = ${P} and "token_hash" = `),
+    postgres: 'user_groups_token_hash_key',
+    sqlite: '(token_hash=?)',
+  },
+  { statement: /'\/' \|\| environment\) = /, postgres: 'user_groups_listing', sqlite: 'USING INDEX user_groups_listing' },
+  { statement: /'\/' \|\| name\) >= /, postgres: 'user_groups_name_search', sqlite: 'USING INDEX user_groups_name_search' },
+  { statement: new RegExp(String.raw`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" >= `), postgres: 'user_groups_identity', sqlite: '(account_id=? AND environment=? AND provided_id>? AND provided_id<?)' },
+  { statement: /from "api_tokens" where "token_hash" = /, postgres: 'api_tokens_token_hash_key', sqlite: 'SEARCH api_tokens USING INDEX' },
+  { statement: /from "retired_tokens" inner join/, postgres: 'retired_tokens_pkey', sqlite: 'SEARCH retired_tokens USING INDEX' },
+  { statement: /delete from "retired_tokens" where "team_id" = /, postgres: 'retired_tokens_team', sqlite: 'USING INDEX retired_tokens_team' },
+  { statement: /from "audit_log" where "account_id" = /, postgres: 'audit_log_subject', sqlite: 'USING INDEX audit_log_subject' },
+];
+const SCANNED_TABLE = /Seq Scan on (user_groups|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|api_tokens|retired_tokens|audit_log)\b/;
+
+interface Captured {
+  sql: string;
+  parameters: readonly unknown[];
+}
+
+const GROUPS = 3000;
+
+for (const backend of BACKENDS) {
+  describe(`[${backend}] query plans on tables that were never analyzed`, () => {
+    let database: OpenDatabase;
+    let built: BuiltApp;
+    let token: string;
+    const captured: Captured[] = [];
+    let capturing = false;
+
+    before(async () => {
+      database = await openTestDatabase(backend, {
+        onQuery: (event) => {
+          if (capturing) captured.push({ sql: event.query.sql, parameters: event.query.parameters });
+        },
+      });
+      built = await buildTestApp(database);
+      token = (await issueTestToken(database.handle, { account: 'plans' })).token;
+      const other = (await issueTestToken(database.handle, { account: 'plans-other' })).token;
+      // Grown through the API: two accounts, both environments, the way real tables grow.
+      for (let start = 0; start < GROUPS; start += 50) {
+        const batch = Array.from({ length: 50 }, (_, j) => start + j);
+        const answers = await Promise.all(
+          batch.map((i) =>
+            built.request('POST', '/api/user', {
+              token: i % 3 === 0 ? other : token,
+              body: { user_group_id: `grown-${i}`, name: `Grown ${i}`, properties: { n: i }, api_environment_tag: i % 5 === 0 ? 'Testing' : 'Customer' },
+            }),
+          ),
+        );
+        for (const answer of answers) assert.equal(answer.status, 201, answer.text);
+      }
+    });
+
+    after(async () => {
+      await built?.app.close();
+      await database?.close();
+    });
+
+    /** Runs every operation of the API once (the hot reads concurrently, so they batch), capturing its statements. */
+    async function workload(): Promise<Captured[]> {
+      captured.length = 0;
+      capturing = true;
+      try {
+        const request = (method: string, path: string, options: Parameters<BuiltApp['request']>[2] = {}) =>
+          built.request(method, path, { token, ...options }).then((answer) => {
+            assert.ok(answer.status < 300, `${method} ${path}: ${answer.status} ${answer.text}`);
+            return answer.body;
+          });
+        const hits = await Promise.all(Array.from({ length: 20 }, (_, i) => request('GET', '/api/user', { body: { user_group_id: `grown-${i * 3 + 1}` } })));
+        await Promise.all(Array.from({ length: 20 }, (_, i) => request('GET', '/api/user', { token, query: { user_group_id: `grown-${i * 3 + 2}` } })));
+        const tokens: string[] = hits.map((hit) => hit.user_group.token);
+        await Promise.all(tokens.map((bearer) => built.request('GET', '/api/embed/context', { bearer })));
+        await request('GET', '/api/user', { body: { user_group_id: 'plan-new', properties: { a: 1 } } });
+        await request('POST', '/api/user', { body: { user_group_id: 'plan-created' } });
+        await request('PUT', '/api/user', { body: { user_group_id: 'plan-created', name: 'Renamed' } });
+        const rotated = await request('POST', '/api/user', { body: { current_token: tokens[0], grace_period_seconds: 60 } });
+        assert.equal((await built.request('GET', '/api/embed/context', { bearer: tokens[0] })).status, 200, 'a retired token in its grace period');
+        await request('POST', '/api/user', { body: { current_token: rotated.user_group.token, grace_period_seconds: 60 } });
+        const embed = await request('POST', '/api/embed_token', { body: { user_group_id: 'grown-4' } });
+        assert.equal((await built.request('GET', '/api/embed/context', { bearer: embed.embed_token })).status, 200);
+        const page = await request('GET', '/api/users', { query: { limit: '20' } });
+        await request('GET', '/api/users', { query: { limit: '20', cursor: page.next_cursor } });
+        await request('GET', '/api/users', { query: { q: 'grown-1' } });
+        await request('GET', '/api/users', { query: { q: 'Grown 2', api_environment_tag: 'Testing' } });
+        await request('GET', '/api/user/history', { query: { user_group_id: 'plan-created' } });
+        await request('DELETE', '/api/user', { query: { user_group_id: 'plan-created' } });
+      } finally {
+        capturing = false;
+      }
+      const distinct = new Map<string, Captured>();
+      for (const statement of captured) if (/^\s*(select|insert|update|delete|with)\b/i.test(statement.sql)) distinct.set(statement.sql, statement);
+      return [...distinct.values()];
+    }
+
+    it('plans: the tables grew through the API and were never analyzed', { skip: backend !== 'postgres' }, async () => {
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query(
+          `select relname, last_analyze, last_autoanalyze, n_live_tup from pg_stat_user_tables where relname in ('user_groups', 'audit_log')`,
+        );
+        for (const row of rows) {
+          assert.equal(row.last_analyze, null, `${row.relname} was analyzed`);
+          assert.equal(row.last_autoanalyze, null, `${row.relname} was analyzed by autovacuum`);
+        }
+      } finally {
+        await client.end();
+      }
+    });
+
+    it('plans: every statement a request runs uses its index, on a custom and on a generic plan', async () => {
+      const statements = await workload();
+      assert.ok(statements.length >= 15, `captured ${statements.length} statements`);
+      const plans = backend === 'postgres' ? await postgresPlans(database.url, statements) : sqlitePlans(database.url, statements);
+      const report = plans.map((p) => `${p.sql}\n  ${p.plan.replace(/\n/g, '\n  ')}`).join('\n\n');
+      for (const { sql, plan } of plans) {
+        assert.doesNotMatch(plan, SCANNED_TABLE, `a table scan:\n${sql}\n${plan}\n\nall plans:\n${report}`);
+        for (const { statement, ...expected } of EXPECTED_INDEXES) {
+          const index = expected[backend];
+          if (statement.test(sql)) assert.ok(plan.includes(index), `expected ${index}:\n${sql}\n${plan}`);
+        }
+      }
+      // The hot statements were among them, on both the single and (PostgreSQL) the batched path.
+      const seen = (pattern: RegExp) => plans.some((p) => pattern.test(p.sql));
+      for (const { statement, ...expected } of EXPECTED_INDEXES) assert.ok(seen(statement), `no statement for ${expected[backend]}:\n${report}`);
+      if (backend === 'postgres') {
+        assert.ok(seen(/cross join lateral[\s\S]*provided_id = k\.provided_id/), 'the batched identity lookup ran');
+        assert.ok(seen(/cross join lateral[\s\S]*token_hash = k\.token_hash/), 'the batched token lookup ran');
+      }
+    });
+  });
+}
+
+/**
+ * Custom and generic plans of each statement, with its own parameters. A generic plan is what
+ * a prepared statement gets after five runs: PREPARE, then EXPLAIN EXECUTE under
+ * force_generic_plan (EXPLAIN alone always plans with the values).
+ */
+async function postgresPlans(url: string, statements: Captured[]): Promise<{ sql: string; plan: string }[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const literal = (value: unknown): string => {
+    if (value === null || value === undefined) return 'NULL';
+    if (Array.isArray(value)) return client.escapeLiteral(`{${value.map((v) => `"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`);
+    return client.escapeLiteral(String(value));
+  };
+  const text = (result: pg.QueryResult) => result.rows.map((r) => r['QUERY PLAN']).join('\n');
+  try {
+    const plans: { sql: string; plan: string }[] = [];
+    for (const [i, { sql, parameters }] of statements.entries()) {
+      const custom = await client.query({ text: `explain ${sql}`, values: parameters as unknown[] });
+      await client.query(`prepare plan_${i} as ${sql}`);
+      await client.query(`set plan_cache_mode = force_generic_plan`);
+      const args = parameters.length > 0 ? `(${parameters.map(literal).join(', ')})` : '';
+      const generic = await client.query(`explain execute plan_${i}${args}`);
+      await client.query(`reset plan_cache_mode`);
+      plans.push({ sql, plan: `custom:\n${text(custom)}\ngeneric:\n${text(generic)}` });
+    }
+    return plans;
+  } finally {
+    await client.end();
+  }
+}
+
+function sqlitePlans(url: string, statements: Captured[]): { sql: string; plan: string }[] {
+  const connection = new SQLite(url.slice('sqlite:'.length), { readonly: true });
+  try {
+    return statements.map(({ sql, parameters }) => ({
+      sql,
+      plan: (connection.prepare(`explain query plan ${sql}`).all(...(parameters as unknown[])) as { detail: string }[]).map((r) => r.detail).join('\n'),
+    }));
+  } finally {
+    connection.close();
+  }
+}
+
