@@ -7,9 +7,14 @@ import { openMigratedDatabase } from './runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from './bootstrap.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { createLogStream } from './log-stream.ts';
+import { missingKeysMessage, missingSealingKeys } from './crypto/stored-keys.ts';
+import fs from 'node:fs';
 
 /** How long the exit waits for buffered log lines to be written. */
 const LOG_FLUSH_AT_EXIT_MS = 2000;
+
+/** A start that must not go on; its message says why and what to do. */
+class StartRefused extends Error {}
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -23,6 +28,16 @@ async function main(): Promise<void> {
     onPoolError: (err) => log.warn({ code: (err as { code?: string }).code, message: err.message }, 'idle database connection failed'),
     onQuery: metrics.observeQuery,
   });
+
+  // Keys that cannot open the stored tokens would answer every existing group with a 500:
+  // better not to start at all, and say which keys are missing.
+  const missing = await missingSealingKeys(handle.db, keyring);
+  if (missing.length > 0) {
+    if (createdKeyFile) fs.rmSync(config.keyFile); // leave things as they were
+    await handle.close();
+    const source = config.secretKeys.length > 0 ? 'from UGS_SECRET_KEY' : `from the key file ${config.keyFile}${createdKeyFile ? ', which did not exist: this database was first used with another key' : ''}`;
+    throw new StartRefused(missingKeysMessage(missing, keyring, source));
+  }
 
   const app = await buildApp({
     database: handle,
@@ -70,6 +85,8 @@ async function main(): Promise<void> {
 main().catch((err) => {
   if (err instanceof ConfigError) {
     console.error(`configuration error: ${err.message}`);
+  } else if (err instanceof StartRefused) {
+    console.error(err.message);
   } else {
     console.error('failed to start:', err instanceof Error ? err.message : err);
   }

@@ -11,6 +11,7 @@ import { SCOPES, type Scope } from '../auth/principal.ts';
 import { accountHistory, userGroupHistory } from '../audit/audit.repository.ts';
 import { parseDuration } from './duration.ts';
 import { reencryptUserGroupTokens, tokensPerKey } from '../crypto/reencrypt.ts';
+import { reissueTokensOfLostKey } from '../user-groups/lost-key.service.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
 import fs from 'node:fs';
 
@@ -236,6 +237,31 @@ export function buildCli(): Command {
         ].filter(Boolean).join('\n'),
       );
       if (outcome.unreadable.length > 0) throw new Error('some tokens could not be re-sealed: add their keys to UGS_SECRET_KEY (after the newest) and run again');
+    });
+
+  keys
+    .command('reissue')
+    .description('for a key that is lost for good: give every group whose token it sealed a new token under the newest configured key')
+    .argument('<key-id...>', 'the lost key ids (see: ugs keys status, or the message of a refused start)', (value: string, previous: string[] = []) => {
+      if (!/^[0-9a-f]{8}$/.test(value)) throw new InvalidArgumentError('a key id is 8 hex digits');
+      return [...previous, value];
+    })
+    .option('--json', 'print JSON')
+    .action(async (keyIds: string[], opts: { json?: boolean }) => {
+      const keyring = configuredKeyring();
+      for (const keyId of keyIds) {
+        if (keyring.keyIds.includes(keyId)) throw new UsageError(`key ${keyId} is configured, so its tokens can be read: move them with ugs keys reencrypt instead`);
+      }
+      const outcomes = await withDatabase(async (h) => {
+        const done = [];
+        for (const keyId of keyIds) done.push(await reissueTokensOfLostKey(h, keyring, keyId, CLI_ACTOR, () => new Date()));
+        return done;
+      });
+      print(
+        !!opts.json,
+        { current_key_id: keyring.currentKeyId, keys: outcomes },
+        outcomes.map((o) => `key ${o.key_id}: ${o.reissued} user group tokens reissued under key ${keyring.currentKeyId}; their old tokens no longer work`).join('\n'),
+      );
     });
 
   return program;

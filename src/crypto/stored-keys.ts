@@ -1,0 +1,64 @@
+// Which secret keys the stored user group tokens need. A token is sealed under one key, and
+// its ciphertext starts with that key's id (keyring.ts); the server must not start with keys
+// that cannot open what is stored, or every existing group would answer 500 (README,
+// "Secret keys"). Reading the ids is a loose index scan of user_groups_sealing_key
+// (migration 0002): one probe per distinct key id, whatever the number of groups.
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { Keyring } from './keyring.ts';
+
+/** The id of the key that sealed a row's token (indexed: user_groups_sealing_key). */
+export const sealingKeyId = sql<string>`substr(token_ciphertext, 1, 8)`;
+
+/** Every key id that sealed a stored user group token, in order. */
+export async function sealingKeyIds(db: Kysely<Database>): Promise<string[]> {
+  const ids: string[] = [];
+  for (let after = ''; ; ) {
+    const row = await db
+      .selectFrom('user_groups')
+      .select((eb) => eb.fn.min(sealingKeyId).as('key_id'))
+      .where(sealingKeyId, '>', after)
+      .executeTakeFirst();
+    if (!row?.key_id) return ids;
+    ids.push(row.key_id);
+    after = row.key_id;
+  }
+}
+
+export interface MissingKey {
+  key_id: string;
+  /** How many stored tokens it sealed. */
+  tokens: number;
+}
+
+/** The key ids that sealed stored tokens but are not in the keyring, with how many each sealed. */
+export async function missingSealingKeys(db: Kysely<Database>, keyring: Keyring): Promise<MissingKey[]> {
+  const configured = new Set(keyring.keyIds);
+  const missing: MissingKey[] = [];
+  for (const keyId of await sealingKeyIds(db)) {
+    if (configured.has(keyId)) continue;
+    const row = await db
+      .selectFrom('user_groups')
+      .select((eb) => eb.fn.countAll<number | string>().as('tokens'))
+      .where(sealingKeyId, '=', keyId)
+      .executeTakeFirstOrThrow();
+    missing.push({ key_id: keyId, tokens: Number(row.tokens) });
+  }
+  return missing;
+}
+
+/** Why the server will not start, and the ways out. */
+export function missingKeysMessage(missing: MissingKey[], keyring: Keyring, keySource: string): string {
+  const total = missing.reduce((sum, key) => sum + key.tokens, 0);
+  return [
+    `refusing to start: ${total.toLocaleString('en-US')} stored user group tokens are sealed under secret keys that are not configured:`,
+    ...missing.map((key) => `  key id ${key.key_id}: ${key.tokens.toLocaleString('en-US')} tokens`),
+    `The configured keys (${keySource}): ${keyring.keyIds.join(', ')}.`,
+    'Without the key that sealed them, those groups cannot be answered. Either:',
+    '  - start with that key: UGS_SECRET_KEY="<that key>", or "<new key>,<that key>" to move to a new key',
+    '    (then run: npx ugs keys reencrypt; the README\'s "Secret keys" section explains the rotation); or,',
+    `  - if the key is lost for good: npx ugs keys reissue ${missing.map((key) => key.key_id).join(' ')}`,
+    '    gives those groups new tokens under the configured key; their old tokens stop working, and your',
+    '    backend fetches the new ones with a get-or-create (GET /api/user).',
+  ].join('\n');
+}

@@ -1,0 +1,112 @@
+// A start with secret keys that cannot open the stored user group tokens is refused, with a
+// message that names the missing keys and the ways out; it never serves 500s for them. As a
+// user meets it: the server started as a process, restarted with another key or without its
+// key file.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { httpRequest, runNode, runUgs, spawnServer } from './helpers/processes.ts';
+import { Keyring } from '../src/crypto/keyring.ts';
+
+const newKey = () => crypto.randomBytes(32).toString('base64');
+const keyId = (key: string) => new Keyring([Buffer.from(key, 'base64')]).currentKeyId;
+
+for (const backend of BACKENDS) {
+  describe(`[${backend}] secret keys at start`, () => {
+    let database: TestDatabase;
+    let dir: string;
+    let apiToken: string;
+    const keyA = newKey();
+    const keyB = newKey();
+    const groupTokens: string[] = [];
+
+    /** A start that is expected to end by itself: how it ended and what it printed. */
+    const startExpectingRefusal = (env: Record<string, string>) =>
+      runNode(['--import', 'tsx', 'src/server.ts'], { PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', UGS_SECRET_KEY: '', DATABASE_URL: database.url, ...env });
+
+    before(async () => {
+      database = await createTestDatabase(backend);
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-keys-'));
+      const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
+      assert.equal(issued.code, 0, issued.stderr);
+      apiToken = JSON.parse(issued.stdout).token;
+      const server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: keyA });
+      try {
+        for (const id of ['k1', 'k2', 'k3']) {
+          const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: apiToken, body: { user_group_id: id } });
+          assert.equal(created.status, 201);
+          groupTokens.push(created.body.user_group.token);
+        }
+      } finally {
+        assert.equal((await server.stop()).code, 0);
+      }
+    });
+
+    after(async () => {
+      await database?.drop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('keys at start: another key is refused with a message naming the missing key id and what to do', async () => {
+      const run = await startExpectingRefusal({ UGS_SECRET_KEY: keyB });
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      assert.doesNotMatch(run.stdout + run.stderr, /Server listening/);
+      assert.match(run.stderr, /refusing to start: 3 stored user group tokens are sealed under secret keys that are not configured/);
+      assert.match(run.stderr, new RegExp(`key id ${keyId(keyA)}: 3 tokens`));
+      assert.match(run.stderr, new RegExp(`The configured keys \\(from UGS_SECRET_KEY\\): ${keyId(keyB)}\\.`));
+      assert.match(run.stderr, /UGS_SECRET_KEY="<that key>", or "<new key>,<that key>"/);
+      assert.match(run.stderr, new RegExp(`npx ugs keys reissue ${keyId(keyA)}`));
+      assert.ok(!run.stderr.includes(keyA) && !run.stderr.includes(keyB), 'no key is printed');
+    });
+
+    it('keys at start: a key file that had to be created is refused, and removed again', async () => {
+      const keyFile = path.join(dir, 'secret.key');
+      const run = await startExpectingRefusal({ UGS_KEY_FILE: keyFile });
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      assert.match(run.stderr, new RegExp(`from the key file ${keyFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, which did not exist: this database was first used with another key`));
+      assert.equal(fs.existsSync(keyFile), false, 'the new key file was removed');
+    });
+
+    it('keys at start: with the old key after the new one it starts and serves every group', async () => {
+      const server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: `${keyB},${keyA}` });
+      try {
+        const got = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=k1', { token: apiToken });
+        assert.equal(got.status, 200);
+        assert.equal(got.body.user_group.token, groupTokens[0]);
+      } finally {
+        assert.equal((await server.stop()).code, 0);
+      }
+    });
+
+    it('keys at start: after ugs keys reissue of a lost key the groups get new tokens and the server starts', async () => {
+      const reissued = await runUgs(['keys', 'reissue', keyId(keyA), '--json'], { DATABASE_URL: database.url, UGS_SECRET_KEY: keyB });
+      assert.equal(reissued.code, 0, reissued.stderr);
+      assert.deepEqual(JSON.parse(reissued.stdout).keys, [{ key_id: keyId(keyA), reissued: 3 }]);
+      const server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: keyB });
+      try {
+        const old = await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${groupTokens[1]}` } });
+        assert.equal(old.status, 401, 'the old token no longer works');
+        const got = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=k2', { token: apiToken });
+        assert.equal(got.status, 200);
+        assert.notEqual(got.body.user_group.token, groupTokens[1]);
+        const fresh = await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${got.body.user_group.token}` } });
+        assert.equal(fresh.status, 200);
+        const history = await httpRequest(server.baseUrl, 'GET', '/api/user/history?user_group_id=k2', { token: apiToken });
+        assert.equal(history.body.entries[0].action, 'user_group.rotate');
+        assert.equal(history.body.entries[0].actor_token_id, null, 'the command-line tool acted');
+      } finally {
+        assert.equal((await server.stop()).code, 0);
+      }
+    });
+
+    it('keys at start: ugs keys reissue refuses a key that is configured (usage error, nothing changed)', async () => {
+      const run = await runUgs(['keys', 'reissue', keyId(keyB)], { DATABASE_URL: database.url, UGS_SECRET_KEY: keyB });
+      assert.equal(run.code, 2);
+      assert.match(run.stderr, /is configured, so its tokens can be read/);
+    });
+  });
+}
