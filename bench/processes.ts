@@ -1,5 +1,5 @@
 // The benchmark's child processes: the real server, the ceiling and the load generator,
-// each a separate `node --import tsx …` process, plus one plain HTTP request for probes.
+// each a separate process (the server compiled, the others through tsx), plus one plain HTTP request for probes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -20,12 +20,14 @@ export interface RunningProcess {
 }
 
 /**
- * Starts `node --import tsx <script>` and waits until a line of its stdout matches
+ * Starts `node <script>` (`--import tsx` for TypeScript) and waits until a line of its stdout matches
  * `listening` (group 1: the URL). After that, stdout is drained and discarded, so that the
  * process pays for writing its log lines but nobody keeps them.
  */
 export function startNodeProcess(script: string, env: NodeJS.ProcessEnv, listening: RegExp, timeoutMs = 60_000): Promise<RunningProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // TypeScript through tsx (the ceiling); the server as production runs it, compiled.
+  const args = script.endsWith('.ts') ? ['--import', 'tsx', script] : [script];
+  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (chunk: string) => {

@@ -189,7 +189,7 @@ async function main() {
 
   // 2. The real server, as deployed: its own process, logging at LOG_LEVEL to a stdout nobody keeps.
   const server: RunningProcess = await startNodeProcess(
-    'src/server.ts',
+    'dist/server.js',
     {
       ...process.env,
       HOST: '127.0.0.1',

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
-// Runs the TypeScript command-line tool from a checkout (tsx compiles it on the fly).
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../src/cli/ugs.ts');
+// The command-line tool, compiled by `npm install` (npm run build) into dist/.
+try {
+  await import('../dist/cli/ugs.js');
+} catch (err) {
+  if (err?.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes('dist/cli/ugs.js')) throw err;
+  console.error('ugs: dist/ is missing: run npm install (or npm run build) first');
+  process.exitCode = 1;
+}

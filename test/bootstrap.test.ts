@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, httpRequest, runUgs } from './helpers/processes.ts';
+import { ROOT, SERVER_ENTRY, httpRequest, runUgs } from './helpers/processes.ts';
 
 const API_TOKEN = /ugs_api_[0-9A-Za-z]{49}/g;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -20,7 +20,7 @@ interface Server {
 
 /** A server process whose stdout and stderr are kept apart (the banner belongs on stderr). */
 async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

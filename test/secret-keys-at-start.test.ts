@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { httpRequest, runNode, runUgs, spawnServer } from './helpers/processes.ts';
+import { SERVER_ENTRY, httpRequest, runNode, runUgs, spawnServer } from './helpers/processes.ts';
 import { Keyring } from '../src/crypto/keyring.ts';
 
 const newKey = () => crypto.randomBytes(32).toString('base64');
@@ -26,7 +26,7 @@ for (const backend of BACKENDS) {
 
     /** A start that is expected to end by itself: how it ended and what it printed. */
     const startExpectingRefusal = (env: Record<string, string>) =>
-      runNode(['--import', 'tsx', 'src/server.ts'], { PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', UGS_SECRET_KEY: '', DATABASE_URL: database.url, ...env });
+      runNode([SERVER_ENTRY], { PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', UGS_SECRET_KEY: '', DATABASE_URL: database.url, ...env });
 
     before(async () => {
       database = await createTestDatabase(backend);

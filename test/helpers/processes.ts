@@ -7,6 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
+/** The server as production runs it: the compiled JavaScript (`npm test` builds it first). */
+export const SERVER_ENTRY = 'dist/server.js';
+
 export interface ServerProcess {
   baseUrl: string;
   child: ChildProcess;
@@ -17,7 +20,7 @@ export interface ServerProcess {
 }
 
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
