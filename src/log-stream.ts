@@ -25,6 +25,12 @@ export interface LogStream {
 }
 
 export function createLogStream(): LogStream {
+  // sonic-boom writes fd 1 from libuv's thread pool. If fd 1 is a blocking pipe that nobody
+  // reads, a pool thread stays in write() forever, and the process can never exit: it joins
+  // its threads at exit. Creating Node's own stdout stream puts a pipe in non-blocking mode
+  // (the write then fails with EAGAIN, which sonic-boom retries later). Under tsx, something
+  // else had always created it first, which hid this; the compiled server must do it itself.
+  void process.stdout;
   const stream = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFERED_BYTES, periodicFlush: 200 } as Parameters<
     typeof pino.destination
   >[0] & object);
