@@ -18,6 +18,8 @@ export interface DatabaseHandle {
   description: string;
   /** The PostgreSQL connection pool (for its gauges); absent on SQLite. */
   pool?: pg.Pool;
+  /** SQLite: how long a write waits for another process's write lock (sqlite-lock.ts). */
+  lockWaitMs?: number;
   close(): Promise<void>;
 }
 
@@ -27,6 +29,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** Called after every query with its duration (Kysely's log event), e.g. for metrics. */
   onQuery?: (event: LogEvent) => void;
+  /** SQLite: how long a write waits for another process's write lock before failing (default 5 s). */
+  lockWaitMs?: number;
 }
 
 const INT8_OID = 20;
@@ -42,11 +46,14 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const connection = new SQLite(file);
   // WAL lets readers run beside the one writer, also across processes sharing the file;
-  // synchronous=FULL makes an acknowledged commit survive a power cut, not only a crash;
-  // the busy timeout makes a second process wait for the write lock instead of failing.
+  // synchronous=FULL makes an acknowledged commit survive a power cut, not only a crash.
+  // Switching a new file to WAL needs it to itself for a moment: wait for that at start, when
+  // nothing is being served. Then no busy timeout: it would wait for another process's lock
+  // on the event loop; writes wait for it asynchronously instead (sqlite-lock.ts).
+  connection.pragma('busy_timeout = 5000');
   connection.pragma('journal_mode = WAL');
   connection.pragma('synchronous = FULL');
-  connection.pragma('busy_timeout = 5000');
+  connection.pragma('busy_timeout = 0');
   connection.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: options.onQuery });
   // An in-memory database exists once per connection: a second one would read another,
@@ -57,6 +64,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
     db,
     dialect: 'sqlite',
     description: `sqlite:${file}`,
+    lockWaitMs: options.lockWaitMs,
     close: async () => {
       await reader?.close();
       await db.destroy();

@@ -70,7 +70,8 @@ function batchingReader(run: (batch: Pending[]) => void, close: () => Promise<vo
 
 export function sqliteDirectReader(file: string, onQuery: OnQuery): DirectReader {
   const connection = new SQLite(file);
-  connection.pragma('busy_timeout = 5000');
+  // No busy timeout (sqlite-lock.ts): in WAL mode a read never waits for a writer.
+  connection.pragma('busy_timeout = 0');
   connection.pragma('query_only = ON'); // a guard: this connection only ever reads
   // Pages read through a memory map instead of pread() and SQLite's 2 MB page cache: with a
   // million groups (a 500 MB file) lookups ran ~11 % faster. Only this read-only connection

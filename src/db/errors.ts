@@ -6,10 +6,10 @@ interface DriverError {
   message?: string;
 }
 
-/** PostgreSQL serialization failure or deadlock, SQLite "database is locked": retry the whole transaction. */
+/** PostgreSQL serialization failure or deadlock: retry the whole transaction. (SQLite: sqlite-lock.ts.) */
 export function isRetryableTransactionError(err: unknown): boolean {
   const code = (err as DriverError)?.code;
-  return code === '40001' || code === '40P01' || code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT';
+  return code === '40001' || code === '40P01';
 }
 
 const UNAVAILABLE_CODES = new Set([

@@ -5,10 +5,13 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { Database } from './schema.ts';
 import type { DatabaseHandle, Dialect } from './database.ts';
+import { retryWhileLocked } from './sqlite-lock.ts';
 import { initial } from './migrations/0001-initial.ts';
 import { plansWithoutStatistics } from './migrations/0002-plans-without-statistics.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
+/** SQLite: how long a start waits for another process that is migrating (or writing). */
+const MIGRATION_LOCK_WAIT_MS = 60_000;
 
 function migrationsFor(dialect: Dialect): Record<string, Migration> {
   return {
@@ -39,15 +42,8 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<Migration
       }
     }
     // SQLite: hold the write lock from before the first read of the migration table to the
-    // end, so a second process waits (busy timeout) and then finds the work done.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await sql`begin immediate`.execute(conn);
-        break;
-      } catch (err) {
-        if (attempt >= 10 || !String((err as { code?: string }).code).startsWith('SQLITE_BUSY')) throw err;
-      }
-    }
+    // end, so a second process waits and then finds the work done.
+    await retryWhileLocked(() => sql`begin immediate`.execute(conn), MIGRATION_LOCK_WAIT_MS);
     try {
       const outcome = await run(conn, true);
       await sql`commit`.execute(conn);

@@ -1,17 +1,21 @@
 // The one place that opens write transactions. SQLite takes the write lock up front
-// (BEGIN IMMEDIATE), so two processes never both read and then both try to upgrade;
-// PostgreSQL transactions that lose a serialization race or a deadlock are run again whole.
+// (BEGIN IMMEDIATE), so two processes never both read and then both try to upgrade; when
+// another process holds it, the transaction waits without blocking the event loop
+// (sqlite-lock.ts). PostgreSQL transactions that lose a serialization race or a deadlock
+// are run again whole.
 import { sql, type Kysely } from 'kysely';
 import type { DatabaseHandle } from './database.ts';
 import { isRetryableTransactionError } from './errors.ts';
 import type { Database } from './schema.ts';
+import { SQLITE_LOCK_WAIT_MS, retryWhileLocked } from './sqlite-lock.ts';
 
 const MAX_ATTEMPTS = 5;
 
 export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+  if (handle.dialect === 'sqlite') return retryWhileLocked(() => sqliteTransaction(handle, work), handle.lockWaitMs ?? SQLITE_LOCK_WAIT_MS);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await runOnce(handle, work);
+      return await handle.db.transaction().execute(work);
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !isRetryableTransactionError(err)) throw err;
       await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10));
@@ -19,10 +23,10 @@ export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysel
   }
 }
 
-function runOnce<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
-  if (handle.dialect === 'postgres') return handle.db.transaction().execute(work);
+function sqliteTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   // better-sqlite3 gives Kysely one connection guarded by a mutex: holding it keeps every
-  // other query of this process out until the transaction ends.
+  // other query of this process out until the transaction ends. A BEGIN that finds the lock
+  // taken fails at once and releases the mutex, so this process goes on serving meanwhile.
   return handle.db.connection().execute(async (conn) => {
     await sql`begin immediate`.execute(conn);
     try {
