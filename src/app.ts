@@ -3,7 +3,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { DEFAULT_TOKEN_CACHE_SIZE, type Config } from './config.ts';
+import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { Keyring } from './crypto/keyring.ts';
 import { ApiTokenAuthenticator } from './auth/api-tokens.service.ts';
@@ -18,24 +18,24 @@ import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
 import { OpenedTokenCache } from './user-groups/opened-tokens.ts';
 import { registerEmbedRoutes, registerEmbedTokenRoute } from './embed/embed.routes.ts';
 import { openApiInfo, showGetBodies } from './http/openapi.ts';
-import { registerRateLimits, type RateLimitSettings } from './http/rate-limit.ts';
+import { registerRateLimits } from './http/rate-limit.ts';
+import { handleClientError } from './http/client-errors.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { registerMetrics } from './metrics/metrics.routes.ts';
 
 export interface AppDependencies {
+  config: Config;
   database: DatabaseHandle;
   keyring: Keyring;
-  config: Pick<Config, 'apiTokenCacheMs' | 'corsOrigins'> & Partial<Pick<Config, 'tokenCacheSize'>>;
   now?: () => Date;
   /** Fastify's logger option: pino options, a pino instance, or false. */
   logger?: FastifyServerOptions['logger'] | false;
-  /** Rate limits and their Redis (see src/http/rate-limit.ts); absent fields take the defaults of loadConfig. */
-  rateLimit?: Partial<RateLimitSettings>;
   /** The metrics registry (created before the database, to time its queries); a new one if absent. */
   metrics?: Metrics;
 }
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const { config } = deps;
   const now = deps.now ?? (() => new Date());
   const app = Fastify({
     logger: deps.logger ?? false,
@@ -46,13 +46,22 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     exposeHeadRoutes: false,
     routerOptions: { constraints: { methodOverride: methodOverrideStrategy } as never },
     return503OnClosing: true,
+    // No connection is held forever (docs/api.md, "Timeouts"). Node checks them every
+    // connectionsCheckingInterval, so a timeout fires at most a quarter of it late.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(250, Math.min(config.headersTimeoutMs, config.requestTimeoutMs) / 4),
+    },
+    clientErrorHandler: handleClientError,
   });
 
   registerValidation(app);
   registerErrorHandling(app);
   registerRequestContext(app);
   registerJsonBodyParsing(app);
-  await registerRateLimits(app, deps.rateLimit); // before every route, so that each one inherits it
+  await registerRateLimits(app, config); // before every route, so that each one inherits it
 
   await app.register(swagger, { openapi: openApiInfo, transform: showGetBodies });
   await app.register(swaggerUi, { routePrefix: '/docs' });
@@ -62,8 +71,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchDatabase(deps.database);
   registerMetrics(app, metrics);
 
-  const tokens = new OpenedTokenCache(deps.keyring, deps.config.tokenCacheSize ?? DEFAULT_TOKEN_CACHE_SIZE);
-  const authenticator = new ApiTokenAuthenticator(deps.database.db, now, deps.config.apiTokenCacheMs);
+  const tokens = new OpenedTokenCache(deps.keyring, config.tokenCacheSize);
+  const authenticator = new ApiTokenAuthenticator(deps.database.db, now, config.apiTokenCacheMs);
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
     api.addHook('onRequest', (_request, reply, done) => {
@@ -73,7 +82,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     registerUserGroupRoutes(api, { database: deps.database, tokens, now });
     registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now });
   });
-  await registerEmbedRoutes(app, { database: deps.database, keyring: deps.keyring, now, corsOrigins: deps.config.corsOrigins });
+  await registerEmbedRoutes(app, { database: deps.database, keyring: deps.keyring, now, corsOrigins: config.corsOrigins });
 
   return app;
 }

@@ -18,6 +18,12 @@ export interface Config {
   /** Origins allowed to call the embed routes from a browser; `*` means any. */
   corsOrigins: string[] | '*';
   shutdownTimeoutMs: number;
+  /** The whole request, headers and body, must arrive within this (else 408 and the connection closes). */
+  requestTimeoutMs: number;
+  /** The request's headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open: longer than a proxy's own idle timeout. */
+  keepAliveTimeoutMs: number;
   /** Requests per window per API token on the management API (0 turns the limit off). */
   rateLimitMax: number;
   rateLimitWindowMs: number;
@@ -37,7 +43,7 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/ugs.sqlite';
 export const DEFAULT_TOKEN_CACHE_SIZE = 1_000_000;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  return {
+  const config: Config = {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 3000, 0, 65535),
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
@@ -49,6 +55,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenCacheSize: integer(env, 'UGS_TOKEN_CACHE_SIZE', DEFAULT_TOKEN_CACHE_SIZE, 0, 100_000_000),
     corsOrigins: env.UGS_CORS_ORIGINS && env.UGS_CORS_ORIGINS !== '*' ? list(env.UGS_CORS_ORIGINS) : '*',
     shutdownTimeoutMs: integer(env, 'UGS_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    requestTimeoutMs: integer(env, 'UGS_REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
+    headersTimeoutMs: integer(env, 'UGS_HEADERS_TIMEOUT_MS', 10_000, 1000, 600_000),
+    keepAliveTimeoutMs: integer(env, 'UGS_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000),
     rateLimitMax: integer(env, 'UGS_RATE_LIMIT_MAX', 60_000, 0, 100_000_000),
     rateLimitWindowMs: integer(env, 'UGS_RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
     embedRateLimitMax: integer(env, 'UGS_EMBED_RATE_LIMIT_MAX', 180_000, 0, 100_000_000),
@@ -56,6 +65,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || '',
     rateLimitRedisPrefix: env.UGS_RATE_LIMIT_REDIS_PREFIX || 'ugs:rl:',
   };
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError(`UGS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed UGS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
+  }
+  return config;
 }
 
 function list(value: string | undefined): string[] {

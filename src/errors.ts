@@ -2,6 +2,7 @@
 // decides the HTTP status, so no handler can pick a status that disagrees with its code.
 
 export const errorStatus = {
+  bad_request: 400,
   invalid_json: 400,
   validation_failed: 400,
   ambiguous_request: 400,
@@ -17,9 +18,11 @@ export const errorStatus = {
   token_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   user_group_exists: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,

@@ -9,6 +9,7 @@ import { createMetrics } from './metrics/metrics.ts';
 import { createLogStream } from './log-stream.ts';
 import { missingKeysMessage, missingSealingKeys } from './crypto/stored-keys.ts';
 import fs from 'node:fs';
+import { trackConnections } from './http/connections.ts';
 
 /** How long the exit waits for buffered log lines to be written. */
 const LOG_FLUSH_AT_EXIT_MS = 2000;
@@ -43,7 +44,6 @@ async function main(): Promise<void> {
     database: handle,
     keyring,
     config,
-    rateLimit: config,
     metrics,
     logger: {
       level: config.logLevel,
@@ -53,6 +53,7 @@ async function main(): Promise<void> {
     },
   });
   log = app.log;
+  const connections = trackConnections(app.server);
   app.log.info({ database: handle.description, applied: migrations.applied }, 'database ready');
   if (createdKeyFile) app.log.warn({ keyFile: config.keyFile }, 'created a new secret key file (mode 0600); back it up: without it stored user group tokens cannot be read');
 
@@ -66,7 +67,16 @@ async function main(): Promise<void> {
       void logs.finish(LOG_FLUSH_AT_EXIT_MS).then(() => process.exit(1));
     }, config.shutdownTimeoutMs);
     timer.unref();
+    // Half-way through, connections whose request has still not arrived (a stalled upload, a
+    // client that never finished its headers) are closed: they would hold the shutdown up to
+    // the request timeout, and a request that is not there cannot be answered anyway.
+    const unanswerable = setTimeout(() => {
+      const closed = connections.closeUnanswerable();
+      if (closed > 0) app.log.info({ connections: closed }, 'shutting down: closed connections whose request had not arrived');
+    }, config.shutdownTimeoutMs / 2);
+    unanswerable.unref();
     await app.close();
+    clearTimeout(unanswerable);
     await handle.close();
     app.log.info('stopped');
     await logs.finish(LOG_FLUSH_AT_EXIT_MS);

@@ -7,7 +7,7 @@ import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { buildApp } from '../src/app.ts';
 import { Keyring } from '../src/crypto/keyring.ts';
 import { BACKENDS } from './helpers/backends.ts';
-import { startTestApp, type HttpResult, type TestApp } from './helpers/harness.ts';
+import { startTestApp, testConfig, type HttpResult, type TestApp } from './helpers/harness.ts';
 
 const CONTEXT = '/api/embed/context';
 const START = new Date('2030-06-01T12:00:00.000Z');
@@ -310,7 +310,7 @@ for (const backend of BACKENDS) {
       const newKey = crypto.randomBytes(32);
       const oldKey = Buffer.from(t.secretKey, 'base64');
       const build = (keyring: Keyring) =>
-        buildApp({ database: t.handle, keyring, config: { apiTokenCacheMs: 0, corsOrigins: '*' }, now: () => clock });
+        buildApp({ database: t.handle, keyring, config: testConfig(), now: () => clock });
       const rotatedApp = await build(new Keyring([newKey, oldKey]));
       const newOnlyApp = await build(new Keyring([newKey]));
       try {

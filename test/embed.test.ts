@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { buildApp } from '../src/app.ts';
 import { BACKENDS } from './helpers/backends.ts';
-import { startTestApp, type HttpResult, type TestApp } from './helpers/harness.ts';
+import { startTestApp, testConfig, type HttpResult, type TestApp } from './helpers/harness.ts';
 
 const CONTEXT = '/api/embed/context';
 const START = new Date('2030-01-01T00:00:00.000Z');
@@ -249,7 +249,7 @@ for (const backend of BACKENDS) {
       const app = await buildApp({
         database: { ...t.handle, db: t.handle.db.withPlugin(counter) },
         keyring: t.keyring,
-        config: { apiTokenCacheMs: 0, corsOrigins: '*' },
+        config: testConfig(),
         now: () => clock,
       });
       try {
@@ -351,7 +351,7 @@ for (const backend of BACKENDS) {
       const app = await buildApp({
         database: t.handle,
         keyring: t.keyring,
-        config: { apiTokenCacheMs: 0, corsOrigins: ['https://app.example.com', 'http://localhost:8080'] },
+        config: testConfig({ corsOrigins: ['https://app.example.com', 'http://localhost:8080'] }),
       });
       try {
         const ask = (origin: string) =>

@@ -11,6 +11,7 @@ import { openMigratedDatabase } from '../src/runtime.ts';
 import { issueApiToken } from '../src/auth/api-tokens.service.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
 import type { RateLimitSettings } from '../src/http/rate-limit.ts';
+import { testConfig } from './helpers/harness.ts';
 import { BACKENDS, createTestDatabase, type Backend, type TestDatabase } from './helpers/backends.ts';
 import { spawnServer } from './helpers/processes.ts';
 import { Scrape } from './helpers/prometheus.ts';
@@ -31,9 +32,8 @@ async function startMetricsApp(database: TestDatabase, rateLimit?: Partial<RateL
   const app = await buildApp({
     database: handle,
     keyring: new Keyring([crypto.randomBytes(32)]),
-    config: { apiTokenCacheMs: 0, corsOrigins: '*' },
+    config: testConfig(rateLimit),
     metrics,
-    rateLimit,
   });
   await app.ready();
   const issued = await issueApiToken(

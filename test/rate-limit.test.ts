@@ -45,7 +45,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       db = await openTestDatabase(backend);
       t = await buildTestApp(db, {
-        rateLimit: { rateLimitMax: 3, rateLimitWindowMs: 60_000, embedRateLimitMax: 2, embedRateLimitWindowMs: 30_000 },
+        config: { rateLimitMax: 3, rateLimitWindowMs: 60_000, embedRateLimitMax: 2, embedRateLimitWindowMs: 30_000 },
       });
       addEmbedProbe(t);
       await t.app.ready();
@@ -206,7 +206,7 @@ for (const backend of BACKENDS) {
       const log = new LogCapture();
       const t = await buildTestApp(db, {
         log,
-        rateLimit: { rateLimitMax: 1, rateLimitWindowMs: 60_000, redisUrl: `redis://127.0.0.1:${await closedPort()}` },
+        config: { rateLimitMax: 1, rateLimitWindowMs: 60_000, redisUrl: `redis://127.0.0.1:${await closedPort()}` },
       });
       try {
         await t.app.ready();

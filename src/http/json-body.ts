@@ -1,6 +1,7 @@
 // JSON request bodies: one parser for every method, including GET, whose body Fastify never
 // reads (the seed's get-or-create carries one). Same limit, same media-type rule, same
-// refusal of prototype-poisoning keys everywhere.
+// refusal of prototype-poisoning keys everywhere. Only the routes that take a body on GET or
+// DELETE read one (readBodyOfAnyMethod); every other GET answers without waiting for a body.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { AppError } from '../errors.ts';
@@ -37,50 +38,48 @@ export function registerJsonBodyParsing(app: FastifyInstance): void {
       done(err as Error, undefined);
     }
   });
-
-  app.addHook('preValidation', (request, _reply, done) => {
-    if (request.method !== 'GET' && request.method !== 'DELETE' && !isGetOverride(request)) return done();
-    if (request.body !== undefined) return done();
-    if (!hasBody(request)) {
-      request.body = {}; // no body: identification comes from the query string
-      return done();
-    }
-    if (!isJsonMediaType(request.headers['content-type'])) {
-      return done(new AppError('unsupported_media_type', 'a request body must be sent as Content-Type: application/json'));
-    }
-    const parse = (text: string) => {
-      try {
-        request.body = parseJsonText(text);
-        done();
-      } catch (err) {
-        done(err as Error);
-      }
-    };
-    // This hook usually runs while Node's HTTP parser is still inside the socket chunk that
-    // brought the headers, and a small body nearly always came in that same chunk. Once the
-    // I/O callbacks of this loop turn are done (a microtask would run between the parser's
-    // header and body callbacks) the whole body sits in the stream's buffer, to be read at
-    // once instead of through flowing mode, listeners and an 'end' event.
-    atEndOfTurn(() => {
-      if (!request.raw.complete) {
-        readBody(request).then(parse, (err) => done(err));
-        return;
-      }
-      let text: string;
-      try {
-        text = readBuffered(request);
-      } catch (err) {
-        return done(err as Error);
-      }
-      parse(text);
-    });
-  });
 }
 
-/** POST with X-HTTP-Method-Override: GET is a GET: it may identify the group by query string alone. */
-function isGetOverride(request: FastifyRequest): boolean {
-  const override = request.headers['x-http-method-override'];
-  return request.method === 'POST' && typeof override === 'string' && override.toUpperCase() === 'GET';
+/**
+ * A route's preValidation hook that reads a JSON body whatever the method: for the routes that
+ * take one on GET or DELETE, and for POST with X-HTTP-Method-Override: GET, which may come
+ * without any body. Without a body, the body is `{}` (identification comes from the query).
+ */
+export function readBodyOfAnyMethod(request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {
+  if (request.body !== undefined) return done();
+  if (!hasBody(request)) {
+    request.body = {}; // no body: identification comes from the query string
+    return done();
+  }
+  if (!isJsonMediaType(request.headers['content-type'])) {
+    return done(new AppError('unsupported_media_type', 'a request body must be sent as Content-Type: application/json'));
+  }
+  const parse = (text: string) => {
+    try {
+      request.body = parseJsonText(text);
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  };
+  // This hook usually runs while Node's HTTP parser is still inside the socket chunk that
+  // brought the headers, and a small body nearly always came in that same chunk. Once the
+  // I/O callbacks of this loop turn are done (a microtask would run between the parser's
+  // header and body callbacks) the whole body sits in the stream's buffer, to be read at
+  // once instead of through flowing mode, listeners and an 'end' event.
+  atEndOfTurn(() => {
+    if (!request.raw.complete) {
+      readBody(request).then(parse, (err) => done(err));
+      return;
+    }
+    let text: string;
+    try {
+      text = readBuffered(request);
+    } catch (err) {
+      return done(err as Error);
+    }
+    parse(text);
+  });
 }
 
 function hasBody(request: FastifyRequest): boolean {

@@ -12,7 +12,7 @@
 import rateLimit from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { loadConfig, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { credentialFromAuthorization, hashToken } from '../auth/token-format.ts';
 
@@ -20,16 +20,6 @@ export type RateLimitSettings = Pick<
   Config,
   'rateLimitMax' | 'rateLimitWindowMs' | 'embedRateLimitMax' | 'embedRateLimitWindowMs' | 'redisUrl' | 'rateLimitRedisPrefix'
 >;
-
-const defaults = loadConfig({});
-export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
-  rateLimitMax: defaults.rateLimitMax,
-  rateLimitWindowMs: defaults.rateLimitWindowMs,
-  embedRateLimitMax: defaults.embedRateLimitMax,
-  embedRateLimitWindowMs: defaults.embedRateLimitWindowMs,
-  redisUrl: defaults.redisUrl,
-  rateLimitRedisPrefix: defaults.rateLimitRedisPrefix,
-};
 
 interface Policy {
   name: string;
@@ -99,8 +89,7 @@ async function connectRedis(app: FastifyInstance, url: string, warn: ReturnType<
  * It applies to every route under /api/ that is registered after it, including routes under
  * /api/embed/ that other modules add later.
  */
-export async function registerRateLimits(app: FastifyInstance, given: Partial<RateLimitSettings> = {}): Promise<void> {
-  const settings = { ...DEFAULT_RATE_LIMITS, ...given };
+export async function registerRateLimits(app: FastifyInstance, settings: RateLimitSettings): Promise<void> {
   const management: Policy = { name: 'api-token', max: settings.rateLimitMax, windowMs: settings.rateLimitWindowMs, holder: 'API token' };
   const embed: Policy = { name: 'embed', max: settings.embedRateLimitMax, windowMs: settings.embedRateLimitWindowMs, holder: 'user group token' };
   const policyOf = (key: string) => (key.startsWith('embed:') ? embed : management);

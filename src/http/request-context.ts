@@ -25,6 +25,14 @@ export function registerRequestContext(app: FastifyInstance): void {
     reply.header('x-request-id', request.id);
     done();
   });
+  // A response ready before its request's body has (all) arrived (a route that takes no body,
+  // or an error before the body is read): close the connection after it, instead of waiting
+  // for a body nobody will read, which lets a stalled client hold the socket. Under inject
+  // there is no socket, and `complete` is undefined.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.raw.complete === false) reply.header('connection', 'close');
+    done(null, payload);
+  });
   app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       {

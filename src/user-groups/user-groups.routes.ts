@@ -6,6 +6,7 @@ import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import { METHOD_OVERRIDE_CONSTRAINT } from '../http/method-override.ts';
 import { getBodyValidator } from '../http/validation.ts';
+import { readBodyOfAnyMethod } from '../http/json-body.ts';
 import {
   DeletedResponse,
   GetOrCreateResponse,
@@ -79,10 +80,10 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
     return sendJson(reply, created ? 201 : 200, getOrCreateResponseJson(created, group));
   };
 
-  app.get('/api/user', { schema: { ...getOrCreate, 'x-get-body': GetUserBody }, preValidation: getBodyValidator(GetUserBody) }, getOrCreateHandler);
+  app.get('/api/user', { schema: { ...getOrCreate, 'x-get-body': GetUserBody }, preValidation: [readBodyOfAnyMethod, getBodyValidator(GetUserBody)] }, getOrCreateHandler);
   app.post(
     '/api/user',
-    { schema: { ...getOrCreate, body: GetUserBody, hide: true }, constraints: { [METHOD_OVERRIDE_CONSTRAINT]: 'GET' } },
+    { schema: { ...getOrCreate, body: GetUserBody, hide: true }, constraints: { [METHOD_OVERRIDE_CONSTRAINT]: 'GET' }, preValidation: readBodyOfAnyMethod },
     getOrCreateHandler,
   );
 
@@ -172,6 +173,7 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
         querystring: UserGroupKeyQuery,
         response: { 200: DeletedResponse, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_not_found') },
       },
+      preValidation: readBodyOfAnyMethod,
     },
     async (request, reply) => {
       const deleted = await removeUserGroup(deps, principalOf(request), actorOf(request), identification(request));

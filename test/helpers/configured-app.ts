@@ -9,7 +9,9 @@ import { openMigratedDatabase } from '../../src/runtime.ts';
 import type { DatabaseHandle, DatabaseOptions } from '../../src/db/database.ts';
 import { injectRequest, type HttpResult, type RequestOptions } from './harness.ts';
 
-export { injectRequest, issueTestToken } from './harness.ts';
+export { injectRequest, issueTestToken, testConfig } from './harness.ts';
+import { testConfig } from './harness.ts';
+import type { Config } from '../../src/config.ts';
 import { createTestDatabase, type Backend, type TestDatabase } from './backends.ts';
 
 /** A log destination that keeps every JSON line, for assertions on what was logged. */
@@ -30,7 +32,8 @@ export const newSecretKey = () => crypto.randomBytes(32);
 
 export interface AppOptions {
   keys?: Buffer[];
-  rateLimit?: AppDependencies['rateLimit'];
+  /** Configuration beyond the test defaults (rate limits, timeouts…). */
+  config?: Partial<Config>;
   log?: LogCapture;
   apiTokenCacheMs?: number;
 }
@@ -68,8 +71,7 @@ export async function buildTestApp(database: OpenDatabase, options: AppOptions =
   const app = await buildApp({
     database: database.handle,
     keyring,
-    config: { apiTokenCacheMs: options.apiTokenCacheMs ?? 0, corsOrigins: '*' },
-    rateLimit: options.rateLimit,
+    config: testConfig({ apiTokenCacheMs: options.apiTokenCacheMs ?? 0, ...options.config }),
     logger: options.log ? { level: 'info', stream: options.log } : false,
   });
   return { app, keyring, request: (method, path, opts = {}) => injectRequest(app, method, path, opts) };

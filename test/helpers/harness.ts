@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
 import { Keyring } from '../../src/crypto/keyring.ts';
 import type { DatabaseHandle } from '../../src/db/database.ts';
 import type { Environment } from '../../src/db/schema.ts';
@@ -50,6 +51,14 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/**
+ * The configuration of a test app: the defaults a server gets from an empty environment,
+ * with the API-token cache off (tests issue and revoke tokens between requests).
+ */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({}), apiTokenCacheMs: 0, ...overrides };
+}
+
 export async function startTestApp(backend: Backend, options: { now?: () => Date; apiTokenCacheMs?: number } = {}): Promise<TestApp> {
   const database = await createTestDatabase(backend);
   const { handle } = await openMigratedDatabase({ databaseUrl: database.url });
@@ -58,7 +67,7 @@ export async function startTestApp(backend: Backend, options: { now?: () => Date
   const app = await buildApp({
     database: handle,
     keyring,
-    config: { apiTokenCacheMs: options.apiTokenCacheMs ?? 0, corsOrigins: '*' },
+    config: testConfig({ apiTokenCacheMs: options.apiTokenCacheMs ?? 0 }),
     now: options.now,
   });
   await app.ready();

@@ -19,8 +19,13 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
+/** `openFiles`: the open-files limit the server runs under (`ulimit -n`), as a host may set it. */
+export async function spawnServer(env: Record<string, string>, options: { openFiles?: number } = {}): Promise<ServerProcess> {
+  const [command, args] =
+    options.openFiles === undefined
+      ? [process.execPath, [SERVER_ENTRY]]
+      : ['/bin/sh', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, SERVER_ENTRY]];
+  const child = spawn(command, args, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
