@@ -10,9 +10,9 @@ import { ApiTokenAuthenticator } from './auth/api-tokens.service.ts';
 import { registerApiTokenAuth } from './auth/authenticate.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodyParsing } from './http/json-body.ts';
-import { methodOverrideStrategy } from './http/method-override.ts';
+import { methodOverrideStrategy, refuseOtherOverrides } from './http/method-override.ts';
 import { generateRequestId, registerRequestContext } from './http/request-context.ts';
-import { registerValidation } from './http/validation.ts';
+import { refuseMalformedQuery, registerValidation } from './http/validation.ts';
 import { registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
 import { OpenedTokenCache } from './user-groups/opened-tokens.ts';
@@ -20,6 +20,7 @@ import { registerEmbedRoutes, registerEmbedTokenRoute } from './embed/embed.rout
 import { openApiInfo, showGetBodies } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
 import { handleClientError } from './http/client-errors.ts';
+import { refuseRequestsWhileClosing } from './http/closing.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { registerMetrics } from './metrics/metrics.routes.ts';
 
@@ -45,7 +46,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // HEAD on get-or-create would create groups from a "safe" method: answer 405 instead.
     exposeHeadRoutes: false,
     routerOptions: { constraints: { methodOverride: methodOverrideStrategy } as never },
-    return503OnClosing: true,
+    return503OnClosing: false, // refuseRequestsWhileClosing answers them in the API's envelope
     // No connection is held forever (docs/api.md, "Timeouts"). Node checks them every
     // connectionsCheckingInterval, so a timeout fires at most a quarter of it late.
     requestTimeout: config.requestTimeoutMs,
@@ -60,7 +61,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerValidation(app);
   registerErrorHandling(app);
   registerRequestContext(app);
+  refuseRequestsWhileClosing(app);
   registerJsonBodyParsing(app);
+  // After authentication, like every 400.
+  app.addHook('preValidation', refuseOtherOverrides);
+  app.addHook('preValidation', refuseMalformedQuery);
   await registerRateLimits(app, config); // before every route, so that each one inherits it
 
   await app.register(swagger, { openapi: openApiInfo, transform: showGetBodies });
@@ -75,10 +80,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const authenticator = new ApiTokenAuthenticator(deps.database.db, now, config.apiTokenCacheMs);
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
-    api.addHook('onRequest', (_request, reply, done) => {
-      reply.header('cache-control', 'no-store'); // responses carry tokens
-      done();
-    });
     registerUserGroupRoutes(api, { database: deps.database, tokens, now });
     registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now });
   });

@@ -2,7 +2,7 @@
 // SIGTERM stop accepting, finish in-flight requests, close the database and exit 0.
 import { loadConfig, ConfigError } from './config.ts';
 import { buildApp } from './app.ts';
-import { loadKeyring } from './crypto/keyring.ts';
+import { keyFileExposure, loadKeyring } from './crypto/keyring.ts';
 import { openMigratedDatabase } from './runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from './bootstrap.ts';
 import { createMetrics } from './metrics/metrics.ts';
@@ -56,6 +56,8 @@ async function main(): Promise<void> {
   const connections = trackConnections(app.server);
   app.log.info({ database: handle.description, applied: migrations.applied }, 'database ready');
   if (createdKeyFile) app.log.warn({ keyFile: config.keyFile }, 'created a new secret key file (mode 0600); back it up: without it stored user group tokens cannot be read');
+  const exposure = config.secretKeys.length === 0 ? keyFileExposure(config.keyFile) : null;
+  if (exposure) app.log.warn(`the key file ${config.keyFile} can be read by other users (mode ${exposure}): chmod 600 it`);
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {

@@ -180,6 +180,7 @@ for (const backend of BACKENDS) {
         [['--account', 'acme', '--scopes', 'admin'], /scopes are a comma-separated list of read, write/],
         [['--account', 'acme', '--env', 'Prod'], /'Prod' is invalid\. Allowed choices are Customer, Testing, any/],
         [['--account', 'acme', '--expires-in', 'forever'], /a duration is a number and a unit/],
+        [['--account', 'acme', '--expires-in', '999999999w'], /a lifetime is at most 36500d \(100 years\); leave --expires-in out/],
         [['--account', 'Bad_Slug!'], /account slug is 1-63 characters/],
         [['--account', 'acme', '--env', 'Customer', '--default-env', 'Testing'], /--default-env Testing contradicts --env Customer/],
       ];
@@ -235,6 +236,18 @@ for (const backend of BACKENDS) {
       const twice = await ugs('token', 'revoke', String(victim.id));
       assert.notEqual(twice.code, 0);
       assert.match(twice.stderr, new RegExp(`no active API token with id ${victim.id}`));
+    });
+
+    it('token revoke takes an id in plain digits only: 1e3, 0x1, 1.0 or -1 is a usage error that revokes nothing', async () => {
+      const revocations = async () =>
+        JSON.parse((await ugs('token', 'list', '--account', 'acme', '--json')).stdout).map((r: { id: number; revoked_at: string | null }) => [r.id, r.revoked_at]);
+      const before = await revocations();
+      for (const id of ['1e3', '0x1', '1.0', '-1', '0', ' 1', '1_000', '99999999999999999']) {
+        const r = await ugs('token', 'revoke', id);
+        assert.equal(r.code, 2, `revoke ${JSON.stringify(id)}: ${r.stdout}${r.stderr}`);
+        assert.match(r.stderr, /a token id \(see: ugs token list\) is a whole number from 1 to \d+, in plain digits/);
+      }
+      assert.deepEqual(await revocations(), before, 'nothing was revoked');
     });
 
     it('audit prints the history of an account and of one user group, newest first, without tokens', async () => {

@@ -216,6 +216,21 @@ for (const backend of BACKENDS) {
       assert.equal(again.body.error.code, 'token_not_found');
     });
 
+    it('rotation without grace ends every earlier token at once, also those still in the grace period of an earlier rotation', async () => {
+      clock = START;
+      const group = await createGroup({ user_group_id: 'rot-leak' });
+      const second = await rotate(group.token, 86_400); // T1 stays good for a day on the embed side
+      const third = await rotate(second, 3600); // T2 too, for an hour
+      for (const token of [group.token, second, third]) assert.equal((await context(t, `Bearer ${token}`)).status, 200);
+      const fourth = await rotate(third, 0); // a leak: end them all now
+      for (const token of [group.token, second, third]) {
+        const res = await context(t, `Bearer ${token}`);
+        assert.equal(res.status, 401, 'an earlier token');
+        assert.equal(res.body.error.code, 'invalid_token');
+      }
+      assert.equal((await context(t, `Bearer ${fourth}`)).status, 200);
+    });
+
     it('rotation with grace: a retired token sees later changes to its group', async () => {
       clock = START;
       const group = await createGroup({ user_group_id: 'rot-grace-update', name: 'Before' });

@@ -150,6 +150,7 @@ for (const backend of BACKENDS) {
         server.baseUrl,
         `POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nAuthorization: Token ${apiToken}\r\n\r\n${body.slice(0, 5)}`,
       );
+      await new Promise((resolve) => setTimeout(resolve, 300)); // its headers have reached the server
       const signalled = Date.now();
       const stopping = server.stop('SIGTERM');
       await new Promise((resolve) => setTimeout(resolve, 500));

@@ -215,7 +215,7 @@ for (const backend of BACKENDS) {
 
 for (const backend of BACKENDS) {
   describe(`[${backend}] retired tokens`, () => {
-    it('a rotation drops the group\'s retired tokens whose grace period is over, keeping live ones', async () => {
+    it('a rotation with grace drops the group\'s retired tokens whose grace period is over, keeping live ones; one without grace drops them all', async () => {
       let clock = new Date('2026-11-22T10:00:00.000Z');
       const t = await startTestApp(backend, { now: () => clock });
       try {
@@ -231,8 +231,10 @@ for (const backend of BACKENDS) {
         const count = async () => (await t.handle.db.selectFrom('retired_tokens').select('token_hash').execute()).length;
         assert.equal(await count(), 2);
         clock = new Date('2026-11-22T10:05:00.000Z'); // #1 is over, #2 is not
+        current = await rotate(current, 30); // retired #3, live until 10:05:30
+        assert.equal(await count(), 2, 'the still-live #2, and #3');
         await rotate(current, 0);
-        assert.equal(await count(), 1, 'only the still-live retired token remains');
+        assert.equal(await count(), 0, 'a rotation without grace ends every earlier token');
       } finally {
         await t.close();
       }

@@ -9,8 +9,7 @@ import type { AccountRow, ApiTokenRow, Database, Environment } from '../db/schem
 import { inTransaction } from '../db/transaction.ts';
 import { ensureAccount, findAccountBySlug } from '../accounts/accounts.repository.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
-import { credentialFromAuthorization, generateToken, hashToken, tokenKind, tokenStart } from './token-format.ts';
-import { looksLikeJws } from '../embed/embed-token.ts';
+import { credentialFromAuthorization, generateToken, hashToken, looksLikeJws, tokenKind, tokenStart } from './token-format.ts';
 import { preparedQuery } from '../db/prepared-query.ts';
 import type { Principal, Scope } from './principal.ts';
 

@@ -29,6 +29,24 @@ export function tokenKind(token: string): TokenKind | null {
   return match[1] === PREFIX.api ? 'api' : 'user_group';
 }
 
+const MAX_JWS_LENGTH = 4096;
+const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/** Three base64url parts: a compact JWS (a short-lived embed token), as opposed to a `ugs_…` token. */
+export function looksLikeJws(token: string): boolean {
+  return token.length <= MAX_JWS_LENGTH && JWS_SHAPE.test(token);
+}
+
+/**
+ * A JWS whose parts are spelled the one way base64url encodes their bytes. Decoders ignore
+ * the unused low bits of a part's last character, so without this one token would have up to
+ * 16 spellings, each with a rate-limit budget of its own.
+ */
+export function isCanonicalJws(token: string): boolean {
+  if (!looksLikeJws(token)) return false;
+  return token.split('.').every((part) => Buffer.from(part, 'base64url').toString('base64url') === part);
+}
+
 const AUTHORIZATION = /^(?:Token|Bearer)\s+(\S+)\s*$/i;
 
 /**

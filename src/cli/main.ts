@@ -39,15 +39,24 @@ function scopes(value: string): Scope[] {
   return [...new Set(list)] as Scope[];
 }
 
-function positiveId(value: string): number {
-  const id = Number(value);
-  if (!Number.isSafeInteger(id) || id < 1) throw new InvalidArgumentError('a token id is a positive integer (see: ugs token list)');
-  return id;
+/** A whole number written in plain digits: `1e3`, `0x10`, `1.0` or ` 7` are usage errors, never another number. */
+function integerIn(min: number, max: number, what: string) {
+  return (value: string): number => {
+    const n = /^[0-9]{1,16}$/.test(value) ? Number(value) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${what} is a whole number from ${min} to ${max}, in plain digits`);
+    return n;
+  };
 }
+
+const tokenId = integerIn(1, Number.MAX_SAFE_INTEGER, 'a token id (see: ugs token list)');
+
+/** The longest --expires-in: beyond it a date is not worth writing (and past year 275760 not even valid). */
+const MAX_LIFETIME_MS = 100 * 365 * 86_400_000;
 
 function duration(value: string): number {
   const ms = parseDuration(value);
   if (ms === null) throw new InvalidArgumentError('a duration is a number and a unit: 30s, 15m, 12h, 30d or 1w');
+  if (ms > MAX_LIFETIME_MS) throw new InvalidArgumentError('a lifetime is at most 36500d (100 years); leave --expires-in out for a token that does not expire');
   return ms;
 }
 
@@ -156,7 +165,7 @@ export function buildCli(): Command {
   token
     .command('revoke')
     .description('revoke an API token: refused on every instance within a second')
-    .argument('<id>', 'token id (see: ugs token list)', positiveId)
+    .argument('<id>', 'token id (see: ugs token list)', tokenId)
     .option('--json', 'print JSON')
     .action(async (id: number, opts: { json?: boolean }) => {
       const revoked = await withDatabase((h) => revokeApiToken(h, id, CLI_ACTOR, new Date()));
@@ -179,11 +188,7 @@ export function buildCli(): Command {
     .requiredOption('--account <slug>', 'the account', slug)
     .option('--user-group-id <id>', 'only this user group')
     .addOption(new Option('--env <environment>', 'environment of the user group').choices(['Customer', 'Testing']).default('Customer'))
-    .option('--limit <n>', 'how many entries', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 10000) throw new InvalidArgumentError('limit is 1-10000');
-      return n;
-    }, 100)
+    .option('--limit <n>', 'how many entries (1-10000)', integerIn(1, 10_000, 'the limit'), 100)
     .option('--json', 'print JSON')
     .action(async (opts: { account: string; userGroupId?: string; env: Environment; limit: number; json?: boolean }) => {
       const rows = await withDatabase(async (h) => {
@@ -218,11 +223,7 @@ export function buildCli(): Command {
   keys
     .command('reencrypt')
     .description('re-seal every user group token under the newest key, in batches, while the server runs')
-    .option('--batch-size <n>', 'rows per transaction', (v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 10000) throw new InvalidArgumentError('batch size is 1-10000');
-      return n;
-    }, 500)
+    .option('--batch-size <n>', 'rows per transaction (1-10000)', integerIn(1, 10_000, 'the batch size'), 500)
     .option('--json', 'print JSON')
     .action(async (opts: { batchSize: number; json?: boolean }) => {
       const keyring = configuredKeyring();

@@ -96,7 +96,7 @@ export function loadKeyring(secretKeys: string[], keyFile: string): { keyring: K
   if (secretKeys.length > 0) return { keyring: new Keyring(secretKeys.map(parseSecretKey)), createdKeyFile: false };
   let createdKeyFile = false;
   if (!fs.existsSync(keyFile)) {
-    fs.mkdirSync(path.dirname(path.resolve(keyFile)), { recursive: true });
+    fs.mkdirSync(path.dirname(path.resolve(keyFile)), { recursive: true, mode: 0o700 });
     const temporary = `${keyFile}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
     fs.writeFileSync(temporary, crypto.randomBytes(KEY_BYTES).toString('base64') + '\n', { mode: 0o600 });
     try {
@@ -110,4 +110,10 @@ export function loadKeyring(secretKeys: string[], keyFile: string): { keyring: K
   }
   const lines = fs.readFileSync(keyFile, 'utf8').split('\n').filter((l) => l.trim());
   return { keyring: new Keyring(lines.map(parseSecretKey)), createdKeyFile };
+}
+
+/** The permission bits of a key file that other users can read or write, or null when only its owner can. */
+export function keyFileExposure(keyFile: string): string | null {
+  const mode = fs.statSync(keyFile).mode & 0o777;
+  return (mode & 0o077) === 0 ? null : `0${mode.toString(8)}`;
 }

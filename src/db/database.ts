@@ -43,7 +43,10 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
 
 function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   if (!file) throw new Error('DATABASE_URL=sqlite:<file path> needs a file path');
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  // The hot reads use a second connection to the same file (direct-reads.ts), which an
+  // in-memory database cannot have: it would be another, empty database.
+  if (file === ':memory:' || file.startsWith('file:')) throw new Error('DATABASE_URL=sqlite: needs a file path (an in-memory database cannot be shared by two connections)');
+  createPrivately(file);
   const connection = new SQLite(file);
   // WAL lets readers run beside the one writer, also across processes sharing the file;
   // synchronous=FULL makes an acknowledged commit survive a power cut, not only a crash.
@@ -56,17 +59,15 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   connection.pragma('busy_timeout = 0');
   connection.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: options.onQuery });
-  // An in-memory database exists once per connection: a second one would read another,
-  // empty database, so there the hot reads stay on Kysely's connection.
-  const reader = file === ':memory:' ? undefined : sqliteDirectReader(file, options.onQuery);
-  if (reader) attachDirectReader(db, reader);
+  const reader = sqliteDirectReader(file, options.onQuery);
+  attachDirectReader(db, reader);
   return {
     db,
     dialect: 'sqlite',
     description: `sqlite:${file}`,
     lockWaitMs: options.lockWaitMs,
     close: async () => {
-      await reader?.close();
+      await reader.close();
       await db.destroy();
     },
   };
@@ -103,6 +104,16 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     pool,
     close: () => db.destroy(),
   };
+}
+
+/**
+ * The database file holds sealed tokens and token hashes: a new file and the directories
+ * made for it are readable by their owner only. SQLite gives the -wal and -shm files the
+ * database file's mode. An existing file or directory is left as it is.
+ */
+function createPrivately(file: string): void {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true, mode: 0o700 });
+  fs.closeSync(fs.openSync(file, 'a', 0o600));
 }
 
 const STATEMENT_CACHE_SIZE = 256;

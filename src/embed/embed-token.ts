@@ -6,14 +6,13 @@
 // and the optional embed_id and origin the token is bound to.
 import { SignJWT, jwtVerify, type JWTPayload } from 'jose';
 import type { Keyring } from '../crypto/keyring.ts';
+import { isCanonicalJws } from '../auth/token-format.ts';
 
 const PURPOSE = 'embed-token';
 const ISSUER = 'ugs';
 const AUDIENCE = 'ugs:embed';
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
 const TYPE = 'ugs-embed+jwt';
-const MAX_LENGTH = 4096;
-const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const DECIMAL_ID = /^[1-9][0-9]{0,15}$/;
 
 export interface EmbedBinding {
@@ -25,11 +24,6 @@ export interface EmbedBinding {
 
 export interface EmbedClaims extends EmbedBinding {
   expiresAt: Date;
-}
-
-/** Three base64url parts: a compact JWS, as opposed to a `ugs_…` token. */
-export function looksLikeJws(token: string): boolean {
-  return token.length <= MAX_LENGTH && JWS_SHAPE.test(token);
 }
 
 export async function signEmbedToken(
@@ -57,6 +51,7 @@ export async function signEmbedToken(
 
 /** The claims of a genuine, unexpired embed token; undefined for anything else. */
 export async function verifyEmbedToken(keyring: Keyring, token: string, now: Date): Promise<EmbedClaims | undefined> {
+  if (!isCanonicalJws(token)) return undefined;
   let payload: JWTPayload;
   try {
     ({ payload } = await jwtVerify(

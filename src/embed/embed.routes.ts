@@ -76,8 +76,7 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
             origin: request.headers.origin,
             embedId: (request.query as EmbedContextQueryInput).embed_id,
           });
-          // Per-user data: no shared cache may keep it.
-          return sendJson(reply.header('cache-control', 'no-store'), 200, embedContextJson(row));
+          return sendJson(reply, 200, embedContextJson(row));
         },
       );
     },

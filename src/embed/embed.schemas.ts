@@ -1,16 +1,16 @@
 // The embed side's schemas, declared once: validation, response allow-lists (no token can
 // reach a response that is serialized from these) and the OpenAPI document.
 import { Type, type Static } from 'typebox';
+import { PLAIN_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
 
-const NO_CONTROL = '^[^\\u0000-\\u001F\\u007F]*$';
 
 export const EMBED_TOKEN_MIN_SECONDS = 60;
 export const EMBED_TOKEN_MAX_SECONDS = 2_592_000;
 export const EMBED_TOKEN_DEFAULT_SECONDS = 86_400;
 
 const embedId = (description: string) =>
-  Type.String({ minLength: 1, maxLength: 256, pattern: NO_CONTROL, description: `${description} 1-256 characters, no control characters.`, examples: ['sales-overview'] });
+  Type.String({ minLength: 1, maxLength: 256, pattern: PLAIN_TEXT, description: `${description} 1-256 characters, no control characters.`, examples: ['sales-overview'] });
 
 export const EmbedContextQuery = Type.Object(
   {

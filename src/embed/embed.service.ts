@@ -5,12 +5,12 @@
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { AppError, validationFailed } from '../errors.ts';
-import { credentialFromAuthorization, hashToken, tokenKind } from '../auth/token-format.ts';
+import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
 import { findGroupByCurrentTokenHash, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroupRow } from './embed.repository.ts';
-import { looksLikeJws, signEmbedToken, verifyEmbedToken } from './embed-token.ts';
+import { signEmbedToken, verifyEmbedToken } from './embed-token.ts';
 import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
 
 export interface EmbedDeps {

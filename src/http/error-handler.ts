@@ -6,6 +6,7 @@ import { AppError } from '../errors.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { validationError } from './validation.ts';
 import { BODY_LIMIT_BYTES } from './json-body.ts';
+import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
@@ -27,8 +28,15 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: A
   return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(error, request.id));
 }
 
-function translate(err: FastifyError, request: FastifyRequest): AppError {
+/** The client hung up before its request arrived: its stream errors, but nothing is wrong here. */
+function clientHungUp(request: FastifyRequest): boolean {
+  return request.raw.destroyed && request.raw.complete === false;
+}
+
+function translate(err: FastifyError, request: FastifyRequest, warnUnavailable: ThrottledWarning): AppError {
   if (err instanceof AppError) return err;
+  // Before the driver-error checks: a reset of the client's own socket is not the database's.
+  if (clientHungUp(request)) return new AppError('bad_request', 'the client closed the connection before the request arrived');
   if (err.validation) return validationError(err.validation, err.validationContext ?? 'body');
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -40,7 +48,7 @@ function translate(err: FastifyError, request: FastifyRequest): AppError {
       return new AppError('invalid_json', 'request body is not valid JSON');
   }
   if (isDatabaseUnavailable(err)) {
-    request.log.warn({ err: { code: err.code, message: err.message } }, 'database unavailable');
+    warnUnavailable(err, 'database unavailable: answering 503', request);
     return new AppError('unavailable', 'the database is unavailable; retry shortly', {
       headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
     });
@@ -53,7 +61,8 @@ function translate(err: FastifyError, request: FastifyRequest): AppError {
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, request, translate(err, request)));
+  const warnUnavailable = throttledWarning(app.log);
+  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, request, translate(err, request, warnUnavailable)));
 
   app.setNotFoundHandler(notFoundHandler(app));
 }

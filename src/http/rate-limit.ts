@@ -15,6 +15,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { credentialFromAuthorization, hashToken } from '../auth/token-format.ts';
+import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
 
 export type RateLimitSettings = Pick<
   Config,
@@ -34,7 +35,6 @@ const EMBED_PREFIX = '/api/embed/';
 const REDIS_READY_WAIT_MS = 2000;
 /** A Redis command slower than this counts as a failure: the request goes on unlimited. */
 const REDIS_COMMAND_TIMEOUT_MS = 250;
-const WARN_EVERY_MS = 10_000;
 
 /** The SHA-256 of the credential in the Authorization header, or null if there is none. */
 function credentialHash(request: FastifyRequest): string | null {
@@ -45,24 +45,7 @@ function credentialHash(request: FastifyRequest): string | null {
   return credential ? hashToken(credential) : null;
 }
 
-/** A throttled warning, so a Redis outage gives a log line every few seconds, not one per request. */
-function throttledWarning(app: FastifyInstance) {
-  let lastAt = 0;
-  let suppressed = 0;
-  return (err: unknown, message: string, request?: FastifyRequest) => {
-    const now = Date.now();
-    if (now - lastAt < WARN_EVERY_MS) {
-      suppressed++;
-      return;
-    }
-    lastAt = now;
-    const log = request?.log ?? app.log;
-    log.warn({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code }, suppressed }, message);
-    suppressed = 0;
-  };
-}
-
-async function connectRedis(app: FastifyInstance, url: string, warn: ReturnType<typeof throttledWarning>): Promise<Redis> {
+async function connectRedis(app: FastifyInstance, url: string, warn: ThrottledWarning): Promise<Redis> {
   const redis = new Redis(url, {
     // Fail fast instead of queueing commands while disconnected: the request goes on unlimited.
     enableOfflineQueue: false,
@@ -95,7 +78,7 @@ export async function registerRateLimits(app: FastifyInstance, settings: RateLim
   const policyOf = (key: string) => (key.startsWith('embed:') ? embed : management);
   // Both off: no hook at all, rather than one that runs on every request to do nothing.
   if (management.max === 0 && embed.max === 0) return;
-  const warn = throttledWarning(app);
+  const warn = throttledWarning(app.log);
 
   const redis = settings.redisUrl ? await connectRedis(app, settings.redisUrl, warn) : undefined;
   await app.register(rateLimit, {

@@ -1,4 +1,4 @@
-// Request ids and the one log line per request. A caller's X-Request-Id is kept when it is
+// Request ids, the headers every answer carries, and the one log line per request. A caller's X-Request-Id is kept when it is
 // a plain token of characters (so ids can follow a request across services); anything else
 // is replaced. Logs carry the route, never the query string, headers or bodies, so no token
 // can reach them.
@@ -9,12 +9,14 @@ import type { FastifyInstance } from 'fastify';
 const CALLER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // Ids need to be unique, not secret: a random prefix per process (so instances and restarts
 // do not collide) and a counter, instead of random bytes on every request.
-const PROCESS_PREFIX = `req_${crypto.randomBytes(6).toString('hex')}`;
+const ISSUED_PREFIX = 'req_';
+const PROCESS_PREFIX = `${ISSUED_PREFIX}${crypto.randomBytes(6).toString('hex')}`;
 let sequence = 0;
 
 export function generateRequestId(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
-  if (typeof given === 'string' && CALLER_ID.test(given)) return given;
+  // Never one that looks like ours: a log reader must be able to tell which ids we issued.
+  if (typeof given === 'string' && CALLER_ID.test(given) && !given.startsWith(ISSUED_PREFIX)) return given;
   sequence = (sequence + 1) % Number.MAX_SAFE_INTEGER;
   return `${PROCESS_PREFIX}${sequence.toString(36).padStart(6, '0')}`;
 }
@@ -23,6 +25,8 @@ export function registerRequestContext(app: FastifyInstance): void {
   // Callback-style hooks: an async hook costs a promise per request for no gain here.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // Every /api answer, errors included: some carry tokens, all are per caller.
+    if (request.url.startsWith('/api/')) reply.header('cache-control', 'no-store');
     done();
   });
   // A response ready before its request's body has (all) arrived (a route that takes no body,

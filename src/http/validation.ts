@@ -2,7 +2,7 @@
 // silently removed); query strings are text by nature, so numbers and booleans there are
 // coerced. Ajv's errors become the API's `validation_failed` with one detail per problem.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import type { FastifyInstance, FastifySchemaValidationError } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { AppError, type ErrorDetail } from '../errors.ts';
 
 const common = { strict: false, allErrors: true, useDefaults: false, removeAdditional: false } as const;
@@ -53,7 +53,7 @@ const RULE_BY_ISSUE: Record<string, (e: ErrorObject) => string> = {
   wrong_type: (e) => (e.keyword === 'type' ? `must be of type ${String(e.params.type).replace(',', ' or ')}` : 'has the wrong type'),
   too_short: (e) => `must be at least ${e.params.limit} characters`,
   too_long: (e) => `must be at most ${e.params.limit} characters`,
-  invalid_characters: () => 'must not contain control characters or be only white space',
+  invalid_characters: () => 'must be plain text: no control characters or unpaired surrogates, and not only white space',
   not_allowed: (e) => `must be one of ${((e.params.allowedValues as unknown[]) ?? [e.params.allowedValue]).map((v) => JSON.stringify(v)).join(', ')}`,
   too_small: (e) => `must be at least ${e.params.limit}`,
   too_large: (e) => `must be at most ${e.params.limit}`,
@@ -109,4 +109,21 @@ export function validationError(errors: FastifySchemaValidationError[], part: st
   }
   const { details, message } = detailsFromAjv(errors as ErrorObject[], part);
   return new AppError('validation_failed', message, { details });
+}
+
+/**
+ * A query string whose percent-escapes are not UTF-8 (`%ED%A0%80` is a lone surrogate) is
+ * refused. The query parser would keep such an escape as its literal text, so `%ED` and
+ * `%25ED` would both name the id "%ED". Only a query with a `%` in it costs a decoding.
+ */
+export function refuseMalformedQuery(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  const url = request.url;
+  const start = url.indexOf('?');
+  if (start === -1 || url.indexOf('%', start) === -1) return done();
+  try {
+    decodeURIComponent(url.slice(start + 1));
+  } catch {
+    return done(new AppError('validation_failed', 'the query string holds a percent-escape that is not UTF-8', { details: [{ field: 'querystring', issue: 'invalid_encoding' }] }));
+  }
+  done();
 }

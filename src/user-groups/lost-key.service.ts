@@ -6,6 +6,7 @@ import { generateToken, hashToken } from '../auth/token-format.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { sealingKeyId } from '../crypto/stored-keys.ts';
+import { dropRetiredTokens } from './user-groups.repository.ts';
 
 export interface ReissueOutcome {
   key_id: string;
@@ -55,7 +56,7 @@ export async function reissueTokensOfLostKey(
           .returning(['team_id', 'account_id', 'environment', 'provided_id'])
           .executeTakeFirst();
         if (!replaced) continue;
-        await trx.deleteFrom('retired_tokens').where('team_id', '=', row.team_id).execute();
+        await dropRetiredTokens(trx, row.team_id);
         await appendAudit(trx, {
           accountId: replaced.account_id,
           subjectType: 'user_group',

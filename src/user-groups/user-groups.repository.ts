@@ -110,6 +110,11 @@ export async function purgeExpiredRetiredTokens(db: Kysely<Database>, teamId: nu
   await db.deleteFrom('retired_tokens').where('team_id', '=', teamId).where('expires_at', '<=', now).execute();
 }
 
+/** Drops every retired token of a group, in its grace period or not. */
+export async function dropRetiredTokens(db: Kysely<Database>, teamId: number): Promise<void> {
+  await db.deleteFrom('retired_tokens').where('team_id', '=', teamId).execute();
+}
+
 export async function retireToken(db: Kysely<Database>, tokenHash: string, teamId: number, expiresAt: string): Promise<void> {
   await db.insertInto('retired_tokens').values({ token_hash: tokenHash, team_id: teamId, expires_at: expiresAt }).execute();
 }

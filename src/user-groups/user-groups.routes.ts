@@ -110,10 +110,6 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
       },
     },
     async (request, reply) => {
-      const override = request.headers['x-http-method-override'];
-      if (override !== undefined) {
-        throw validationFailed('X-HTTP-Method-Override', 'not_allowed', 'X-HTTP-Method-Override supports only GET on POST /api/user');
-      }
       const body = request.body as Record<string, unknown> & UserGroupInput & { current_token?: string; grace_period_seconds?: number };
       if (body.current_token !== undefined) {
         const extra = Object.keys(body).filter((field) => !ROTATE_FIELDS.has(field));

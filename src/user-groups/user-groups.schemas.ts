@@ -1,11 +1,10 @@
 // The user group API's schemas, declared once: they validate requests, shape (and
 // allow-list) responses, give the handlers their types and write the OpenAPI document.
 import { Type, type Static } from 'typebox';
+import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
 
-// No control characters (U+0000–U+001F, U+007F); the id must also hold something other
-// than white space. Lengths count Unicode code points; ids are never trimmed.
-const NO_CONTROL = '^[^\\u0000-\\u001F\\u007F]*$';
-const NOT_BLANK_NO_CONTROL = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F]*$';
+// Text is plain (text.schemas.ts); an id must also hold something other than white space.
+// Lengths count Unicode code points; ids are never trimmed.
 
 export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
   description: 'The environment: `Customer` (production) or `Testing`. Absent: the API token\'s default environment.',
@@ -14,7 +13,7 @@ export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
 export const UserGroupIdString = Type.String({
   minLength: 1,
   maxLength: 256,
-  pattern: NOT_BLANK_NO_CONTROL,
+  pattern: NOT_BLANK_PLAIN_TEXT,
   description: 'Your id for this user group: 1-256 characters, no control characters, not only white space. Case-sensitive, never trimmed.',
   examples: ['example_1'],
 });
@@ -27,7 +26,7 @@ export const UserGroupId = Type.Union(
 export const Name = Type.String({
   minLength: 1,
   maxLength: 256,
-  pattern: NO_CONTROL,
+  pattern: PLAIN_TEXT,
   description: 'Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation.',
   examples: ['Example 1'],
 });
@@ -148,7 +147,7 @@ export const ListQuery = Type.Object(
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'Page size, 1-500 (default 100).' })),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The next_cursor of the previous page.' })),
     q: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 256, pattern: NO_CONTROL, description: 'Only groups whose user_group_id or name starts with this (case-sensitive).' }),
+      Type.String({ minLength: 1, maxLength: 256, pattern: PLAIN_TEXT, description: 'Only groups whose user_group_id or name starts with this (case-sensitive).' }),
     ),
   },
   { additionalProperties: false },

@@ -15,6 +15,7 @@ import {
   findUserGroup,
   insertUserGroupIfAbsent,
   listUserGroups,
+  dropRetiredTokens,
   purgeExpiredRetiredTokens,
   retireToken,
   swapUserGroupToken,
@@ -176,8 +177,14 @@ export async function rotateUserGroupToken(
     });
     if (!swapped) return undefined;
     assertEnvironmentAllowed(principal, swapped.environment); // throws: the swap is rolled back
-    await purgeExpiredRetiredTokens(trx, swapped.team_id, at.toISOString());
-    if (grace > 0) await retireToken(trx, oldHash, swapped.team_id, new Date(at.getTime() + grace * 1000).toISOString());
+    if (grace > 0) {
+      await purgeExpiredRetiredTokens(trx, swapped.team_id, at.toISOString());
+      await retireToken(trx, oldHash, swapped.team_id, new Date(at.getTime() + grace * 1000).toISOString());
+    } else {
+      // No grace: the answer to a leak. Every earlier token ends now, those still in the
+      // grace period of an earlier rotation too (docs/api.md, "Rotation").
+      await dropRetiredTokens(trx, swapped.team_id);
+    }
     await audit(trx, swapped, 'user_group.rotate', actor, at);
     return swapped;
   });

@@ -47,7 +47,7 @@ export interface TestApp {
   /** Issues an API token (account "acme" unless told otherwise) and returns it with its id. */
   issueToken(options?: TokenOptions): Promise<{ id: number; token: string }>;
   revokeToken(id: number): Promise<void>;
-  request(method: string, path: string, options?: RequestOptions): Promise<HttpResult>;
+  request(method: string, path: string, options?: RequestOptions & { bearer?: string }): Promise<HttpResult>;
   close(): Promise<void>;
 }
 
