@@ -6,7 +6,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { Keyring } from './crypto/keyring.ts';
-import { ApiTokenAuthenticator } from './auth/api-tokens.service.ts';
+import { ApiTokenAuthenticator } from './auth/api-token-authenticator.ts';
 import { registerApiTokenAuth } from './auth/authenticate.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodyParsing } from './http/json-body.ts';
@@ -45,7 +45,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     // HEAD on get-or-create would create groups from a "safe" method: answer 405 instead.
     exposeHeadRoutes: false,
-    routerOptions: { constraints: { methodOverride: methodOverrideStrategy } as never },
+    routerOptions: { constraints: { methodOverride: methodOverrideStrategy } },
     return503OnClosing: false, // refuseRequestsWhileClosing answers them in the API's envelope
     // No connection is held forever (docs/api.md, "Timeouts"). Node checks them every
     // connectionsCheckingInterval, so a timeout fires at most a quarter of it late.
@@ -66,24 +66,24 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // After authentication, like every 400.
   app.addHook('preValidation', refuseOtherOverrides);
   app.addHook('preValidation', refuseMalformedQuery);
-  await registerRateLimits(app, config); // before every route, so that each one inherits it
+  const metrics = deps.metrics ?? createMetrics();
+  await registerRateLimits(app, config, metrics); // before every route, so that each one inherits it
 
   await app.register(swagger, { openapi: openApiInfo, transform: showGetBodies });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   registerOperationalRoutes(app, deps.database);
-  const metrics = deps.metrics ?? createMetrics();
   metrics.watchDatabase(deps.database);
   registerMetrics(app, metrics);
 
   const tokens = new OpenedTokenCache(deps.keyring, config.tokenCacheSize);
-  const authenticator = new ApiTokenAuthenticator(deps.database.db, now, config.apiTokenCacheMs);
+  const authenticator = new ApiTokenAuthenticator(deps.database.reads, now, config.apiTokenCacheMs);
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
-    registerUserGroupRoutes(api, { database: deps.database, tokens, now });
-    registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now });
+    registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics });
+    registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now, events: metrics });
   });
-  await registerEmbedRoutes(app, { database: deps.database, keyring: deps.keyring, now, corsOrigins: config.corsOrigins });
+  await registerEmbedRoutes(app, { database: deps.database, keyring: deps.keyring, now, events: metrics, corsOrigins: config.corsOrigins });
 
   return app;
 }

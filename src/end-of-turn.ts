@@ -1,7 +1,7 @@
 // Work that waits for the end of the event loop's current turn (its I/O callbacks done), run
 // in one setImmediate pass. Work added during that pass runs in the same pass, not a turn
 // later: a GET body read at the end of the turn leads to a lookup that is batched at the end
-// of the turn (direct-reads.ts), and with two separate setImmediate calls that lookup would
+// of the turn (hot-reads.ts), and with two separate setImmediate calls that lookup would
 // miss its batch and wait a whole turn (measured: half the batch size for get-or-create with
 // a JSON body).
 

@@ -1,4 +1,4 @@
-// API token authentication, scopes and environments (contract sections 2, 4, 7) and account
+// API token authentication, scopes and environments (docs/api.md, "Requests", "Tokens") and account
 // isolation on every operation of the management API.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';

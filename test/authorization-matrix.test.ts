@@ -1,5 +1,5 @@
 // Every route of the app's route table (operational routes aside) against every way a caller
-// can be wrong about who it is or what it may do. Each cell answers the contract's status
+// can be wrong about who it is or what it may do. Each cell answers the documented status
 // and code, changes nothing, and never shows another account's data. A new route fails this
 // suite until it has a row below.
 import { describe, it, before, after } from 'node:test';

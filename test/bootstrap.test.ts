@@ -1,4 +1,4 @@
-// First start on an empty database (contract section 7): an account `default` and one
+// First start on an empty database (docs/api.md, "Tokens"): an account `default` and one
 // read,write API token, printed once on stderr, so a new user can make a call at once.
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';

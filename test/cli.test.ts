@@ -1,4 +1,4 @@
-// The command-line tool (contract sections 7 and 10), run as a real process against the
+// The command-line tool (README, "API tokens and accounts"), run as a real process against the
 // same database as a real server, which then honours what the tool did.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Races inside one server process, over real sockets: the database, not luck, decides who
-// creates and who rotates (contract section 6).
+// creates and who rotates (docs/api.md, "Concurrency and durability").
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';

@@ -1,5 +1,6 @@
-// What a process's end does to data: an acknowledged write survives SIGKILL (contract
-// section 6), and SIGTERM stops accepting, finishes what is in flight and exits 0 (section 10).
+// What a process's end does to data: an acknowledged write survives SIGKILL, and SIGTERM stops
+// accepting, finishes what is in flight and exits 0 (docs/api.md, "Concurrency and
+// durability", "Limits and timeouts").
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';

@@ -1,6 +1,6 @@
 // The embed context is written straight from the stored row (src/embed/embed-context.json.ts).
 // It must be what EmbedContextResponse describes, whatever the stored properties hold, and the
-// variables must follow the contract: the two built-ins, then every top-level key of
+// variables must follow docs/api.md, "The embed side": the two built-ins, then every top-level key of
 // properties, the built-ins winning a clash (section 8).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,7 +25,7 @@ function row(properties: unknown, overrides: Partial<EmbedGroupRow> = {}): Embed
   };
 }
 
-/** The contract's variables, computed the plain way. */
+/** The documented variables, computed the plain way. */
 function expectedVariables(r: EmbedGroupRow): Record<string, unknown> {
   const variables: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(r.properties === null ? {} : JSON.parse(r.properties))) {
@@ -48,7 +48,7 @@ const CASES: [string, EmbedGroupRow][] = [
 
 describe('embed context JSON written from stored rows', () => {
   for (const [label, r] of CASES) {
-    it(`validates against EmbedContextResponse and carries the contract's variables (${label})`, () => {
+    it(`validates against EmbedContextResponse and carries the documented variables (${label})`, () => {
       const written = embedContextJson(r);
       const parsed = JSON.parse(written);
       assert.ok(validate(parsed), JSON.stringify(validate.errors));

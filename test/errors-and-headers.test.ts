@@ -1,5 +1,5 @@
 // The error envelope, body framing (size, media type, JSON), methods and paths, and the
-// headers every response carries (contract sections 3 and 4).
+// headers every response carries (docs/api.md, "Requests", "Errors").
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';

@@ -1,5 +1,5 @@
 // Random and mutated requests against every route: no answer is a 5xx, every answer is the
-// contract's envelope with a request id, and a request that fails changes nothing.
+// API's envelope with a request id, and a request that fails changes nothing.
 // Reproduce a failure with FUZZ_SEED=<seed printed by fast-check>; FUZZ_RUNS sets the runs.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The audit log (contract section 9): every change to a user group or an API token is
+// The audit log (docs/api.md, "GET /api/user/history"): every change to a user group or an API token is
 // appended in the same transaction as the change, with the acting token and request id,
 // never a token value; failed requests leave no entry.
 import { describe, it, before, after } from 'node:test';

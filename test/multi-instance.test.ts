@@ -1,5 +1,5 @@
 // Two server processes on one database (one SQLite file; one PostgreSQL database): the
-// concurrency promises of contract section 6 hold across processes, and a revocation made
+// concurrency promises (docs/api.md, "Concurrency and durability") hold across processes, and a revocation made
 // with the command-line tool reaches every instance within a second (section 7).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';

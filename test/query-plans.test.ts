@@ -38,6 +38,8 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[
   { statement: /from "audit_log" where "account_id" = /, postgres: 'audit_log_subject', sqlite: 'USING INDEX audit_log_subject' },
 ];
 const SCANNED_TABLE = /Seq Scan on (user_groups|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|api_tokens|retired_tokens|audit_log)\b/;
+/** A range of every team_id above a cursor, read as an index condition: as costly as a scan. */
+const TEAM_ID_RANGE = /user_groups_pkey[^\n]*\n\s*Index Cond: \(team_id > |USING INTEGER PRIMARY KEY \(rowid>\?\)/;
 
 interface Captured {
   sql: string;
@@ -142,6 +144,7 @@ for (const backend of BACKENDS) {
       const report = plans.map((p) => `${p.sql}\n  ${p.plan.replace(/\n/g, '\n  ')}`).join('\n\n');
       for (const { sql, plan } of plans) {
         assert.doesNotMatch(plan, SCANNED_TABLE, `a table scan:\n${sql}\n${plan}\n\nall plans:\n${report}`);
+        assert.doesNotMatch(plan, TEAM_ID_RANGE, `a scan of every team_id above the cursor:\n${sql}\n${plan}`);
         for (const { statement, ...expected } of EXPECTED_INDEXES) {
           const index = expected[backend];
           if (statement.test(sql)) assert.ok(plan.includes(index), `expected ${index}:\n${sql}\n${plan}`);

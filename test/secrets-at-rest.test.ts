@@ -1,4 +1,4 @@
-// Secrets at rest and in logs (contract sections 7 and 10): a copy of the database reveals no
+// Secrets at rest and in logs (docs/api.md, "Tokens"): a copy of the database reveals no
 // usable API token or user group token, and the server's output never holds a token, while
 // its request logs are JSON lines with request id, route, status and latency.
 import { describe, it, before, after } from 'node:test';

@@ -1,4 +1,4 @@
-// POST /api/user without current_token: create (contract sections 2, 3, 4, 5).
+// POST /api/user without current_token: create (docs/api.md, "The user group", "POST /api/user: create").
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKENDS } from './helpers/backends.ts';

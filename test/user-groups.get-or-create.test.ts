@@ -1,5 +1,5 @@
 // GET /api/user: get or create, identified by JSON body, query string or POST with
-// X-HTTP-Method-Override: GET (contract section 5).
+// X-HTTP-Method-Override: GET (docs/api.md, "GET /api/user: get or create").
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKENDS } from './helpers/backends.ts';

@@ -1,4 +1,4 @@
-// GET /api/users: keyset-paginated listing (contract section 5).
+// GET /api/users: keyset-paginated listing (docs/api.md, "GET /api/users: list").
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKENDS } from './helpers/backends.ts';

@@ -1,4 +1,4 @@
-// POST /api/user with current_token: rotate a user group token (contract section 5).
+// POST /api/user with current_token: rotate a user group token (docs/api.md, "POST /api/user: rotate").
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKENDS } from './helpers/backends.ts';

@@ -1,4 +1,4 @@
-// PUT /api/user (update) and DELETE /api/user (contract section 5).
+// PUT /api/user (update) and DELETE /api/user (docs/api.md, "Operations").
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKENDS } from './helpers/backends.ts';

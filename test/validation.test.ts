@@ -1,4 +1,4 @@
-// Field rules and limits of request bodies (contract section 3), through HTTP.
+// Field rules and limits of request bodies (docs/api.md, "The user group"), through HTTP.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKENDS } from './helpers/backends.ts';

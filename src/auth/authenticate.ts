@@ -1,7 +1,7 @@
 // The management API's authentication hook: every route behind it sees request.principal.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Actor } from '../audit/audit.repository.ts';
-import type { ApiTokenAuthenticator } from './api-tokens.service.ts';
+import type { ApiTokenAuthenticator } from './api-token-authenticator.ts';
 import type { Principal } from './principal.ts';
 
 declare module 'fastify' {

@@ -17,7 +17,7 @@ export interface Principal {
   defaultEnvironment: Environment;
 }
 
-/** `write` is "everything" (contract section 7), so it includes what `read` allows. */
+/** `write` is "everything" (docs/api.md, "Tokens"), so it includes what `read` allows. */
 export function hasScope(principal: Principal, scope: Scope): boolean {
   return principal.scopes.has(scope) || principal.scopes.has('write');
 }

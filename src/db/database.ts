@@ -6,13 +6,16 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type LogEvent, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
-import { postgresDirectReader, sqliteDirectReader } from './direct-reads.ts';
-import { attachDirectReader } from './prepared-query.ts';
+import { BoundedMap } from '../bounded-map.ts';
+import { postgresHotReads, sqliteHotReads, type HotReads } from './hot-reads.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface DatabaseHandle {
+  /** Transactions and every query that is not a hot read (Kysely). */
   db: Kysely<Database>;
+  /** The hot reads (hot-reads.ts): committed rows, batched per event-loop turn. */
+  reads: HotReads;
   dialect: Dialect;
   /** A redacted description for logs (never a password). */
   description: string;
@@ -43,7 +46,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
 
 function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   if (!file) throw new Error('DATABASE_URL=sqlite:<file path> needs a file path');
-  // The hot reads use a second connection to the same file (direct-reads.ts), which an
+  // The hot reads use a second connection to the same file (hot-reads.ts), which an
   // in-memory database cannot have: it would be another, empty database.
   if (file === ':memory:' || file.startsWith('file:')) throw new Error('DATABASE_URL=sqlite: needs a file path (an in-memory database cannot be shared by two connections)');
   createPrivately(file);
@@ -59,15 +62,15 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   connection.pragma('busy_timeout = 0');
   connection.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: options.onQuery });
-  const reader = sqliteDirectReader(file, options.onQuery);
-  attachDirectReader(db, reader);
+  const reads = sqliteHotReads(db, file, options.onQuery);
   return {
     db,
+    reads,
     dialect: 'sqlite',
     description: `sqlite:${file}`,
     lockWaitMs: options.lockWaitMs,
     close: async () => {
-      await reader.close();
+      await reads.close();
       await db.destroy();
     },
   };
@@ -96,9 +99,9 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
   pool.on('error', () => undefined); // already reported by the client's own listener above
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
-  attachDirectReader(db, postgresDirectReader(pool, options.onQuery));
   return {
     db,
+    reads: postgresHotReads(db, pool, options.onQuery),
     dialect: 'postgres',
     description: redactUrl(url),
     pool,
@@ -125,17 +128,16 @@ const STATEMENT_CACHE_SIZE = 256;
  * after a schema change.
  */
 function withStatementCache(connection: SQLite.Database): SqliteDatabase {
-  const statements = new Map<string, SQLite.Statement>();
+  const statements = new BoundedMap<string, SQLite.Statement>(STATEMENT_CACHE_SIZE);
   return {
     close: () => connection.close(),
     prepare(sqlText: string) {
       let statement = statements.get(sqlText);
       if (!statement) {
         statement = connection.prepare(sqlText);
-        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value as string);
         statements.set(sqlText, statement);
       }
-      return statement as unknown as ReturnType<SqliteDatabase['prepare']>;
+      return statement;
     },
   };
 }

@@ -1,33 +1,18 @@
 // The embed side's reads. Each resolves a token with one indexed lookup and selects only
 // what a dashboard may see (never the token ciphertext).
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/schema.ts';
-import { preparedQuery, type BatchedRow } from '../db/prepared-query.ts';
+import { sql } from 'kysely';
+import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
+import type { HotReads } from '../db/hot-reads.ts';
+import type { UserGroupRow } from '../db/schema.ts';
 
-const EMBED_COLUMNS = [
-  'user_groups.team_id',
-  'user_groups.provided_id',
-  'user_groups.name',
-  'user_groups.environment',
-  'user_groups.is_demo_group',
-  'user_groups.mapping',
-  'user_groups.properties',
-  'user_groups.token_generation',
-] as const;
+/** What the embed side reads of a group: never its token hash or ciphertext. */
+const EMBED_FIELDS = ['team_id', 'provided_id', 'name', 'environment', 'is_demo_group', 'mapping', 'properties', 'token_generation'] as const satisfies readonly (keyof UserGroupRow)[];
+const EMBED_COLUMNS = EMBED_FIELDS.map((field) => `user_groups.${field}` as const);
 
-export interface EmbedGroupRow {
-  team_id: number;
-  provided_id: string;
-  name: string;
-  environment: 'Customer' | 'Testing';
-  is_demo_group: number;
-  mapping: string | null;
-  properties: string | null;
-  token_generation: number;
-}
+export type EmbedGroupRow = Pick<UserGroupRow, (typeof EMBED_FIELDS)[number]>;
 
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */
-const selectByCurrentTokenHash = preparedQuery(
+const selectByCurrentTokenHash = preparedRead(
   (db, tokenHash: string) => db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.token_hash', '=', tokenHash),
   {
     // PostgreSQL: a batch of lookups in one statement, each one probe of the token hash's
@@ -43,11 +28,11 @@ const selectByCurrentTokenHash = preparedQuery(
   },
 );
 
-export function findGroupByCurrentTokenHash(db: Kysely<Database>, tokenHash: string): Promise<EmbedGroupRow | undefined> {
-  return selectByCurrentTokenHash(db, tokenHash);
+export function findGroupByCurrentTokenHash(reads: HotReads, tokenHash: string): Promise<EmbedGroupRow | undefined> {
+  return reads.first(selectByCurrentTokenHash, tokenHash);
 }
 
-const selectByRetiredTokenHash = preparedQuery((db, tokenHash: string, now: string) =>
+const selectByRetiredTokenHash = preparedRead((db, tokenHash: string, now: string) =>
   db
     .selectFrom('retired_tokens')
     .innerJoin('user_groups', 'user_groups.team_id', 'retired_tokens.team_id')
@@ -58,13 +43,13 @@ const selectByRetiredTokenHash = preparedQuery((db, tokenHash: string, now: stri
 );
 
 /** The group of a token retired by a rotation whose grace period has not ended (primary key of retired_tokens). */
-export function findGroupByRetiredTokenHash(db: Kysely<Database>, tokenHash: string, now: string): Promise<EmbedGroupRow | undefined> {
-  return selectByRetiredTokenHash(db, tokenHash, now);
+export function findGroupByRetiredTokenHash(reads: HotReads, tokenHash: string, now: string): Promise<EmbedGroupRow | undefined> {
+  return reads.first(selectByRetiredTokenHash, tokenHash, now);
 }
 
-const selectByTeamId = preparedQuery((db, teamId: number) => db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.team_id', '=', teamId));
+const selectByTeamId = preparedRead((db, teamId: number) => db.selectFrom('user_groups').select(EMBED_COLUMNS).where('user_groups.team_id', '=', teamId));
 
 /** The group an embed token names (primary key). */
-export function findGroupByTeamId(db: Kysely<Database>, teamId: number): Promise<EmbedGroupRow | undefined> {
-  return selectByTeamId(db, teamId);
+export function findGroupByTeamId(reads: HotReads, teamId: number): Promise<EmbedGroupRow | undefined> {
+  return reads.first(selectByTeamId, teamId);
 }

@@ -3,12 +3,13 @@
 // POST /api/embed_token belongs to the management API and is registered behind its
 // API-token hook.
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import cors from '@fastify/cors';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
-import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse, type EmbedContextQueryInput, type EmbedTokenInput } from './embed.schemas.ts';
+import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse } from './embed.schemas.ts';
 import { issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
 import { embedContextJson } from './embed-context.json.ts';
 import { sendJson } from '../http/json-reply.ts';
@@ -19,7 +20,8 @@ const PREFLIGHT_MAX_AGE_SECONDS = 600;
 
 export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps & Pick<Config, 'corsOrigins'>): Promise<void> {
   await app.register(
-    async (embed) => {
+    async (plugin) => {
+      const embed = plugin.withTypeProvider<TypeBoxTypeProvider>();
       // @fastify/cors would answer an OPTIONS that is not a preflight with a text/plain 400;
       // every answer of this service is the JSON envelope, so refuse it first, in our words.
       embed.addHook('onRequest', async (request) => {
@@ -74,7 +76,7 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
           const row = await resolveEmbedGroup(deps, {
             authorization: request.headers.authorization,
             origin: request.headers.origin,
-            embedId: (request.query as EmbedContextQueryInput).embed_id,
+            embedId: request.query.embed_id,
           });
           return sendJson(reply, 200, embedContextJson(row));
         },
@@ -86,8 +88,8 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
   );
 }
 
-export function registerEmbedTokenRoute(api: FastifyInstance, deps: EmbedDeps): void {
-  api.post(
+export function registerEmbedTokenRoute(app: FastifyInstance, deps: EmbedDeps): void {
+  app.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/embed_token',
     {
       schema: {
@@ -106,6 +108,6 @@ export function registerEmbedTokenRoute(api: FastifyInstance, deps: EmbedDeps): 
         response: { 200: EmbedTokenResponse, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found') },
       },
     },
-    async (request) => issueEmbedToken(deps, principalOf(request), request.body as EmbedTokenInput),
+    async (request) => issueEmbedToken(deps, principalOf(request), request.body),
   );
 }

@@ -1,9 +1,10 @@
-// The embed side (contract, section 8): what an embedded dashboard learns from the token it
+// The embed side (docs/api.md, "The embed side"): what an embedded dashboard learns from the token it
 // holds, and the short-lived embed tokens a backend mints for it. A long-lived user group
 // token resolves by its hash (the current token, else a token still in its grace period);
 // an embed token resolves by its signature, then by its group's current token generation.
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Keyring } from '../crypto/keyring.ts';
+import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError, validationFailed } from '../errors.ts';
 import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
@@ -17,6 +18,7 @@ export interface EmbedDeps {
   database: DatabaseHandle;
   keyring: Keyring;
   now: () => Date;
+  events: Pick<ServiceEvents, 'embedTokenIssued'>;
 }
 
 /** What the browser sent besides the token: the bindings an embed token may demand. */
@@ -53,10 +55,10 @@ async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<E
   }
   if (kind !== 'user_group') throw invalidToken();
   const hash = hashToken(token);
-  const db = deps.database.db;
+  const reads = deps.database.reads;
   // The retired-token table is read only when the token is not a current one: the usual
   // request costs one lookup, a token in its grace period one more.
-  const row = (await findGroupByCurrentTokenHash(db, hash)) ?? (await findGroupByRetiredTokenHash(db, hash, deps.now().toISOString()));
+  const row = (await findGroupByCurrentTokenHash(reads, hash)) ?? (await findGroupByRetiredTokenHash(reads, hash, deps.now().toISOString()));
   if (!row) throw invalidToken();
   return row;
 }
@@ -72,7 +74,7 @@ async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedC
   if (claims.embedId !== undefined && caller.embedId !== claims.embedId) {
     throw new AppError('embed_id_forbidden', 'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)');
   }
-  const row = await findGroupByTeamId(deps.database.db, claims.teamId);
+  const row = await findGroupByTeamId(deps.database.reads, claims.teamId);
   // Deleted (team ids are never reused) or rotated since the token was issued.
   if (!row || row.token_generation !== claims.generation) throw invalidToken();
   return row;
@@ -83,7 +85,7 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
   const environment = resolveEnvironment(principal, input.api_environment_tag);
   const providedId = normalizeUserGroupId(input.user_group_id);
   if (input.origin !== undefined) assertBrowserOrigin(input.origin);
-  const row = await findUserGroup(deps.database.db, { accountId: principal.accountId, environment, providedId });
+  const row = await findUserGroup(deps.database.reads, { accountId: principal.accountId, environment, providedId });
   if (!row) throw new AppError('user_group_not_found', `no user group with user_group_id "${providedId}" in ${environment}`);
   const { token, expiresAt } = await signEmbedToken(
     deps.keyring,
@@ -91,6 +93,7 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
     deps.now(),
     input.expires_in_seconds ?? EMBED_TOKEN_DEFAULT_SECONDS,
   );
+  deps.events.embedTokenIssued();
   return { success: 1, embed_token: token, expires_at: expiresAt.toISOString() };
 }
 

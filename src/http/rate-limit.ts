@@ -13,6 +13,7 @@ import rateLimit from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
+import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError } from '../errors.ts';
 import { credentialFromAuthorization, hashToken } from '../auth/token-format.ts';
 import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
@@ -38,8 +39,9 @@ const REDIS_COMMAND_TIMEOUT_MS = 250;
 
 /** The SHA-256 of the credential in the Authorization header, or null if there is none. */
 function credentialHash(request: FastifyRequest): string | null {
-  // The API-token check (an earlier onRequest hook) has hashed it already.
-  const known = (request as { principal?: { tokenHash?: string } | null }).principal?.tokenHash;
+  // The API-token check (an earlier onRequest hook, auth/authenticate.ts) has hashed it already;
+  // routes outside the management API (the embed side) have no principal.
+  const known = request.principal?.tokenHash;
   if (known) return known;
   const credential = credentialFromAuthorization(request.headers.authorization);
   return credential ? hashToken(credential) : null;
@@ -72,7 +74,7 @@ async function connectRedis(app: FastifyInstance, url: string, warn: ThrottledWa
  * It applies to every route under /api/ that is registered after it, including routes under
  * /api/embed/ that other modules add later.
  */
-export async function registerRateLimits(app: FastifyInstance, settings: RateLimitSettings): Promise<void> {
+export async function registerRateLimits(app: FastifyInstance, settings: RateLimitSettings, events: Pick<ServiceEvents, 'requestRateLimited'>): Promise<void> {
   const management: Policy = { name: 'api-token', max: settings.rateLimitMax, windowMs: settings.rateLimitWindowMs, holder: 'API token' };
   const embed: Policy = { name: 'embed', max: settings.embedRateLimitMax, windowMs: settings.embedRateLimitWindowMs, holder: 'user group token' };
   const policyOf = (key: string) => (key.startsWith('embed:') ? embed : management);
@@ -127,6 +129,7 @@ export async function registerRateLimits(app: FastifyInstance, settings: RateLim
       reply.headers(fields);
       return payload;
     }
+    events.requestRateLimited(request.routeOptions.url ?? '');
     throw new AppError('rate_limited', `this ${policy.holder} made more than ${policy.max} requests in ${windowSeconds} s; retry in ${Math.max(1, resetSeconds)} s`, {
       headers: { ...fields, 'retry-after': String(Math.max(1, resetSeconds)) },
     });

@@ -2,6 +2,7 @@
 // silently removed); query strings are text by nature, so numbers and booleans there are
 // coerced. Ajv's errors become the API's `validation_failed` with one detail per problem.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { Static, TSchema } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { AppError, type ErrorDetail } from '../errors.ts';
 
@@ -12,13 +13,14 @@ const queryAjv = new Ajv({ ...common, coerceTypes: true });
 /**
  * Fastify refuses a body schema on GET routes; the seed's get-or-create has a body anyway.
  * Such a route keeps its body schema under `x-get-body` (the OpenAPI transform shows it as
- * the request body) and validates it with this hook, with the same rules as any body.
+ * the request body), and its handler reads the body with the function this returns: the
+ * same rules as any body, and the body typed by its schema.
  */
-export function getBodyValidator(schema: object) {
-  const validate = bodyAjv.compile(schema);
-  return (request: { body: unknown }, _reply: unknown, done: (err?: Error) => void) => {
-    if (!validate(request.body)) return done(validationError(validate.errors as FastifySchemaValidationError[], 'body'));
-    done();
+export function getBodyOf<T extends TSchema>(schema: T): (body: unknown) => Static<T> {
+  const validate = bodyAjv.compile<Static<T>>(schema);
+  return (body) => {
+    if (!validate(body)) throw validationError(validate.errors as FastifySchemaValidationError[], 'body');
+    return body;
   };
 }
 

@@ -1,8 +1,9 @@
 // Counts every response (by the route pattern, never the raw URL, so ids in paths or query
-// strings cannot create series) and serves GET /metrics. /metrics takes no API token, like
+// strings cannot create series) and serves GET /metrics. Business events (tokens issued,
+// requests rate limited) are counted where they happen (ServiceEvents in metrics.ts). /metrics takes no API token, like
 // /healthz: keep it off the public network (bind a private port or block it at the proxy).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Metrics, TokenIssueReason } from './metrics.ts';
+import type { Metrics } from './metrics.ts';
 
 /** The label for requests no route matched (404 and 405): one series, whatever the URL. */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -11,24 +12,12 @@ function routeOf(request: FastifyRequest): string {
   return request.is404 ? UNMATCHED_ROUTE : (request.routeOptions.url ?? UNMATCHED_ROUTE);
 }
 
-/** Which user group token a successful response issued, read from the operation that answered. */
-function tokenIssued(request: FastifyRequest, status: number): TokenIssueReason | undefined {
-  const operationId = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId;
-  if (operationId === 'createOrRotateUserGroup') return status === 201 ? 'create' : status === 200 ? 'rotate' : undefined;
-  if (operationId === 'getOrCreateUserGroup') return status === 201 ? 'get_or_create' : undefined;
-  return undefined;
-}
-
 export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
   app.addHook('onResponse', (request, reply, done) => {
     const route = routeOf(request);
     const status = reply.statusCode;
     metrics.httpRequests.inc({ method: request.method, route, status: String(status) });
     metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
-    if (status === 429) metrics.rateLimited.inc({ route });
-    const reason = tokenIssued(request, status);
-    if (reason) metrics.tokensIssued.inc({ reason });
-    if (request.method === 'POST' && route === '/api/embed_token' && status >= 200 && status < 300) metrics.embedTokensIssued.inc();
     done();
   });
 

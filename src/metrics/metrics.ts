@@ -12,7 +12,18 @@ const DB_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 /** Why a user group token was issued. */
 export type TokenIssueReason = 'create' | 'get_or_create' | 'rotate';
 
-export interface Metrics {
+/**
+ * What the services and hooks report where it happens (not read back from responses): a
+ * change of a route's status or operation id cannot silently stop a count.
+ */
+export interface ServiceEvents {
+  userGroupTokenIssued(reason: TokenIssueReason): void;
+  embedTokenIssued(): void;
+  /** A request refused with 429, by route pattern. */
+  requestRateLimited(route: string): void;
+}
+
+export interface Metrics extends ServiceEvents {
   registry: Registry;
   httpRequests: Counter<'method' | 'route' | 'status'>;
   httpDuration: Histogram<'method' | 'route'>;
@@ -78,6 +89,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     tokensIssued,
     embedTokensIssued,
     dbQueryDuration,
+    userGroupTokenIssued: (reason) => tokensIssued.inc({ reason }),
+    embedTokenIssued: () => embedTokensIssued.inc(),
+    requestRateLimited: (route) => rateLimited.inc({ route }),
     observeQuery(event) {
       try {
         dbQueryDuration.observe(

@@ -11,6 +11,7 @@
 // so a rolled-back rotation can never leave behind a token that does not exist.
 import type { Keyring } from '../crypto/keyring.ts';
 import type { UserGroupRow } from '../db/schema.ts';
+import { BoundedMap } from '../bounded-map.ts';
 
 export type SealedTokenRow = Pick<UserGroupRow, 'team_id' | 'token_generation' | 'token_ciphertext'>;
 
@@ -20,13 +21,15 @@ interface OpenedToken {
 }
 
 export class OpenedTokenCache {
-  private readonly entries = new Map<number, OpenedToken>();
+  private readonly entries: BoundedMap<number, OpenedToken>;
 
   /** `maxEntries` bounds memory (~150 bytes each); 0 opens every token anew. */
   constructor(
     private readonly keyring: Keyring,
-    private readonly maxEntries: number,
-  ) {}
+    maxEntries: number,
+  ) {
+    this.entries = new BoundedMap(maxEntries);
+  }
 
   /** Seals a new token for storage (under the keyring's newest key). */
   seal(token: string): string {
@@ -38,12 +41,7 @@ export class OpenedTokenCache {
     const known = this.entries.get(row.team_id);
     if (known !== undefined && known.generation === row.token_generation) return known.token;
     const token = this.keyring.open(row.token_ciphertext);
-    if (this.maxEntries > 0) {
-      // Oldest first out: cheaper than an LRU's reordering on every hit, and a hot group
-      // that falls out costs one more opening.
-      if (known === undefined && this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as number);
-      this.entries.set(row.team_id, { generation: row.token_generation, token });
-    }
+    this.entries.set(row.team_id, { generation: row.token_generation, token });
     return token;
   }
 

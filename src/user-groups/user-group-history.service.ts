@@ -1,4 +1,4 @@
-// Reading a user group's history (contract section 9).
+// Reading a user group's history (docs/api.md, "GET /api/user/history").
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { userGroupHistory } from '../audit/audit.repository.ts';
 import type { Environment } from '../db/schema.ts';

@@ -4,7 +4,7 @@
 // parse, the view objects and the schema serializer took ~20 µs of a ~78 µs get-or-create
 // hit (docs/performance.md). The output is what the response schemas in
 // user-groups.schemas.ts describe, field for field and in their order; the schemas remain the
-// contract (OpenAPI, types, the client) and test/user-groups.json.test.ts holds this file to
+// reference (OpenAPI, types, the client) and test/user-groups.json.test.ts holds this file to
 // them.
 import type { UserGroupRow } from '../db/schema.ts';
 

@@ -2,7 +2,9 @@
 // argument; the service decides where a transaction begins and ends.
 import { sql, type Kysely, type Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
-import { preparedQuery, type BatchedRow } from '../db/prepared-query.ts';
+import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
+import type { HotReads } from '../db/hot-reads.ts';
+import type { Dialect } from '../db/database.ts';
 
 export interface UserGroupKey {
   accountId: number;
@@ -12,7 +14,7 @@ export interface UserGroupKey {
 
 export type NewUserGroup = Omit<UserGroupRow, 'team_id' | 'token_generation'>;
 
-/** Every column, named: prepared statements must not depend on `select *` (see preparedQuery). */
+/** Every column, named: prepared statements must not depend on `select *` (see preparedRead). */
 export const USER_GROUP_COLUMNS = [
   'team_id',
   'account_id',
@@ -29,7 +31,7 @@ export const USER_GROUP_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof UserGroupRow)[];
 
-const selectUserGroupByKey = preparedQuery(
+const selectUserGroupByKey = preparedRead(
   (db, accountId: number, environment: Environment, providedId: string) =>
     db
       .selectFrom('user_groups')
@@ -53,9 +55,24 @@ const selectUserGroupByKey = preparedQuery(
   },
 );
 
-/** The hot path of get-or-create: one lookup on the identity's unique index. */
-export function findUserGroup(db: Kysely<Database>, key: UserGroupKey): Promise<UserGroupRow | undefined> {
-  return selectUserGroupByKey(db, key.accountId, key.environment, key.providedId);
+/** The hot path of get-or-create: one lookup on the identity's unique index, of committed rows. */
+export function findUserGroup(reads: HotReads, key: UserGroupKey): Promise<UserGroupRow | undefined> {
+  return reads.first(selectUserGroupByKey, key.accountId, key.environment, key.providedId);
+}
+
+/**
+ * The group, inside a write transaction, safe from concurrent writers until it ends: SQLite's
+ * BEGIN IMMEDIATE already excludes them; PostgreSQL needs the row lock.
+ */
+export function findUserGroupForUpdate(trx: Kysely<Database>, dialect: Dialect, key: UserGroupKey): Promise<UserGroupRow | undefined> {
+  return trx
+    .selectFrom('user_groups')
+    .select(USER_GROUP_COLUMNS)
+    .where('account_id', '=', key.accountId)
+    .where('environment', '=', key.environment)
+    .where('provided_id', '=', key.providedId)
+    .$if(dialect === 'postgres', (q) => q.forUpdate())
+    .executeTakeFirst();
 }
 
 /** Inserts unless the identity exists (then returns undefined): the database decides who wins a race. */
@@ -152,6 +169,10 @@ export function listUserGroups(
   }
   const { prefix } = filter;
   const end = prefixEnd(prefix);
+  // The cursor is a filter here, never an index condition: the prefix's range is the
+  // selective one, and a planner without statistics would otherwise intersect it with a scan
+  // of every team_id above the cursor (measured: 4 ms instead of 0.05 at 100,000 groups).
+  const afterCursor = sql<boolean>`team_id + 0 > ${filter.afterTeamId}`;
   const byId = db
     .selectFrom('user_groups')
     .select(USER_GROUP_COLUMNS)
@@ -159,14 +180,14 @@ export function listUserGroups(
     .where('environment', '=', filter.environment)
     .where('provided_id', '>=', prefix)
     .$if(end !== undefined, (q) => q.where('provided_id', '<', end!))
-    .where('team_id', '>', filter.afterTeamId);
+    .where(afterCursor);
   const scopedPrefix = `${scopeOf(filter)}/${prefix}`;
   const byName = db
     .selectFrom('user_groups')
     .select(USER_GROUP_COLUMNS)
     .where(scopedName, '>=', scopedPrefix)
     .$if(end !== undefined, (q) => q.where(scopedName, '<', `${scopeOf(filter)}/${end}`))
-    .where('team_id', '>', filter.afterTeamId)
+    .where(afterCursor)
     // Those the first range found already: the two halves never share a row.
     .where((eb) => eb.or([eb('provided_id', '<', prefix), ...(end === undefined ? [] : [eb('provided_id', '>=', end)])]));
   return byId.unionAll(byName).orderBy('team_id').limit(filter.limit).execute();

@@ -68,7 +68,8 @@ export const UserGroupFieldsBody = Type.Object(
   { user_group_id: UserGroupId, ...groupFields },
   { additionalProperties: false },
 );
-export type UserGroupFields = Static<typeof UserGroupFieldsBody>;
+/** What the operations take about a group: its id, and what a request may say about it. */
+export type UserGroupInput = Static<typeof UserGroupFieldsBody>;
 
 /** POST /api/user: create (no current_token) or rotate (current_token). */
 export const PostUserBody = Type.Object(
@@ -110,6 +111,8 @@ export const GetUserBody = Type.Optional(
   ),
 );
 
+export type GetUserBodyInput = NonNullable<Static<typeof GetUserBody>>;
+
 export const PutUserBody = Type.Object(
   { user_group_id: UserGroupId, ...groupFields },
   { additionalProperties: false, examples: [{ user_group_id: 'example_1', properties: { region: 'apac' } }] },
@@ -124,6 +127,7 @@ export const UserGroupKey = Type.Object(
   },
   { additionalProperties: false },
 );
+export type UserGroupKeyInput = Static<typeof UserGroupKey>;
 export const UserGroupKeyQuery = Type.Object(
   {
     user_group_id: Type.Optional(UserGroupIdString),

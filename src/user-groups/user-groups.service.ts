@@ -1,4 +1,4 @@
-// The user group operations of the contract (section 5). Every invariant that must hold
+// The user group operations (docs/api.md, "Operations"). Every invariant that must hold
 // across processes is left to the database: the identity's unique key decides who creates,
 // a compare-and-swap UPDATE decides who rotates. A failed operation throws before commit,
 // so it changes nothing.
@@ -7,12 +7,15 @@ import type { Environment, UserGroupRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
 import type { OpenedTokenCache } from './opened-tokens.ts';
+import type { UserGroupInput } from './user-groups.schemas.ts';
+import type { ServiceEvents } from '../metrics/metrics.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
 import { assertEnvironmentAllowed, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import {
   deleteUserGroup,
   findUserGroup,
+  findUserGroupForUpdate,
   insertUserGroupIfAbsent,
   listUserGroups,
   dropRetiredTokens,
@@ -30,16 +33,9 @@ export interface UserGroupDeps {
   /** Seals new tokens and opens stored ones (remembering what it opened). */
   tokens: OpenedTokenCache;
   now: () => Date;
+  events: Pick<ServiceEvents, 'userGroupTokenIssued'>;
 }
 
-export interface UserGroupInput {
-  user_group_id: string | number;
-  name?: string;
-  mapping?: Record<string, string | number> | null;
-  properties?: Record<string, unknown> | null;
-  is_demo_group?: boolean;
-  api_environment_tag?: Environment;
-}
 
 /** The group with its token; only for committed rows (see OpenedTokenCache). The routes write it as JSON (user-groups.json.ts). */
 function withToken(row: UserGroupRow, tokens: OpenedTokenCache): UserGroupWithToken {
@@ -87,6 +83,7 @@ export async function createUserGroup(deps: UserGroupDeps, principal: Principal,
   if (!row) {
     throw new AppError('user_group_exists', `a user group with user_group_id "${key.providedId}" already exists in ${key.environment}`);
   }
+  deps.events.userGroupTokenIssued('create');
   return withToken(row, deps.tokens);
 }
 
@@ -101,11 +98,14 @@ export async function getOrCreateUserGroup(
   const key = keyFor(principal, input);
   // The hot path (the group exists) is one indexed read and no write.
   for (let attempt = 0; attempt < 3; attempt++) {
-    const existing = await findUserGroup(deps.database.db, key);
+    const existing = await findUserGroup(deps.database.reads, key);
     if (existing) return { created: false, group: withToken(existing, deps.tokens) };
     requireScope(principal, 'write', 'creating a user group (it does not exist yet)');
     const inserted = await insertNew(deps, key, input, actor);
-    if (inserted) return { created: true, group: withToken(inserted, deps.tokens) };
+    if (inserted) {
+      deps.events.userGroupTokenIssued('get_or_create');
+      return { created: true, group: withToken(inserted, deps.tokens) };
+    }
     // Another request created it between our read and our insert: read the winner's row.
   }
   throw new Error('get-or-create did not settle after 3 attempts (the group is being created and deleted concurrently)');
@@ -129,7 +129,7 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
   }
   const at = deps.now();
   const row = await inTransaction(deps.database, async (trx) => {
-    const current = await findUserGroupForUpdate(deps.database, trx, key);
+    const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
     if (!current) return undefined;
     const changed = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
     if (changed.length === 0) return current;
@@ -139,19 +139,6 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
   });
   if (!row) throw notFound(key);
   return withToken(row, deps.tokens);
-}
-
-function findUserGroupForUpdate(handle: DatabaseHandle, trx: DatabaseHandle['db'], key: UserGroupKey) {
-  // SQLite's BEGIN IMMEDIATE already excludes other writers; PostgreSQL needs the row lock.
-  if (handle.dialect === 'sqlite') return findUserGroup(trx, key);
-  return trx
-    .selectFrom('user_groups')
-    .selectAll()
-    .where('account_id', '=', key.accountId)
-    .where('environment', '=', key.environment)
-    .where('provided_id', '=', key.providedId)
-    .forUpdate()
-    .executeTakeFirst();
 }
 
 export async function rotateUserGroupToken(
@@ -189,6 +176,7 @@ export async function rotateUserGroupToken(
     return swapped;
   });
   if (!row) throw tokenNotFound;
+  deps.events.userGroupTokenIssued('rotate');
   return withToken(row, deps.tokens);
 }
 

@@ -1,6 +1,6 @@
 // The hottest reads (a group by its identity or by its token hash, an API token by its hash)
 // run straight on the driver instead of through Kysely's executor. Kysely still builds and
-// compiles them (prepared-query.ts); what they skip is its per-query machinery: a connection
+// compiles them (prepared-read.ts); what they skip is its per-query machinery: a connection
 // mutex, half a dozen awaits, the logging wrapper (measured: 12-15 µs of a ~65 µs
 // get-or-create hit inside the loaded server, ~2.5 µs in a tight loop).
 //
@@ -20,20 +20,22 @@
 import crypto from 'node:crypto';
 import SQLite from 'better-sqlite3';
 import type pg from 'pg';
-import type { CompiledQuery, LogEvent } from 'kysely';
-import type { BatchedRow, BatchedStatement, DirectRead } from './prepared-query.ts';
+import type { CompiledQuery, Kysely, LogEvent } from 'kysely';
+import type { BatchedRow, BatchedStatement, BoundRead, PreparedRead } from './prepared-read.ts';
+import type { Database } from './schema.ts';
 import { atEndOfTurn } from '../end-of-turn.ts';
 
-export interface DirectReader {
-  /** The first row of a read, or undefined; reported to onQuery like a Kysely query. */
-  first<R>(read: DirectRead<R>): Promise<R | undefined>;
+/** A database's hot reads: committed rows only, never a transaction's. */
+export interface HotReads {
+  /** The first row of a prepared read, or undefined; reported to onQuery like a Kysely query. */
+  first<A extends unknown[], R>(read: PreparedRead<A, R>, ...args: A): Promise<R | undefined>;
   close(): Promise<void>;
 }
 
 type OnQuery = ((event: LogEvent) => void) | undefined;
 
 interface Pending {
-  read: DirectRead;
+  read: BoundRead;
   resolve(row: unknown): void;
   reject(err: unknown): void;
 }
@@ -49,8 +51,11 @@ function report(onQuery: OnQuery, query: CompiledQuery, started: number, error?:
   onQuery(error === undefined ? { level: 'query', query, queryDurationMillis } : { level: 'error', error, query, queryDurationMillis });
 }
 
-/** Collects the reads of one event-loop turn and hands them to `run` together, at its end. */
-function batchingReader(run: (batch: Pending[]) => void, close: () => Promise<void>): DirectReader {
+/**
+ * Collects the reads of one event-loop turn and hands them to `run` together, at its end.
+ * `db` compiles them: the database's own Kysely instance, for its dialect.
+ */
+function batchingReads(db: Kysely<Database>, run: (batch: Pending[]) => void, close: () => Promise<void>): HotReads {
   let pending: Pending[] = [];
   const flush = () => {
     const batch = pending;
@@ -58,7 +63,8 @@ function batchingReader(run: (batch: Pending[]) => void, close: () => Promise<vo
     run(batch);
   };
   return {
-    first<R>(read: DirectRead<R>) {
+    first<A extends unknown[], R>(prepared: PreparedRead<A, R>, ...args: A) {
+      const read = prepared.bind(db, args);
       return new Promise<R | undefined>((resolve, reject) => {
         if (pending.length === 0) atEndOfTurn(flush);
         pending.push({ read, resolve: resolve as (row: unknown) => void, reject });
@@ -68,7 +74,7 @@ function batchingReader(run: (batch: Pending[]) => void, close: () => Promise<vo
   };
 }
 
-export function sqliteDirectReader(file: string, onQuery: OnQuery): DirectReader {
+export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQuery): HotReads {
   const connection = new SQLite(file);
   // No busy timeout (sqlite-lock.ts): in WAL mode a read never waits for a writer.
   connection.pragma('busy_timeout = 0');
@@ -77,7 +83,7 @@ export function sqliteDirectReader(file: string, onQuery: OnQuery): DirectReader
   // million groups (a 500 MB file) lookups ran ~11 % faster. Only this read-only connection
   // maps the file; the pages are the operating system's cache, shared and reclaimable.
   connection.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
-  // Only compiled-once queries come here (prepared-query.ts), so the set of texts is fixed.
+  // Only compiled-once queries come here (prepared-read.ts), so the set of texts is fixed.
   const statements = new Map<string, SQLite.Statement>();
   const statement = (sql: string) => {
     let prepared = statements.get(sql);
@@ -115,7 +121,8 @@ export function sqliteDirectReader(file: string, onQuery: OnQuery): DirectReader
     }
   };
 
-  return batchingReader(
+  return batchingReads(
+    db,
     (batch) => {
       if (batch.length === 1) return runOne(batch[0]);
       try {
@@ -134,7 +141,7 @@ export function sqliteDirectReader(file: string, onQuery: OnQuery): DirectReader
   );
 }
 
-export function postgresDirectReader(pool: pg.Pool, onQuery: OnQuery): DirectReader {
+export function postgresHotReads(db: Kysely<Database>, pool: pg.Pool, onQuery: OnQuery): HotReads {
   const names = new Map<string, string>();
   const nameOf = (text: string) => {
     let name = names.get(text);
@@ -166,7 +173,8 @@ export function postgresDirectReader(pool: pg.Pool, onQuery: OnQuery): DirectRea
     }, (err) => calls.forEach(({ reject }) => reject(err)));
   };
 
-  return batchingReader(
+  return batchingReads(
+    db,
     (batch) => {
       const byStatement = new Map<BatchedStatement<unknown>, Pending[]>();
       for (const pending of batch) {

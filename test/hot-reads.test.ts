@@ -1,4 +1,4 @@
-// The hot reads run beside Kysely (src/db/direct-reads.ts): on SQLite on a connection of their
+// The hot reads run beside Kysely (src/db/hot-reads.ts): on SQLite on a connection of their
 // own, and the reads of one event-loop turn together, as one batch. Whatever connection they
 // use, they must see committed rows only (no HTTP request can hold a transaction open on cue,
 // so those tests drive the repository on a real database), and a batch must give every
@@ -62,18 +62,18 @@ for (const backend of BACKENDS) {
 
     it('a lookup does not see a group inserted by a transaction that is still open, and sees it once committed', async () => {
       const insert = await openInsert('open-then-commit');
-      assert.equal(await findUserGroup(handle.db, key('open-then-commit')), undefined);
+      assert.equal(await findUserGroup(handle.reads, key('open-then-commit')), undefined);
       insert.finish('commit');
       assert.equal(await insert.done, undefined);
-      assert.equal((await findUserGroup(handle.db, key('open-then-commit')))?.provided_id, 'open-then-commit');
+      assert.equal((await findUserGroup(handle.reads, key('open-then-commit')))?.provided_id, 'open-then-commit');
     });
 
     it('a lookup never sees a group whose transaction rolled back', async () => {
       const insert = await openInsert('open-then-rollback');
-      assert.equal(await findUserGroup(handle.db, key('open-then-rollback')), undefined);
+      assert.equal(await findUserGroup(handle.reads, key('open-then-rollback')), undefined);
       insert.finish('rollback');
       assert.match(String(await insert.done), /rolled back on purpose/);
-      assert.equal(await findUserGroup(handle.db, key('open-then-rollback')), undefined);
+      assert.equal(await findUserGroup(handle.reads, key('open-then-rollback')), undefined);
     });
   });
 }

@@ -1,0 +1,102 @@
+// Verifies the API token of every management request. Verified tokens are remembered for a
+// fraction of a second (apiTokenCacheMs < 1 s), which keeps the database off the hot path
+// while a revocation still takes effect on every instance within a second (docs/api.md,
+// "Tokens").
+import { AppError } from '../errors.ts';
+import type { ApiTokenRow } from '../db/schema.ts';
+import type { HotReads } from '../db/hot-reads.ts';
+import { BoundedMap } from '../bounded-map.ts';
+import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from './token-format.ts';
+import { findApiTokenByHash } from './api-tokens.repository.ts';
+import type { Principal, Scope } from './principal.ts';
+
+/** The API token in an `Authorization: Token <token>` header (Bearer is accepted too). */
+function apiTokenFromAuthorization(header: string | undefined): string {
+  const token = credentialFromAuthorization(header);
+  if (token === undefined) {
+    throw new AppError('missing_api_token', 'send the API token as Authorization: Token <API token>', {
+      headers: { 'www-authenticate': 'Token' },
+    });
+  }
+  if (token === null) throw invalidApiToken();
+  return token;
+}
+
+function invalidApiToken(): AppError {
+  return new AppError('invalid_api_token', 'the API token is not valid', { headers: { 'www-authenticate': 'Token' } });
+}
+
+/** A verified token and what it may do, built once per database read rather than per request. */
+interface CachedToken {
+  row: ApiTokenRow;
+  fetchedAt: number;
+  expiresAtMs: number | null;
+  principal: Principal;
+}
+
+const CACHE_LIMIT = 10_000;
+
+export class ApiTokenAuthenticator {
+  private readonly cache = new BoundedMap<string, CachedToken>(CACHE_LIMIT);
+
+  constructor(
+    private readonly reads: HotReads,
+    private readonly now: () => Date,
+    private readonly cacheMs: number,
+  ) {}
+
+  /**
+   * The principal of the API token in an Authorization header. Synchronous when the token
+   * was verified less than cacheMs ago (nearly every request), so that the hook costs no
+   * promise; a promise when the database must be asked. Throws (or rejects) with the 401.
+   */
+  authenticate(authorization: string | undefined): Principal | Promise<Principal> {
+    const token = apiTokenFromAuthorization(authorization);
+    const hash = hashToken(token);
+    const cached = this.cache.get(hash);
+    // A cached entry was found by the hash of a stored API token: the token is well formed.
+    if (cached !== undefined && Date.now() - cached.fetchedAt < this.cacheMs) return this.principalOf(cached);
+    const kind = tokenKind(token); // checksum: a malformed token costs no lookup
+    if (kind === null && !looksLikeJws(token)) throw invalidApiToken();
+    if (kind !== 'api') {
+      throw new AppError('wrong_token_kind', 'a user group token or embed token was sent where an API token is needed', {
+        headers: { 'www-authenticate': 'Token' },
+      });
+    }
+    return this.fetch(hash).then((entry) => this.principalOf(entry));
+  }
+
+  private principalOf(entry: CachedToken | undefined): Principal {
+    if (!entry || entry.row.revoked_at !== null || (entry.expiresAtMs !== null && entry.expiresAtMs <= this.now().getTime())) {
+      throw invalidApiToken();
+    }
+    return entry.principal;
+  }
+
+  private async fetch(hash: string): Promise<CachedToken | undefined> {
+    const clock = Date.now();
+    const row = await findApiTokenByHash(this.reads, hash);
+    if (!row) {
+      this.cache.delete(hash);
+      return undefined;
+    }
+    const entry: CachedToken = {
+      row,
+      fetchedAt: clock,
+      expiresAtMs: row.expires_at === null ? null : Date.parse(row.expires_at),
+      principal: {
+        tokenId: row.id,
+        tokenHash: hash,
+        accountId: row.account_id,
+        scopes: new Set(row.scopes.split(',') as Scope[]),
+        allowedEnvironment: row.allowed_environment,
+        defaultEnvironment: row.default_environment,
+      },
+    };
+    if (this.cacheMs > 0) {
+      this.cache.delete(hash); // to the end: the newest entry is the last one dropped
+      this.cache.set(hash, entry);
+    }
+    return entry;
+  }
+}
