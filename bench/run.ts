@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Keyring } from '../src/crypto/keyring.ts';
-import { createBenchDatabase, cursorAfter, seedDatabase, type BenchDatabase } from './seed.ts';
+import { createBenchDatabase, cursorAfter, plannerStatistics, seedDatabase, type BenchDatabase } from './seed.ts';
 import { REPO_ROOT, httpRequest, primeGroups, residentMemoryKb, runLoad, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
 import { SCENARIO_NAMES, scenarioByName, type ScenarioData } from './scenarios.ts';
 import type { LoadResult } from './load.ts';
@@ -26,6 +26,8 @@ const USAGE = `npm run bench -- [options]
   --database-url <url>  postgres://… : a fresh database is created next to this one and dropped
                         afterwards (default: a fresh SQLite file in the temp directory)
   --log-level <level>   the server's LOG_LEVEL (default info; its stdout goes nowhere)
+  --analyze             PostgreSQL: ANALYZE the tables after seeding (by default they are measured
+                        as the API leaves them, without statistics)
   --no-prime            skip priming (by default every seeded group is asked for once before
                         measuring, as a long-running instance has: its opened-token cache is warm)
   --results-dir <dir>   where the JSON goes (default bench/results)`;
@@ -44,6 +46,7 @@ interface Options {
   logLevel: string;
   resultsDir: string;
   prime: boolean;
+  analyze: boolean;
 }
 
 function parseOptions(): Options {
@@ -59,6 +62,7 @@ function parseOptions(): Options {
       'log-level': { type: 'string', default: 'info' },
       'results-dir': { type: 'string', default: path.join(REPO_ROOT, 'bench/results') },
       'no-prime': { type: 'boolean', default: false },
+      analyze: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -85,6 +89,7 @@ function parseOptions(): Options {
     logLevel: values['log-level']!,
     resultsDir: path.resolve(values['results-dir']!),
     prime: !values['no-prime'],
+    analyze: values.analyze!,
   };
 }
 
@@ -169,7 +174,7 @@ async function main() {
       lastReport = done;
       log(`  seeded ${done.toLocaleString('en-US')} / ${options.groups.toLocaleString('en-US')} groups`);
     }
-  });
+  }, options.analyze);
   log(`seeded ${options.groups.toLocaleString('en-US')} groups in ${seed.seconds.toFixed(1)} s`);
   const rotateTokensOfRound = (round: number) => seed.sampleTokens.slice(round * rotateCount, (round + 1) * rotateCount);
   const probeRotateToken = seed.sampleTokens[rotateSamples];
@@ -282,6 +287,7 @@ async function main() {
   }
   const memoryAfter = residentMemoryKb(server.pid);
   const loadAfter = os.loadavg();
+  const statistics = await plannerStatistics(database.url);
   await cleanUp();
 
   // 6. The report.
@@ -306,6 +312,8 @@ async function main() {
       loadAverageAfter: loadAfter.map((n) => Number(n.toFixed(2))),
     },
     seedSeconds: Number(seed.seconds.toFixed(1)),
+    /** PostgreSQL: whether user_groups had planner statistics at the end of the run (by --analyze or autovacuum). */
+    plannerStatistics: statistics,
     primed: options.prime,
     primeSeconds: primeSeconds === null ? null : Number(primeSeconds.toFixed(1)),
     serverMemory: {
@@ -327,6 +335,7 @@ async function main() {
       `after the run ${fmt((memoryAfter?.anonKb ?? NaN) / 1024, 1)} MiB of it anonymous (the process's own) and ` +
       `${fmt((memoryAfter?.fileKb ?? NaN) / 1024, 1)} MiB file pages (code and the memory-mapped database: the shared page cache)`,
   );
+  if (statistics) console.log(`PostgreSQL planner statistics on user_groups at the end: ${statistics.analyzed ? `yes (${statistics.lastAnalyze ? 'ANALYZE' : 'autovacuum'})` : 'none (never analyzed)'}`);
   console.log(`load average before/after: ${report.machine.loadAverageBefore.join(' ')} / ${report.machine.loadAverageAfter.join(' ')} on ${report.machine.cpus} CPUs`);
   if (loadBefore[0] > os.cpus().length * 0.25) console.log('warning: the machine was busy when the run started; numbers are not comparable');
 
@@ -340,7 +349,7 @@ async function main() {
   }
 
   fs.mkdirSync(options.resultsDir, { recursive: true });
-  const file = path.join(options.resultsDir, `${database.backend}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+  const file = path.join(options.resultsDir, `${database.backend}${statistics?.analyzed ? '-analyzed' : ''}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
   fs.writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
   console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
   printScaleComparison(options.resultsDir, database.backend);
@@ -379,8 +388,9 @@ function printScaleComparison(dir: string, backend: string) {
   for (const file of fs.readdirSync(dir).filter((f) => f.startsWith(`${backend}-`) && f.endsWith('.json'))) {
     try {
       const report = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
-      // Only runs that measured a hit scenario say anything about scale.
+      // Only runs that measured a hit scenario say anything about scale; analyzed runs are another state.
       if (!report.scenarios?.some((s: ScenarioOutcome) => s.name.startsWith('hit') && s.server)) continue;
+      if (report.plannerStatistics?.analyzed) continue;
       const known = latest.get(report.groups);
       if (!known || known.report.startedAt < report.startedAt) latest.set(report.groups, { file, report });
     } catch {
@@ -391,7 +401,7 @@ function printScaleComparison(dir: string, backend: string) {
     console.log(`(scale comparison: run again with another --groups to compare; e.g. --groups 1000000 against the default 100000)`);
     return;
   }
-  const columns = ['hit', 'hit-query', 'embed', 'update', 'list-first', 'list-deep'];
+  const columns = ['hit', 'hit-query', 'embed', 'update', 'list-first', 'list-q', 'list-deep'];
   console.log(`\nscale (${backend}, server req/s; latest run per group count in ${path.relative(process.cwd(), dir) || '.'}):`);
   console.log(['groups'.padStart(10), ...columns.map((c) => c.padStart(11)), '  file'].join(''));
   for (const [groups, { file, report }] of [...latest].sort((a, b) => a[0] - b[0])) {

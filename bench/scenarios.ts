@@ -169,6 +169,24 @@ export const SCENARIOS: ScenarioDefinition[] = [
     make: (data) => ({ next: () => ({ method: 'GET', path: '/api/users?limit=100', headers: auth(data) }) }),
   },
   {
+    name: 'list-q',
+    method: 'GET',
+    path: '/api/users',
+    status: 200,
+    description:
+      'a search, as a search box sends it: `GET /api/users?limit=100&q=<prefix>`, the prefix `bench-<i>` (a prefix of the id) or `Group <i>` (of the name) for a random i, alternately; it matches 1 to 11 groups',
+    make: (data) => {
+      let n = 0;
+      return {
+        next: () => {
+          const i = randomIndex(data.groups);
+          const q = n++ % 2 === 0 ? `bench-${i}` : `Group ${i}`;
+          return { method: 'GET', path: `/api/users?limit=100&q=${encodeURIComponent(q)}`, headers: auth(data) };
+        },
+      };
+    },
+  },
+  {
     name: 'list-deep',
     method: 'GET',
     path: '/api/users',

@@ -88,6 +88,7 @@ export async function seedDatabase(
   groups: number,
   sampleSize: number,
   onProgress: (done: number) => void = () => undefined,
+  analyze = false,
 ): Promise<SeedResult> {
   const started = performance.now();
   const { handle } = await openMigratedDatabase({ databaseUrl: url });
@@ -142,9 +143,10 @@ export async function seedDatabase(
       .offset(Math.floor(groups * 0.9))
       .executeTakeFirstOrThrow();
 
-    // PostgreSQL's autovacuum would analyze the new table some time later; do it now so that
-    // every run measures with statistics. (SQLite has no automatic ANALYZE: left as deployed.)
-    if (handle.dialect === 'postgres') await sql`analyze`.execute(handle.db);
+    // The table as the API leaves it: no ANALYZE, the state of a new deployment or of a
+    // table whose autovacuum has not caught up (the service must not depend on statistics).
+    // --analyze measures the other state.
+    if (analyze) await sql`analyze`.execute(handle.db);
 
     return {
       apiToken: issued.token,
@@ -160,4 +162,19 @@ export async function seedDatabase(
 
 export function cursorAfter(teamId: number): string {
   return Buffer.from(JSON.stringify({ after: teamId })).toString('base64url');
+}
+
+/** Whether the planner has statistics on user_groups (PostgreSQL; null on SQLite), read when a run ends. */
+export async function plannerStatistics(url: string): Promise<{ analyzed: boolean; lastAnalyze: string | null; lastAutoanalyze: string | null } | null> {
+  if (!url.startsWith('postgres')) return null;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`select last_analyze, last_autoanalyze from pg_stat_user_tables where relname = 'user_groups'`);
+    const lastAnalyze = rows[0]?.last_analyze?.toISOString?.() ?? null;
+    const lastAutoanalyze = rows[0]?.last_autoanalyze?.toISOString?.() ?? null;
+    return { analyzed: lastAnalyze !== null || lastAutoanalyze !== null, lastAnalyze, lastAutoanalyze };
+  } finally {
+    await client.end();
+  }
 }
