@@ -1,6 +1,33 @@
-// Field rules that JSON Schema cannot say: the depth and serialized size of properties,
-// and the one spelling of an id given as a JSON integer.
+// What the schemas cannot say about a group's fields: the depth and serialized size of
+// properties, the one spelling of an id given as a JSON integer, and how each field a request
+// may set is stored (declared once, for create and update alike).
 import { AppError } from '../errors.ts';
+import type { UserGroupsTable } from '../db/schema.ts';
+import type { UserGroupInput } from './user-groups.schemas.ts';
+
+const jsonOrNull = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
+
+/** Each field a request may set, and how it becomes its column. */
+const STORED_AS = {
+  name: (name: string) => name,
+  mapping: (mapping: Record<string, string | number> | null) => jsonOrNull(mapping),
+  properties: (properties: Record<string, unknown> | null) => jsonOrNull(properties),
+  is_demo_group: (demo: boolean) => (demo ? 1 : 0),
+} satisfies { [F in keyof UserGroupInput & keyof UserGroupsTable]: (value: Exclude<UserGroupInput[F], undefined>) => UserGroupsTable[F] };
+
+export type SettableField = keyof typeof STORED_AS;
+export type StoredFields = { [F in SettableField]?: ReturnType<(typeof STORED_AS)[F]> };
+export const SETTABLE_FIELDS = Object.keys(STORED_AS) as SettableField[];
+
+/** The columns for the settable fields the input gives (absent fields are left out). */
+export function storedFields(input: UserGroupInput): StoredFields {
+  const stored: Record<string, unknown> = {};
+  for (const field of SETTABLE_FIELDS) {
+    const value = input[field];
+    if (value !== undefined) stored[field] = (STORED_AS[field] as (v: typeof value) => unknown)(value);
+  }
+  return stored as StoredFields;
+}
 
 export const PROPERTIES_MAX_DEPTH = 32;
 export const PROPERTIES_MAX_BYTES = 64 * 1024;

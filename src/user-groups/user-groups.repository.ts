@@ -14,22 +14,27 @@ export interface UserGroupKey {
 
 export type NewUserGroup = Omit<UserGroupRow, 'team_id' | 'token_generation'>;
 
-/** Every column, named: prepared statements must not depend on `select *` (see preparedRead). */
-export const USER_GROUP_COLUMNS = [
-  'team_id',
-  'account_id',
-  'environment',
-  'provided_id',
-  'name',
-  'mapping',
-  'properties',
-  'is_demo_group',
-  'token_hash',
-  'token_ciphertext',
-  'token_generation',
-  'created_at',
-  'updated_at',
-] as const satisfies readonly (keyof UserGroupRow)[];
+/**
+ * Every column, named: prepared statements must not depend on `select *` (see preparedRead).
+ * A record rather than a list, so that a column added to the table type and not here fails
+ * to compile.
+ */
+const EVERY_COLUMN: Record<keyof UserGroupRow, true> = {
+  team_id: true,
+  account_id: true,
+  environment: true,
+  provided_id: true,
+  name: true,
+  mapping: true,
+  properties: true,
+  is_demo_group: true,
+  token_hash: true,
+  token_ciphertext: true,
+  token_generation: true,
+  created_at: true,
+  updated_at: true,
+};
+export const USER_GROUP_COLUMNS = Object.keys(EVERY_COLUMN) as (keyof UserGroupRow)[];
 
 const selectUserGroupByKey = preparedRead(
   (db, accountId: number, environment: Environment, providedId: string) =>

@@ -25,7 +25,7 @@ import {
   updateUserGroupFields,
   type UserGroupKey,
 } from './user-groups.repository.ts';
-import { checkProperties, normalizeUserGroupId } from './user-group-fields.ts';
+import { SETTABLE_FIELDS, checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
 import type { UserGroupWithToken } from './user-groups.json.ts';
 
 export interface UserGroupDeps {
@@ -50,8 +50,6 @@ function keyFor(principal: Principal, input: { user_group_id: string | number; a
   };
 }
 
-const jsonOrNull = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
-
 /** Inserts a new group with a fresh token (input already checked); undefined if the identity already exists. */
 async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGroupInput, actor: Actor): Promise<UserGroupRow | undefined> {
   const token = generateToken('user_group');
@@ -61,10 +59,11 @@ async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGrou
       account_id: key.accountId,
       environment: key.environment,
       provided_id: key.providedId,
-      name: input.name ?? key.providedId,
-      mapping: jsonOrNull(input.mapping),
-      properties: jsonOrNull(input.properties),
-      is_demo_group: input.is_demo_group ? 1 : 0,
+      name: key.providedId,
+      mapping: null,
+      properties: null,
+      is_demo_group: 0,
+      ...storedFields(input),
       token_hash: hashToken(token),
       token_ciphertext: deps.tokens.seal(token),
       created_at: at.toISOString(),
@@ -114,16 +113,10 @@ export async function getOrCreateUserGroup(
 export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<UserGroupWithToken> {
   requireScope(principal, 'write', 'updating a user group');
   const key = keyFor(principal, input);
-  const changes: Partial<Pick<UserGroupRow, 'name' | 'mapping' | 'properties' | 'is_demo_group'>> = {};
-  if (input.name !== undefined) changes.name = input.name;
-  if (input.mapping !== undefined) changes.mapping = jsonOrNull(input.mapping);
-  if (input.properties !== undefined) {
-    checkProperties(input.properties);
-    changes.properties = jsonOrNull(input.properties);
-  }
-  if (input.is_demo_group !== undefined) changes.is_demo_group = input.is_demo_group ? 1 : 0;
+  checkProperties(input.properties);
+  const changes = storedFields(input);
   if (Object.keys(changes).length === 0) {
-    throw new AppError('validation_failed', 'give at least one of name, mapping, properties, is_demo_group to update', {
+    throw new AppError('validation_failed', `give at least one of ${SETTABLE_FIELDS.join(', ')} to update`, {
       details: [{ field: 'body', issue: 'nothing_to_update' }],
     });
   }

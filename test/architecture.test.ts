@@ -1,0 +1,77 @@
+// The layers of src/ (docs/architecture.md): a module imports only from its own layer or the
+// layers below it, and no chain of imports comes back to where it started. Read from the
+// source files themselves, so a new import that breaks the shape fails here.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT } from './helpers/processes.ts';
+
+const SRC = path.join(ROOT, 'src');
+
+/** Bottom to top. A file's layer is the first entry whose prefix its path (relative to src/) starts with. */
+const LAYERS: [layer: string, prefixes: string[]][] = [
+  ['foundations', ['errors.ts', 'config.ts', 'bounded-map.ts', 'end-of-turn.ts']],
+  ['database', ['db/']],
+  ['keys', ['crypto/']],
+  ['records', ['accounts/', 'audit/', 'metrics/']],
+  ['auth', ['auth/']],
+  ['http', ['http/']],
+  ['user groups', ['user-groups/']],
+  ['embed', ['embed/']],
+  ['composition', ['runtime.ts', 'bootstrap.ts', 'log-stream.ts', 'app.ts', 'server.ts', 'cli/']],
+];
+
+function layerOf(file: string): number {
+  const relative = path.relative(SRC, file).split(path.sep).join('/');
+  const index = LAYERS.findIndex(([, prefixes]) => prefixes.some((prefix) => relative.startsWith(prefix)));
+  assert.notEqual(index, -1, `src/${relative} belongs to no layer: add it to LAYERS and to docs/architecture.md`);
+  return index;
+}
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    return entry.isDirectory() ? sourceFiles(full) : entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+/** The relative imports of a file (type-only ones included: they shape the code as much). */
+function importsOf(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  return [...text.matchAll(/^\s*(?:import|export)[^'"]*?from\s+'(\.{1,2}\/[^']+)'/gm)].map((m) => path.resolve(path.dirname(file), m[1]));
+}
+
+describe('architecture of src/', () => {
+  const files = sourceFiles(SRC);
+  const graph = new Map(files.map((file) => [file, importsOf(file)]));
+  const name = (file: string) => path.relative(ROOT, file);
+
+  it('architecture: every import points to the same layer or one below', () => {
+    const upward: string[] = [];
+    for (const [file, imports] of graph) {
+      for (const imported of imports) {
+        assert.ok(fs.existsSync(imported), `${name(file)} imports ${name(imported)}, which does not exist`);
+        if (layerOf(imported) > layerOf(file)) upward.push(`${name(file)} (${LAYERS[layerOf(file)][0]}) -> ${name(imported)} (${LAYERS[layerOf(imported)][0]})`);
+      }
+    }
+    assert.deepEqual(upward, [], 'imports from a layer above');
+  });
+
+  it('architecture: no import cycle', () => {
+    const state = new Map<string, 'visiting' | 'done'>();
+    const cycles: string[] = [];
+    const visit = (file: string, trail: string[]) => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'visiting') {
+        cycles.push([...trail.slice(trail.indexOf(file)), file].map(name).join(' -> '));
+        return;
+      }
+      state.set(file, 'visiting');
+      for (const imported of graph.get(file) ?? []) visit(imported, [...trail, file]);
+      state.set(file, 'done');
+    };
+    for (const file of files) visit(file, []);
+    assert.deepEqual(cycles, []);
+  });
+});
