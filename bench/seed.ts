@@ -1,11 +1,8 @@
 // The benchmark's own database (a fresh SQLite file, or a fresh PostgreSQL database next to
-// the one given, dropped afterwards, as test/helpers/backends.ts does) and its seed: many
-// user groups written directly through Kysely with exactly the columns the service writes,
-// in batched multi-row inserts inside transactions.
+// the one given, dropped afterwards: made by test/helpers/backends.ts, as the tests' are) and
+// its seed: many user groups written directly through Kysely with exactly the columns the
+// service writes, in batched multi-row inserts inside transactions.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { openMigratedDatabase } from '../src/runtime.ts';
@@ -14,8 +11,9 @@ import { issueApiToken } from '../src/auth/api-tokens.service.ts';
 import { generateToken, hashToken } from '../src/auth/token-format.ts';
 import type { Keyring } from '../src/crypto/keyring.ts';
 import type { NewUserGroup } from '../src/user-groups/user-groups.repository.ts';
+import { createTestDatabase, type Backend } from '../test/helpers/backends.ts';
 
-export type Backend = 'sqlite' | 'postgres';
+export type { Backend };
 
 export interface BenchDatabase {
   backend: Backend;
@@ -25,38 +23,16 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
+/** `adminUrl`: --database-url, a PostgreSQL database to create the benchmark's next to; SQLite when absent or sqlite:. */
 export async function createBenchDatabase(adminUrl: string | undefined): Promise<BenchDatabase> {
   if (!adminUrl || adminUrl.startsWith('sqlite:')) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-bench-'));
-    const file = path.join(dir, 'ugs.sqlite');
-    return { backend: 'sqlite', url: `sqlite:${file}`, description: `sqlite:${file}`, drop: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+    const database = await createTestDatabase('sqlite', { prefix: 'ugs_bench' });
+    return { backend: 'sqlite', ...database, description: database.url };
   }
   if (!/^postgres(ql)?:\/\//.test(adminUrl)) throw new Error(`--database-url must be postgres://… (or sqlite:), got ${adminUrl}`);
-  const name = `ugs_bench_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`create database ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const description = `${url.protocol}//${url.host}/${name}`;
-  return {
-    backend: 'postgres',
-    url: url.toString(),
-    description,
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      try {
-        await client.query(`drop database if exists ${name} with (force)`);
-      } finally {
-        await client.end();
-      }
-    },
-  };
+  const database = await createTestDatabase('postgres', { prefix: 'ugs_bench', adminUrl });
+  const url = new URL(database.url);
+  return { backend: 'postgres', ...database, description: `${url.protocol}//${url.host}${url.pathname}` };
 }
 
 export interface SeedResult {

@@ -2,10 +2,9 @@
 // can be wrong about who it is or what it may do. Each cell answers the documented status
 // and code, changes nothing, and never shows another account's data. A new route fails this
 // suite until it has a row below.
-import { describe, it, before, after } from 'node:test';
+import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKENDS } from './helpers/backends.ts';
-import { buildTestApp, injectRequest, issueTestToken, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/configured-app.ts';
+import { forEachBackend, injectRequest, useTestApp } from './helpers/harness.ts';
 import { isOperational, routeTable } from './helpers/route-table.ts';
 import { generateToken } from '../src/auth/token-format.ts';
 
@@ -93,150 +92,140 @@ const ROUTES: Record<string, RouteRow> = {
 
 const flipLast = (token: string) => `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] authorization matrix`, () => {
-    let db: OpenDatabase;
-    let t: BuiltApp;
-    let victimToken: string;
-    const victimGroups: Target[] = [];
-    let ownCustomer: Target; // the caller's own group in Customer
-    let ownTesting: Target;
-    const tokens: Record<string, string> = {};
-    let fresh = 0;
-    const freshId = () => `fresh-${++fresh}`;
+forEachBackend('authorization matrix', (backend) => {
+  const t = useTestApp(backend);
+  let victimToken: string;
+  const victimGroups: Target[] = [];
+  let ownCustomer: Target; // the caller's own group in Customer
+  let ownTesting: Target;
+  const tokens: Record<string, string> = {};
+  let fresh = 0;
+  const freshId = () => `fresh-${++fresh}`;
 
-    async function snapshot(): Promise<string> {
-      const groups = await db.handle.db.selectFrom('user_groups').selectAll().orderBy('team_id').execute();
-      const apiTokens = await db.handle.db.selectFrom('api_tokens').selectAll().orderBy('id').execute();
-      const audit = await db.handle.db.selectFrom('audit_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
-      return JSON.stringify({ groups, apiTokens, audit: Number(audit?.n) });
+  async function snapshot(): Promise<string> {
+    const groups = await t.handle.db.selectFrom('user_groups').selectAll().orderBy('team_id').execute();
+    const apiTokens = await t.handle.db.selectFrom('api_tokens').selectAll().orderBy('id').execute();
+    const audit = await t.handle.db.selectFrom('audit_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+    return JSON.stringify({ groups, apiTokens, audit: Number(audit?.n) });
+  }
+
+  async function createGroup(token: string, id: string, env: 'Customer' | 'Testing'): Promise<Target & { teamId: number }> {
+    const res = await t.request('POST', '/api/user', { token, body: { user_group_id: id, api_environment_tag: env } });
+    assert.equal(res.status, 201, res.text);
+    return { id, env, groupToken: res.body.user_group.token, teamId: res.body.user_group.team_id };
+  }
+
+  function send(probe: Probe, credential: Credential) {
+    return injectRequest(t.app, probe.method, probe.url, { ...credential, body: probe.body, query: probe.query, headers: probe.headers });
+  }
+
+  /** A refused request: the expected status and code, the envelope, and nothing changed. */
+  async function assertRefused(probe: Probe, credential: Credential, status: number, code: string): Promise<void> {
+    const before = await snapshot();
+    const res = await send(probe, credential);
+    assert.equal(res.status, status, `${probe.method} ${probe.url}: ${res.text}`);
+    assert.equal(res.body?.success, 0);
+    assert.equal(res.body.error.code, code, `${probe.method} ${probe.url}`);
+    assert.equal(res.body.error.request_id, res.headers['x-request-id']);
+    assert.equal(await snapshot(), before, `${probe.method} ${probe.url} changed the database`);
+  }
+
+  before(async () => {
+    victimToken = (await t.issueToken({ account: 'victim' })).token;
+    for (const [i, env] of (['Customer', 'Testing', 'Customer', 'Testing', 'Customer', 'Testing', 'Customer', 'Testing', 'Customer'] as const).entries()) {
+      victimGroups.push(await createGroup(victimToken, `victim-${i}`, env));
     }
-
-    async function createGroup(token: string, id: string, env: 'Customer' | 'Testing'): Promise<Target & { teamId: number }> {
-      const res = await t.request('POST', '/api/user', { token, body: { user_group_id: id, api_environment_tag: env } });
-      assert.equal(res.status, 201, res.text);
-      return { id, env, groupToken: res.body.user_group.token, teamId: res.body.user_group.team_id };
-    }
-
-    function send(probe: Probe, credential: Credential) {
-      return injectRequest(t.app, probe.method, probe.url, { ...credential, body: probe.body, query: probe.query, headers: probe.headers });
-    }
-
-    /** A refused request: the expected status and code, the envelope, and nothing changed. */
-    async function assertRefused(probe: Probe, credential: Credential, status: number, code: string): Promise<void> {
-      const before = await snapshot();
-      const res = await send(probe, credential);
-      assert.equal(res.status, status, `${probe.method} ${probe.url}: ${res.text}`);
-      assert.equal(res.body?.success, 0);
-      assert.equal(res.body.error.code, code, `${probe.method} ${probe.url}`);
-      assert.equal(res.body.error.request_id, res.headers['x-request-id']);
-      assert.equal(await snapshot(), before, `${probe.method} ${probe.url} changed the database`);
-    }
-
-    before(async () => {
-      db = await openTestDatabase(backend);
-      t = await buildTestApp(db);
-      await t.app.ready();
-      victimToken = (await issueTestToken(db.handle, { account: 'victim' })).token;
-      for (const [i, env] of (['Customer', 'Testing', 'Customer', 'Testing', 'Customer', 'Testing', 'Customer', 'Testing', 'Customer'] as const).entries()) {
-        victimGroups.push(await createGroup(victimToken, `victim-${i}`, env));
-      }
-      await t.request('PUT', '/api/user', { token: victimToken, body: { user_group_id: 'victim-0', name: 'history entry' } });
-      tokens.rw = (await issueTestToken(db.handle, { account: 'caller' })).token;
-      tokens.readOnly = (await issueTestToken(db.handle, { account: 'caller', scopes: ['read'] })).token;
-      tokens.testingOnly = (await issueTestToken(db.handle, { account: 'caller', env: 'Testing' })).token;
-      const revoked = await issueTestToken(db.handle, { account: 'caller' });
-      await db.handle.db.updateTable('api_tokens').set({ revoked_at: new Date().toISOString() }).where('id', '=', revoked.id).execute();
-      tokens.revoked = revoked.token;
-      tokens.expired = (await issueTestToken(db.handle, { account: 'caller', expiresInMs: -1000 })).token;
-      ownCustomer = await createGroup(tokens.rw, 'own-customer', 'Customer');
-      ownTesting = await createGroup(tokens.rw, 'own-testing', 'Testing');
-      // A group token that no longer identifies anything: rotated away (no grace period).
-      const retired = await createGroup(tokens.rw, 'own-retired', 'Customer');
-      assert.equal((await t.request('POST', '/api/user', { token: tokens.rw, body: { current_token: retired.groupToken } })).status, 200);
-      tokens.retiredGroupToken = retired.groupToken;
-    });
-    after(async () => {
-      await t.app.close();
-      await db.close();
-    });
-
-    it('the route table has a row for every route, and every row is a route', () => {
-      const routes = routeTable(t.app).filter((r) => !isOperational(r.url)).map((r) => r.key);
-      assert.deepEqual([...routes].sort(), Object.keys(ROUTES).sort());
-    });
-
-    for (const [key, row] of Object.entries(ROUTES)) {
-      if (row.kind === 'api') {
-        it(`${key}: no, malformed, wrong-checksum, unknown, revoked, expired API token -> 401; group token -> 401 wrong_token_kind`, async () => {
-          const probe = row.probe(ownCustomer, freshId());
-          await assertRefused(probe, {}, 401, 'missing_api_token');
-          await assertRefused(probe, { token: 'ugs_api_not-a-token' }, 401, 'invalid_api_token');
-          await assertRefused(probe, { token: flipLast(tokens.rw) }, 401, 'invalid_api_token');
-          await assertRefused(probe, { token: generateToken('api') }, 401, 'invalid_api_token');
-          await assertRefused(probe, { token: tokens.revoked }, 401, 'invalid_api_token');
-          await assertRefused(probe, { token: tokens.expired }, 401, 'invalid_api_token');
-          await assertRefused(probe, { token: ownCustomer.groupToken }, 401, 'wrong_token_kind');
-          await assertRefused(probe, { bearer: ownCustomer.groupToken }, 401, 'wrong_token_kind');
-        });
-
-        it(`${key}: another account's object is never reached and never shown`, async () => {
-          const victim = victimGroups.shift()!;
-          const expected = row.otherAccount!;
-          const before = await snapshot();
-          const res = await send(row.probe(victim, victim.id), { token: tokens.rw });
-          const statuses = [expected.status].flat();
-          assert.ok(statuses.includes(res.status), `${key}: ${res.status} ${res.text}`);
-          if (expected.code) {
-            assert.equal(res.body.error.code, expected.code);
-            assert.equal(await snapshot(), before, `${key} changed the database`);
-          }
-          // No trace of the victim's group: not its token, not its team_id.
-          assert.ok(!res.text.includes(victim.groupToken), `${key} returned the victim's token`);
-          for (const group of [victim, ...victimGroups] as (Target & { teamId: number })[]) {
-            assert.doesNotMatch(res.text, new RegExp(`"(team_id|sub)":${group.teamId}\\b`), `${key} returned the victim's team_id`);
-          }
-          if (key === 'GET /api/user/history') assert.deepEqual(res.body.entries, []);
-          if (key === 'GET /api/users') assert.deepEqual(res.body.user_groups, []);
-          // The victim's group is as it was.
-          const still = await t.request('GET', '/api/user', { token: victimToken, query: { user_group_id: victim.id, api_environment_tag: victim.env } });
-          assert.equal(still.status, 200);
-          assert.equal(still.body.user_group.token, victim.groupToken);
-        });
-
-        if (row.write) {
-          it(`${key}: a read-only API token -> 403 insufficient_scope`, async () => {
-            await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.readOnly }, 403, 'insufficient_scope');
-            if (key === 'POST /api/user') {
-              await assertRefused({ method: 'POST', url: '/api/user', body: { user_group_id: freshId() } }, { token: tokens.readOnly }, 403, 'insufficient_scope');
-            }
-          });
-        }
-
-        it(`${key}: an API token restricted to Testing, used on Customer -> 403 environment_forbidden`, async () => {
-          await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly }, 403, 'environment_forbidden');
-          // The same token does work in its own environment (so the refusal is about the environment).
-          const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
-          assert.ok(own.status < 400, `${key} in Testing: ${own.status} ${own.text}`);
-          if (key === 'POST /api/user') ownTesting.groupToken = own.body.user_group.token;
-          if (key === 'DELETE /api/user') ownTesting = await createGroup(tokens.rw, ownTesting.id, 'Testing');
-        });
-      } else {
-        it(`${key}: no, malformed, wrong-checksum, unknown, retired group token -> 401 invalid_token; API token -> 401 wrong_token_kind`, async () => {
-          const probe = row.probe(ownCustomer, '');
-          await assertRefused(probe, {}, 401, 'invalid_token');
-          await assertRefused(probe, { bearer: 'ugs_grp_not-a-token' }, 401, 'invalid_token');
-          await assertRefused(probe, { bearer: flipLast(ownCustomer.groupToken) }, 401, 'invalid_token');
-          await assertRefused(probe, { bearer: generateToken('user_group') }, 401, 'invalid_token');
-          await assertRefused(probe, { bearer: tokens.retiredGroupToken }, 401, 'invalid_token');
-          await assertRefused(probe, { bearer: tokens.rw }, 401, 'wrong_token_kind');
-          // A valid group token sees its own group and nothing else.
-          const res = await send(probe, { bearer: ownCustomer.groupToken });
-          assert.equal(res.status, 200, res.text);
-          assert.equal(res.body.user_group.provided_id, ownCustomer.id);
-          assert.ok(!/ugs_(grp|api)_/.test(res.text), 'the embed context returned a token');
-        });
-      }
-    }
+    await t.request('PUT', '/api/user', { token: victimToken, body: { user_group_id: 'victim-0', name: 'history entry' } });
+    tokens.rw = (await t.issueToken({ account: 'caller' })).token;
+    tokens.readOnly = (await t.issueToken({ account: 'caller', scopes: ['read'] })).token;
+    tokens.testingOnly = (await t.issueToken({ account: 'caller', env: 'Testing' })).token;
+    const revoked = await t.issueToken({ account: 'caller' });
+    await t.handle.db.updateTable('api_tokens').set({ revoked_at: new Date().toISOString() }).where('id', '=', revoked.id).execute();
+    tokens.revoked = revoked.token;
+    tokens.expired = (await t.issueToken({ account: 'caller', expiresInMs: -1000 })).token;
+    ownCustomer = await createGroup(tokens.rw, 'own-customer', 'Customer');
+    ownTesting = await createGroup(tokens.rw, 'own-testing', 'Testing');
+    // A group token that no longer identifies anything: rotated away (no grace period).
+    const retired = await createGroup(tokens.rw, 'own-retired', 'Customer');
+    assert.equal((await t.request('POST', '/api/user', { token: tokens.rw, body: { current_token: retired.groupToken } })).status, 200);
+    tokens.retiredGroupToken = retired.groupToken;
   });
-}
+
+  it('the route table has a row for every route, and every row is a route', () => {
+    const routes = routeTable(t.app).filter((r) => !isOperational(r.url)).map((r) => r.key);
+    assert.deepEqual([...routes].sort(), Object.keys(ROUTES).sort());
+  });
+
+  for (const [key, row] of Object.entries(ROUTES)) {
+    if (row.kind === 'api') {
+      it(`${key}: no, malformed, wrong-checksum, unknown, revoked, expired API token -> 401; group token -> 401 wrong_token_kind`, async () => {
+        const probe = row.probe(ownCustomer, freshId());
+        await assertRefused(probe, {}, 401, 'missing_api_token');
+        await assertRefused(probe, { token: 'ugs_api_not-a-token' }, 401, 'invalid_api_token');
+        await assertRefused(probe, { token: flipLast(tokens.rw) }, 401, 'invalid_api_token');
+        await assertRefused(probe, { token: generateToken('api') }, 401, 'invalid_api_token');
+        await assertRefused(probe, { token: tokens.revoked }, 401, 'invalid_api_token');
+        await assertRefused(probe, { token: tokens.expired }, 401, 'invalid_api_token');
+        await assertRefused(probe, { token: ownCustomer.groupToken }, 401, 'wrong_token_kind');
+        await assertRefused(probe, { bearer: ownCustomer.groupToken }, 401, 'wrong_token_kind');
+      });
+
+      it(`${key}: another account's object is never reached and never shown`, async () => {
+        const victim = victimGroups.shift()!;
+        const expected = row.otherAccount!;
+        const before = await snapshot();
+        const res = await send(row.probe(victim, victim.id), { token: tokens.rw });
+        const statuses = [expected.status].flat();
+        assert.ok(statuses.includes(res.status), `${key}: ${res.status} ${res.text}`);
+        if (expected.code) {
+          assert.equal(res.body.error.code, expected.code);
+          assert.equal(await snapshot(), before, `${key} changed the database`);
+        }
+        // No trace of the victim's group: not its token, not its team_id.
+        assert.ok(!res.text.includes(victim.groupToken), `${key} returned the victim's token`);
+        for (const group of [victim, ...victimGroups] as (Target & { teamId: number })[]) {
+          assert.doesNotMatch(res.text, new RegExp(`"(team_id|sub)":${group.teamId}\\b`), `${key} returned the victim's team_id`);
+        }
+        if (key === 'GET /api/user/history') assert.deepEqual(res.body.entries, []);
+        if (key === 'GET /api/users') assert.deepEqual(res.body.user_groups, []);
+        // The victim's group is as it was.
+        const still = await t.request('GET', '/api/user', { token: victimToken, query: { user_group_id: victim.id, api_environment_tag: victim.env } });
+        assert.equal(still.status, 200);
+        assert.equal(still.body.user_group.token, victim.groupToken);
+      });
+
+      if (row.write) {
+        it(`${key}: a read-only API token -> 403 insufficient_scope`, async () => {
+          await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.readOnly }, 403, 'insufficient_scope');
+          if (key === 'POST /api/user') {
+            await assertRefused({ method: 'POST', url: '/api/user', body: { user_group_id: freshId() } }, { token: tokens.readOnly }, 403, 'insufficient_scope');
+          }
+        });
+      }
+
+      it(`${key}: an API token restricted to Testing, used on Customer -> 403 environment_forbidden`, async () => {
+        await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly }, 403, 'environment_forbidden');
+        // The same token does work in its own environment (so the refusal is about the environment).
+        const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
+        assert.ok(own.status < 400, `${key} in Testing: ${own.status} ${own.text}`);
+        if (key === 'POST /api/user') ownTesting.groupToken = own.body.user_group.token;
+        if (key === 'DELETE /api/user') ownTesting = await createGroup(tokens.rw, ownTesting.id, 'Testing');
+      });
+    } else {
+      it(`${key}: no, malformed, wrong-checksum, unknown, retired group token -> 401 invalid_token; API token -> 401 wrong_token_kind`, async () => {
+        const probe = row.probe(ownCustomer, '');
+        await assertRefused(probe, {}, 401, 'invalid_token');
+        await assertRefused(probe, { bearer: 'ugs_grp_not-a-token' }, 401, 'invalid_token');
+        await assertRefused(probe, { bearer: flipLast(ownCustomer.groupToken) }, 401, 'invalid_token');
+        await assertRefused(probe, { bearer: generateToken('user_group') }, 401, 'invalid_token');
+        await assertRefused(probe, { bearer: tokens.retiredGroupToken }, 401, 'invalid_token');
+        await assertRefused(probe, { bearer: tokens.rw }, 401, 'wrong_token_kind');
+        // A valid group token sees its own group and nothing else.
+        const res = await send(probe, { bearer: ownCustomer.groupToken });
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.body.user_group.provided_id, ownCustomer.id);
+        assert.ok(!/ugs_(grp|api)_/.test(res.text), 'the embed context returned a token');
+      });
+    }
+  }
+});

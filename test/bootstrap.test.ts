@@ -1,10 +1,11 @@
 // First start on an empty database (docs/api.md, "Tokens"): an account `default` and one
 // read,write API token, printed once on stderr, so a new user can make a call at once.
-import { describe, it, after } from 'node:test';
+import { it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
-import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { forEachBackend } from './helpers/harness.ts';
 import { ROOT, SERVER_ENTRY, httpRequest, runUgs } from './helpers/processes.ts';
 
 const API_TOKEN = /ugs_api_[0-9A-Za-z]{49}/g;
@@ -66,88 +67,86 @@ async function settled(server: Server): Promise<void> {
 
 const tokensIn = (text: string) => new Set(text.match(API_TOKEN) ?? []);
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] bootstrap on an empty database`, () => {
-    const databases: TestDatabase[] = [];
-    const servers: Server[] = [];
-    const secretKey = crypto.randomBytes(32).toString('base64');
+forEachBackend('bootstrap on an empty database', (backend) => {
+  const databases: TestDatabase[] = [];
+  const servers: Server[] = [];
+  const secretKey = crypto.randomBytes(32).toString('base64');
 
-    async function emptyDatabase(): Promise<string> {
-      const database = await createTestDatabase(backend);
-      databases.push(database);
-      return database.url;
-    }
-    async function start(env: Record<string, string>): Promise<Server> {
-      const server = await startServer({ UGS_SECRET_KEY: secretKey, ...env });
-      servers.push(server);
-      return server;
-    }
-    async function defaultTokens(databaseUrl: string): Promise<{ id: number; name: string; scopes: string; status: string }[]> {
-      const listed = await runUgs(['token', 'list', '--account', 'default', '--json'], { DATABASE_URL: databaseUrl });
-      assert.equal(listed.code, 0, listed.stderr);
-      return JSON.parse(listed.stdout);
-    }
+  async function emptyDatabase(): Promise<string> {
+    const database = await createTestDatabase(backend);
+    databases.push(database);
+    return database.url;
+  }
+  async function start(env: Record<string, string>): Promise<Server> {
+    const server = await startServer({ UGS_SECRET_KEY: secretKey, ...env });
+    servers.push(server);
+    return server;
+  }
+  async function defaultTokens(databaseUrl: string): Promise<{ id: number; name: string; scopes: string; status: string }[]> {
+    const listed = await runUgs(['token', 'list', '--account', 'default', '--json'], { DATABASE_URL: databaseUrl });
+    assert.equal(listed.code, 0, listed.stderr);
+    return JSON.parse(listed.stdout);
+  }
 
-    after(async () => {
-      await Promise.all(servers.map((s) => s.stop()));
-      for (const d of databases) await d.drop();
-    });
-
-    it('the first start with UGS_BOOTSTRAP unset prints one working API token on stderr; the second start prints none', async () => {
-      const url = await emptyDatabase();
-      const first = await start({ DATABASE_URL: url, UGS_BOOTSTRAP: '' }); // empty: as if unset
-      await settled(first);
-      const shown = tokensIn(first.stderr());
-      assert.equal(shown.size, 1, `one token in the banner:\n${first.stderr()}`);
-      const [token] = shown;
-      assert.match(first.stderr(), /shown only this once/);
-      assert.equal(first.stderr().split(token).length - 1, 2, 'the token appears once, plus once in the example curl command');
-      assert.ok(!first.stdout().includes(token), 'the token never reaches the JSON logs on stdout');
-
-      const call = await httpRequest(first.baseUrl, 'GET', '/api/user?user_group_id=example_1', { token });
-      assert.equal(call.status, 201, JSON.stringify(call.body));
-      assert.equal(call.body.new_user_group, true);
-
-      const tokens = await defaultTokens(url);
-      assert.equal(tokens.length, 1);
-      assert.equal(tokens[0].scopes, 'read,write');
-      assert.equal(tokens[0].status, 'active');
-      assert.ok(token.startsWith((tokens[0] as unknown as { token_start: string }).token_start));
-
-      assert.equal(await first.stop(), 0);
-      const second = await start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'true' });
-      await settled(second);
-      assert.equal(tokensIn(second.stderr() + second.stdout()).size, 0, 'no token on the second start');
-      assert.equal((await defaultTokens(url)).length, 1, 'no second bootstrap token');
-      // The bootstrap token still works on the second instance.
-      assert.equal((await httpRequest(second.baseUrl, 'GET', '/api/users', { token })).status, 200);
-      assert.equal(await second.stop(), 0);
-    });
-
-    it('UGS_BOOTSTRAP=false on an empty database prints no token and creates no account', async () => {
-      const url = await emptyDatabase();
-      const server = await start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'false' });
-      await settled(server);
-      assert.equal(tokensIn(server.stderr() + server.stdout()).size, 0);
-      const listed = await runUgs(['account', 'list', '--json'], { DATABASE_URL: url });
-      assert.equal(listed.code, 0, listed.stderr);
-      assert.deepEqual(JSON.parse(listed.stdout), []);
-    });
-
-    it('two servers starting at once with UGS_BOOTSTRAP=true on one empty database issue exactly one bootstrap token', async () => {
-      const url = await emptyDatabase();
-      const pair = await Promise.all([start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'true' }), start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'true' })]);
-      await Promise.all(pair.map(settled));
-      const printed = pair.map((s) => tokensIn(s.stderr()));
-      assert.deepEqual(
-        printed.map((set) => set.size).sort(),
-        [0, 1],
-        `exactly one instance prints a token:\n--- 1:\n${pair[0].stderr()}\n--- 2:\n${pair[1].stderr()}`,
-      );
-      const tokens = await defaultTokens(url);
-      assert.equal(tokens.length, 1, 'exactly one bootstrap token exists');
-      const [token] = printed.find((set) => set.size === 1)!;
-      for (const s of pair) assert.equal((await httpRequest(s.baseUrl, 'GET', '/api/users', { token })).status, 200);
-    });
+  after(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    for (const d of databases) await d.drop();
   });
-}
+
+  it('the first start with UGS_BOOTSTRAP unset prints one working API token on stderr; the second start prints none', async () => {
+    const url = await emptyDatabase();
+    const first = await start({ DATABASE_URL: url, UGS_BOOTSTRAP: '' }); // empty: as if unset
+    await settled(first);
+    const shown = tokensIn(first.stderr());
+    assert.equal(shown.size, 1, `one token in the banner:\n${first.stderr()}`);
+    const [token] = shown;
+    assert.match(first.stderr(), /shown only this once/);
+    assert.equal(first.stderr().split(token).length - 1, 2, 'the token appears once, plus once in the example curl command');
+    assert.ok(!first.stdout().includes(token), 'the token never reaches the JSON logs on stdout');
+
+    const call = await httpRequest(first.baseUrl, 'GET', '/api/user?user_group_id=example_1', { token });
+    assert.equal(call.status, 201, JSON.stringify(call.body));
+    assert.equal(call.body.new_user_group, true);
+
+    const tokens = await defaultTokens(url);
+    assert.equal(tokens.length, 1);
+    assert.equal(tokens[0].scopes, 'read,write');
+    assert.equal(tokens[0].status, 'active');
+    assert.ok(token.startsWith((tokens[0] as unknown as { token_start: string }).token_start));
+
+    assert.equal(await first.stop(), 0);
+    const second = await start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'true' });
+    await settled(second);
+    assert.equal(tokensIn(second.stderr() + second.stdout()).size, 0, 'no token on the second start');
+    assert.equal((await defaultTokens(url)).length, 1, 'no second bootstrap token');
+    // The bootstrap token still works on the second instance.
+    assert.equal((await httpRequest(second.baseUrl, 'GET', '/api/users', { token })).status, 200);
+    assert.equal(await second.stop(), 0);
+  });
+
+  it('UGS_BOOTSTRAP=false on an empty database prints no token and creates no account', async () => {
+    const url = await emptyDatabase();
+    const server = await start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'false' });
+    await settled(server);
+    assert.equal(tokensIn(server.stderr() + server.stdout()).size, 0);
+    const listed = await runUgs(['account', 'list', '--json'], { DATABASE_URL: url });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(JSON.parse(listed.stdout), []);
+  });
+
+  it('two servers starting at once with UGS_BOOTSTRAP=true on one empty database issue exactly one bootstrap token', async () => {
+    const url = await emptyDatabase();
+    const pair = await Promise.all([start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'true' }), start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'true' })]);
+    await Promise.all(pair.map(settled));
+    const printed = pair.map((s) => tokensIn(s.stderr()));
+    assert.deepEqual(
+      printed.map((set) => set.size).sort(),
+      [0, 1],
+      `exactly one instance prints a token:\n--- 1:\n${pair[0].stderr()}\n--- 2:\n${pair[1].stderr()}`,
+    );
+    const tokens = await defaultTokens(url);
+    assert.equal(tokens.length, 1, 'exactly one bootstrap token exists');
+    const [token] = printed.find((set) => set.size === 1)!;
+    for (const s of pair) assert.equal((await httpRequest(s.baseUrl, 'GET', '/api/users', { token })).status, 200);
+  });
+});

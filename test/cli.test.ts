@@ -1,11 +1,12 @@
 // The command-line tool (README, "API tokens and accounts"), run as a real process against the
 // same database as a real server, which then honours what the tool did.
-import { describe, it, before, after } from 'node:test';
+import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import type { Command } from 'commander';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { forEachBackend } from './helpers/harness.ts';
 import { ROOT, httpRequest, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
 import { buildCli } from '../src/cli/main.ts';
 
@@ -43,275 +44,273 @@ function assertShowsNoToken(output: string, tokens: string[]): void {
   }
 }
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] the ugs command-line tool`, () => {
-    let database: TestDatabase;
-    let env: Record<string, string>;
-    let server: ServerProcess;
-    const issuedTokens: string[] = [];
-    let acmeTokens = 0; // how many tokens this suite issued to the account acme
+forEachBackend('the ugs command-line tool', (backend) => {
+  let database: TestDatabase;
+  let env: Record<string, string>;
+  let server: ServerProcess;
+  const issuedTokens: string[] = [];
+  let acmeTokens = 0; // how many tokens this suite issued to the account acme
 
-    const ugs = (...args: string[]) => runUgs(args, env);
-    async function createToken(...args: string[]): Promise<{ id: number; token: string; [key: string]: unknown }> {
-      const r = await ugs('token', 'create', ...args, '--json');
-      assert.equal(r.code, 0, r.stderr);
-      const issued = JSON.parse(r.stdout);
-      issuedTokens.push(issued.token);
-      if (issued.account === 'acme') acmeTokens++;
-      return issued;
-    }
-    async function tokenCount(account: string): Promise<number> {
-      const r = await ugs('token', 'list', '--account', account, '--json');
-      assert.equal(r.code, 0, r.stderr);
-      return JSON.parse(r.stdout).length;
-    }
+  const ugs = (...args: string[]) => runUgs(args, env);
+  async function createToken(...args: string[]): Promise<{ id: number; token: string; [key: string]: unknown }> {
+    const r = await ugs('token', 'create', ...args, '--json');
+    assert.equal(r.code, 0, r.stderr);
+    const issued = JSON.parse(r.stdout);
+    issuedTokens.push(issued.token);
+    if (issued.account === 'acme') acmeTokens++;
+    return issued;
+  }
+  async function tokenCount(account: string): Promise<number> {
+    const r = await ugs('token', 'list', '--account', account, '--json');
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout).length;
+  }
 
-    before(async () => {
-      database = await createTestDatabase(backend);
-      env = { DATABASE_URL: database.url };
-      server = await spawnServer({ ...env, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
-    });
-
-    after(async () => {
-      await server?.stop('SIGTERM');
-      await database?.drop();
-    });
-
-    it('migrate applies the schema to an empty database, then reports it up to date', async () => {
-      const fresh = await createTestDatabase(backend);
-      try {
-        const first = await runUgs(['migrate'], { DATABASE_URL: fresh.url });
-        assert.equal(first.code, 0, first.stderr);
-        assert.match(first.stdout, /applied: 0001-initial/);
-        const second = await runUgs(['migrate'], { DATABASE_URL: fresh.url });
-        assert.equal(second.code, 0, second.stderr);
-        assert.match(second.stdout, /up to date/);
-      } finally {
-        await fresh.drop();
-      }
-    });
-
-    it('account create makes an account, and refuses an existing one or a bad slug with a clear message', async () => {
-      const created = await ugs('account', 'create', 'initech', '--json');
-      assert.equal(created.code, 0, created.stderr);
-      assert.equal(JSON.parse(created.stdout).slug, 'initech');
-
-      const again = await ugs('account', 'create', 'initech');
-      assert.notEqual(again.code, 0);
-      assert.match(again.stderr, /account "initech" already exists/);
-
-      const bad = await ugs('account', 'create', 'Not_A_Slug');
-      assert.notEqual(bad.code, 0);
-      assert.match(bad.stderr, /account slug is 1-63 characters/);
-    });
-
-    it('token create prints the token once, --json gives id and token, and a missing account is created', async () => {
-      const text = await ugs('token', 'create', '--account', 'acme', '--name', 'ci');
-      assert.equal(text.code, 0, text.stderr);
-      const shown = text.stdout.match(API_TOKEN) ?? [];
-      assert.equal(shown.length, 1, 'the token is printed exactly once');
-      assert.match(text.stdout, /created account acme/);
-      assert.match(text.stdout, /shown only this once/);
-      issuedTokens.push(shown[0]);
-      acmeTokens++;
-      const works = await httpRequest(server.baseUrl, 'GET', '/api/users', { token: shown[0] });
-      assert.equal(works.status, 200);
-
-      const json = await createToken('--account', 'acme');
-      assert.equal(typeof json.id, 'number');
-      assert.match(json.token, /^ugs_api_[0-9A-Za-z]{49}$/);
-      assert.equal(json.account_created, false, 'acme exists by now');
-      assert.deepEqual(json.scopes, ['read', 'write'], 'both scopes by default');
-
-      const fresh = await createToken('--account', 'brand-new-co');
-      assert.equal(fresh.account_created, true);
-      assert.equal(await tokenCount('brand-new-co'), 1);
-    });
-
-    it('token create --scopes read issues a token that can read but not create', async () => {
-      const reader = await createToken('--account', 'acme', '--scopes', 'read');
-      assert.deepEqual(reader.scopes, ['read']);
-      assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/users', { token: reader.token })).status, 200);
-      const create = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: reader.token, body: { user_group_id: 'by-reader' } });
-      assert.equal(create.status, 403);
-      assert.equal(create.body.error.code, 'insufficient_scope');
-    });
-
-    it('token create --env Testing restricts the token to Testing and makes it the default', async () => {
-      const testing = await createToken('--account', 'acme', '--env', 'Testing');
-      const created = await httpRequest(server.baseUrl, 'GET', '/api/user', { token: testing.token, body: { user_group_id: 'env-t' } });
-      assert.equal(created.status, 201);
-      assert.equal(created.body.user_group.api_environment_tag, 'Testing');
-      const customer = await httpRequest(server.baseUrl, 'GET', '/api/user', {
-        token: testing.token,
-        body: { user_group_id: 'env-t', api_environment_tag: 'Customer' },
-      });
-      assert.equal(customer.status, 403);
-      assert.equal(customer.body.error.code, 'environment_forbidden');
-    });
-
-    it('token create --default-env Testing picks Testing when a request names no environment, and allows Customer', async () => {
-      const token = await createToken('--account', 'acme', '--default-env', 'Testing');
-      assert.equal(token.default_environment, 'Testing');
-      const implicit = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: token.token, body: { user_group_id: 'env-d' } });
-      assert.equal(implicit.status, 201);
-      assert.equal(implicit.body.user_group.api_environment_tag, 'Testing');
-      const explicit = await httpRequest(server.baseUrl, 'POST', '/api/user', {
-        token: token.token,
-        body: { user_group_id: 'env-d', api_environment_tag: 'Customer' },
-      });
-      assert.equal(explicit.status, 201);
-      assert.equal(explicit.body.user_group.api_environment_tag, 'Customer');
-    });
-
-    it('token create --expires-in 1s issues a token that is refused after it expires', async () => {
-      const before = Date.now();
-      const shortLived = await createToken('--account', 'acme', '--expires-in', '1s');
-      const expiresAt = Date.parse(String(shortLived.expires_at));
-      assert.ok(expiresAt > before && expiresAt <= Date.now() + 1000, `expires_at ${shortLived.expires_at} is about a second after issue`);
-      await sleep(Math.max(0, expiresAt - Date.now()) + 100);
-      const refused = await httpRequest(server.baseUrl, 'GET', '/api/users', { token: shortLived.token });
-      assert.equal(refused.status, 401);
-      assert.equal(refused.body.error.code, 'invalid_api_token');
-    });
-
-    it('token create refuses bad input with a non-zero exit and a clear message', async () => {
-      const cases: [string[], RegExp][] = [
-        [['--account', 'acme', '--scopes', 'admin'], /scopes are a comma-separated list of read, write/],
-        [['--account', 'acme', '--env', 'Prod'], /'Prod' is invalid\. Allowed choices are Customer, Testing, any/],
-        [['--account', 'acme', '--expires-in', 'forever'], /a duration is a number and a unit/],
-        [['--account', 'acme', '--expires-in', '999999999w'], /a lifetime is at most 36500d \(100 years\); leave --expires-in out/],
-        [['--account', 'Bad_Slug!'], /account slug is 1-63 characters/],
-        [['--account', 'acme', '--env', 'Customer', '--default-env', 'Testing'], /--default-env Testing contradicts --env Customer/],
-      ];
-      const results = await Promise.all(cases.map(([args]) => ugs('token', 'create', ...args)));
-      for (const [i, r] of results.entries()) {
-        const [args, message] = cases[i];
-        assert.equal(r.code, 2, `token create ${args.join(' ')} exits 2 (usage error); got ${r.code}`);
-        assert.match(r.stderr, message, `token create ${args.join(' ')}`);
-        assert.doesNotMatch(r.stdout, API_TOKEN);
-      }
-    });
-
-    it('token list shows the tokens of an account without ever showing a token', async () => {
-      const listed = await createToken('--account', 'acme', '--name', 'listed');
-      const text = await ugs('token', 'list', '--account', 'acme');
-      const json = await ugs('token', 'list', '--account', 'acme', '--json');
-      assert.equal(text.code, 0, text.stderr);
-      assert.equal(json.code, 0, json.stderr);
-      assert.ok(issuedTokens.length >= 5);
-      assertShowsNoToken(text.stdout + text.stderr + json.stdout + json.stderr, issuedTokens);
-      const rows = JSON.parse(json.stdout);
-      assert.equal(rows.length, acmeTokens, 'every token issued to acme is listed, and the refused commands issued none');
-      const row = rows.find((r: { id: number }) => r.id === listed.id);
-      assert.ok(row, 'the new token is listed');
-      assert.equal(row.name, 'listed');
-      assert.equal(row.status, 'active');
-      assert.ok(listed.token.startsWith(row.token_start), 'a short, non-secret start identifies it');
-      assert.equal(row.token, undefined);
-      assert.equal(row.token_hash, undefined);
-      assert.match(text.stdout, new RegExp(`^${listed.id}\\t${row.token_start}…`, 'm'));
-    });
-
-    it('token revoke makes the server refuse the token with 401, and a second revoke fails clearly', async () => {
-      const victim = await createToken('--account', 'acme');
-      assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/users', { token: victim.token })).status, 200);
-      const revoked = await ugs('token', 'revoke', String(victim.id));
-      assert.equal(revoked.code, 0, revoked.stderr);
-      assert.match(revoked.stdout, new RegExp(`revoked API token ${victim.id}`));
-      // Within a second on every instance (the server caches lookups for at most 500 ms).
-      const deadline = Date.now() + 1500;
-      let refused: Awaited<ReturnType<typeof httpRequest>>;
-      do {
-        refused = await httpRequest(server.baseUrl, 'GET', '/api/users', { token: victim.token });
-        if (refused.status === 401) break;
-        await sleep(50);
-      } while (Date.now() < deadline);
-      assert.equal(refused.status, 401);
-      assert.equal(refused.body.error.code, 'invalid_api_token');
-
-      const list = JSON.parse((await ugs('token', 'list', '--account', 'acme', '--json')).stdout);
-      assert.equal(list.find((r: { id: number }) => r.id === victim.id).status, 'revoked');
-
-      const twice = await ugs('token', 'revoke', String(victim.id));
-      assert.notEqual(twice.code, 0);
-      assert.match(twice.stderr, new RegExp(`no active API token with id ${victim.id}`));
-    });
-
-    it('token revoke takes an id in plain digits only: 1e3, 0x1, 1.0 or -1 is a usage error that revokes nothing', async () => {
-      const revocations = async () =>
-        JSON.parse((await ugs('token', 'list', '--account', 'acme', '--json')).stdout).map((r: { id: number; revoked_at: string | null }) => [r.id, r.revoked_at]);
-      const before = await revocations();
-      for (const id of ['1e3', '0x1', '1.0', '-1', '0', ' 1', '1_000', '99999999999999999']) {
-        const r = await ugs('token', 'revoke', id);
-        assert.equal(r.code, 2, `revoke ${JSON.stringify(id)}: ${r.stdout}${r.stderr}`);
-        assert.match(r.stderr, /a token id \(see: ugs token list\) is a whole number from 1 to \d+, in plain digits/);
-      }
-      assert.deepEqual(await revocations(), before, 'nothing was revoked');
-    });
-
-    it('audit prints the history of an account and of one user group, newest first, without tokens', async () => {
-      const actor = await createToken('--account', 'acme');
-      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: actor.token, body: { user_group_id: 'audited' } });
-      assert.equal(created.status, 201);
-      const updated = await httpRequest(server.baseUrl, 'PUT', '/api/user', { token: actor.token, body: { user_group_id: 'audited', name: 'Renamed' } });
-      assert.equal(updated.status, 200);
-      const rotated = await httpRequest(server.baseUrl, 'POST', '/api/user', {
-        token: actor.token,
-        body: { current_token: created.body.user_group.token },
-      });
-      assert.equal(rotated.status, 200);
-
-      const json = await ugs('audit', '--account', 'acme', '--user-group-id', 'audited', '--json');
-      assert.equal(json.code, 0, json.stderr);
-      const entries = JSON.parse(json.stdout);
-      assert.deepEqual(
-        entries.map((e: { action: string }) => e.action),
-        ['user_group.rotate', 'user_group.update', 'user_group.create'],
-      );
-      assert.deepEqual(JSON.parse(entries[1].changed_fields), ['name']);
-      for (const e of entries) assert.equal(Number(e.actor_token_id), actor.id);
-      assert.equal(entries[0].request_id, rotated.headers['x-request-id']);
-
-      const text = await ugs('audit', '--account', 'acme');
-      assert.equal(text.code, 0, text.stderr);
-      assert.match(text.stdout, /user_group\.rotate\tCustomer\/audited/);
-      assert.match(text.stdout, new RegExp(`api_token\\.issue\\ttoken ${actor.id}\\t`));
-      assertShowsNoToken(json.stdout + text.stdout, [...issuedTokens, created.body.user_group.token, rotated.body.user_group.token]);
-    });
-
-    // These two do not depend on the database: run once, on the first backend.
-    const once = backend === BACKENDS[0] ? {} : { skip: 'does not depend on the database (run on the first backend)' };
-
-    it('--help on every command exits 0 and prints its usage', once, async () => {
-      const paths = commandPaths(buildCli());
-      assert.ok(paths.length >= 9, `commands: ${paths.map((p) => p.join(' ')).join(', ')}`);
-      const results = await Promise.all(paths.map((p) => ugs(...p, '--help')));
-      for (const [i, r] of results.entries()) {
-        const name = ['ugs', ...paths[i]].join(' ');
-        assert.equal(r.code, 0, `${name} --help: ${r.stderr}`);
-        assert.match(r.stdout, new RegExp(`^Usage: ${name}`), `${name} --help prints its usage`);
-      }
-    });
-
-    it('runs from the repository root as `npx ugs` and as `npm run --silent ugs --`', once, async () => {
-      const npxHelp = await runIn('npx', ['ugs', '--help'], env);
-      assert.equal(npxHelp.code, 0, npxHelp.stderr);
-      assert.match(npxHelp.stdout, /^Usage: ugs /);
-      const npmHelp = await runIn('npm', ['run', '--silent', 'ugs', '--', '--help'], env);
-      assert.equal(npmHelp.code, 0, npmHelp.stderr);
-      assert.match(npmHelp.stdout, /^Usage: ugs /, 'npm --silent adds nothing to the output');
-    });
-
-    it('npx ugs and npm run ugs read the same DATABASE_URL as the server', async () => {
-      const viaNpx = await runIn('npx', ['ugs', 'token', 'list', '--account', 'acme', '--json'], env);
-      assert.equal(viaNpx.code, 0, viaNpx.stderr);
-      const viaNpm = await runIn('npm', ['run', '--silent', 'ugs', '--', 'token', 'list', '--account', 'acme', '--json'], env);
-      assert.equal(viaNpm.code, 0, viaNpm.stderr);
-      const rows = JSON.parse(viaNpx.stdout);
-      assert.deepEqual(JSON.parse(viaNpm.stdout), rows);
-      assert.ok(rows.length >= 5, 'both read the test database');
-      assertShowsNoToken(viaNpx.stdout, issuedTokens);
-    });
+  before(async () => {
+    database = await createTestDatabase(backend);
+    env = { DATABASE_URL: database.url };
+    server = await spawnServer({ ...env, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
   });
-}
+
+  after(async () => {
+    await server?.stop('SIGTERM');
+    await database?.drop();
+  });
+
+  it('migrate applies the schema to an empty database, then reports it up to date', async () => {
+    const fresh = await createTestDatabase(backend);
+    try {
+      const first = await runUgs(['migrate'], { DATABASE_URL: fresh.url });
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(first.stdout, /applied: 0001-initial/);
+      const second = await runUgs(['migrate'], { DATABASE_URL: fresh.url });
+      assert.equal(second.code, 0, second.stderr);
+      assert.match(second.stdout, /up to date/);
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it('account create makes an account, and refuses an existing one or a bad slug with a clear message', async () => {
+    const created = await ugs('account', 'create', 'initech', '--json');
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(JSON.parse(created.stdout).slug, 'initech');
+
+    const again = await ugs('account', 'create', 'initech');
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /account "initech" already exists/);
+
+    const bad = await ugs('account', 'create', 'Not_A_Slug');
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /account slug is 1-63 characters/);
+  });
+
+  it('token create prints the token once, --json gives id and token, and a missing account is created', async () => {
+    const text = await ugs('token', 'create', '--account', 'acme', '--name', 'ci');
+    assert.equal(text.code, 0, text.stderr);
+    const shown = text.stdout.match(API_TOKEN) ?? [];
+    assert.equal(shown.length, 1, 'the token is printed exactly once');
+    assert.match(text.stdout, /created account acme/);
+    assert.match(text.stdout, /shown only this once/);
+    issuedTokens.push(shown[0]);
+    acmeTokens++;
+    const works = await httpRequest(server.baseUrl, 'GET', '/api/users', { token: shown[0] });
+    assert.equal(works.status, 200);
+
+    const json = await createToken('--account', 'acme');
+    assert.equal(typeof json.id, 'number');
+    assert.match(json.token, /^ugs_api_[0-9A-Za-z]{49}$/);
+    assert.equal(json.account_created, false, 'acme exists by now');
+    assert.deepEqual(json.scopes, ['read', 'write'], 'both scopes by default');
+
+    const fresh = await createToken('--account', 'brand-new-co');
+    assert.equal(fresh.account_created, true);
+    assert.equal(await tokenCount('brand-new-co'), 1);
+  });
+
+  it('token create --scopes read issues a token that can read but not create', async () => {
+    const reader = await createToken('--account', 'acme', '--scopes', 'read');
+    assert.deepEqual(reader.scopes, ['read']);
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/users', { token: reader.token })).status, 200);
+    const create = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: reader.token, body: { user_group_id: 'by-reader' } });
+    assert.equal(create.status, 403);
+    assert.equal(create.body.error.code, 'insufficient_scope');
+  });
+
+  it('token create --env Testing restricts the token to Testing and makes it the default', async () => {
+    const testing = await createToken('--account', 'acme', '--env', 'Testing');
+    const created = await httpRequest(server.baseUrl, 'GET', '/api/user', { token: testing.token, body: { user_group_id: 'env-t' } });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.user_group.api_environment_tag, 'Testing');
+    const customer = await httpRequest(server.baseUrl, 'GET', '/api/user', {
+      token: testing.token,
+      body: { user_group_id: 'env-t', api_environment_tag: 'Customer' },
+    });
+    assert.equal(customer.status, 403);
+    assert.equal(customer.body.error.code, 'environment_forbidden');
+  });
+
+  it('token create --default-env Testing picks Testing when a request names no environment, and allows Customer', async () => {
+    const token = await createToken('--account', 'acme', '--default-env', 'Testing');
+    assert.equal(token.default_environment, 'Testing');
+    const implicit = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: token.token, body: { user_group_id: 'env-d' } });
+    assert.equal(implicit.status, 201);
+    assert.equal(implicit.body.user_group.api_environment_tag, 'Testing');
+    const explicit = await httpRequest(server.baseUrl, 'POST', '/api/user', {
+      token: token.token,
+      body: { user_group_id: 'env-d', api_environment_tag: 'Customer' },
+    });
+    assert.equal(explicit.status, 201);
+    assert.equal(explicit.body.user_group.api_environment_tag, 'Customer');
+  });
+
+  it('token create --expires-in 1s issues a token that is refused after it expires', async () => {
+    const before = Date.now();
+    const shortLived = await createToken('--account', 'acme', '--expires-in', '1s');
+    const expiresAt = Date.parse(String(shortLived.expires_at));
+    assert.ok(expiresAt > before && expiresAt <= Date.now() + 1000, `expires_at ${shortLived.expires_at} is about a second after issue`);
+    await sleep(Math.max(0, expiresAt - Date.now()) + 100);
+    const refused = await httpRequest(server.baseUrl, 'GET', '/api/users', { token: shortLived.token });
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error.code, 'invalid_api_token');
+  });
+
+  it('token create refuses bad input with a non-zero exit and a clear message', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--account', 'acme', '--scopes', 'admin'], /scopes are a comma-separated list of read, write/],
+      [['--account', 'acme', '--env', 'Prod'], /'Prod' is invalid\. Allowed choices are Customer, Testing, any/],
+      [['--account', 'acme', '--expires-in', 'forever'], /a duration is a number and a unit/],
+      [['--account', 'acme', '--expires-in', '999999999w'], /a lifetime is at most 36500d \(100 years\); leave --expires-in out/],
+      [['--account', 'Bad_Slug!'], /account slug is 1-63 characters/],
+      [['--account', 'acme', '--env', 'Customer', '--default-env', 'Testing'], /--default-env Testing contradicts --env Customer/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => ugs('token', 'create', ...args)));
+    for (const [i, r] of results.entries()) {
+      const [args, message] = cases[i];
+      assert.equal(r.code, 2, `token create ${args.join(' ')} exits 2 (usage error); got ${r.code}`);
+      assert.match(r.stderr, message, `token create ${args.join(' ')}`);
+      assert.doesNotMatch(r.stdout, API_TOKEN);
+    }
+  });
+
+  it('token list shows the tokens of an account without ever showing a token', async () => {
+    const listed = await createToken('--account', 'acme', '--name', 'listed');
+    const text = await ugs('token', 'list', '--account', 'acme');
+    const json = await ugs('token', 'list', '--account', 'acme', '--json');
+    assert.equal(text.code, 0, text.stderr);
+    assert.equal(json.code, 0, json.stderr);
+    assert.ok(issuedTokens.length >= 5);
+    assertShowsNoToken(text.stdout + text.stderr + json.stdout + json.stderr, issuedTokens);
+    const rows = JSON.parse(json.stdout);
+    assert.equal(rows.length, acmeTokens, 'every token issued to acme is listed, and the refused commands issued none');
+    const row = rows.find((r: { id: number }) => r.id === listed.id);
+    assert.ok(row, 'the new token is listed');
+    assert.equal(row.name, 'listed');
+    assert.equal(row.status, 'active');
+    assert.ok(listed.token.startsWith(row.token_start), 'a short, non-secret start identifies it');
+    assert.equal(row.token, undefined);
+    assert.equal(row.token_hash, undefined);
+    assert.match(text.stdout, new RegExp(`^${listed.id}\\t${row.token_start}…`, 'm'));
+  });
+
+  it('token revoke makes the server refuse the token with 401, and a second revoke fails clearly', async () => {
+    const victim = await createToken('--account', 'acme');
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/users', { token: victim.token })).status, 200);
+    const revoked = await ugs('token', 'revoke', String(victim.id));
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.match(revoked.stdout, new RegExp(`revoked API token ${victim.id}`));
+    // Within a second on every instance (the server caches lookups for at most 500 ms).
+    const deadline = Date.now() + 1500;
+    let refused: Awaited<ReturnType<typeof httpRequest>>;
+    do {
+      refused = await httpRequest(server.baseUrl, 'GET', '/api/users', { token: victim.token });
+      if (refused.status === 401) break;
+      await sleep(50);
+    } while (Date.now() < deadline);
+    assert.equal(refused.status, 401);
+    assert.equal(refused.body.error.code, 'invalid_api_token');
+
+    const list = JSON.parse((await ugs('token', 'list', '--account', 'acme', '--json')).stdout);
+    assert.equal(list.find((r: { id: number }) => r.id === victim.id).status, 'revoked');
+
+    const twice = await ugs('token', 'revoke', String(victim.id));
+    assert.notEqual(twice.code, 0);
+    assert.match(twice.stderr, new RegExp(`no active API token with id ${victim.id}`));
+  });
+
+  it('token revoke takes an id in plain digits only: 1e3, 0x1, 1.0 or -1 is a usage error that revokes nothing', async () => {
+    const revocations = async () =>
+      JSON.parse((await ugs('token', 'list', '--account', 'acme', '--json')).stdout).map((r: { id: number; revoked_at: string | null }) => [r.id, r.revoked_at]);
+    const before = await revocations();
+    for (const id of ['1e3', '0x1', '1.0', '-1', '0', ' 1', '1_000', '99999999999999999']) {
+      const r = await ugs('token', 'revoke', id);
+      assert.equal(r.code, 2, `revoke ${JSON.stringify(id)}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, /a token id \(see: ugs token list\) is a whole number from 1 to \d+, in plain digits/);
+    }
+    assert.deepEqual(await revocations(), before, 'nothing was revoked');
+  });
+
+  it('audit prints the history of an account and of one user group, newest first, without tokens', async () => {
+    const actor = await createToken('--account', 'acme');
+    const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: actor.token, body: { user_group_id: 'audited' } });
+    assert.equal(created.status, 201);
+    const updated = await httpRequest(server.baseUrl, 'PUT', '/api/user', { token: actor.token, body: { user_group_id: 'audited', name: 'Renamed' } });
+    assert.equal(updated.status, 200);
+    const rotated = await httpRequest(server.baseUrl, 'POST', '/api/user', {
+      token: actor.token,
+      body: { current_token: created.body.user_group.token },
+    });
+    assert.equal(rotated.status, 200);
+
+    const json = await ugs('audit', '--account', 'acme', '--user-group-id', 'audited', '--json');
+    assert.equal(json.code, 0, json.stderr);
+    const entries = JSON.parse(json.stdout);
+    assert.deepEqual(
+      entries.map((e: { action: string }) => e.action),
+      ['user_group.rotate', 'user_group.update', 'user_group.create'],
+    );
+    assert.deepEqual(JSON.parse(entries[1].changed_fields), ['name']);
+    for (const e of entries) assert.equal(Number(e.actor_token_id), actor.id);
+    assert.equal(entries[0].request_id, rotated.headers['x-request-id']);
+
+    const text = await ugs('audit', '--account', 'acme');
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /user_group\.rotate\tCustomer\/audited/);
+    assert.match(text.stdout, new RegExp(`api_token\\.issue\\ttoken ${actor.id}\\t`));
+    assertShowsNoToken(json.stdout + text.stdout, [...issuedTokens, created.body.user_group.token, rotated.body.user_group.token]);
+  });
+
+  // These two do not depend on the database: run once, on the first backend.
+  const once = backend === BACKENDS[0] ? {} : { skip: 'does not depend on the database (run on the first backend)' };
+
+  it('--help on every command exits 0 and prints its usage', once, async () => {
+    const paths = commandPaths(buildCli());
+    assert.ok(paths.length >= 9, `commands: ${paths.map((p) => p.join(' ')).join(', ')}`);
+    const results = await Promise.all(paths.map((p) => ugs(...p, '--help')));
+    for (const [i, r] of results.entries()) {
+      const name = ['ugs', ...paths[i]].join(' ');
+      assert.equal(r.code, 0, `${name} --help: ${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`^Usage: ${name}`), `${name} --help prints its usage`);
+    }
+  });
+
+  it('runs from the repository root as `npx ugs` and as `npm run --silent ugs --`', once, async () => {
+    const npxHelp = await runIn('npx', ['ugs', '--help'], env);
+    assert.equal(npxHelp.code, 0, npxHelp.stderr);
+    assert.match(npxHelp.stdout, /^Usage: ugs /);
+    const npmHelp = await runIn('npm', ['run', '--silent', 'ugs', '--', '--help'], env);
+    assert.equal(npmHelp.code, 0, npmHelp.stderr);
+    assert.match(npmHelp.stdout, /^Usage: ugs /, 'npm --silent adds nothing to the output');
+  });
+
+  it('npx ugs and npm run ugs read the same DATABASE_URL as the server', async () => {
+    const viaNpx = await runIn('npx', ['ugs', 'token', 'list', '--account', 'acme', '--json'], env);
+    assert.equal(viaNpx.code, 0, viaNpx.stderr);
+    const viaNpm = await runIn('npm', ['run', '--silent', 'ugs', '--', 'token', 'list', '--account', 'acme', '--json'], env);
+    assert.equal(viaNpm.code, 0, viaNpm.stderr);
+    const rows = JSON.parse(viaNpx.stdout);
+    assert.deepEqual(JSON.parse(viaNpm.stdout), rows);
+    assert.ok(rows.length >= 5, 'both read the test database');
+    assertShowsNoToken(viaNpx.stdout, issuedTokens);
+  });
+});

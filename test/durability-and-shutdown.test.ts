@@ -1,11 +1,12 @@
 // What a process's end does to data: an acknowledged write survives SIGKILL, and SIGTERM stops
 // accepting, finishes what is in flight and exits 0 (docs/api.md, "Concurrency and
 // durability", "Limits and timeouts").
-import { describe, it, before, after } from 'node:test';
+import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { forEachBackend, type HttpResult } from './helpers/harness.ts';
 import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -47,7 +48,7 @@ function slowPost(baseUrl: string, token: string, body: unknown) {
     agent: false,
     headers: { authorization: `Token ${token}`, 'content-type': 'application/json', 'content-length': String(payload.length) },
   });
-  const response = new Promise<{ status: number; body: any }>((resolve, reject) => {
+  const response = new Promise<Pick<HttpResult, 'status' | 'body'>>((resolve, reject) => {
     req.on('response', (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
@@ -66,147 +67,145 @@ function slowPost(baseUrl: string, token: string, body: unknown) {
   };
 }
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] durability and shutdown`, () => {
-    let database: TestDatabase;
-    let env: Record<string, string>;
-    let token: string;
-    const running: ServerProcess[] = [];
+forEachBackend('durability and shutdown', (backend) => {
+  let database: TestDatabase;
+  let env: Record<string, string>;
+  let token: string;
+  const running: ServerProcess[] = [];
 
-    async function start(): Promise<ServerProcess> {
-      const server = await spawnServer(env);
-      running.push(server);
-      return server;
+  async function start(): Promise<ServerProcess> {
+    const server = await spawnServer(env);
+    running.push(server);
+    return server;
+  }
+
+  before(async () => {
+    database = await createTestDatabase(backend);
+    env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
+    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
+    assert.equal(issued.code, 0, issued.stderr);
+    token = JSON.parse(issued.stdout).token;
+  });
+
+  after(async () => {
+    await Promise.all(running.map((s) => s.stop('SIGKILL')));
+    await database?.drop();
+  });
+
+  it('every write acknowledged before a SIGKILL is there after a restart', async () => {
+    const server = await start();
+    // 20 groups that the killed batch will update.
+    const seeded = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: `dur-upd-${i}`, name: 'v1' } })),
+    );
+    for (const r of seeded) assert.equal(r.status, 201);
+
+    // 50 writes (30 creates, 20 updates) sent at once; SIGKILL the instant the 35th is
+    // acknowledged, while the rest may still be in flight.
+    const acknowledged: { kind: 'create' | 'update'; id: string; team_id: number; name: string }[] = [];
+    let killed: Promise<unknown> | undefined;
+    const writes = Array.from({ length: 50 }, (_, i) => {
+      const isCreate = i < 30;
+      const id = isCreate ? `dur-new-${i}` : `dur-upd-${i - 30}`;
+      const name = isCreate ? `created ${i}` : `v2 ${i}`;
+      return httpRequest(server.baseUrl, isCreate ? 'POST' : 'PUT', '/api/user', { token, body: { user_group_id: id, name } }).then(
+        (r) => {
+          if (killed) return; // arrived after the kill was ordered: not counted
+          assert.equal(r.status, isCreate ? 201 : 200, JSON.stringify(r.body));
+          assert.equal(r.body.success, 1);
+          acknowledged.push({ kind: isCreate ? 'create' : 'update', id, team_id: r.body.user_group.team_id, name });
+          if (acknowledged.length === 35) {
+            killed = server.stop('SIGKILL'); // sends the signal synchronously
+          }
+        },
+        () => undefined, // the connection died with the process
+      );
+    });
+    await Promise.all(writes);
+    assert.ok(killed, 'the server was killed');
+    const ended = await killed;
+    assert.deepEqual(ended, { code: null, signal: 'SIGKILL' });
+    assert.equal(acknowledged.length, 35);
+
+    const restarted = await start();
+    const stored = await listAll(restarted.baseUrl, token);
+    for (const write of acknowledged) {
+      const group = stored.get(write.id);
+      assert.ok(group, `acknowledged ${write.kind} of ${write.id} was lost`);
+      assert.equal(group.team_id, write.team_id);
+      assert.equal(group.name, write.name, `acknowledged ${write.kind} of ${write.id} was lost`);
+    }
+    // The restarted instance still opens the stored tokens (same key, same database).
+    const one = await httpRequest(restarted.baseUrl, 'GET', '/api/user', { token, body: { user_group_id: 'dur-upd-0' } });
+    assert.equal(one.status, 200);
+    assert.equal(one.body.user_group.token, seeded[0].body.user_group.token);
+    await restarted.stop('SIGTERM');
+  });
+
+  it('SIGTERM finishes in-flight requests, refuses new connections, and exits 0', async () => {
+    const server = await start();
+    const closed = new Promise((resolve) => server.child.once('close', resolve));
+
+    // Requests surely in flight: headers and part of the body are on the server.
+    const slow = Array.from({ length: 10 }, (_, i) => slowPost(server.baseUrl, token, { user_group_id: `term-slow-${i}` }));
+    // And a burst of ordinary requests, answered before the signal.
+    const burst = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: `term-burst-${i}` } })),
+    );
+    for (const r of burst) assert.equal(r.status, 201);
+    await sleep(300); // let the slow requests' headers reach the server
+
+    assert.equal(server.child.kill('SIGTERM'), true);
+    await sleep(500);
+    assert.equal(server.child.exitCode, null, 'the process waits for its in-flight requests');
+    assert.equal(await tryConnect(server.baseUrl), 'ECONNREFUSED', 'a new connection is refused while shutting down');
+
+    const answers = await Promise.all(slow.map((s) => s.finish()));
+    for (const [i, r] of answers.entries()) {
+      assert.equal(r.status, 201, `in-flight request ${i}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.user_group.provided_id, `term-slow-${i}`);
     }
 
-    before(async () => {
-      database = await createTestDatabase(backend);
-      env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-      const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-      assert.equal(issued.code, 0, issued.stderr);
-      token = JSON.parse(issued.stdout).token;
-    });
+    const ended = await server.stop('SIGTERM');
+    await closed;
+    assert.deepEqual(ended, { code: 0, signal: null }, server.output());
+    assert.match(server.output(), /"msg":"stopped"/);
+    assert.equal(await tryConnect(server.baseUrl), 'ECONNREFUSED', 'nothing listens after the exit');
 
-    after(async () => {
-      await Promise.all(running.map((s) => s.stop('SIGKILL')));
-      await database?.drop();
-    });
-
-    it('every write acknowledged before a SIGKILL is there after a restart', async () => {
-      const server = await start();
-      // 20 groups that the killed batch will update.
-      const seeded = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: `dur-upd-${i}`, name: 'v1' } })),
-      );
-      for (const r of seeded) assert.equal(r.status, 201);
-
-      // 50 writes (30 creates, 20 updates) sent at once; SIGKILL the instant the 35th is
-      // acknowledged, while the rest may still be in flight.
-      const acknowledged: { kind: 'create' | 'update'; id: string; team_id: number; name: string }[] = [];
-      let killed: Promise<unknown> | undefined;
-      const writes = Array.from({ length: 50 }, (_, i) => {
-        const isCreate = i < 30;
-        const id = isCreate ? `dur-new-${i}` : `dur-upd-${i - 30}`;
-        const name = isCreate ? `created ${i}` : `v2 ${i}`;
-        return httpRequest(server.baseUrl, isCreate ? 'POST' : 'PUT', '/api/user', { token, body: { user_group_id: id, name } }).then(
-          (r) => {
-            if (killed) return; // arrived after the kill was ordered: not counted
-            assert.equal(r.status, isCreate ? 201 : 200, JSON.stringify(r.body));
-            assert.equal(r.body.success, 1);
-            acknowledged.push({ kind: isCreate ? 'create' : 'update', id, team_id: r.body.user_group.team_id, name });
-            if (acknowledged.length === 35) {
-              killed = server.stop('SIGKILL'); // sends the signal synchronously
-            }
-          },
-          () => undefined, // the connection died with the process
-        );
-      });
-      await Promise.all(writes);
-      assert.ok(killed, 'the server was killed');
-      const ended = await killed;
-      assert.deepEqual(ended, { code: null, signal: 'SIGKILL' });
-      assert.equal(acknowledged.length, 35);
-
-      const restarted = await start();
-      const stored = await listAll(restarted.baseUrl, token);
-      for (const write of acknowledged) {
-        const group = stored.get(write.id);
-        assert.ok(group, `acknowledged ${write.kind} of ${write.id} was lost`);
-        assert.equal(group.team_id, write.team_id);
-        assert.equal(group.name, write.name, `acknowledged ${write.kind} of ${write.id} was lost`);
-      }
-      // The restarted instance still opens the stored tokens (same key, same database).
-      const one = await httpRequest(restarted.baseUrl, 'GET', '/api/user', { token, body: { user_group_id: 'dur-upd-0' } });
-      assert.equal(one.status, 200);
-      assert.equal(one.body.user_group.token, seeded[0].body.user_group.token);
-      await restarted.stop('SIGTERM');
-    });
-
-    it('SIGTERM finishes in-flight requests, refuses new connections, and exits 0', async () => {
-      const server = await start();
-      const closed = new Promise((resolve) => server.child.once('close', resolve));
-
-      // Requests surely in flight: headers and part of the body are on the server.
-      const slow = Array.from({ length: 10 }, (_, i) => slowPost(server.baseUrl, token, { user_group_id: `term-slow-${i}` }));
-      // And a burst of ordinary requests, answered before the signal.
-      const burst = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: `term-burst-${i}` } })),
-      );
-      for (const r of burst) assert.equal(r.status, 201);
-      await sleep(300); // let the slow requests' headers reach the server
-
-      assert.equal(server.child.kill('SIGTERM'), true);
-      await sleep(500);
-      assert.equal(server.child.exitCode, null, 'the process waits for its in-flight requests');
-      assert.equal(await tryConnect(server.baseUrl), 'ECONNREFUSED', 'a new connection is refused while shutting down');
-
-      const answers = await Promise.all(slow.map((s) => s.finish()));
-      for (const [i, r] of answers.entries()) {
-        assert.equal(r.status, 201, `in-flight request ${i}: ${JSON.stringify(r.body)}`);
-        assert.equal(r.body.user_group.provided_id, `term-slow-${i}`);
-      }
-
-      const ended = await server.stop('SIGTERM');
-      await closed;
-      assert.deepEqual(ended, { code: 0, signal: null }, server.output());
-      assert.match(server.output(), /"msg":"stopped"/);
-      assert.equal(await tryConnect(server.baseUrl), 'ECONNREFUSED', 'nothing listens after the exit');
-
-      // What the in-flight requests wrote was committed before the exit.
-      const restarted = await start();
-      const stored = await listAll(restarted.baseUrl, token);
-      for (const [i, r] of answers.entries()) assert.equal(stored.get(`term-slow-${i}`)?.team_id, r.body.user_group.team_id);
-      await restarted.stop('SIGTERM');
-    });
-
-    it('SIGTERM exits 0 within seconds even when nobody reads the server\'s log output', { timeout: 60_000 }, async () => {
-      const server = await start();
-      // Stop reading its standard output: once the pipe's buffer (64 KiB) is full, every log write waits.
-      server.child.stdout!.pause();
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
-      const get = () =>
-        new Promise<void>((resolve, reject) => {
-          const req = http.get(new URL('/healthz', server.baseUrl), { agent }, (res) => {
-            res.resume();
-            res.on('end', resolve);
-          });
-          req.on('error', reject);
-        });
-      // ~2,000 request log lines: several times what the pipe holds.
-      for (let round = 0; round < 100; round++) await Promise.all(Array.from({ length: 20 }, get));
-      agent.destroy();
-      const started = Date.now();
-      const ended = await server.stop('SIGTERM');
-      assert.deepEqual(ended, { code: 0, signal: null });
-      assert.ok(Date.now() - started < 8000, `exited after ${Date.now() - started} ms`);
-    });
-
-    it('SIGTERM on an idle server with an open keep-alive connection exits 0', async () => {
-      const server = await start();
-      const warm = await httpRequest(server.baseUrl, 'GET', '/api/users', { token });
-      assert.equal(warm.status, 200); // leaves an idle keep-alive connection open
-      const ended = await server.stop('SIGTERM');
-      assert.deepEqual(ended, { code: 0, signal: null }, server.output());
-    });
+    // What the in-flight requests wrote was committed before the exit.
+    const restarted = await start();
+    const stored = await listAll(restarted.baseUrl, token);
+    for (const [i, r] of answers.entries()) assert.equal(stored.get(`term-slow-${i}`)?.team_id, r.body.user_group.team_id);
+    await restarted.stop('SIGTERM');
   });
-}
+
+  it('SIGTERM exits 0 within seconds even when nobody reads the server\'s log output', { timeout: 60_000 }, async () => {
+    const server = await start();
+    // Stop reading its standard output: once the pipe's buffer (64 KiB) is full, every log write waits.
+    server.child.stdout!.pause();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
+    const get = () =>
+      new Promise<void>((resolve, reject) => {
+        const req = http.get(new URL('/healthz', server.baseUrl), { agent }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        });
+        req.on('error', reject);
+      });
+    // ~2,000 request log lines: several times what the pipe holds.
+    for (let round = 0; round < 100; round++) await Promise.all(Array.from({ length: 20 }, get));
+    agent.destroy();
+    const started = Date.now();
+    const ended = await server.stop('SIGTERM');
+    assert.deepEqual(ended, { code: 0, signal: null });
+    assert.ok(Date.now() - started < 8000, `exited after ${Date.now() - started} ms`);
+  });
+
+  it('SIGTERM on an idle server with an open keep-alive connection exits 0', async () => {
+    const server = await start();
+    const warm = await httpRequest(server.baseUrl, 'GET', '/api/users', { token });
+    assert.equal(warm.status, 200); // leaves an idle keep-alive connection open
+    const ended = await server.stop('SIGTERM');
+    assert.deepEqual(ended, { code: 0, signal: null }, server.output());
+  });
+});

@@ -1,11 +1,10 @@
 // Random and mutated requests against every route: no answer is a 5xx, every answer is the
 // API's envelope with a request id, and a request that fails changes nothing.
 // Reproduce a failure with FUZZ_SEED=<seed printed by fast-check>; FUZZ_RUNS sets the runs.
-import { describe, it, before, after } from 'node:test';
+import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { BACKENDS } from './helpers/backends.ts';
-import { buildTestApp, issueTestToken, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/configured-app.ts';
+import { forEachBackend, useTestApp } from './helpers/harness.ts';
 import { routeTable } from './helpers/route-table.ts';
 import { generateToken } from '../src/auth/token-format.ts';
 
@@ -98,74 +97,62 @@ function arbitraries(paths: string[], credentials: () => string[]) {
   });
 }
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] fuzz`, () => {
-    let db: OpenDatabase;
-    let t: BuiltApp;
-    let valid: string;
-    let readOnly: string;
-    let groupToken: string;
+forEachBackend('fuzz', (backend) => {
+  const t = useTestApp(backend);
+  let readOnly: string;
+  let groupToken: string;
 
-    async function snapshot(): Promise<string> {
-      const groups = await db.handle.db.selectFrom('user_groups').selectAll().orderBy('team_id').execute();
-      const apiTokens = await db.handle.db.selectFrom('api_tokens').selectAll().orderBy('id').execute();
-      const retired = await db.handle.db.selectFrom('retired_tokens').selectAll().orderBy('token_hash').execute();
-      const audit = await db.handle.db.selectFrom('audit_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
-      return JSON.stringify({ groups, apiTokens, retired, audit: Number(audit?.n) });
+  async function snapshot(): Promise<string> {
+    const groups = await t.handle.db.selectFrom('user_groups').selectAll().orderBy('team_id').execute();
+    const apiTokens = await t.handle.db.selectFrom('api_tokens').selectAll().orderBy('id').execute();
+    const retired = await t.handle.db.selectFrom('retired_tokens').selectAll().orderBy('token_hash').execute();
+    const audit = await t.handle.db.selectFrom('audit_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+    return JSON.stringify({ groups, apiTokens, retired, audit: Number(audit?.n) });
+  }
+
+  before(async () => {
+    readOnly = (await t.issueToken({ scopes: ['read'] })).token;
+    for (const id of ['g1', 'g2']) {
+      const res = await t.request('POST', '/api/user', { token: t.token, body: { user_group_id: id, properties: { plan: 'pro' } } });
+      groupToken = res.body.user_group.token;
     }
-
-    before(async () => {
-      db = await openTestDatabase(backend);
-      t = await buildTestApp(db);
-      await t.app.ready();
-      valid = (await issueTestToken(db.handle)).token;
-      readOnly = (await issueTestToken(db.handle, { scopes: ['read'] })).token;
-      for (const id of ['g1', 'g2']) {
-        const res = await t.request('POST', '/api/user', { token: valid, body: { user_group_id: id, properties: { plan: 'pro' } } });
-        groupToken = res.body.user_group.token;
-      }
-    });
-    after(async () => {
-      await t.app.close();
-      await db.close();
-    });
-
-    it(`random and mutated requests on every route (seed ${SEED}, ${RUNS} runs)`, { timeout: 180_000 }, async () => {
-      const paths = [...new Set(routeTable(t.app).map((r) => r.url).filter((u) => u.startsWith('/api/')))];
-      const counts = new Map<number, number>();
-      await fc.assert(
-        fc.asyncProperty(arbitraries(paths, () => [valid, groupToken, readOnly]), async (request) => {
-          const before = await snapshot();
-          const res = await t.app.inject({
-            method: request.method as never,
-            url: request.url,
-            query: request.query,
-            headers: request.headers,
-            payload: request.payload,
-          });
-          counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
-          const where = `${request.method} ${request.url} -> ${res.statusCode} ${res.body.slice(0, 300)}`;
-          assert.ok(res.statusCode < 500, where);
-          const requestId = res.headers['x-request-id'];
-          assert.ok(typeof requestId === 'string' && requestId.length > 0, `no X-Request-Id: ${where}`);
-          if (request.method === 'HEAD' || (request.method === 'OPTIONS' && res.statusCode === 204)) return; // no body by definition
-          const body = JSON.parse(res.body);
-          if (res.statusCode >= 400) {
-            assert.equal(body.success, 0, where);
-            assert.equal(typeof body.error?.code, 'string', where);
-            assert.equal(typeof body.error?.message, 'string', where);
-            assert.equal(body.error.request_id, requestId, where);
-            assert.equal(await snapshot(), before, `a failed request changed the database: ${where}`);
-          } else {
-            assert.equal(body.success, 1, where);
-          }
-        }),
-        { numRuns: RUNS, seed: SEED, endOnFailure: true },
-      );
-      // The run reached past validation, not only 400s.
-      const statuses = [...counts.keys()];
-      assert.ok(statuses.some((s) => s < 300), `no success among ${JSON.stringify([...counts])}`);
-      assert.ok(statuses.includes(400) && statuses.includes(401), `statuses ${JSON.stringify([...counts])}`);
-    });
   });
-}
+
+  it(`random and mutated requests on every route (seed ${SEED}, ${RUNS} runs)`, { timeout: 180_000 }, async () => {
+    const paths = [...new Set(routeTable(t.app).map((r) => r.url).filter((u) => u.startsWith('/api/')))];
+    const counts = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(arbitraries(paths, () => [t.token, groupToken, readOnly]), async (request) => {
+        const before = await snapshot();
+        const res = await t.app.inject({
+          method: request.method as never,
+          url: request.url,
+          query: request.query,
+          headers: request.headers,
+          payload: request.payload,
+        });
+        counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
+        const where = `${request.method} ${request.url} -> ${res.statusCode} ${res.body.slice(0, 300)}`;
+        assert.ok(res.statusCode < 500, where);
+        const requestId = res.headers['x-request-id'];
+        assert.ok(typeof requestId === 'string' && requestId.length > 0, `no X-Request-Id: ${where}`);
+        if (request.method === 'HEAD' || (request.method === 'OPTIONS' && res.statusCode === 204)) return; // no body by definition
+        const body = JSON.parse(res.body);
+        if (res.statusCode >= 400) {
+          assert.equal(body.success, 0, where);
+          assert.equal(typeof body.error?.code, 'string', where);
+          assert.equal(typeof body.error?.message, 'string', where);
+          assert.equal(body.error.request_id, requestId, where);
+          assert.equal(await snapshot(), before, `a failed request changed the database: ${where}`);
+        } else {
+          assert.equal(body.success, 1, where);
+        }
+      }),
+      { numRuns: RUNS, seed: SEED, endOnFailure: true },
+    );
+    // The run reached past validation, not only 400s.
+    const statuses = [...counts.keys()];
+    assert.ok(statuses.some((s) => s < 300), `no success among ${JSON.stringify([...counts])}`);
+    assert.ok(statuses.includes(400) && statuses.includes(401), `statuses ${JSON.stringify([...counts])}`);
+  });
+});

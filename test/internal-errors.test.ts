@@ -1,9 +1,16 @@
-import { describe, it, before, after } from 'node:test';
+import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { BACKENDS } from './helpers/backends.ts';
-import { buildTestApp, issueTestToken, LogCapture, newSecretKey, openTestDatabase, type OpenDatabase } from './helpers/configured-app.ts';
-import type { HttpResult } from './helpers/harness.ts';
+import {
+  buildTestApp,
+  forEachBackend,
+  issueTestToken,
+  LogCapture,
+  newSecretKey,
+  openTestDatabase,
+  type HttpResult,
+  type OpenDatabase,
+} from './helpers/harness.ts';
 
 const GENERIC_MESSAGE = 'internal error; quote the request id when reporting it';
 
@@ -30,54 +37,52 @@ function assertLogged(log: LogCapture, requestId: string, detail: RegExp): void 
   assert.equal(requestLine?.status, 500);
 }
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] 5xx bodies are generic, the log keeps the details`, () => {
-    let db: OpenDatabase;
-    before(async () => {
-      db = await openTestDatabase(backend);
-    });
-    after(() => db.close());
-
-    it('a table missing under the app: 500 internal_error, the SQL error only in the log', async () => {
-      const log = new LogCapture();
-      const t = await buildTestApp(db, { log });
-      await t.app.ready();
-      try {
-        const { token } = await issueTestToken(db.handle);
-        assert.equal((await t.request('POST', '/api/user', { token, body: { user_group_id: 'g1' } })).status, 201);
-        await sql`alter table user_groups rename to user_groups_gone`.execute(db.handle.db);
-        try {
-          const res = await t.request('GET', '/api/user', { token, query: { user_group_id: 'g1' }, headers: { 'x-request-id': 'trace-123' } });
-          assert.equal(assertGeneric500(res), 'trace-123');
-          assertLogged(log, 'trace-123', /user_groups/);
-          const listed = await t.request('GET', '/api/users', { token });
-          assertLogged(log, assertGeneric500(listed), /user_groups/);
-        } finally {
-          await sql`alter table user_groups_gone rename to user_groups`.execute(db.handle.db);
-        }
-        assert.ok(!log.text().includes(token), 'the log holds an API token');
-      } finally {
-        await t.app.close();
-      }
-    });
-
-    it('a token sealed under a key that is not configured: 500, the key id only in the log, no token anywhere', async () => {
-      const { token } = await issueTestToken(db.handle);
-      const before = await buildTestApp(db);
-      const created = await before.request('POST', '/api/user', { token, body: { user_group_id: 'sealed-elsewhere' } });
-      assert.equal(created.status, 201);
-      await before.app.close();
-
-      const log = new LogCapture();
-      const t = await buildTestApp(db, { log, keys: [newSecretKey()] });
-      await t.app.ready();
-      try {
-        const res = await t.request('GET', '/api/user', { token, query: { user_group_id: 'sealed-elsewhere' } });
-        assertLogged(log, assertGeneric500(res), /no secret key with id/);
-        assert.ok(!log.text().includes(created.body.user_group.token), 'the log holds the user group token');
-      } finally {
-        await t.app.close();
-      }
-    });
+forEachBackend('5xx bodies are generic, the log keeps the details', (backend) => {
+  let db: OpenDatabase;
+  before(async () => {
+    db = await openTestDatabase(backend);
   });
-}
+  after(() => db.close());
+
+  it('a table missing under the app: 500 internal_error, the SQL error only in the log', async () => {
+    const log = new LogCapture();
+    const t = await buildTestApp(db, { log });
+    await t.app.ready();
+    try {
+      const { token } = await issueTestToken(db.handle);
+      assert.equal((await t.request('POST', '/api/user', { token, body: { user_group_id: 'g1' } })).status, 201);
+      await sql`alter table user_groups rename to user_groups_gone`.execute(db.handle.db);
+      try {
+        const res = await t.request('GET', '/api/user', { token, query: { user_group_id: 'g1' }, headers: { 'x-request-id': 'trace-123' } });
+        assert.equal(assertGeneric500(res), 'trace-123');
+        assertLogged(log, 'trace-123', /user_groups/);
+        const listed = await t.request('GET', '/api/users', { token });
+        assertLogged(log, assertGeneric500(listed), /user_groups/);
+      } finally {
+        await sql`alter table user_groups_gone rename to user_groups`.execute(db.handle.db);
+      }
+      assert.ok(!log.text().includes(token), 'the log holds an API token');
+    } finally {
+      await t.app.close();
+    }
+  });
+
+  it('a token sealed under a key that is not configured: 500, the key id only in the log, no token anywhere', async () => {
+    const { token } = await issueTestToken(db.handle);
+    const before = await buildTestApp(db);
+    const created = await before.request('POST', '/api/user', { token, body: { user_group_id: 'sealed-elsewhere' } });
+    assert.equal(created.status, 201);
+    await before.app.close();
+
+    const log = new LogCapture();
+    const t = await buildTestApp(db, { log, keys: [newSecretKey()] });
+    await t.app.ready();
+    try {
+      const res = await t.request('GET', '/api/user', { token, query: { user_group_id: 'sealed-elsewhere' } });
+      assertLogged(log, assertGeneric500(res), /no secret key with id/);
+      assert.ok(!log.text().includes(created.body.user_group.token), 'the log holds the user group token');
+    } finally {
+      await t.app.close();
+    }
+  });
+});

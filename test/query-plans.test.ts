@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
 import { BACKENDS } from './helpers/backends.ts';
-import { buildTestApp, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/configured-app.ts';
+import { buildTestApp, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/harness.ts';
 import { issueTestToken } from './helpers/harness.ts';
 
 /**

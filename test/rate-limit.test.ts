@@ -4,7 +4,17 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 import { BACKENDS } from './helpers/backends.ts';
-import { buildTestApp, issueTestToken, LogCapture, newSecretKey, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/configured-app.ts';
+import {
+  buildTestApp,
+  forEachBackend,
+  issueTestToken,
+  LogCapture,
+  newSecretKey,
+  openTestDatabase,
+  type BuiltApp,
+  type HttpResult,
+  type OpenDatabase,
+} from './helpers/harness.ts';
 import { httpRequest, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { hashToken } from '../src/auth/token-format.ts';
 
@@ -12,7 +22,7 @@ const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 const EMBED_CONTEXT = '/api/embed/context';
 const EMBED_PROBE = '/api/embed/rate-limit-probe';
 
-function assertEnvelope(res: { status: number; headers: Record<string, unknown>; body: any }, code: string): void {
+function assertEnvelope(res: HttpResult, code: string): void {
   assert.equal(res.body.success, 0);
   assert.equal(res.body.error.code, code);
   assert.equal(res.body.error.request_id, res.headers['x-request-id']);
@@ -38,102 +48,100 @@ function addEmbedProbe(built: BuiltApp): void {
   built.app.get(EMBED_PROBE, async () => ({ success: 1 }));
 }
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] rate limits on one instance`, () => {
-    let db: OpenDatabase;
-    let t: BuiltApp;
-    before(async () => {
-      db = await openTestDatabase(backend);
-      t = await buildTestApp(db, {
-        config: { rateLimitMax: 3, rateLimitWindowMs: 60_000, embedRateLimitMax: 2, embedRateLimitWindowMs: 30_000 },
-      });
-      addEmbedProbe(t);
-      await t.app.ready();
+forEachBackend('rate limits on one instance', (backend) => {
+  let db: OpenDatabase;
+  let t: BuiltApp;
+  before(async () => {
+    db = await openTestDatabase(backend);
+    t = await buildTestApp(db, {
+      config: { rateLimitMax: 3, rateLimitWindowMs: 60_000, embedRateLimitMax: 2, embedRateLimitWindowMs: 30_000 },
     });
-    after(async () => {
-      await t.app.close();
-      await db.close();
-    });
-
-    it('management: the budget of one API token runs out with 429 rate_limited, Retry-After and RateLimit fields', async () => {
-      const { token } = await issueTestToken(db.handle);
-      const remaining: string[] = [];
-      for (let i = 0; i < 3; i++) {
-        const res = await t.request('GET', '/api/users', { token });
-        assert.equal(res.status, 200);
-        assert.equal(res.headers['ratelimit-policy'], '"api-token";q=3;w=60');
-        remaining.push(String(res.headers['ratelimit']).replace(/;t=\d+$/, ''));
-        assert.match(String(res.headers['ratelimit']), /^"api-token";r=\d+;t=(60|59)$/);
-      }
-      assert.deepEqual(remaining, ['"api-token";r=2', '"api-token";r=1', '"api-token";r=0']);
-      const limited = await t.request('PUT', '/api/user', { token, body: { user_group_id: 'x', name: 'y' } });
-      assert.equal(limited.status, 429);
-      assertEnvelope(limited, 'rate_limited');
-      const retryAfter = Number(limited.headers['retry-after']);
-      assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
-      assert.equal(limited.headers['ratelimit-policy'], '"api-token";q=3;w=60');
-      assert.match(String(limited.headers['ratelimit']), /^"api-token";r=0;t=\d+$/);
-      assert.equal(limited.headers['cache-control'], 'no-store');
-      // A refused request changed nothing: the group named in the refused PUT does not exist.
-      const other = await issueTestToken(db.handle);
-      const lookup = await t.request('GET', '/api/users', { token: other.token });
-      assert.equal(lookup.body.user_groups.length, 0);
-    });
-
-    it('management: each API token has its own budget', async () => {
-      const first = await issueTestToken(db.handle);
-      const second = await issueTestToken(db.handle);
-      for (let i = 0; i < 3; i++) assert.equal((await t.request('GET', '/api/users', { token: first.token })).status, 200);
-      assert.equal((await t.request('GET', '/api/users', { token: first.token })).status, 429);
-      const res = await t.request('GET', '/api/users', { token: second.token });
-      assert.equal(res.status, 200);
-      assert.match(String(res.headers['ratelimit']), /^"api-token";r=2;/);
-    });
-
-    it('management: requests refused by authentication never count and never see 429', async () => {
-      const { token } = await issueTestToken(db.handle);
-      const wrong = `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
-      for (let i = 0; i < 10; i++) {
-        const res = await t.request('GET', '/api/users', { token: wrong });
-        assert.equal(res.status, 401);
-        assert.equal(res.headers['ratelimit'], undefined);
-      }
-      assert.equal((await t.request('GET', '/api/users', { token })).status, 200);
-    });
-
-    it('operational routes are not limited', async () => {
-      for (let i = 0; i < 5; i++) {
-        const res = await t.request('GET', '/healthz');
-        assert.equal(res.status, 200);
-        assert.equal(res.headers['ratelimit'], undefined);
-      }
-    });
-
-    it('embed: each user group token has its own budget, apart from the API token budget', async () => {
-      const { token } = await issueTestToken(db.handle);
-      const useRealRoute = t.app.hasRoute({ method: 'GET', url: EMBED_CONTEXT });
-      const groupTokens: string[] = [];
-      for (const id of ['embed-a', 'embed-b']) {
-        const res = await t.request('POST', '/api/user', { token, body: { user_group_id: id } });
-        assert.equal(res.status, 201);
-        groupTokens.push(res.body.user_group.token);
-      }
-      const path = useRealRoute ? EMBED_CONTEXT : EMBED_PROBE;
-      for (let i = 0; i < 2; i++) {
-        const res = await t.request('GET', path, { bearer: groupTokens[0] });
-        assert.equal(res.status, 200, res.text);
-        assert.equal(res.headers['ratelimit-policy'], '"embed";q=2;w=30');
-      }
-      const limited = await t.request('GET', path, { bearer: groupTokens[0] });
-      assert.equal(limited.status, 429);
-      assertEnvelope(limited, 'rate_limited');
-      assert.ok(Number(limited.headers['retry-after']) >= 1);
-      const other = await t.request('GET', path, { bearer: groupTokens[1] });
-      assert.equal(other.status, 200);
-      assert.match(String(other.headers['ratelimit']), /^"embed";r=1;t=\d+$/);
-    });
+    addEmbedProbe(t);
+    await t.app.ready();
   });
-}
+  after(async () => {
+    await t.app.close();
+    await db.close();
+  });
+
+  it('management: the budget of one API token runs out with 429 rate_limited, Retry-After and RateLimit fields', async () => {
+    const { token } = await issueTestToken(db.handle);
+    const remaining: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await t.request('GET', '/api/users', { token });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers['ratelimit-policy'], '"api-token";q=3;w=60');
+      remaining.push(String(res.headers['ratelimit']).replace(/;t=\d+$/, ''));
+      assert.match(String(res.headers['ratelimit']), /^"api-token";r=\d+;t=(60|59)$/);
+    }
+    assert.deepEqual(remaining, ['"api-token";r=2', '"api-token";r=1', '"api-token";r=0']);
+    const limited = await t.request('PUT', '/api/user', { token, body: { user_group_id: 'x', name: 'y' } });
+    assert.equal(limited.status, 429);
+    assertEnvelope(limited, 'rate_limited');
+    const retryAfter = Number(limited.headers['retry-after']);
+    assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    assert.equal(limited.headers['ratelimit-policy'], '"api-token";q=3;w=60');
+    assert.match(String(limited.headers['ratelimit']), /^"api-token";r=0;t=\d+$/);
+    assert.equal(limited.headers['cache-control'], 'no-store');
+    // A refused request changed nothing: the group named in the refused PUT does not exist.
+    const other = await issueTestToken(db.handle);
+    const lookup = await t.request('GET', '/api/users', { token: other.token });
+    assert.equal(lookup.body.user_groups.length, 0);
+  });
+
+  it('management: each API token has its own budget', async () => {
+    const first = await issueTestToken(db.handle);
+    const second = await issueTestToken(db.handle);
+    for (let i = 0; i < 3; i++) assert.equal((await t.request('GET', '/api/users', { token: first.token })).status, 200);
+    assert.equal((await t.request('GET', '/api/users', { token: first.token })).status, 429);
+    const res = await t.request('GET', '/api/users', { token: second.token });
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['ratelimit']), /^"api-token";r=2;/);
+  });
+
+  it('management: requests refused by authentication never count and never see 429', async () => {
+    const { token } = await issueTestToken(db.handle);
+    const wrong = `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
+    for (let i = 0; i < 10; i++) {
+      const res = await t.request('GET', '/api/users', { token: wrong });
+      assert.equal(res.status, 401);
+      assert.equal(res.headers['ratelimit'], undefined);
+    }
+    assert.equal((await t.request('GET', '/api/users', { token })).status, 200);
+  });
+
+  it('operational routes are not limited', async () => {
+    for (let i = 0; i < 5; i++) {
+      const res = await t.request('GET', '/healthz');
+      assert.equal(res.status, 200);
+      assert.equal(res.headers['ratelimit'], undefined);
+    }
+  });
+
+  it('embed: each user group token has its own budget, apart from the API token budget', async () => {
+    const { token } = await issueTestToken(db.handle);
+    const useRealRoute = t.app.hasRoute({ method: 'GET', url: EMBED_CONTEXT });
+    const groupTokens: string[] = [];
+    for (const id of ['embed-a', 'embed-b']) {
+      const res = await t.request('POST', '/api/user', { token, body: { user_group_id: id } });
+      assert.equal(res.status, 201);
+      groupTokens.push(res.body.user_group.token);
+    }
+    const path = useRealRoute ? EMBED_CONTEXT : EMBED_PROBE;
+    for (let i = 0; i < 2; i++) {
+      const res = await t.request('GET', path, { bearer: groupTokens[0] });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.headers['ratelimit-policy'], '"embed";q=2;w=30');
+    }
+    const limited = await t.request('GET', path, { bearer: groupTokens[0] });
+    assert.equal(limited.status, 429);
+    assertEnvelope(limited, 'rate_limited');
+    assert.ok(Number(limited.headers['retry-after']) >= 1);
+    const other = await t.request('GET', path, { bearer: groupTokens[1] });
+    assert.equal(other.status, 200);
+    assert.match(String(other.headers['ratelimit']), /^"embed";r=1;t=\d+$/);
+  });
+});
 
 // Like the PostgreSQL half: a plain `npm test` on a machine without Redis skips this loudly;
 // CI (CI=true) always runs it, so a missing Redis fails there.
@@ -199,30 +207,28 @@ describe('rate limits shared through Redis', { skip: redisSkip }, () => {
   });
 });
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] rate limits with Redis unreachable`, () => {
-    it('fail open: requests are served without a limit and a warning is logged', async () => {
-      const db = await openTestDatabase(backend);
-      const log = new LogCapture();
-      const t = await buildTestApp(db, {
-        log,
-        config: { rateLimitMax: 1, rateLimitWindowMs: 60_000, redisUrl: `redis://127.0.0.1:${await closedPort()}` },
-      });
-      try {
-        await t.app.ready();
-        const { token } = await issueTestToken(db.handle);
-        for (let i = 0; i < 5; i++) {
-          const res = await t.request('GET', '/api/users', { token });
-          assert.equal(res.status, 200, res.text);
-          assert.equal(res.headers['ratelimit'], undefined);
-        }
-        const warnings = log.lines.filter((l) => l.level === 40 && /Redis/.test(String(l.msg)));
-        assert.ok(warnings.length >= 1, `no warning about Redis in:\n${log.text()}`);
-        assert.ok(!log.text().includes(token), 'the log holds a token');
-      } finally {
-        await t.app.close();
-        await db.close();
-      }
+forEachBackend('rate limits with Redis unreachable', (backend) => {
+  it('fail open: requests are served without a limit and a warning is logged', async () => {
+    const db = await openTestDatabase(backend);
+    const log = new LogCapture();
+    const t = await buildTestApp(db, {
+      log,
+      config: { rateLimitMax: 1, rateLimitWindowMs: 60_000, redisUrl: `redis://127.0.0.1:${await closedPort()}` },
     });
+    try {
+      await t.app.ready();
+      const { token } = await issueTestToken(db.handle);
+      for (let i = 0; i < 5; i++) {
+        const res = await t.request('GET', '/api/users', { token });
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.headers['ratelimit'], undefined);
+      }
+      const warnings = log.lines.filter((l) => l.level === 40 && /Redis/.test(String(l.msg)));
+      assert.ok(warnings.length >= 1, `no warning about Redis in:\n${log.text()}`);
+      assert.ok(!log.text().includes(token), 'the log holds a token');
+    } finally {
+      await t.app.close();
+      await db.close();
+    }
   });
-}
+});

@@ -2,8 +2,7 @@
 // malformed token be refused without a database lookup.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKENDS } from './helpers/backends.ts';
-import { startTestApp } from './helpers/harness.ts';
+import { forEachBackend, startTestApp } from './helpers/harness.ts';
 import { generateToken, tokenKind } from '../src/auth/token-format.ts';
 
 describe('token formats', () => {
@@ -39,24 +38,22 @@ describe('token formats', () => {
   });
 });
 
-for (const backend of BACKENDS) {
-  describe(`[${backend}] malformed tokens never reach the database`, () => {
-    it('with the database closed, a malformed token still gets 401 invalid_api_token while a well-formed unknown one needs the database', async () => {
-      const t = await startTestApp(backend);
-      const { token } = await t.issueToken();
-      const mistyped = token.slice(0, -1) + (token.endsWith('a') ? 'b' : 'a');
-      await t.handle.close(); // any lookup from now on fails
-      try {
-        const malformed = await t.request('GET', '/api/users', { token: mistyped });
-        assert.equal(malformed.status, 401);
-        assert.equal(malformed.body.error.code, 'invalid_api_token');
-        const wellFormed = await t.request('GET', '/api/users', { token: generateToken('api') });
-        assert.notEqual(wellFormed.status, 401, 'a well-formed token does go to the database, which is closed');
-        assert.ok(wellFormed.status >= 500);
-      } finally {
-        await t.app.close();
-        await t.close().catch(() => undefined);
-      }
-    });
+forEachBackend('malformed tokens never reach the database', (backend) => {
+  it('with the database closed, a malformed token still gets 401 invalid_api_token while a well-formed unknown one needs the database', async () => {
+    const t = await startTestApp(backend);
+    const { token } = await t.issueToken();
+    const mistyped = token.slice(0, -1) + (token.endsWith('a') ? 'b' : 'a');
+    await t.handle.close(); // any lookup from now on fails
+    try {
+      const malformed = await t.request('GET', '/api/users', { token: mistyped });
+      assert.equal(malformed.status, 401);
+      assert.equal(malformed.body.error.code, 'invalid_api_token');
+      const wellFormed = await t.request('GET', '/api/users', { token: generateToken('api') });
+      assert.notEqual(wellFormed.status, 401, 'a well-formed token does go to the database, which is closed');
+      assert.ok(wellFormed.status >= 500);
+    } finally {
+      await t.app.close();
+      await t.close().catch(() => undefined);
+    }
   });
-}
+});

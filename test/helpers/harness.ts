@@ -1,103 +1,87 @@
-// An app built exactly as the server builds it, on a real database file or server, driven
-// through HTTP with Fastify's inject. Tokens are issued with the same code the CLI uses.
+// The app built exactly as the server builds it, on a real database (a new one per call,
+// dropped on close), driven through HTTP with Fastify's inject. Tokens are issued with the
+// same code the CLI uses. Most suites need only forEachBackend and useTestApp; the parts
+// (openTestDatabase, buildTestApp) are for suites that build several apps over one
+// database, or an app with chosen keys, rate limits or a captured log.
 import crypto from 'node:crypto';
+import { Writable } from 'node:stream';
+import { after, before, describe } from 'node:test';
 import type { FastifyInstance } from 'fastify';
+import type { Static, TSchema } from 'typebox';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { Keyring } from '../../src/crypto/keyring.ts';
-import type { DatabaseHandle } from '../../src/db/database.ts';
+import type { DatabaseHandle, DatabaseOptions } from '../../src/db/database.ts';
 import type { Environment } from '../../src/db/schema.ts';
+import type { Metrics } from '../../src/metrics/metrics.ts';
 import { openMigratedDatabase } from '../../src/runtime.ts';
 import { issueApiToken, revokeApiToken } from '../../src/auth/api-tokens.service.ts';
 import type { Scope } from '../../src/auth/principal.ts';
-import { createTestDatabase, type Backend } from './backends.ts';
+import type {
+  DeletedResponse,
+  GetOrCreateResponse,
+  HistoryResponse,
+  ListResponse,
+  UserGroupResponse,
+} from '../../src/user-groups/user-groups.schemas.ts';
+import type { EmbedContextResponse, EmbedTokenResponse } from '../../src/embed/embed.schemas.ts';
+import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
+import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
 
-export interface TokenOptions {
-  account?: string;
-  scopes?: Scope[];
-  env?: Environment | null;
-  defaultEnv?: Environment;
-  expiresInMs?: number;
-}
+// ---- responses ----
+
+/** A response schema's body without `success`, whose literals (1 here, 0 there) would intersect to never. */
+type Fields<Schema extends TSchema> = Omit<Static<Schema>, 'success'>;
+
+/**
+ * Every documented response body at once: a test reads any field of any answer without a
+ * cast, and a test that reads a field the schemas no longer have (renamed, misspelled)
+ * stops compiling instead of reading undefined.
+ */
+export type ResponseBody = { success: 0 | 1 } & Fields<typeof UserGroupResponse> &
+  Fields<typeof GetOrCreateResponse> &
+  Fields<typeof DeletedResponse> &
+  Fields<typeof ListResponse> &
+  Fields<typeof HistoryResponse> &
+  Fields<typeof EmbedContextResponse> &
+  Fields<typeof EmbedTokenResponse> &
+  Fields<typeof ErrorEnvelope>;
 
 export interface HttpResult {
   status: number;
   headers: Record<string, string | string[] | number | undefined>;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
+  /** The parsed JSON body; undefined when the body is not JSON (read `text` then). */
+  body: ResponseBody;
   text: string;
 }
 
+/** The body parsed as JSON, or undefined for a body that is not (an empty one, text, HTML). */
+export function parseBody(text: string): ResponseBody {
+  try {
+    return JSON.parse(text);
+  } catch {
+    // Typed as a body all the same: a test that expected JSON fails on its first assertion.
+    return undefined as unknown as ResponseBody;
+  }
+}
+
+// ---- requests and tokens ----
+
 export interface RequestOptions {
+  /** An API token, sent as `Authorization: Token …`. */
   token?: string | null;
+  /** A user group or embed token, sent as `Authorization: Bearer …`. */
+  bearer?: string;
   body?: unknown;
   /** A raw body string, sent as-is (for malformed JSON and size tests). */
   rawBody?: string;
-  query?: Record<string, string>;
+  /** Query parameters; a null one is left out, so that a page's next_cursor can be passed on as it comes. */
+  query?: Record<string, string | null>;
   headers?: Record<string, string>;
 }
 
-export interface TestApp {
-  backend: Backend;
-  app: FastifyInstance;
-  handle: DatabaseHandle;
-  keyring: Keyring;
-  databaseUrl: string;
-  secretKey: string;
-  /** Issues an API token (account "acme" unless told otherwise) and returns it with its id. */
-  issueToken(options?: TokenOptions): Promise<{ id: number; token: string }>;
-  revokeToken(id: number): Promise<void>;
-  request(method: string, path: string, options?: RequestOptions & { bearer?: string }): Promise<HttpResult>;
-  close(): Promise<void>;
-}
-
-/**
- * The configuration of a test app: the defaults a server gets from an empty environment,
- * with the API-token cache off (tests issue and revoke tokens between requests).
- */
-export function testConfig(overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({}), apiTokenCacheMs: 0, ...overrides };
-}
-
-export async function startTestApp(backend: Backend, options: { now?: () => Date; apiTokenCacheMs?: number } = {}): Promise<TestApp> {
-  const database = await createTestDatabase(backend);
-  const { handle } = await openMigratedDatabase({ databaseUrl: database.url });
-  const secretKey = crypto.randomBytes(32).toString('base64');
-  const keyring = new Keyring([Buffer.from(secretKey, 'base64')]);
-  const app = await buildApp({
-    database: handle,
-    keyring,
-    config: testConfig({ apiTokenCacheMs: options.apiTokenCacheMs ?? 0 }),
-    now: options.now,
-  });
-  await app.ready();
-  return {
-    backend,
-    app,
-    handle,
-    keyring,
-    databaseUrl: database.url,
-    secretKey,
-    issueToken: (opts = {}) => issueTestToken(handle, opts),
-    async revokeToken(id) {
-      await revokeApiToken(handle, id, { tokenId: null, requestId: null }, new Date());
-    },
-    request: (method, path, opts = {}) => injectRequest(app, method, path, opts),
-    async close() {
-      await app.close();
-      await handle.close();
-      await database.drop();
-    },
-  };
-}
-
 /** One request through inject, with the API token (or a Bearer credential) and a JSON body. */
-export async function injectRequest(
-  app: FastifyInstance,
-  method: string,
-  path: string,
-  opts: RequestOptions & { bearer?: string } = {},
-): Promise<HttpResult> {
+export async function injectRequest(app: FastifyInstance, method: string, path: string, opts: RequestOptions = {}): Promise<HttpResult> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Token ${opts.token}`;
   if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
@@ -107,16 +91,20 @@ export async function injectRequest(
   if (payload !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
     headers['content-type'] = 'application/json';
   }
-  const response = await app.inject({ method: method as never, url: path, query: opts.query, headers, payload });
-  let body: unknown;
-  try {
-    body = response.json();
-  } catch {
-    body = undefined;
-  }
-  return { status: response.statusCode, headers: response.headers, body, text: response.body };
+  const query = opts.query && Object.fromEntries(Object.entries(opts.query).filter((entry): entry is [string, string] => entry[1] !== null));
+  const response = await app.inject({ method: method as never, url: path, query, headers, payload });
+  return { status: response.statusCode, headers: response.headers, body: parseBody(response.body), text: response.body };
 }
 
+export interface TokenOptions {
+  account?: string;
+  scopes?: Scope[];
+  env?: Environment | null;
+  defaultEnv?: Environment;
+  expiresInMs?: number;
+}
+
+/** Issues an API token (account "acme", read and write, unless told otherwise) and returns it with its id. */
 export async function issueTestToken(handle: DatabaseHandle, opts: TokenOptions = {}): Promise<{ id: number; token: string }> {
   const issued = await issueApiToken(
     handle,
@@ -132,4 +120,149 @@ export async function issueTestToken(handle: DatabaseHandle, opts: TokenOptions 
     new Date(),
   );
   return { id: issued.id, token: issued.token };
+}
+
+// ---- databases and apps ----
+
+/**
+ * The configuration of a test app: the defaults a server gets from an empty environment,
+ * with the API-token cache off (tests issue and revoke tokens between requests).
+ */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({}), apiTokenCacheMs: 0, ...overrides };
+}
+
+/** A log destination that keeps every JSON line, for assertions on what was logged. */
+export class LogCapture extends Writable {
+  readonly lines: Record<string, unknown>[] = [];
+  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
+    for (const line of chunk.toString().split('\n')) {
+      if (line.trim()) this.lines.push(JSON.parse(line));
+    }
+    done();
+  }
+  text(): string {
+    return this.lines.map((l) => JSON.stringify(l)).join('\n');
+  }
+}
+
+export const newSecretKey = () => crypto.randomBytes(32);
+
+export interface OpenDatabase {
+  backend: Backend;
+  url: string;
+  handle: DatabaseHandle;
+  close(): Promise<void>;
+}
+
+/** A new, migrated database; close() closes it and drops it. */
+export async function openTestDatabase(backend: Backend, options: DatabaseOptions = {}): Promise<OpenDatabase> {
+  const database = await createTestDatabase(backend);
+  const { handle } = await openMigratedDatabase({ databaseUrl: database.url }, options);
+  return {
+    backend,
+    url: database.url,
+    handle,
+    async close() {
+      await handle.close();
+      await database.drop();
+    },
+  };
+}
+
+export interface AppOptions {
+  /** The secret keys, newest first; one new key if absent. */
+  keys?: Buffer[];
+  /** Configuration beyond testConfig() (rate limits, timeouts, CORS…). */
+  config?: Partial<Config>;
+  /** Where the app logs (at info); it logs nothing if absent. */
+  log?: LogCapture;
+  now?: () => Date;
+  /** The metrics registry, to share it with the database's onQuery (as src/server.ts does); a new one if absent. */
+  metrics?: Metrics;
+}
+
+export interface BuiltApp {
+  app: FastifyInstance;
+  keyring: Keyring;
+  request(method: string, path: string, options?: RequestOptions): Promise<HttpResult>;
+}
+
+/** Builds the app over an open database; add routes to `app` before the first request (or ready()) if needed. */
+export async function buildTestApp(database: Pick<OpenDatabase, 'handle'>, options: AppOptions = {}): Promise<BuiltApp> {
+  const keyring = new Keyring(options.keys ?? [newSecretKey()]);
+  const app = await buildApp({
+    database: database.handle,
+    keyring,
+    config: testConfig(options.config),
+    logger: options.log ? { level: 'info', stream: options.log } : false,
+    now: options.now,
+    metrics: options.metrics,
+  });
+  return { app, keyring, request: (method, path, opts = {}) => injectRequest(app, method, path, opts) };
+}
+
+export interface TestApp extends BuiltApp {
+  backend: Backend;
+  handle: DatabaseHandle;
+  databaseUrl: string;
+  /** The current secret key, base64, as UGS_SECRET_KEY would hold it. */
+  secretKey: string;
+  issueToken(options?: TokenOptions): Promise<{ id: number; token: string }>;
+  revokeToken(id: number): Promise<void>;
+  /** Closes the app and the database, and drops the database. */
+  close(): Promise<void>;
+}
+
+/** A new database and a ready app over it. */
+export async function startTestApp(backend: Backend, options: AppOptions = {}): Promise<TestApp> {
+  const keys = options.keys ?? [newSecretKey()];
+  const database = await openTestDatabase(backend);
+  const built = await buildTestApp(database, { ...options, keys });
+  await built.app.ready();
+  return {
+    ...built,
+    backend,
+    handle: database.handle,
+    databaseUrl: database.url,
+    secretKey: keys[0].toString('base64'),
+    issueToken: (opts = {}) => issueTestToken(database.handle, opts),
+    async revokeToken(id) {
+      await revokeApiToken(database.handle, id, { tokenId: null, requestId: null }, new Date());
+    },
+    async close() {
+      await built.app.close();
+      await database.close();
+    },
+  };
+}
+
+// ---- suites ----
+
+/** One describe per backend the run covers, titled `[backend] title`. */
+export function forEachBackend(title: string, suite: (backend: Backend) => void): void {
+  for (const backend of BACKENDS) describe(`[${backend}] ${title}`, () => suite(backend));
+}
+
+/** The suite's app, and an API token of account "acme" with read and write. */
+export interface SuiteApp extends TestApp {
+  token: string;
+  tokenId: number;
+}
+
+/**
+ * Starts an app before the current describe's first test and closes it after its last.
+ * The fields of what it returns are filled in by that before hook: read them in hooks and
+ * tests, not while the suite is being declared.
+ */
+export function useTestApp(backend: Backend, options: AppOptions = {}): SuiteApp {
+  const suite = {} as SuiteApp; // filled in below, before the first test runs
+  before(async () => {
+    Object.assign(suite, await startTestApp(backend, options));
+    const { id, token } = await suite.issueToken();
+    Object.assign(suite, { token, tokenId: id });
+  });
+  // close is missing when the before hook failed to start the app: nothing to close then.
+  after(() => suite.close?.());
+  return suite;
 }

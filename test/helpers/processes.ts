@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseBody, type ResponseBody } from './harness.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -93,7 +94,7 @@ export function httpRequest(
   method: string,
   pathAndQuery: string,
   options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
-): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }> {
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: ResponseBody; text: string }> {
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Token ${options.token}`;
@@ -105,15 +106,7 @@ export function httpRequest(
     const req = http.request(new URL(pathAndQuery, baseUrl), { method, headers, agent }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // not JSON: keep the text
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parseBody(text), text }));
     });
     req.on('error', reject);
     if (payload !== undefined) req.write(payload);
