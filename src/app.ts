@@ -2,7 +2,6 @@
 // listens, so tests drive exactly what production runs.
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { Keyring } from './crypto/keyring.ts';
@@ -13,14 +12,17 @@ import { registerJsonBodyParsing } from './http/json-body.ts';
 import { methodOverrideStrategy, refuseOtherOverrides } from './http/method-override.ts';
 import { generateRequestId, registerRequestContext } from './http/request-context.ts';
 import { refuseMalformedQuery, registerValidation } from './http/validation.ts';
-import { registerOperationalRoutes } from './http/operational.routes.ts';
+import { operationalCodeSamples, registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
 import { OpenedTokenCache } from './user-groups/opened-tokens.ts';
 import { registerEmbedRoutes, registerEmbedTokenRoute } from './embed/embed.routes.ts';
-import { openApiInfo, showGetBodies } from './http/openapi.ts';
+import { finishOpenApiDocument, openApiInfo, showGetBodies } from './http/openapi.ts';
+import { userGroupCodeSamples } from './user-groups/user-groups.operations.ts';
+import { embedCodeSamples } from './embed/embed.operations.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
 import { handleClientError } from './http/client-errors.ts';
 import { refuseRequestsWhileClosing } from './http/closing.ts';
+import { registerDocsRoutes } from './http/docs.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { registerMetrics } from './metrics/metrics.routes.ts';
 
@@ -69,8 +71,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const metrics = deps.metrics ?? createMetrics();
   await registerRateLimits(app, config, metrics); // before every route, so that each one inherits it
 
-  await app.register(swagger, { openapi: openApiInfo, transform: showGetBodies });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swagger, {
+    openapi: openApiInfo,
+    transform: showGetBodies,
+    transformObject: finishOpenApiDocument({ ...userGroupCodeSamples, ...embedCodeSamples, ...operationalCodeSamples }),
+  });
+  registerDocsRoutes(app);
 
   registerOperationalRoutes(app, deps.database);
   metrics.watchDatabase(deps.database);

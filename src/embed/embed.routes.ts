@@ -8,14 +8,12 @@ import cors from '@fastify/cors';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
-import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
-import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse } from './embed.schemas.ts';
+import { createEmbedTokenOperation, embedContextOperation } from './embed.operations.ts';
 import { issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
 import { embedContextJson } from './embed-context.json.ts';
 import { sendJson } from '../http/json-reply.ts';
 import { notFoundHandler } from '../http/error-handler.ts';
 
-const TAGS = ['Embed'];
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
 
 export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps & Pick<Config, 'corsOrigins'>): Promise<void> {
@@ -49,28 +47,7 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
       embed.get(
         '/context',
         {
-          schema: {
-            tags: TAGS,
-            operationId: 'getEmbedContext',
-            summary: 'What an embedded dashboard needs to know about the user group viewing it',
-            description: [
-              'Called from the browser with `Authorization: Bearer <token>` (`Token <token>` is accepted too), where the token is a user group token',
-              'or an embed token from `POST /api/embed_token`. Answers the group\'s public fields and its dashboard variables; never a token.',
-              'A user group token works while it is the group\'s current token, and after a rotation with `grace_period_seconds` until the grace period ends.',
-              'An embed token works until its expiry, the next rotation of its group\'s token (grace periods do not extend it) or the deletion of its group.',
-              'Errors: `401 invalid_token` when the token is missing, malformed, unknown, expired, rotated or its group deleted (all look the same);',
-              '`401 wrong_token_kind` for an API token (never give one to a browser);',
-              '`403 origin_forbidden` when the embed token is bound to an origin and the `Origin` header is missing or differs;',
-              '`403 embed_id_forbidden` when the embed token is bound to an embed_id and the `embed_id` query parameter is missing or differs.',
-              'CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.',
-            ].join(' '),
-            security: [{ userGroupToken: [] }],
-            querystring: EmbedContextQuery,
-            response: {
-              200: EmbedContextResponse,
-              ...errorResponses('invalid_token', 'wrong_token_kind', 'origin_forbidden', 'embed_id_forbidden', 'validation_failed'),
-            },
-          },
+          schema: embedContextOperation,
         },
         async (request, reply) => {
           const row = await resolveEmbedGroup(deps, {
@@ -92,21 +69,7 @@ export function registerEmbedTokenRoute(app: FastifyInstance, deps: EmbedDeps): 
   app.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/embed_token',
     {
-      schema: {
-        tags: TAGS,
-        operationId: 'createEmbedToken',
-        summary: 'Issue a short-lived embed token for a user group',
-        description: [
-          'Called from your backend with an API token (the `read` scope suffices). Answers a signed compact JWS (HS256, the signing key named by `kid`)',
-          'whose claims hold no secret: `iss`, `aud`, `sub` (the team_id), `gen` (the group\'s token generation), `iat`, `exp`, and `embed_id` and `origin` when bound.',
-          'Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`,',
-          'the next rotation of the group\'s token, or the group\'s deletion. With `origin`, only requests with that `Origin` header are accepted;',
-          'with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.',
-        ].join(' '),
-        security: [{ apiToken: [] }],
-        body: EmbedTokenBody,
-        response: { 200: EmbedTokenResponse, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found') },
-      },
+      schema: createEmbedTokenOperation,
     },
     async (request) => issueEmbedToken(deps, principalOf(request), request.body),
   );

@@ -33,20 +33,23 @@ export const EmbedUserGroup = Type.Object(
     mapping: JsonObjectOrNull<Record<string, string | number>>(),
     properties: JsonObjectOrNull<Record<string, unknown>>(),
   },
-  { additionalProperties: false, description: 'What a dashboard may know about the user group viewing it: never a token or an internal id.' },
+  { title: 'EmbedUserGroup', additionalProperties: false, description: 'What a dashboard may know about the user group viewing it: never a token or an internal id.' },
 );
 
-export const EmbedContextResponse = Type.Object({
-  success: Type.Literal(1),
-  user_group: EmbedUserGroup,
-  variables: Type.Unsafe<Record<string, unknown>>({
-    type: 'object',
-    additionalProperties: true,
-    description:
-      '`user_group_id` and `user_group_name`, then every top-level key of `properties` (on a name clash the two built-ins win).',
-    examples: [{ user_group_id: 'example_1', user_group_name: 'Example 1', region: 'emea' }],
-  }),
-});
+export const EmbedContextResponse = Type.Object(
+  {
+    success: Type.Literal(1),
+    user_group: EmbedUserGroup,
+    variables: Type.Unsafe<Record<string, unknown>>({
+      type: 'object',
+      additionalProperties: true,
+      description:
+        '`user_group_id` and `user_group_name`, then every top-level key of `properties` (on a name clash the two built-ins win).',
+      examples: [{ user_group_id: 'example_1', user_group_name: 'Example 1', region: 'emea' }],
+    }),
+  },
+  { title: 'EmbedContext' },
+);
 export type EmbedContextView = Static<typeof EmbedContextResponse>;
 
 export const EmbedTokenBody = Type.Object(
@@ -74,15 +77,19 @@ export const EmbedTokenBody = Type.Object(
     ),
   },
   {
+    title: 'EmbedTokenRequest',
     additionalProperties: false,
     examples: [{ user_group_id: 'example_1', expires_in_seconds: 3600, embed_id: 'sales-overview', origin: 'https://app.example.com' }],
   },
 );
 export type EmbedTokenInput = Static<typeof EmbedTokenBody>;
 
-export const EmbedTokenResponse = Type.Object({
-  success: Type.Literal(1),
-  embed_token: Type.String({ description: 'A compact JWS (HS256). Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`.' }),
-  expires_at: Type.String({ format: 'date-time' }),
-});
+export const EmbedTokenResponse = Type.Object(
+  {
+    success: Type.Literal(1),
+    embed_token: Type.String({ description: 'A compact JWS (HS256). Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`.' }),
+    expires_at: Type.String({ format: 'date-time' }),
+  },
+  { title: 'EmbedToken' },
+);
 export type EmbedTokenView = Static<typeof EmbedTokenResponse>;

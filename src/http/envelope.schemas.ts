@@ -1,4 +1,5 @@
-// The error envelope, declared once for the OpenAPI document and response serialization.
+// The error envelope, declared once for the OpenAPI document and the serialization of error
+// answers, and the error answers each route declares (docs/api.md, "Errors").
 import { Type } from 'typebox';
 import { errorStatus, type ErrorCode } from '../errors.ts';
 
@@ -6,24 +7,38 @@ export const ErrorEnvelope = Type.Object(
   {
     success: Type.Literal(0),
     error: Type.Object({
-      code: Type.String({ description: 'Stable machine-readable code, e.g. validation_failed.' }),
+      code: Type.Enum(Object.keys(errorStatus) as ErrorCode[], { description: 'Stable machine-readable code; it alone decides the status.' }),
       message: Type.String({ description: 'What went wrong, for a human.' }),
-      details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), issue: Type.String() }))),
+      details: Type.Optional(
+        Type.Array(
+          Type.Object({
+            field: Type.String({ description: 'The field, query parameter or header.' }),
+            issue: Type.String({ description: 'What is wrong with it, e.g. too_long, unknown_field (docs/api.md, "Requests").' }),
+          }),
+          { description: 'One entry per problem, for validation_failed and ambiguous_request.' },
+        ),
+      ),
       request_id: Type.String({ description: 'Also sent as the X-Request-Id header; quote it when reporting a problem.' }),
     }),
   },
-  { examples: [{ success: 0, error: { code: 'validation_failed', message: 'user_group_id must be at most 256 characters', details: [{ field: 'user_group_id', issue: 'too_long' }], request_id: 'req_5f0c…' } }] },
+  { title: 'Error', description: 'Every failed request answers this, with success 0.' },
 );
 
-/** Response schemas for the error statuses a route can answer with, by their codes. */
+/**
+ * The error answers of a route, by status, for the codes it can answer with; every route can
+ * also answer internal_error and unavailable (a database outage, a shutdown). The codes ride
+ * along as `x-error-codes`, from which the OpenAPI document gets one example per code.
+ */
 export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
-  const all: ErrorCode[] = [...codes, 'rate_limited', 'internal_error', 'unavailable'];
+  const all: ErrorCode[] = [...new Set<ErrorCode>([...codes, 'internal_error', 'unavailable'])];
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of all) byStatus.set(errorStatus[code], [...(byStatus.get(errorStatus[code]) ?? []), code]);
   return Object.fromEntries(
-    [...byStatus].map(([status, list]) => [status, { ...ErrorEnvelope, description: `Error: ${[...new Set(list)].join(', ')}` }]),
+    [...byStatus].map(([status, list]) => [status, { ...ErrorEnvelope, 'x-error-codes': list, 'x-response-description': `Error: ${list.join(', ')}` }]),
   );
 }
 
-export const AUTH_ERRORS: ErrorCode[] = ['missing_api_token', 'invalid_api_token', 'wrong_token_kind', 'insufficient_scope', 'environment_forbidden'];
-export const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'validation_failed', 'payload_too_large', 'unsupported_media_type'];
+/** What any route behind an API token can answer before its own rules run. */
+export const AUTH_ERRORS: ErrorCode[] = ['missing_api_token', 'invalid_api_token', 'wrong_token_kind', 'insufficient_scope', 'environment_forbidden', 'rate_limited'];
+/** What any route that reads a JSON body can answer. */
+export const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'validation_failed', 'payload_too_large', 'unsupported_media_type', 'request_timeout'];

@@ -1,43 +1,185 @@
-// The top of the OpenAPI document; the paths come from the routes' own schemas.
-export const openApiInfo = {
+// The OpenAPI document (GET /openapi.json). The routes' own schemas give its paths; this
+// module gives its top, and finishes what @fastify/swagger generates so that tools nobody on
+// this project wrote (code generators, linters, reference renderers) read it right:
+//   - every schema with a `title` becomes a named component (UserGroup, Error, …), referenced;
+//   - each error answer gets one realistic example per code it can carry (x-error-codes);
+//   - every answer declares its headers (X-Request-Id, Retry-After, RateLimit, …);
+//   - GET and DELETE /api/user take their JSON body as optional, as the server does;
+//   - POST /api/user declares X-HTTP-Method-Override and the answer it then gives;
+//   - each operation carries code samples (x-codeSamples), from the features' docs.
+import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from '@fastify/swagger';
+import { ERROR_EXAMPLES } from './error-examples.ts';
+import type { ErrorCode } from '../errors.ts';
+
+export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   openapi: '3.1.0',
   info: {
     title: 'User Group Service',
     version: '0.1.0',
     description: [
       'Creates and keeps a user group for each of your customers and hands out the user group token an embedded dashboard uses.',
-      'Every response carries `success` (1 or 0) and an `X-Request-Id` header; errors carry `error.code`, `error.message` and `error.request_id`.',
-      'Authenticate with `Authorization: Token <API token>` (issued with `npx ugs token create`).',
+      'Every answer carries `success` (1 or 0) and an `X-Request-Id` header; errors carry `error.code`, `error.message` and `error.request_id`.',
+      'Authenticate with `Authorization: Token <API token>` (`Bearer` works too; issue tokens with `npx ugs token create`).',
       'Unknown fields are refused (`400 validation_failed`); bodies are JSON objects of at most 256 KiB sent as `application/json`.',
+      'Any request may also meet the HTTP layer: `400 bad_request` (not valid HTTP), `408 request_timeout`, `431 headers_too_large`.',
+      'The full reference: docs/api.md in the repository.',
     ].join('\n\n'),
+    contact: { name: 'The maintainers of this deployment' },
   },
+  servers: [{ url: '/', description: 'This server' }],
   components: {
     securitySchemes: {
       apiToken: {
-        type: 'apiKey' as const,
-        in: 'header' as const,
-        name: 'Authorization',
-        description: 'The value `Token <API token>`. API tokens start with `ugs_api_`.',
+        type: 'http',
+        scheme: 'bearer',
+        description: 'Your API token (`ugs_api_…`), from your backend only. Sent as `Authorization: Bearer <API token>`; `Authorization: Token <API token>` works too.',
       },
       userGroupToken: {
-        type: 'http' as const,
+        type: 'http',
         scheme: 'bearer',
         description:
-          'For the embed side, from the browser: `Authorization: Bearer <token>` with a user group token (`ugs_grp_…`) or a short-lived embed token (a JWS from `POST /api/embed_token`). Never accepted by the management API.',
+          'For the embed side, from the browser: a user group token (`ugs_grp_…`) or a short-lived embed token (a JWS from `POST /api/embed_token`). Never accepted by the management API.',
       },
+    },
+    headers: {
+      XRequestId: {
+        description: "The request's id: the caller's own X-Request-Id when it sent a plain one not starting with req_, else one of the service's (`req_…`).",
+        schema: { type: 'string' },
+        example: 'req_5f0c2a9e1b3d00012c',
+      },
+      RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 }, example: 2 },
+      RateLimit: {
+        description: 'What is left of the budget: `r` requests, `t` seconds until the window resets (when rate limits are on).',
+        schema: { type: 'string' },
+        example: '"api-token";r=59987;t=42',
+      },
+      RateLimitPolicy: {
+        description: 'The budget: `q` requests per `w` seconds (when rate limits are on).',
+        schema: { type: 'string' },
+        example: '"api-token";q=60000;w=60',
+      },
+      WWWAuthenticate: { description: 'How to authenticate.', schema: { type: 'string' }, example: 'Token' },
     },
   },
   tags: [
-    { name: 'User groups', description: 'The management API, called from your backend.' },
+    { name: 'User groups', description: 'The management API, called from your backend with an API token.' },
     { name: 'Embed', description: 'What an embedded dashboard calls from the browser (CORS enabled), and the short-lived embed tokens your backend issues for it.' },
-    { name: 'Operations', description: 'Health, readiness and the API description.' },
+    { name: 'Operations', description: 'Health, readiness and metrics.' },
   ],
 };
 
-/** Shows the `x-get-body` of GET routes as their request body (see getBodyValidator). */
+/** Shows the `x-get-body` of GET routes as their request body (see getBodyOf in validation.ts). */
 export function showGetBodies({ schema, url }: { schema: object; url: string }) {
   const fields = (schema ?? {}) as Record<string, unknown>;
   if (!fields['x-get-body']) return { schema, url };
   const { 'x-get-body': body, ...rest } = fields;
   return { schema: { ...rest, body }, url };
+}
+
+/** Code samples of one operation, as reference renderers read them. */
+export interface CodeSample {
+  lang: string;
+  label: string;
+  source: string;
+}
+
+type Json = Record<string, unknown>;
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head'];
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** The finishing pass over the generated document (see the top of this file). */
+export function finishOpenApiDocument(codeSamples: Record<string, CodeSample[]>): SwaggerTransformObject {
+  return (generated) => {
+    if (!('openapiObject' in generated)) throw new Error('the service describes itself in OpenAPI 3, not Swagger 2');
+    const document = structuredClone(generated.openapiObject) as Json & { paths: Record<string, Record<string, Json>>; components: Json & { schemas?: Json } };
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (!METHODS.includes(method)) continue;
+        finishOperation(path, method, operation, codeSamples);
+      }
+    }
+    document.components.schemas = { ...(document.components.schemas ?? {}) };
+    document.paths = nameSchemas(document.paths, document.components.schemas as Json) as typeof document.paths;
+    return document as ReturnType<SwaggerTransformObject>;
+  };
+}
+
+function finishOperation(path: string, method: string, operation: Json, codeSamples: Record<string, CodeSample[]>): void {
+  const responses = operation.responses as Record<string, Json>;
+  const limited = path.startsWith('/api/');
+  for (const [status, response] of Object.entries(responses)) {
+    const headers: Json = { 'X-Request-Id': header('XRequestId') };
+    if (limited && status !== '401') Object.assign(headers, { RateLimit: header('RateLimit'), 'RateLimit-Policy': header('RateLimitPolicy') });
+    if (status === '429' || status === '503') headers['Retry-After'] = header('RetryAfter');
+    if (status === '401') headers['WWW-Authenticate'] = header('WWWAuthenticate');
+    response.headers = headers;
+    const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
+    const schema = media?.schema as Json | undefined;
+    const codes = schema?.['x-error-codes'] as ErrorCode[] | undefined;
+    if (media && schema && codes) {
+      delete schema['x-error-codes'];
+      delete media.example;
+      media.examples = Object.fromEntries(codes.map((code) => [code, errorExample(code)]));
+    }
+  }
+  const operationId = operation.operationId as string | undefined;
+  if (operationId && codeSamples[operationId]) operation['x-codeSamples'] = codeSamples[operationId];
+
+  if (path === '/api/user' && (method === 'get' || method === 'delete')) {
+    const body = operation.requestBody as Json | undefined;
+    if (body) {
+      body.required = false;
+      body.description = 'The identification as JSON, instead of the query string (not both). Browsers and most HTTP clients cannot send a body with GET: use the query string, or POST with X-HTTP-Method-Override: GET.';
+    }
+  }
+  if (path === '/api/user' && method === 'post') {
+    operation.parameters = [
+      ...((operation.parameters as Json[] | undefined) ?? []),
+      {
+        name: 'X-HTTP-Method-Override',
+        in: 'header',
+        required: false,
+        description: 'Only `GET`: then this request is a get-or-create (GET /api/user) whose JSON body identifies the group, and it answers as that operation does.',
+        schema: { type: 'string', enum: ['GET'] },
+      },
+    ];
+    for (const status of ['200', '201']) {
+      const media = (responses[status]?.content as Record<string, Json> | undefined)?.['application/json'];
+      if (media) media.schema = { anyOf: [media.schema, ref('GetOrCreateResponse')] };
+    }
+  }
+}
+
+function errorExample(code: ErrorCode): Json {
+  const { summary, message, details } = ERROR_EXAMPLES[code];
+  return { summary, value: { success: 0, error: { code, message, ...(details ? { details } : {}), request_id: 'req_5f0c2a9e1b3d00012c' } } };
+}
+
+/**
+ * Every schema object with a `title` becomes components.schemas[title] and is replaced by a
+ * reference to it, innermost first. Two different schemas with one title are a mistake in
+ * the schemas, reported at once rather than one silently winning.
+ */
+function nameSchemas(node: unknown, components: Json): unknown {
+  if (Array.isArray(node)) return node.map((child) => nameSchemas(child, components));
+  if (node === null || typeof node !== 'object') return node;
+  const named: Json = {};
+  for (const [key, value] of Object.entries(node)) named[key] = key === 'examples' || key === 'example' ? value : nameSchemas(value, components);
+  const title = named.title;
+  if (typeof title !== 'string' || !('type' in named || 'anyOf' in named || 'properties' in named || 'enum' in named)) return named;
+  const known = components[title] as Json | undefined;
+  // A parameter's schema gives its description to the parameter: compare without annotations.
+  if (known !== undefined && JSON.stringify(withoutAnnotations(known)) !== JSON.stringify(withoutAnnotations(named))) {
+    throw new Error(`two different schemas are titled ${title}: give one another title\n${JSON.stringify(known)}\n${JSON.stringify(named)}`);
+  }
+  if (known !== undefined && Object.keys(known).length >= Object.keys(named).length) return ref(title);
+  components[title] = named;
+  return ref(title);
+}
+
+function withoutAnnotations(schema: Json): Json {
+  const { description: _description, examples: _examples, example: _example, ...rest } = schema;
+  return rest;
 }

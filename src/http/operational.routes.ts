@@ -7,12 +7,27 @@ import { errorResponses } from './envelope.schemas.ts';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './error-handler.ts';
 
 const READY_TIMEOUT_MS = 2000;
-const Status = Type.Object({ success: Type.Literal(1), status: Type.String() });
+const Status = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ok'] }) }, { title: 'Health' });
+
+const curl = (source: string) => [{ lang: 'Shell', label: 'curl', source }];
+export const operationalCodeSamples = {
+  health: curl('curl "$UGS/healthz"'),
+  ready: curl('curl "$UGS/readyz"'),
+  metrics: curl('curl "$UGS/metrics"'),
+};
 
 export function registerOperationalRoutes(app: FastifyInstance, database: DatabaseHandle): void {
   app.get(
     '/healthz',
-    { schema: { tags: ['Operations'], operationId: 'health', summary: 'The process is alive', response: { 200: Status } } },
+    {
+      schema: {
+        tags: ['Operations'],
+        operationId: 'health',
+        summary: 'The process is alive',
+        description: 'Answers 200 while the process runs; needs no token.',
+        response: { 200: { ...Status, 'x-response-description': 'The process is alive.' }, ...errorResponses() },
+      },
+    },
     async () => ({ success: 1, status: 'ok' }),
   );
 
@@ -23,7 +38,8 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         tags: ['Operations'],
         operationId: 'ready',
         summary: 'The database is reachable',
-        response: { 200: Status, ...errorResponses('unavailable') },
+        description: 'Answers 200 when the database answers within 2 s, else 503; needs no token.',
+        response: { 200: { ...Status, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable') },
       },
     },
     async () => {

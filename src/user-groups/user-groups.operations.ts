@@ -3,6 +3,7 @@
 // routes (user-groups.routes.ts) attach them; validation, types and the document all come
 // from here and from the schemas beside it.
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
+import type { CodeSample } from '../http/openapi.ts';
 import {
   DeletedResponse,
   GetOrCreateResponse,
@@ -23,15 +24,15 @@ const tags = ['User groups'];
 const security = [{ apiToken: [] }];
 
 const getOrCreateDescription = [
-  'Identify the group by JSON body (as in the seed), by query string (`?user_group_id=…&name=…&api_environment_tag=…`),',
+  'Identify the group by query string (`?user_group_id=…&name=…&api_environment_tag=…`), by JSON body,',
   'or send `POST /api/user` with header `X-HTTP-Method-Override: GET` and a JSON body. Body and query together: `400 ambiguous_request`.',
   'Exists: `200`, `new_user_group: false`, nothing modified even if the name or properties differ.',
   'Missing: created from the given fields, `201`, `new_user_group: true` (needs the write scope: `403 insufficient_scope` otherwise).',
 ].join(' ');
 
 const getOrCreateResponses = {
-  200: GetOrCreateResponse,
-  201: GetOrCreateResponse,
+  200: { ...GetOrCreateResponse, 'x-response-description': 'The group exists: nothing was changed.' },
+  201: { ...GetOrCreateResponse, 'x-response-description': 'The group was created from the given fields.' },
   ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request'),
 };
 
@@ -64,8 +65,8 @@ export const createOrRotateOperation = {
   security,
   body: PostUserBody,
   response: {
-    200: { ...UserGroupResponse, description: 'Token rotated.' },
-    201: { ...UserGroupResponse, description: 'User group created.' },
+    200: { ...UserGroupResponse, 'x-response-description': 'The token was rotated (or, with X-HTTP-Method-Override: GET, the group exists).' },
+    201: { ...UserGroupResponse, 'x-response-description': 'The group was created.' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_exists', 'token_not_found'),
   },
 };
@@ -78,7 +79,7 @@ export const updateOperation = {
     'Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `name`, `mapping`, `properties`, `is_demo_group`: given fields replace the stored ones (`null` clears mapping or properties), absent fields stay. Never creates: `404 user_group_not_found`.',
   security,
   body: PutUserBody,
-  response: { 200: UserGroupResponse, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found') },
+  response: { 200: { ...UserGroupResponse, 'x-response-description': 'The group, updated.' }, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found') },
 };
 
 export const deleteOperation = {
@@ -90,7 +91,10 @@ export const deleteOperation = {
   security,
   body: UserGroupKey,
   querystring: UserGroupKeyQuery,
-  response: { 200: DeletedResponse, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_not_found') },
+  response: {
+    200: { ...DeletedResponse, 'x-response-description': 'The group was deleted; it is answered without its token.' },
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_not_found'),
+  },
 };
 
 export const listOperation = {
@@ -101,7 +105,7 @@ export const listOperation = {
     'One environment at a time, in creation order (keyset pagination on team_id: stable under concurrent inserts, the same cost at any depth). Tokens are not included: fetch a group to get its token. `q` keeps the groups whose user_group_id or name starts with it.',
   security,
   querystring: ListQuery,
-  response: { 200: ListResponse, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
+  response: { 200: { ...ListResponse, 'x-response-description': 'One page of groups, without tokens.' }, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
 };
 
 export const historyOperation = {
@@ -111,5 +115,37 @@ export const historyOperation = {
   description: 'Every create, update (with the changed fields), rotate and delete of groups with this user_group_id. Never holds a token.',
   security,
   querystring: HistoryQuery,
-  response: { 200: HistoryResponse, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
+  response: { 200: { ...HistoryResponse, 'x-response-description': 'The entries, newest first.' }, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
+};
+
+const curl = (source: string): CodeSample => ({ lang: 'Shell', label: 'curl', source });
+const typescript = (source: string): CodeSample => ({ lang: 'TypeScript', label: '@ugs/client', source });
+const client = "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.TOKEN! });\n";
+
+/** Code samples of each operation, by operationId (docs/api.md, "Operations"). */
+export const userGroupCodeSamples: Record<string, CodeSample[]> = {
+  getOrCreateUserGroup: [
+    curl('curl "$UGS/api/user?user_group_id=example_1&name=Example%201" \\\n  -H "Authorization: Token $TOKEN"'),
+    typescript(`${client}const { new_user_group, user_group } = await ugs.getOrCreateUserGroup({ user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } });`),
+  ],
+  createOrRotateUserGroup: [
+    curl('curl -X POST "$UGS/api/user" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"user_group_id": "example_2", "name": "Example 2", "mapping": {"40": "213"}}\''),
+    typescript(`${client}const { user_group } = await ugs.createUserGroup({ user_group_id: 'example_2', name: 'Example 2', mapping: { '40': '213' } });\n// rotate: await ugs.rotateToken({ current_token: user_group.token, grace_period_seconds: 300 });`),
+  ],
+  updateUserGroup: [
+    curl('curl -X PUT "$UGS/api/user" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"user_group_id": "example_1", "properties": {"region": "apac"}}\''),
+    typescript(`${client}const { user_group } = await ugs.updateUserGroup({ user_group_id: 'example_1', properties: { region: 'apac' } });`),
+  ],
+  deleteUserGroup: [
+    curl('curl -X DELETE "$UGS/api/user?user_group_id=example_2" -H "Authorization: Token $TOKEN"'),
+    typescript(`${client}await ugs.deleteUserGroup({ user_group_id: 'example_2' });`),
+  ],
+  listUserGroups: [
+    curl('curl "$UGS/api/users?limit=50&q=exa" -H "Authorization: Token $TOKEN"'),
+    typescript(`${client}const { user_groups, next_cursor } = await ugs.listUserGroups({ limit: 50, q: 'exa' });`),
+  ],
+  getUserGroupHistory: [
+    curl('curl "$UGS/api/user/history?user_group_id=example_1" -H "Authorization: Token $TOKEN"'),
+    typescript(`${client}const { entries } = await ugs.userGroupHistory({ user_group_id: 'example_1' });`),
+  ],
 };

@@ -7,6 +7,8 @@ import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
 // Lengths count Unicode code points; ids are never trimmed.
 
 export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
+  title: 'EnvironmentTag',
+  type: 'string',
   description: 'The environment: `Customer` (production) or `Testing`. Absent: the API token\'s default environment.',
 });
 
@@ -20,7 +22,7 @@ export const UserGroupIdString = Type.String({
 
 export const UserGroupId = Type.Union(
   [UserGroupIdString, Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })],
-  { description: 'Your id for this user group. A JSON integer is accepted and stored as its decimal string.' },
+  { title: 'UserGroupId', description: 'Your id for this user group. A JSON integer is accepted and stored as its decimal string.' },
 );
 
 export const Name = Type.String({
@@ -34,6 +36,7 @@ export const Name = Type.String({
 const MappingValue = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Integer({ minimum: 0 })]);
 
 export const Mapping = Type.Unsafe<Record<string, string | number>>({
+  title: 'Mapping',
   type: 'object',
   additionalProperties: MappingValue,
   propertyNames: { minLength: 1, maxLength: 64 },
@@ -44,6 +47,7 @@ export const Mapping = Type.Unsafe<Record<string, string | number>>({
 });
 
 export const Properties = Type.Unsafe<Record<string, unknown>>({
+  title: 'Properties',
   type: 'object',
   additionalProperties: true,
   description:
@@ -84,6 +88,7 @@ export const PostUserBody = Type.Object(
     ),
   },
   {
+    title: 'CreateOrRotateRequest',
     additionalProperties: false,
     examples: [
       { user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' }, api_environment_tag: 'Customer' },
@@ -107,7 +112,7 @@ export const GetUserQuery = Type.Object(
 export const GetUserBody = Type.Optional(
   Type.Object(
     { user_group_id: Type.Optional(UserGroupId), ...groupFields },
-    { additionalProperties: false, examples: [{ user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } }] },
+    { title: 'GetOrCreateRequest', additionalProperties: false, examples: [{ user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } }] },
   ),
 );
 
@@ -115,7 +120,7 @@ export type GetUserBodyInput = NonNullable<Static<typeof GetUserBody>>;
 
 export const PutUserBody = Type.Object(
   { user_group_id: UserGroupId, ...groupFields },
-  { additionalProperties: false, examples: [{ user_group_id: 'example_1', properties: { region: 'apac' } }] },
+  { title: 'UpdateUserGroupRequest', additionalProperties: false, examples: [{ user_group_id: 'example_1', properties: { region: 'apac' } }] },
 );
 export type PutUser = Static<typeof PutUserBody>;
 
@@ -125,7 +130,7 @@ export const UserGroupKey = Type.Object(
     user_group_id: Type.Optional(UserGroupId),
     api_environment_tag: Type.Optional(EnvironmentTag),
   },
-  { additionalProperties: false },
+  { title: 'UserGroupKey', additionalProperties: false },
 );
 export type UserGroupKeyInput = Static<typeof UserGroupKey>;
 export const UserGroupKeyQuery = Type.Object(
@@ -170,7 +175,7 @@ const publicFields = {
   updated_at: Type.String({ format: 'date-time' }),
 };
 
-export const UserGroupPublic = Type.Object(publicFields, { additionalProperties: false, description: 'A user group, without its token.' });
+export const UserGroupPublic = Type.Object(publicFields, { title: 'UserGroupWithoutToken', additionalProperties: false, description: 'A user group, without its token.' });
 export type UserGroupPublicView = Static<typeof UserGroupPublic>;
 
 export const UserGroup = Type.Object(
@@ -179,37 +184,49 @@ export const UserGroup = Type.Object(
     token: Type.String({ description: 'The user group token: hand it to the embedded dashboard. Never accepted by the management API.' }),
     ...Object.fromEntries(Object.entries(publicFields).filter(([k]) => k !== 'team_id')),
   } as typeof publicFields & { token: ReturnType<typeof Type.String> },
-  { additionalProperties: false, description: 'A user group and its current token.' },
+  { title: 'UserGroup', additionalProperties: false, description: 'A user group and its current token.' },
 );
 export type UserGroupView = Static<typeof UserGroup>;
 
 export const Success = Type.Literal(1);
 
-export const UserGroupResponse = Type.Object({ success: Success, user_group: UserGroup });
-export const GetOrCreateResponse = Type.Object({
-  success: Success,
-  new_user_group: Type.Boolean({ description: 'True when this call created the user group.' }),
-  user_group: UserGroup,
-});
-export const DeletedResponse = Type.Object({ success: Success, user_group: UserGroupPublic });
-export const ListResponse = Type.Object({
-  success: Success,
-  user_groups: Type.Array(UserGroupPublic),
-  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null on the last page.' }),
-});
+export const UserGroupResponse = Type.Object({ success: Success, user_group: UserGroup }, { title: 'UserGroupResponse' });
+export const GetOrCreateResponse = Type.Object(
+  {
+    success: Success,
+    new_user_group: Type.Boolean({ description: 'True when this call created the user group.' }),
+    user_group: UserGroup,
+  },
+  { title: 'GetOrCreateResponse' },
+);
+export const DeletedResponse = Type.Object({ success: Success, user_group: UserGroupPublic }, { title: 'DeletedUserGroupResponse' });
+export const ListResponse = Type.Object(
+  {
+    success: Success,
+    user_groups: Type.Array(UserGroupPublic),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null on the last page.' }),
+  },
+  { title: 'UserGroupList' },
+);
 
-export const HistoryEntry = Type.Object({
-  id: Type.Integer(),
-  action: Type.String({ examples: ['user_group.update'] }),
-  team_id: Type.Integer(),
-  changed_fields: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  actor_token_id: Type.Union([Type.Integer(), Type.Null()]),
-  request_id: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String({ format: 'date-time' }),
-});
-export const HistoryResponse = Type.Object({
-  success: Success,
-  provided_id: Type.String(),
-  api_environment_tag: EnvironmentTag,
-  entries: Type.Array(HistoryEntry),
-});
+export const HistoryEntry = Type.Object(
+  {
+    id: Type.Integer(),
+    action: Type.String({ examples: ['user_group.update'] }),
+    team_id: Type.Integer(),
+    changed_fields: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'For updates: the fields whose value changed.' }),
+    actor_token_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The acting API token; null when the command-line tool acted.' }),
+    request_id: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { title: 'HistoryEntry' },
+);
+export const HistoryResponse = Type.Object(
+  {
+    success: Success,
+    provided_id: Type.String(),
+    api_environment_tag: EnvironmentTag,
+    entries: Type.Array(HistoryEntry),
+  },
+  { title: 'History' },
+);

@@ -1,8 +1,8 @@
 // A typed client for the User Group Service: one method per operation, typed errors,
 // bounded retries on 429 and 503, and a deadline per call. Needs only the global fetch
 // (Node 18+, browsers, Deno, Bun).
-import { UserGroupServiceError, type UserGroupServiceErrorCode } from './errors.ts';
-import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, type RetryOptions } from './retry.ts';
+import { UserGroupServiceError, type UserGroupServiceErrorCode } from './errors.js';
+import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, type RetryOptions } from './retry.js';
 import type {
   CreateEmbedTokenParams,
   CreateUserGroupParams,
@@ -22,7 +22,7 @@ import type {
   UserGroupHistoryResponse,
   UserGroupResponse,
   UserGroupWithoutToken,
-} from './types.ts';
+} from './types.js';
 
 export interface UserGroupServiceClientOptions {
   /** Where the service runs, e.g. `https://ugs.internal.example.com`. */

@@ -1,4 +1,4 @@
-import type { ApiErrorCode, ErrorDetail } from './types.ts';
+import type { ApiErrorCode, ErrorDetail } from './types.js';
 
 /** Failures that happen without an error answer from the service. */
 export type ClientErrorCode =

@@ -1,0 +1,75 @@
+// The embed side's operations as the OpenAPI document describes them (docs/api.md, "The
+// embed side"), and their code samples.
+import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
+import type { CodeSample } from '../http/openapi.ts';
+import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse } from './embed.schemas.ts';
+
+const tags = ['Embed'];
+
+export const embedContextOperation = {
+  tags,
+  operationId: 'getEmbedContext',
+  summary: 'What an embedded dashboard needs to know about the user group viewing it',
+  description: [
+    'Called from the browser with `Authorization: Bearer <token>` (`Token <token>` is accepted too), where the token is a user group token',
+    "or an embed token from `POST /api/embed_token`. Answers the group's public fields and its dashboard variables; never a token.",
+    "A user group token works while it is the group's current token, and after a rotation with `grace_period_seconds` until the grace period ends.",
+    "An embed token works until its expiry, the next rotation of its group's token (grace periods do not extend it) or the deletion of its group.",
+    'Errors: `401 invalid_token` when the token is missing, malformed, unknown, expired, rotated or its group deleted (all look the same);',
+    '`401 wrong_token_kind` for an API token (never give one to a browser);',
+    '`403 origin_forbidden` when the embed token is bound to an origin and the `Origin` header is missing or differs;',
+    '`403 embed_id_forbidden` when the embed token is bound to an embed_id and the `embed_id` query parameter is missing or differs.',
+    'CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.',
+  ].join(' '),
+  security: [{ userGroupToken: [] }],
+  querystring: EmbedContextQuery,
+  response: {
+    200: { ...EmbedContextResponse, 'x-response-description': "The group's public fields and its dashboard variables." },
+    ...errorResponses('invalid_token', 'wrong_token_kind', 'origin_forbidden', 'embed_id_forbidden', 'validation_failed', 'rate_limited'),
+  },
+};
+
+export const createEmbedTokenOperation = {
+  tags,
+  operationId: 'createEmbedToken',
+  summary: 'Issue a short-lived embed token for a user group',
+  description: [
+    'Called from your backend with an API token (the `read` scope suffices). Answers a signed compact JWS (HS256, the signing key named by `kid`)',
+    "whose claims hold no secret: `iss`, `aud`, `sub` (the team_id), `gen` (the group's token generation), `iat`, `exp`, and `embed_id` and `origin` when bound.",
+    'Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`,',
+    "the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted;",
+    'with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.',
+  ].join(' '),
+  security: [{ apiToken: [] }],
+  body: EmbedTokenBody,
+  response: {
+    200: { ...EmbedTokenResponse, 'x-response-description': 'The embed token and when it expires.' },
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found'),
+  },
+};
+
+export const embedCodeSamples: Record<string, CodeSample[]> = {
+  getEmbedContext: [
+    { lang: 'Shell', label: 'curl', source: 'curl "$UGS/api/embed/context" -H "Authorization: Bearer $EMBED_TOKEN"' },
+    {
+      lang: 'TypeScript',
+      label: '@ugs/client',
+      source:
+        "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS! });\nconst { user_group, variables } = await ugs.getEmbedContext(embedToken);",
+    },
+  ],
+  createEmbedToken: [
+    {
+      lang: 'Shell',
+      label: 'curl',
+      source:
+        'curl -X POST "$UGS/api/embed_token" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"user_group_id": "example_1", "expires_in_seconds": 3600}\'',
+    },
+    {
+      lang: 'TypeScript',
+      label: '@ugs/client',
+      source:
+        "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.TOKEN! });\nconst { embed_token, expires_at } = await ugs.createEmbedToken({ user_group_id: 'example_1', expires_in_seconds: 3600 });",
+    },
+  ],
+};

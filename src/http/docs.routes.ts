@@ -1,0 +1,60 @@
+// GET /docs: the API reference page, rendered by RapiDoc from GET /openapi.json, with this
+// service's name and colours, the code samples of each operation and "Try" against this
+// server. Everything it loads comes from this server (no CDN: it works offline); the page's
+// files are read once, at start.
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { AppError } from '../errors.ts';
+
+const PAGE_DIR = fileURLToPath(new URL('../../static/docs/', import.meta.url));
+
+// The page runs only scripts of this origin and talks only to it; it may not be framed.
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  // RapiDoc's components write style attributes for its theme.
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+interface Asset {
+  body: Buffer;
+  gzipped?: Buffer;
+  type: string;
+}
+
+function readAssets(): Record<string, Asset> {
+  const rapidoc = createRequire(import.meta.url).resolve('rapidoc/dist/rapidoc-min.js');
+  const file = (name: string) => fs.readFileSync(`${PAGE_DIR}${name}`);
+  return {
+    'docs.css': { body: file('docs.css'), type: 'text/css; charset=utf-8' },
+    'docs.js': { body: file('docs.js'), type: 'text/javascript; charset=utf-8' },
+    'logo.svg': { body: file('logo.svg'), type: 'image/svg+xml' },
+    'rapidoc-min.js': { body: fs.readFileSync(rapidoc), gzipped: fs.readFileSync(`${rapidoc}.gz`), type: 'text/javascript; charset=utf-8' },
+  };
+}
+
+export function registerDocsRoutes(app: FastifyInstance): void {
+  const page = fs.readFileSync(`${PAGE_DIR}index.html`);
+  const assets = readAssets();
+  const secure = (reply: FastifyReply) => reply.header('content-security-policy', CONTENT_SECURITY_POLICY).header('x-content-type-options', 'nosniff');
+
+  app.get('/docs', { schema: { hide: true } }, (_request, reply) => secure(reply).type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(page));
+
+  app.get<{ Params: { file: string } }>('/docs/assets/:file', { schema: { hide: true } }, (request, reply) => {
+    const asset = Object.hasOwn(assets, request.params.file) ? assets[request.params.file] : undefined;
+    if (!asset) throw new AppError('not_found', `no file ${request.params.file} in the reference page`);
+    secure(reply).type(asset.type).header('cache-control', 'public, max-age=3600');
+    if (asset.gzipped && /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) {
+      return reply.header('content-encoding', 'gzip').header('vary', 'accept-encoding').send(asset.gzipped);
+    }
+    return reply.send(asset.body);
+  });
+}

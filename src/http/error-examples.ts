@@ -1,0 +1,55 @@
+// One realistic answer per error code, for the OpenAPI document: what a caller sees, in the
+// words the service uses (docs/api.md, "Errors").
+import type { ErrorCode, ErrorDetail } from '../errors.ts';
+
+interface ErrorExample {
+  summary: string;
+  message: string;
+  details?: ErrorDetail[];
+}
+
+export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
+  bad_request: { summary: 'The request is not valid HTTP', message: 'the request is not valid HTTP/1.1' },
+  invalid_json: { summary: 'The body is not JSON', message: 'request body is not valid JSON' },
+  validation_failed: {
+    summary: 'A field breaks its rule',
+    message: 'user_group_id must be at most 256 characters',
+    details: [{ field: 'user_group_id', issue: 'too_long' }],
+  },
+  ambiguous_request: {
+    summary: 'Identified in both body and query string',
+    message: 'identify the user group in the JSON body or in the query string, not both',
+  },
+  missing_api_token: { summary: 'No Authorization header', message: 'send the API token as Authorization: Token <API token>' },
+  invalid_api_token: { summary: 'Unknown, revoked or expired API token', message: 'the API token is not valid' },
+  wrong_token_kind: {
+    summary: 'A user group token where an API token is needed, or the reverse',
+    message: 'a user group token or embed token was sent where an API token is needed',
+  },
+  invalid_token: {
+    summary: 'The token is not (or no longer) valid',
+    message: 'the token is not valid (unknown, malformed, expired, rotated, or its user group was deleted)',
+  },
+  insufficient_scope: { summary: 'A read-only token', message: 'creating a user group (it does not exist yet) needs an API token with the write scope' },
+  environment_forbidden: { summary: 'The token is restricted to the other environment', message: 'this API token may only be used in the Customer environment' },
+  origin_forbidden: {
+    summary: 'The embed token is bound to another origin',
+    message: "this embed token is bound to another origin (the request's Origin header must match the one it was issued for)",
+  },
+  embed_id_forbidden: {
+    summary: 'The embed token is bound to another dashboard',
+    message: 'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)',
+  },
+  user_group_not_found: { summary: 'No such user group', message: 'no user group with user_group_id "example_1" in Customer' },
+  token_not_found: { summary: 'Not a current token of this account', message: 'current_token is not the current token of any user group of this account' },
+  not_found: { summary: 'No such path', message: 'no route GET /api/usr' },
+  method_not_allowed: { summary: 'Another method', message: 'PATCH is not allowed on /api/user; use GET, POST, PUT, DELETE' },
+  request_timeout: { summary: 'The request did not arrive in time', message: 'the request did not arrive in time: send the headers and the body without pausing' },
+  user_group_exists: { summary: 'The id is taken', message: 'a user group with user_group_id "example_1" already exists in Customer' },
+  payload_too_large: { summary: 'A body over 256 KiB', message: 'request body is larger than 262144 bytes' },
+  unsupported_media_type: { summary: 'Not application/json', message: 'a request body must be sent as Content-Type: application/json' },
+  rate_limited: { summary: 'Over the rate limit', message: 'this API token made more than 60000 requests in 60 s; retry in 12 s' },
+  headers_too_large: { summary: 'Headers over 16 KiB', message: 'the request headers are larger than the server accepts (16 KiB)' },
+  internal_error: { summary: 'A fault of the service', message: 'internal error; quote the request id when reporting it' },
+  unavailable: { summary: 'The database cannot be reached', message: 'the database is unavailable; retry shortly' },
+};

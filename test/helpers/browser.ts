@@ -1,0 +1,27 @@
+// Debian's Chromium for the browser tests, driven by playwright-core: never a downloaded
+// browser (CI installs the package; CHROMIUM_PATH points elsewhere). Suites skip loudly when
+// it is missing. Screenshots go to test/artifacts/, to be looked at.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { ROOT } from './processes.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+// Without the background-networking flags Chromium keeps trying hosts this machine cannot reach.
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+export const ARTIFACTS = path.join(ROOT, 'test', 'artifacts');
+
+/** False when Chromium is there; otherwise why the suite is skipped (and said so on stderr). */
+export function missingBrowser(suite: string): string | false {
+  if (fs.existsSync(CHROMIUM)) return false;
+  const reason = `${CHROMIUM} is missing: install it (apt-get install -y chromium) or set CHROMIUM_PATH to run the browser test`;
+  process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING ${suite}: ${reason}\n${'!'.repeat(78)}\n\n`);
+  return reason;
+}
+
+export async function launchChromium(): Promise<Browser> {
+  const { chromium } = await import('playwright-core');
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}

@@ -1,0 +1,109 @@
+// What tools nobody on this project wrote need from GET /openapi.json: Spectral's OpenAPI
+// rules pass without an error or a warning; every shape a client handles is a named schema;
+// each error answer has one realistic example per code it can carry; every answer declares
+// its headers; the get-or-create body is optional; the API token is a bearer token one can
+// paste; each operation has samples. (test/openapi.test.ts holds real answers to the schemas.)
+import { describe, it, before } from 'node:test';
+import assert from 'node:assert/strict';
+import spectralCore from '@stoplight/spectral-core';
+import spectralParsers from '@stoplight/spectral-parsers';
+import { oas } from '@stoplight/spectral-rulesets';
+import { errorStatus, type ErrorCode } from '../src/errors.ts';
+import { openApiDocument } from '../scripts/openapi-document.ts';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- an OpenAPI document, walked by path
+
+const OPERATIONS = ['get', 'post', 'put', 'delete'];
+
+describe('OpenAPI document for tools', () => {
+  let doc: Json;
+  const operations = () =>
+    Object.entries(doc.paths as Record<string, Json>).flatMap(([path, item]) =>
+      Object.entries(item).filter(([method]) => OPERATIONS.includes(method)).map(([method, operation]) => ({ path, method, operation: operation as Json })),
+    );
+
+  before(async () => {
+    doc = await openApiDocument();
+  });
+
+  it('openapi: Spectral with spectral:oas reports no error and no warning', async () => {
+    const spectral = new spectralCore.Spectral();
+    spectral.setRuleset({ extends: [[oas as never, 'recommended']] });
+    const results = await spectral.run(new spectralCore.Document(JSON.stringify(doc), spectralParsers.Json, 'openapi.json'));
+    const problems = results.filter((r) => r.severity <= 1).map((r) => `${r.code}: ${r.message} at ${r.path.join('.')}`);
+    assert.deepEqual(problems, []);
+  });
+
+  it('openapi: every shape a client handles is a named schema, referenced', () => {
+    const named = Object.keys(doc.components.schemas);
+    for (const name of ['UserGroup', 'UserGroupWithoutToken', 'Error', 'UserGroupResponse', 'GetOrCreateResponse', 'UserGroupList', 'History', 'EmbedContext', 'EmbedToken', 'CreateOrRotateRequest', 'UpdateUserGroupRequest', 'EmbedTokenRequest']) {
+      assert.ok(named.includes(name), `${name} is a named schema (named: ${named.join(', ')})`);
+    }
+    for (const { path, method, operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+        const schema = response.content?.['application/json']?.schema;
+        if (schema) assert.ok(schema.$ref || schema.anyOf, `${method} ${path} ${status} refers to a named schema`);
+        assert.notEqual(response.description, 'Default Response', `${method} ${path} ${status} says what it is`);
+      }
+    }
+  });
+
+  it('openapi: each error answer has one example per code it can carry, and the example is that code', () => {
+    let examples = 0;
+    for (const { path, method, operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+        if (Number(status) < 400) continue;
+        const media = response.content['application/json'];
+        const codes = Object.keys(media.examples ?? {});
+        assert.ok(codes.length > 0, `${method} ${path} ${status} has examples`);
+        for (const code of codes) {
+          assert.equal(errorStatus[code as ErrorCode], Number(status), `${code} belongs to ${status}`);
+          assert.equal(media.examples[code].value.error.code, code);
+          examples++;
+        }
+      }
+    }
+    assert.ok(examples > 60, `${examples} examples`);
+    const statuses = (path: string, method: string) => Object.keys(doc.paths[path][method].responses);
+    assert.ok(!statuses('/readyz', 'get').includes('429'), '/readyz is not rate limited');
+    assert.ok(statuses('/api/users', 'get').includes('429'), 'the management API is');
+  });
+
+  it('openapi: every answer declares X-Request-Id; 429 and 503 Retry-After; 401 WWW-Authenticate; /api answers RateLimit', () => {
+    for (const { path, method, operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+        const headers = Object.keys(response.headers ?? {});
+        const where = `${method} ${path} ${status}`;
+        assert.ok(headers.includes('X-Request-Id'), where);
+        if (status === '429' || status === '503') assert.ok(headers.includes('Retry-After'), where);
+        if (status === '401') assert.ok(headers.includes('WWW-Authenticate'), where);
+        if (path.startsWith('/api/') && status !== '401') assert.ok(headers.includes('RateLimit') && headers.includes('RateLimit-Policy'), where);
+      }
+    }
+  });
+
+  it('openapi: get-or-create and delete take an optional body; the method override and its answer are declared', () => {
+    assert.equal(doc.paths['/api/user'].get.requestBody.required, false);
+    assert.equal(doc.paths['/api/user'].delete.requestBody.required, false);
+    const post = doc.paths['/api/user'].post;
+    const override = post.parameters.find((p: Json) => p.name === 'X-HTTP-Method-Override');
+    assert.deepEqual(override.schema.enum, ['GET']);
+    assert.ok(JSON.stringify(post.responses['200'].content['application/json'].schema).includes('GetOrCreateResponse'));
+  });
+
+  it('openapi: the API token is a bearer token (paste it as it is); every operation has curl samples, the API ones TypeScript too', () => {
+    assert.deepEqual(
+      { type: doc.components.securitySchemes.apiToken.type, scheme: doc.components.securitySchemes.apiToken.scheme },
+      { type: 'http', scheme: 'bearer' },
+    );
+    for (const { path, method, operation } of operations()) {
+      const samples: Json[] = operation['x-codeSamples'] ?? [];
+      assert.ok(samples.some((s) => s.label === 'curl'), `${method} ${path} has a curl sample`);
+      if (path.startsWith('/api/')) assert.ok(samples.some((s) => s.lang === 'TypeScript'), `${method} ${path} has a TypeScript sample`);
+    }
+  });
+
+  it('openapi: no user-facing text speaks of internal documents', () => {
+    assert.doesNotMatch(JSON.stringify(doc), /\bseed\b|contract|issue #/i);
+  });
+});
