@@ -86,7 +86,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const authenticator = new ApiTokenAuthenticator(deps.database.reads, now, config.apiTokenCacheMs);
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
-    registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics });
+    registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics, maxHierarchyDepth: config.maxHierarchyDepth });
     registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now, events: metrics });
   });
   await registerEmbedRoutes(app, { database: deps.database, keyring: deps.keyring, now, events: metrics, corsOrigins: config.corsOrigins });

@@ -30,6 +30,8 @@ export interface Config {
   /** Requests per window per user group token (or embed token) on /api/embed/*. */
   embedRateLimitMax: number;
   embedRateLimitWindowMs: number;
+  /** How many levels a hierarchy of user groups may have (a group without parent is level 1). */
+  maxHierarchyDepth: number;
   /** Redis shared by all instances for the rate limits; empty means per-instance counters. */
   redisUrl: string;
   /** Prefix of every Redis key this service writes, so that services can share a Redis. */
@@ -64,6 +66,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embedRateLimitWindowMs: integer(env, 'UGS_EMBED_RATE_LIMIT_WINDOW_MS', 60_000, 1000, 86_400_000),
     redisUrl: env.REDIS_URL || '',
     rateLimitRedisPrefix: env.UGS_RATE_LIMIT_REDIS_PREFIX || 'ugs:rl:',
+    maxHierarchyDepth: integer(env, 'UGS_MAX_HIERARCHY_DEPTH', 3, 1, 10),
   };
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(`UGS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed UGS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);

@@ -105,6 +105,32 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.match(bad.stderr, /account slug is 1-63 characters/);
   });
 
+  it('account levels declares level names the API then enforces, shows them, refuses to drop a level in use, and --clear forgets them', async () => {
+    const { token } = await createToken('--account', 'levels-co');
+    const declared = await ugs('account', 'levels', 'levels-co', 'Customer,User', '--json');
+    assert.equal(declared.code, 0, declared.stderr);
+    assert.deepEqual(JSON.parse(declared.stdout), { account: 'levels-co', levels: ['Customer', 'User'] });
+    assert.match((await ugs('account', 'levels', 'levels-co')).stdout, /levels: Customer > User/);
+    const create = (level: string) => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: `lv-${level}`, hierarchy_level: level } });
+    const refused = await create('Team');
+    assert.equal(refused.status, 400, refused.text);
+    assert.match(refused.body.error.message, /one of the account's levels: Customer, User/);
+    assert.equal((await create('User')).status, 201);
+    const narrowed = await ugs('account', 'levels', 'levels-co', 'Customer');
+    assert.notEqual(narrowed.code, 0);
+    assert.match(narrowed.stderr, /use levels not in the list: User/);
+    for (const bad of ['A,A', 'A,,B', 'L'.repeat(65), Array.from({ length: 11 }, (_, i) => `L${i}`).join(',')]) {
+      const r = await ugs('account', 'levels', 'levels-co', bad);
+      assert.notEqual(r.code, 0, bad);
+      assert.match(r.stderr, /1 to 10 distinct comma-separated names/);
+    }
+    assert.match((await ugs('account', 'levels', 'no-such-account')).stderr, /no account "no-such-account"/);
+    const cleared = await ugs('account', 'levels', 'levels-co', '--clear');
+    assert.equal(cleared.code, 0, cleared.stderr);
+    assert.match(cleared.stdout, /declares no levels/);
+    assert.equal((await create('Team')).status, 201, 'any level name once the levels are cleared');
+  });
+
   it('token create prints the token once, --json gives id and token, and a missing account is created', async () => {
     const text = await ugs('token', 'create', '--account', 'acme', '--name', 'ci');
     assert.equal(text.code, 0, text.stderr);

@@ -8,6 +8,7 @@ import { Ajv } from 'ajv';
 import { embedContextJson } from '../src/embed/embed-context.json.ts';
 import { EmbedContextResponse } from '../src/embed/embed.schemas.ts';
 import type { EmbedGroupRow } from '../src/embed/embed.repository.ts';
+import { resolveChain } from '../src/user-groups/group-chain.ts';
 
 const validate = new Ajv({ strict: false, allErrors: true }).compile(EmbedContextResponse);
 
@@ -18,6 +19,8 @@ function row(properties: unknown, overrides: Partial<EmbedGroupRow> = {}): Embed
     name: 'Example "1" 🚀',
     environment: 'Customer',
     is_demo_group: 0,
+    parent_team_id: null,
+    hierarchy_level: null,
     mapping: JSON.stringify({ '40': '213', '41': 7 }),
     properties: properties === null ? null : JSON.stringify(properties),
     token_generation: 1,
@@ -25,10 +28,12 @@ function row(properties: unknown, overrides: Partial<EmbedGroupRow> = {}): Embed
   };
 }
 
-/** The documented variables, computed the plain way. */
-function expectedVariables(r: EmbedGroupRow): Record<string, unknown> {
+/** The documented variables, computed the plain way from the chain (group first). */
+function expectedVariables(chain: EmbedGroupRow[]): Record<string, unknown> {
+  const r = chain[0];
   const variables: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(r.properties === null ? {} : JSON.parse(r.properties))) {
+  const layers = chain.map((link) => (link.properties === null ? {} : JSON.parse(link.properties))).reverse();
+  for (const [key, value] of layers.flatMap((layer) => Object.entries(layer))) {
     Object.defineProperty(variables, key, { value, enumerable: true, writable: true, configurable: true });
   }
   variables.user_group_id = r.provided_id;
@@ -36,7 +41,9 @@ function expectedVariables(r: EmbedGroupRow): Record<string, unknown> {
   return variables;
 }
 
-const CASES: [string, EmbedGroupRow][] = [
+const PARENT = row({ region: 'world', currency: 'EUR', user_group_id: 'parent spoof' }, { team_id: 1, provided_id: 'acme', mapping: JSON.stringify({ '40': 'acme' }) });
+
+const CASES: [string, EmbedGroupRow[]][] = ([
   ['ordinary properties', row({ region: 'emea', plan: 'pro', seats: 3 })],
   ['no properties yet, no mapping', row(null, { mapping: null })],
   ['empty properties, a demo group in Testing', row({}, { is_demo_group: 1, environment: 'Testing' })],
@@ -44,12 +51,17 @@ const CASES: [string, EmbedGroupRow][] = [
   ['a property named like a built-in (the built-in wins)', row({ user_group_id: 'spoofed', user_group_name: 'spoofed too', region: 'apac' })],
   ['a built-in name only as a nested key or as a value', row({ nested: { user_group_id: 'inner' }, label: 'user_group_name' })],
   ['a __proto__-looking key stored as data', { ...row(null), properties: '{"__proto__x":1,"k":"v"}' }],
-];
+] as [string, EmbedGroupRow][]).map(([label, r]) => [label, [r]] as [string, EmbedGroupRow[]]).concat([
+  ['a child: variables from its properties over its parent\'s', [row({ region: 'emea', seats: 3 }, { parent_team_id: 1 }), PARENT]],
+  ['a child without properties inherits all of its parent\'s', [row(null, { parent_team_id: 1, mapping: null }), PARENT]],
+]);
 
 describe('embed context JSON written from stored rows', () => {
-  for (const [label, r] of CASES) {
+  for (const [label, chain] of CASES) {
     it(`validates against EmbedContextResponse and carries the documented variables (${label})`, () => {
-      const written = embedContextJson(r);
+      const r = chain[0];
+      const group = resolveChain(chain);
+      const written = embedContextJson(group);
       const parsed = JSON.parse(written);
       assert.ok(validate(parsed), JSON.stringify(validate.errors));
       assert.deepEqual(parsed.user_group, {
@@ -57,11 +69,15 @@ describe('embed context JSON written from stored rows', () => {
         name: r.name,
         api_environment_tag: r.environment,
         is_demo_group: r.is_demo_group === 1,
+        parent_user_group_id: chain[1]?.provided_id ?? null,
+        hierarchy_level: null,
         mapping: r.mapping === null ? null : JSON.parse(r.mapping),
         properties: r.properties === null ? null : JSON.parse(r.properties),
+        computed_mapping: group.computedMapping === null ? null : JSON.parse(group.computedMapping),
+        computed_properties: group.computedProperties === null ? null : JSON.parse(group.computedProperties),
       });
       // A clashing property spliced after the built-ins would win JSON.parse's last-key rule and fail here.
-      assert.deepEqual(parsed.variables, expectedVariables(r));
+      assert.deepEqual(parsed.variables, expectedVariables(chain));
     });
   }
 });

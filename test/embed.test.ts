@@ -67,8 +67,12 @@ forEachBackend('embed context with user group tokens', (backend) => {
         name: 'Context One',
         api_environment_tag: 'Testing',
         is_demo_group: true,
+        parent_user_group_id: null,
+        hierarchy_level: null,
         mapping: { '40': '213' },
         properties: { region: 'emea', plan: { tier: 'pro' } },
+        computed_mapping: { '40': '213' },
+        computed_properties: { region: 'emea', plan: { tier: 'pro' } },
       },
       variables: { user_group_id: 'ctx-1', user_group_name: 'Context One', region: 'emea', plan: { tier: 'pro' } },
     });
@@ -82,7 +86,18 @@ forEachBackend('embed context with user group tokens', (backend) => {
     assert.equal(res.status, 200);
     assert.ok(!res.text.includes(group.token), 'the token must not appear in the response');
     assert.ok(!res.text.includes('ugs_grp_'), 'no user group token of any kind');
-    assert.deepEqual(Object.keys(res.body.user_group).sort(), ['api_environment_tag', 'is_demo_group', 'mapping', 'name', 'properties', 'provided_id']);
+    assert.deepEqual(Object.keys(res.body.user_group).sort(), [
+      'api_environment_tag',
+      'computed_mapping',
+      'computed_properties',
+      'hierarchy_level',
+      'is_demo_group',
+      'mapping',
+      'name',
+      'parent_user_group_id',
+      'properties',
+      'provided_id',
+    ]);
   });
 
   it('context: the Token scheme is accepted too, and the scheme is case-insensitive', async () => {

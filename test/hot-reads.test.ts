@@ -37,6 +37,9 @@ forEachBackend('hot reads', (backend) => {
         mapping: null,
         properties: null,
         is_demo_group: 0,
+        parent_team_id: null,
+        hierarchy_level: null,
+        group_tags: '[]',
         token_hash: crypto.randomBytes(32).toString('hex'),
         token_ciphertext: 'not-read-here',
         created_at: at,
@@ -56,7 +59,7 @@ forEachBackend('hot reads', (backend) => {
     assert.equal(await findUserGroup(database.handle.reads, key('open-then-commit')), undefined);
     insert.finish('commit');
     assert.equal(await insert.done, undefined);
-    assert.equal((await findUserGroup(database.handle.reads, key('open-then-commit')))?.provided_id, 'open-then-commit');
+    assert.equal((await findUserGroup(database.handle.reads, key('open-then-commit')))?.row.provided_id, 'open-then-commit');
   });
 
   it('a lookup never sees a group whose transaction rolled back', async () => {

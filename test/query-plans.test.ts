@@ -20,24 +20,35 @@ import { issueTestToken } from './helpers/harness.ts';
 const P = String.raw`(?:\$\d+|\?)`;
 const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[] = [
   {
-    statement: new RegExp(String.raw`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" = |provided_id = k\.provided_id`),
+    statement: new RegExp(
+      String.raw`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" = |user_groups\.account_id = ${P} and user_groups\.environment = ${P} and user_groups\.provided_id = |provided_id = k\.provided_id`,
+    ),
     postgres: 'user_groups_identity',
     sqlite: '(account_id=? AND environment=? AND provided_id=?)',
   },
   {
-    statement: new RegExp(String.raw`"user_groups"\."token_hash" = |token_hash = k\.token_hash|where "account_id" = ${P} and "token_hash" = `),
+    statement: new RegExp(String.raw`"user_groups"\."token_hash" = |user_groups\.token_hash = ${P}|token_hash = k\.token_hash|where "account_id" = ${P} and "token_hash" = `),
     postgres: 'user_groups_token_hash_key',
     sqlite: '(token_hash=?)',
   },
+  // Every chain reads each parent by primary key (the recursive step).
+  { statement: /with recursive chain/, postgres: 'user_groups_pkey', sqlite: 'USING INTEGER PRIMARY KEY' },
   { statement: /'\/' \|\| environment\) = /, postgres: 'user_groups_listing', sqlite: 'USING INDEX user_groups_listing' },
   { statement: /'\/' \|\| name\) >= /, postgres: 'user_groups_name_search', sqlite: 'USING INDEX user_groups_name_search' },
   { statement: new RegExp(String.raw`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" >= `), postgres: 'user_groups_identity', sqlite: '(account_id=? AND environment=? AND provided_id>? AND provided_id<?)' },
+  { statement: /'#' \|\| hierarchy_level\) = /, postgres: 'user_groups_level', sqlite: 'USING INDEX user_groups_level' },
+  { statement: /where "parent_team_id" = /, postgres: 'user_groups_children', sqlite: 'user_groups_children' },
+  { statement: /with recursive subtree/, postgres: 'user_groups_children', sqlite: 'user_groups_children' },
+  // SQLite names a primary key's index sqlite_autoindex_*: recognised by its columns.
+  { statement: /from "user_group_tags" inner join|exists \(select 1 from user_group_tags/, postgres: 'user_group_tags_filter', sqlite: '(scope=? AND tag=?' },
+  { statement: /delete from "user_group_tags" where "team_id" = /, postgres: 'user_group_tags_team', sqlite: 'user_group_tags_team' },
   { statement: /from "api_tokens" where "token_hash" = /, postgres: 'api_tokens_token_hash_key', sqlite: 'SEARCH api_tokens USING INDEX' },
-  { statement: /from "retired_tokens" inner join/, postgres: 'retired_tokens_pkey', sqlite: 'SEARCH retired_tokens USING INDEX' },
+  { statement: /from retired_tokens\s+where retired_tokens\.token_hash = /, postgres: 'retired_tokens_pkey', sqlite: 'SEARCH retired_tokens USING INDEX' },
   { statement: /delete from "retired_tokens" where "team_id" = /, postgres: 'retired_tokens_team', sqlite: 'USING INDEX retired_tokens_team' },
   { statement: /from "audit_log" where "account_id" = /, postgres: 'audit_log_subject', sqlite: 'USING INDEX audit_log_subject' },
+  { statement: /from "audit_log" where "subject_type" = /, postgres: 'audit_log_team', sqlite: 'USING INDEX audit_log_team' },
 ];
-const SCANNED_TABLE = /Seq Scan on (user_groups|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|api_tokens|retired_tokens|audit_log)\b/;
+const SCANNED_TABLE = /Seq Scan on (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log)\b/;
 /** A range of every team_id above a cursor, read as an index condition: as costly as a scan. */
 const TEAM_ID_RANGE = /user_groups_pkey[^\n]*\n\s*Index Cond: \(team_id > |USING INTEGER PRIMARY KEY \(rowid>\?\)/;
 
@@ -113,6 +124,24 @@ for (const backend of BACKENDS) {
         await request('GET', '/api/users', { query: { q: 'Grown 2', api_environment_tag: 'Testing' } });
         await request('GET', '/api/user/history', { query: { user_group_id: 'plan-created' } });
         await request('DELETE', '/api/user', { query: { user_group_id: 'plan-created' } });
+        await request('GET', '/api/user/history', { query: { user_group_id: 'plan-created' } }); // a deleted group's
+        // The hierarchy: a parent and a child with tags and levels, read, renamed, moved,
+        // listed by each filter and all of them at once, and deleted with its subtree.
+        await request('POST', '/api/user', { body: { user_group_id: 'plan-parent', group_tags: ['vip'], hierarchy_level: 'Customer', properties: { p: 1 } } });
+        await request('POST', '/api/user', { body: { user_group_id: 'plan-child', parent_user_group_id: 'plan-parent', group_tags: ['vip'], hierarchy_level: 'User' } });
+        const children = await Promise.all(['plan-child', 'plan-child', 'plan-parent'].map((id) => request('GET', '/api/user', { body: { user_group_id: id } })));
+        await Promise.all(children.map((child) => built.request('GET', '/api/embed/context', { bearer: child.user_group.token })));
+        await request('PUT', '/api/user', { body: { user_group_id: 'plan-child', group_tags: ['vip', 'new'], new_user_group_id: 'plan-child-2' } });
+        await request('PUT', '/api/user', { body: { user_group_id: 'plan-child-2', parent_user_group_id: null } });
+        await request('PUT', '/api/user', { body: { user_group_id: 'plan-child-2', parent_user_group_id: 'plan-parent', hierarchy_level: 'User' } });
+        await request('PUT', '/api/user', { body: { user_group_id: 'plan-parent', hierarchy_level: 'Customer', parent_user_group_id: null } });
+        await request('GET', '/api/users', { query: { tag: 'vip' } });
+        await request('GET', '/api/users', { query: { parent_user_group_id: 'plan-parent' } });
+        await request('GET', '/api/users', { query: { hierarchy_level: 'User' } });
+        await request('GET', '/api/users', { query: { q: 'plan-', tag: 'vip', parent_user_group_id: 'plan-parent', hierarchy_level: 'User' } });
+        await request('GET', '/api/users', { query: { parent_user_group_id: 'plan-parent', tag: 'vip', hierarchy_level: 'User' } });
+        await request('GET', '/api/user/history', { query: { user_group_id: 'plan-child-2' } });
+        await request('DELETE', '/api/user', { query: { user_group_id: 'plan-parent', cascade: 'true' } });
       } finally {
         capturing = false;
       }

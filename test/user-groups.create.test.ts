@@ -37,10 +37,15 @@ forEachBackend('POST /api/user creates a user group', (backend) => {
     const g = res.body.user_group;
     assert.deepEqual(Object.keys(g).sort(), [
       'api_environment_tag',
+      'computed_mapping',
+      'computed_properties',
       'created_at',
+      'group_tags',
+      'hierarchy_level',
       'is_demo_group',
       'mapping',
       'name',
+      'parent_user_group_id',
       'properties',
       'provided_id',
       'team_id',

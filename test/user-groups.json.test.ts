@@ -9,11 +9,13 @@ import {
   deletedResponseJson,
   getOrCreateResponseJson,
   listResponseJson,
+  publicUserGroupJson,
   userGroupResponseJson,
   type StoredUserGroup,
 } from '../src/user-groups/user-groups.json.ts';
 import { DeletedResponse, GetOrCreateResponse, ListResponse, UserGroupResponse } from '../src/user-groups/user-groups.schemas.ts';
 import type { UserGroupRow } from '../src/db/schema.ts';
+import { resolveChain, type ResolvedGroup } from '../src/user-groups/group-chain.ts';
 
 const ajv = new Ajv({ strict: false, allErrors: true, formats: { 'date-time': true } });
 
@@ -29,6 +31,9 @@ function row(overrides: Partial<Omit<UserGroupRow, 'mapping' | 'properties'>> & 
     mapping: mapping === null ? null : JSON.stringify(mapping),
     properties: properties === null ? null : JSON.stringify(properties),
     is_demo_group: 0,
+    parent_team_id: null,
+    hierarchy_level: null,
+    group_tags: '[]',
     token_hash: 'f'.repeat(64),
     token_ciphertext: 'keyid.iv.body.tag',
     token_generation: 3,
@@ -38,15 +43,22 @@ function row(overrides: Partial<Omit<UserGroupRow, 'mapping' | 'properties'>> & 
   };
 }
 
+const parsed = (text: string | null) => (text === null ? null : JSON.parse(text));
+
 /** What the schema serializer would have been given: the view, keys in schema order. */
-function view(r: StoredUserGroup, token?: string) {
+function view({ row: r, parentId, computedMapping, computedProperties }: ResolvedGroup<StoredUserGroup>, token?: string) {
   return {
     team_id: r.team_id,
     ...(token === undefined ? {} : { token }),
     name: r.name,
     provided_id: r.provided_id,
-    mapping: r.mapping === null ? null : JSON.parse(r.mapping),
-    properties: r.properties === null ? null : JSON.parse(r.properties),
+    parent_user_group_id: parentId,
+    hierarchy_level: r.hierarchy_level,
+    group_tags: JSON.parse(r.group_tags),
+    mapping: parsed(r.mapping),
+    properties: parsed(r.properties),
+    computed_mapping: parsed(computedMapping),
+    computed_properties: parsed(computedProperties),
     api_environment_tag: r.environment,
     is_demo_group: r.is_demo_group === 1,
     created_at: r.created_at,
@@ -54,7 +66,10 @@ function view(r: StoredUserGroup, token?: string) {
   };
 }
 
-const ROWS: [string, UserGroupRow][] = [
+const COMPANY = row({ team_id: 100, provided_id: 'acme', name: 'Acme', mapping: { '40': 'acme-db' }, properties: { region: 'emea', plan: 'pro' } });
+const ROOT = row({ team_id: 99, provided_id: 'holding', mapping: null, properties: { currency: 'EUR', region: 'world' } });
+
+const ROWS: [string, ResolvedGroup][] = ([
   ['plain', row()],
   ['no mapping or properties yet', row({ mapping: null, properties: null })],
   ['a demo group in Testing', row({ is_demo_group: 1, environment: 'Testing' })],
@@ -65,18 +80,23 @@ const ROWS: [string, UserGroupRow][] = [
     row({ properties: { a: { b: [1, 2.5, -3e-7, true, null, { c: 'line\nbreak\ttab\u0001' }] }, constructor: 'data', '10': 'integer-like key', emoji: '👍🏽' } }),
   ],
   ['an empty mapping and empty properties', row({ mapping: {}, properties: {} })],
-];
+  ['tags and a level', row({ group_tags: '["beta","東京"]', hierarchy_level: 'User' })],
+] as [string, UserGroupRow][]).map(([label, r]) => [label, resolveChain([r])] as [string, ResolvedGroup]).concat([
+  ['a child: computed fields merged over its parent', resolveChain([row({ parent_team_id: 100, properties: { plan: 'free', seat: 3 } }), COMPANY])],
+  ['a grandchild with no values of its own', resolveChain([row({ parent_team_id: 100, mapping: null, properties: null }), { ...COMPANY, parent_team_id: 99 }, ROOT])],
+]);
 
 const TOKEN = 'ugs_grp_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn';
 
 describe('user group JSON written from stored rows', () => {
-  for (const [label, r] of ROWS) {
+  for (const [label, g] of ROWS) {
+    const r = g.row;
     it(`get-or-create, create/rotate/update and delete responses equal the schema-ordered view and validate (${label})`, () => {
       const cases: [string, object, string, unknown][] = [
-        ['GetOrCreateResponse', GetOrCreateResponse, getOrCreateResponseJson(false, { row: r, token: TOKEN }), { success: 1, new_user_group: false, user_group: view(r, TOKEN) }],
-        ['GetOrCreateResponse (created)', GetOrCreateResponse, getOrCreateResponseJson(true, { row: r, token: TOKEN }), { success: 1, new_user_group: true, user_group: view(r, TOKEN) }],
-        ['UserGroupResponse', UserGroupResponse, userGroupResponseJson({ row: r, token: TOKEN }), { success: 1, user_group: view(r, TOKEN) }],
-        ['DeletedResponse', DeletedResponse, deletedResponseJson(r), { success: 1, user_group: view(r) }],
+        ['GetOrCreateResponse', GetOrCreateResponse, getOrCreateResponseJson(false, { ...g, token: TOKEN }), { success: 1, new_user_group: false, user_group: view(g, TOKEN) }],
+        ['GetOrCreateResponse (created)', GetOrCreateResponse, getOrCreateResponseJson(true, { ...g, token: TOKEN }), { success: 1, new_user_group: true, user_group: view(g, TOKEN) }],
+        ['UserGroupResponse', UserGroupResponse, userGroupResponseJson({ ...g, token: TOKEN }), { success: 1, user_group: view(g, TOKEN) }],
+        ['DeletedResponse', DeletedResponse, deletedResponseJson(g, 3), { success: 1, user_group: view(g), deleted_count: 3 }],
       ];
       for (const [name, schema, written, expected] of cases) {
         assert.equal(written, JSON.stringify(expected), `${name} is the schema-ordered view`);
@@ -88,12 +108,25 @@ describe('user group JSON written from stored rows', () => {
   }
 
   it('list responses equal the schema-ordered views and validate, with and without a next cursor', () => {
-    const rows = ROWS.map(([, r]) => r);
+    const rows = ROWS.map(([, g]) => g);
     const validate = ajv.compile(ListResponse);
     for (const [page, cursor] of [[rows, 'eyJhZnRlciI6NDgxMn0'], [[], null]] as const) {
       const written = listResponseJson([...page], cursor);
-      assert.equal(written, JSON.stringify({ success: 1, user_groups: page.map((r) => view(r)), next_cursor: cursor }));
+      assert.equal(written, JSON.stringify({ success: 1, user_groups: page.map((g) => view(g)), next_cursor: cursor }));
       assert.ok(validate(JSON.parse(written)), JSON.stringify(validate.errors));
     }
+  });
+
+  it('computed fields: the nearest value of each top-level key wins; own fields stay the group\'s own', () => {
+    const child = ROWS.find(([label]) => label.startsWith('a child'))![1];
+    const body = JSON.parse(publicUserGroupJson(child));
+    assert.deepEqual(body.computed_properties, { region: 'emea', plan: 'free', seat: 3 });
+    assert.deepEqual(body.properties, { plan: 'free', seat: 3 });
+    assert.deepEqual(body.computed_mapping, { '40': '213' });
+    assert.equal(body.parent_user_group_id, 'acme');
+    const grandchild = JSON.parse(publicUserGroupJson(ROWS.find(([label]) => label.startsWith('a grandchild'))![1]));
+    assert.deepEqual(grandchild.computed_properties, { currency: 'EUR', region: 'emea', plan: 'pro' });
+    assert.deepEqual(grandchild.computed_mapping, { '40': 'acme-db' });
+    assert.equal(grandchild.properties, null);
   });
 });

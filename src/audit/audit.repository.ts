@@ -11,10 +11,14 @@ export interface AuditEntry {
   providedId?: string | null;
   action: string;
   changedFields?: string[];
+  details?: AuditDetails;
   actorTokenId?: number | null;
   requestId?: string | null;
   at: Date;
 }
+
+/** The old and new value of each id a change moved (rename, parent, tags); never a token. */
+export type AuditDetails = Record<string, { old: unknown; new: unknown }>;
 
 /** Who acts: an API token during a request, or the command-line tool (no token). */
 export interface Actor {
@@ -22,29 +26,62 @@ export interface Actor {
   requestId: string | null;
 }
 
+/** Rows per insert statement (about 11 parameters each). */
+const AUDIT_CHUNK = 200;
+
 export async function appendAudit(db: Kysely<Database>, entry: AuditEntry): Promise<void> {
-  await db
-    .insertInto('audit_log')
-    .values({
-      account_id: entry.accountId,
-      subject_type: entry.subjectType,
-      subject_id: String(entry.subjectId),
-      environment: entry.environment ?? null,
-      provided_id: entry.providedId ?? null,
-      action: entry.action,
-      changed_fields: entry.changedFields ? JSON.stringify(entry.changedFields) : null,
-      actor_token_id: entry.actorTokenId ?? null,
-      request_id: entry.requestId ?? null,
-      created_at: entry.at.toISOString(),
-    })
-    .execute();
+  await appendAudits(db, [entry]);
 }
 
-export function userGroupHistory(
+/** Several entries in as few statements as the parameter limits allow (a subtree deleted at once). */
+export async function appendAudits(db: Kysely<Database>, entries: readonly AuditEntry[]): Promise<void> {
+  for (let start = 0; start < entries.length; start += AUDIT_CHUNK) {
+    await db.insertInto('audit_log').values(entries.slice(start, start + AUDIT_CHUNK).map(auditRow)).execute();
+  }
+}
+
+function auditRow(entry: AuditEntry) {
+  return {
+    account_id: entry.accountId,
+    subject_type: entry.subjectType,
+    subject_id: String(entry.subjectId),
+    environment: entry.environment ?? null,
+    provided_id: entry.providedId ?? null,
+    action: entry.action,
+    changed_fields: entry.changedFields ? JSON.stringify(entry.changedFields) : null,
+    details: entry.details ? JSON.stringify(entry.details) : null,
+    actor_token_id: entry.actorTokenId ?? null,
+    request_id: entry.requestId ?? null,
+    created_at: entry.at.toISOString(),
+  };
+}
+
+/**
+ * A group's history, newest first. A group that exists is followed by its team_id, so its
+ * history survives a rename; a deleted one is found by the user_group_id it had.
+ */
+export async function userGroupHistory(
   db: Kysely<Database>,
   key: { accountId: number; environment: Environment; providedId: string },
   limit: number,
 ): Promise<AuditLogRow[]> {
+  const group = await db
+    .selectFrom('user_groups')
+    .select('team_id')
+    .where('account_id', '=', key.accountId)
+    .where('environment', '=', key.environment)
+    .where('provided_id', '=', key.providedId)
+    .executeTakeFirst();
+  if (group) {
+    return db
+      .selectFrom('audit_log')
+      .selectAll()
+      .where('subject_type', '=', 'user_group')
+      .where('subject_id', '=', String(group.team_id))
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+  }
   return db
     .selectFrom('audit_log')
     .selectAll()

@@ -12,6 +12,7 @@ import { accountHistory, userGroupHistory } from '../audit/audit.repository.ts';
 import { parseDuration } from './duration.ts';
 import { reencryptUserGroupTokens, tokensPerKey } from '../crypto/reencrypt.ts';
 import { reissueTokensOfLostKey } from '../user-groups/lost-key.service.ts';
+import { accountLevels, levelsInUseOutside, setAccountLevels } from '../user-groups/hierarchy.repository.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
 import fs from 'node:fs';
 
@@ -31,6 +32,16 @@ async function withDatabase<T>(work: (handle: DatabaseHandle) => Promise<T>): Pr
 function slug(value: string): string {
   if (!ACCOUNT_SLUG.test(value)) throw new InvalidArgumentError('an account slug is 1-63 characters: a-z, 0-9 and -, starting with a letter or digit');
   return value;
+}
+
+/** Level names, shallowest first: distinct, 1-64 characters each, no control characters, at most 10 (the deepest hierarchy). */
+function levelNames(value: string): string[] {
+  const list = value.split(',').map((s) => s.trim());
+  const plain = /^[^\u0000-\u001F\u007F]{1,64}$/u;
+  if (list.length > 10 || list.some((name) => !plain.test(name) || [...name].length > 64) || new Set(list).size !== list.length) {
+    throw new InvalidArgumentError('levels are 1 to 10 distinct comma-separated names, shallowest first (1-64 characters each), e.g. Customer,User');
+  }
+  return list;
 }
 
 function scopes(value: string): Scope[] {
@@ -97,6 +108,31 @@ export function buildCli(): Command {
     .action(async (opts: { json?: boolean }) => {
       const rows = await withDatabase((h) => listAccounts(h.db));
       print(!!opts.json, rows, rows.map((r) => `${r.id}\t${r.slug}\t${r.created_at}`).join('\n') || '(no accounts)');
+    });
+
+  account
+    .command('levels')
+    .description("show or declare the account's hierarchy level names, shallowest first (e.g. Customer,User)")
+    .argument('<slug>', 'account slug', slug)
+    .argument('[levels]', 'comma-separated level names, shallowest first', levelNames)
+    .option('--clear', 'forget the declared levels: any level name is accepted again')
+    .option('--json', 'print JSON')
+    .action(async (name: string, levels: string[] | undefined, opts: { clear?: boolean; json?: boolean }) => {
+      if (levels && opts.clear) throw new UsageError('give levels or --clear, not both');
+      const result = await withDatabase(async (h) => {
+        const acct = await findAccountBySlug(h.db, name);
+        if (!acct) throw new UsageError(`no account "${name}"`);
+        if (levels === undefined && !opts.clear) return accountLevels(h.db, acct.id);
+        const next = opts.clear ? null : levels!;
+        if (next !== null) {
+          // Groups already at a level outside the new list would break the rule at their next write.
+          const outside = await levelsInUseOutside(h.db, acct.id, next);
+          if (outside.length > 0) throw new UsageError(`groups of account "${name}" use levels not in the list: ${outside.join(', ')}`);
+        }
+        await setAccountLevels(h.db, acct.id, next);
+        return next;
+      });
+      print(!!opts.json, { account: name, levels: result }, result === null ? `account ${name} declares no levels` : `account ${name} levels: ${result.join(' > ')}`);
     });
 
   const token = program.command('token').description('manage API tokens');

@@ -47,3 +47,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     /connect ECONNREFUSED/i.test(message)
   );
 }
+
+/** A unique constraint refused the write (PostgreSQL 23505; SQLite's UNIQUE and PRIMARY KEY constraints). */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as DriverError)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

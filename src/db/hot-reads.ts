@@ -29,6 +29,8 @@ import { atEndOfTurn } from '../end-of-turn.ts';
 export interface HotReads {
   /** The first row of a prepared read, or undefined; reported to onQuery like a Kysely query. */
   first<A extends unknown[], R>(read: PreparedRead<A, R>, ...args: A): Promise<R | undefined>;
+  /** Every row of a prepared read, in the statement's order (a group and its ancestors). */
+  all<A extends unknown[], R>(read: PreparedRead<A, R>, ...args: A): Promise<R[]>;
   close(): Promise<void>;
 }
 
@@ -36,7 +38,10 @@ type OnQuery = ((event: LogEvent) => void) | undefined;
 
 interface Pending {
   read: BoundRead;
-  resolve(row: unknown): void;
+  /** Whether the caller wants every row (all) or the first (first). */
+  many: boolean;
+  /** Called with a row or undefined (first), or with an array of rows (all). */
+  resolve(answer: unknown): void;
   reject(err: unknown): void;
 }
 
@@ -62,14 +67,14 @@ function batchingReads(db: Kysely<Database>, run: (batch: Pending[]) => void, cl
     pending = [];
     run(batch);
   };
+  const enqueue = <T>(read: BoundRead, many: boolean) =>
+    new Promise<T>((resolve, reject) => {
+      if (pending.length === 0) atEndOfTurn(flush);
+      pending.push({ read, many, resolve: resolve as (answer: unknown) => void, reject });
+    });
   return {
-    first<A extends unknown[], R>(prepared: PreparedRead<A, R>, ...args: A) {
-      const read = prepared.bind(db, args);
-      return new Promise<R | undefined>((resolve, reject) => {
-        if (pending.length === 0) atEndOfTurn(flush);
-        pending.push({ read, resolve: resolve as (row: unknown) => void, reject });
-      });
-    },
+    first: <A extends unknown[], R>(prepared: PreparedRead<A, R>, ...args: A) => enqueue<R | undefined>(prepared.bind(db, args), false),
+    all: <A extends unknown[], R>(prepared: PreparedRead<A, R>, ...args: A) => enqueue<R[]>(prepared.bind(db, args), true),
     close,
   };
 }
@@ -109,12 +114,14 @@ export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQu
     }
   };
 
-  const runOne = ({ read, resolve, reject }: Pending) => {
+  const runOne = ({ read, many, resolve, reject }: Pending) => {
     const started = performance.now();
     try {
-      const row = statement(read.query.sql).get(read.query.parameters as unknown[]);
+      const prepared = statement(read.query.sql);
+      const parameters = read.query.parameters as unknown[];
+      const answer = many ? prepared.all(parameters) : prepared.get(parameters);
       report(onQuery, read.query, started);
-      resolve(row);
+      resolve(answer);
     } catch (err) {
       report(onQuery, read.query, started, err);
       reject(err);
@@ -163,12 +170,18 @@ export function postgresHotReads(db: Kysely<Database>, pool: pg.Pool, onQuery: O
     }
   };
 
-  const runAlone = ({ read, resolve, reject }: Pending) => execute(read.query).then((rows) => resolve(rows[0]), reject);
+  const runAlone = ({ read, many, resolve, reject }: Pending) => execute(read.query).then((rows) => resolve(many ? rows : rows[0]), reject);
 
+  // The rows of a batch come back in batch_index order (each batched statement says so); a
+  // call that wants every row gets all of its own, in their order.
   const runTogether = (statement: BatchedStatement<unknown>, calls: Pending[]) => {
-    const answers = new Array<unknown>(calls.length);
+    const answers = calls.map(({ many }) => (many ? [] : undefined)) as unknown[];
     execute(statement.compile(calls.map(({ read }) => read.args))).then((rows) => {
-      for (const row of rows as BatchedRow<unknown>[]) answers[Number(row.batch_index) - 1] = row;
+      for (const row of rows as BatchedRow<unknown>[]) {
+        const i = Number(row.batch_index) - 1;
+        if (calls[i].many) (answers[i] as unknown[]).push(row);
+        else answers[i] ??= row;
+      }
       calls.forEach(({ resolve }, i) => resolve(answers[i]));
     }, (err) => calls.forEach(({ reject }) => reject(err)));
   };

@@ -8,6 +8,8 @@ export type Environment = 'Customer' | 'Testing';
 export interface AccountsTable {
   id: Generated<number>;
   slug: string;
+  /** JSON array of the account's level names, shallowest first; null: none declared. */
+  hierarchy_levels: string | null;
   created_at: string;
 }
 
@@ -39,6 +41,11 @@ export interface UserGroupsTable {
   mapping: string | null;
   properties: string | null;
   is_demo_group: number;
+  /** The parent's team_id (same account and environment), or null for a root. */
+  parent_team_id: number | null;
+  hierarchy_level: string | null;
+  /** JSON array of distinct tags in code-point order, exactly what the API returns. */
+  group_tags: string;
   /** SHA-256 of the current user group token, for lookups by token. */
   token_hash: string;
   /** The current token, AES-256-GCM encrypted under a versioned key. */
@@ -47,6 +54,13 @@ export interface UserGroupsTable {
   token_generation: Generated<number>;
   created_at: string;
   updated_at: string;
+}
+
+/** One row per tag of a group, for the tag filter; `scope` is `<account_id>/<environment>`. */
+export interface UserGroupTagsTable {
+  team_id: number;
+  scope: string;
+  tag: string;
 }
 
 /** Tokens retired by a rotation with a grace period: still good on the embed side until expires_at. */
@@ -68,6 +82,8 @@ export interface AuditLogTable {
   action: string;
   /** JSON array of changed field names, for updates. */
   changed_fields: string | null;
+  /** JSON object: field -> { old, new }, for parent changes, renames and tag changes. */
+  details: string | null;
   /** The acting API token's id; null when the command-line tool acted. */
   actor_token_id: number | null;
   request_id: string | null;
@@ -78,6 +94,7 @@ export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
   user_groups: UserGroupsTable;
+  user_group_tags: UserGroupTagsTable;
   retired_tokens: RetiredTokensTable;
   audit_log: AuditLogTable;
 }

@@ -50,12 +50,12 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
           schema: embedContextOperation,
         },
         async (request, reply) => {
-          const row = await resolveEmbedGroup(deps, {
+          const group = await resolveEmbedGroup(deps, {
             authorization: request.headers.authorization,
             origin: request.headers.origin,
             embedId: request.query.embed_id,
           });
-          return sendJson(reply, 200, embedContextJson(row));
+          return sendJson(reply, 200, embedContextJson(group));
         },
       );
     },

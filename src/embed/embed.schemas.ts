@@ -30,8 +30,12 @@ export const EmbedUserGroup = Type.Object(
     name: Type.String({ examples: ['Example 1'] }),
     api_environment_tag: EnvironmentTag,
     is_demo_group: Type.Boolean({ description: 'Show a demo watermark.' }),
+    parent_user_group_id: Type.Union([Type.String(), Type.Null()], { description: "The parent's user_group_id; null for a group without parent." }),
+    hierarchy_level: Type.Union([Type.String(), Type.Null()]),
     mapping: JsonObjectOrNull<Record<string, string | number>>(),
     properties: JsonObjectOrNull<Record<string, unknown>>(),
+    computed_mapping: JsonObjectOrNull<Record<string, string | number>>(),
+    computed_properties: JsonObjectOrNull<Record<string, unknown>>(),
   },
   { title: 'EmbedUserGroup', additionalProperties: false, description: 'What a dashboard may know about the user group viewing it: never a token or an internal id.' },
 );
@@ -44,7 +48,7 @@ export const EmbedContextResponse = Type.Object(
       type: 'object',
       additionalProperties: true,
       description:
-        '`user_group_id` and `user_group_name`, then every top-level key of `properties` (on a name clash the two built-ins win).',
+        '`user_group_id` and `user_group_name`, then every top-level key of `computed_properties`: the group\'s own properties over its ancestors\' (on a name clash the two built-ins win).',
       examples: [{ user_group_id: 'example_1', user_group_name: 'Example 1', region: 'emea' }],
     }),
   },

@@ -10,7 +10,7 @@ import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from 
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
-import { findGroupByCurrentTokenHash, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroupRow } from './embed.repository.ts';
+import { findGroupByCurrentTokenHash, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroup } from './embed.repository.ts';
 import { signEmbedToken, verifyEmbedToken } from './embed-token.ts';
 import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
 
@@ -41,12 +41,12 @@ function bearerToken(header: string | undefined): string {
 }
 
 /** The group the caller's token identifies (the routes write its context with embed-context.json.ts). */
-export async function resolveEmbedGroup(deps: EmbedDeps, caller: EmbedCaller): Promise<EmbedGroupRow> {
+export async function resolveEmbedGroup(deps: EmbedDeps, caller: EmbedCaller): Promise<EmbedGroup> {
   const token = bearerToken(caller.authorization);
   return looksLikeJws(token) ? groupForEmbedToken(deps, token, caller) : groupForUserGroupToken(deps, token);
 }
 
-async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<EmbedGroupRow> {
+async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<EmbedGroup> {
   const kind = tokenKind(token); // checksum: a mistyped token costs no lookup
   if (kind === 'api') {
     throw new AppError('wrong_token_kind', 'an API token was sent where a user group token or embed token is needed; never give an API token to a browser', {
@@ -58,12 +58,12 @@ async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<E
   const reads = deps.database.reads;
   // The retired-token table is read only when the token is not a current one: the usual
   // request costs one lookup, a token in its grace period one more.
-  const row = (await findGroupByCurrentTokenHash(reads, hash)) ?? (await findGroupByRetiredTokenHash(reads, hash, deps.now().toISOString()));
-  if (!row) throw invalidToken();
-  return row;
+  const group = (await findGroupByCurrentTokenHash(reads, hash)) ?? (await findGroupByRetiredTokenHash(reads, hash, deps.now().toISOString()));
+  if (!group) throw invalidToken();
+  return group;
 }
 
-async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedCaller): Promise<EmbedGroupRow> {
+async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedCaller): Promise<EmbedGroup> {
   const claims = await verifyEmbedToken(deps.keyring, token, deps.now());
   if (!claims) throw invalidToken();
   // The bindings are checked before the lookup: a token used from the wrong place learns
@@ -74,10 +74,10 @@ async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedC
   if (claims.embedId !== undefined && caller.embedId !== claims.embedId) {
     throw new AppError('embed_id_forbidden', 'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)');
   }
-  const row = await findGroupByTeamId(deps.database.reads, claims.teamId);
+  const group = await findGroupByTeamId(deps.database.reads, claims.teamId);
   // Deleted (team ids are never reused) or rotated since the token was issued.
-  if (!row || row.token_generation !== claims.generation) throw invalidToken();
-  return row;
+  if (!group || group.row.token_generation !== claims.generation) throw invalidToken();
+  return group;
 }
 
 export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, input: EmbedTokenInput): Promise<EmbedTokenView> {
@@ -85,11 +85,11 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
   const environment = resolveEnvironment(principal, input.api_environment_tag);
   const providedId = normalizeUserGroupId(input.user_group_id);
   if (input.origin !== undefined) assertBrowserOrigin(input.origin);
-  const row = await findUserGroup(deps.database.reads, { accountId: principal.accountId, environment, providedId });
-  if (!row) throw new AppError('user_group_not_found', `no user group with user_group_id "${providedId}" in ${environment}`);
+  const group = await findUserGroup(deps.database.reads, { accountId: principal.accountId, environment, providedId });
+  if (!group) throw new AppError('user_group_not_found', `no user group with user_group_id "${providedId}" in ${environment}`);
   const { token, expiresAt } = await signEmbedToken(
     deps.keyring,
-    { teamId: row.team_id, generation: row.token_generation, embedId: input.embed_id, origin: input.origin },
+    { teamId: group.row.team_id, generation: group.row.token_generation, embedId: input.embed_id, origin: input.origin },
     deps.now(),
     input.expires_in_seconds ?? EMBED_TOKEN_DEFAULT_SECONDS,
   );

@@ -20,6 +20,16 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     summary: 'Identified in both body and query string',
     message: 'identify the user group in the JSON body or in the query string, not both',
   },
+  parent_not_found: {
+    summary: 'The parent does not exist here',
+    message: 'no user group with user_group_id "acme" in Customer to be the parent',
+    details: [{ field: 'parent_user_group_id', issue: 'not_found' }],
+  },
+  hierarchy_too_deep: {
+    summary: 'The hierarchy would be too deep',
+    message: 'a hierarchy is at most 3 levels deep (UGS_MAX_HIERARCHY_DEPTH); this change would make it 4',
+    details: [{ field: 'parent_user_group_id', issue: 'too_deep' }],
+  },
   missing_api_token: { summary: 'No Authorization header', message: 'send the API token as Authorization: Token <API token>' },
   invalid_api_token: { summary: 'Unknown, revoked or expired API token', message: 'the API token is not valid' },
   wrong_token_kind: {
@@ -46,6 +56,15 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   method_not_allowed: { summary: 'Another method', message: 'PATCH is not allowed on /api/user; use GET, POST, PUT, DELETE' },
   request_timeout: { summary: 'The request did not arrive in time', message: 'the request did not arrive in time: send the headers and the body without pausing' },
   user_group_exists: { summary: 'The id is taken', message: 'a user group with user_group_id "example_1" already exists in Customer' },
+  hierarchy_cycle: {
+    summary: 'The group would be its own ancestor',
+    message: 'user group "acme" cannot be placed under "jane": "jane" is "acme" or one of its descendants',
+    details: [{ field: 'parent_user_group_id', issue: 'cycle' }],
+  },
+  user_group_has_children: {
+    summary: 'The group has children',
+    message: 'user group "acme" has children: delete or move them first, or delete the whole subtree with cascade=true',
+  },
   payload_too_large: { summary: 'A body over 256 KiB', message: 'request body is larger than 262144 bytes' },
   unsupported_media_type: { summary: 'Not application/json', message: 'a request body must be sent as Content-Type: application/json' },
   rate_limited: { summary: 'Over the rate limit', message: 'this API token made more than 60000 requests in 60 s; retry in 12 s' },

@@ -13,6 +13,8 @@ const STORED_AS = {
   mapping: (mapping: Record<string, string | number> | null) => jsonOrNull(mapping),
   properties: (properties: Record<string, unknown> | null) => jsonOrNull(properties),
   is_demo_group: (demo: boolean) => (demo ? 1 : 0),
+  hierarchy_level: (level: string | null) => level,
+  group_tags: (tags: string[]) => JSON.stringify(normalizeTags(tags)),
 } satisfies { [F in keyof UserGroupInput & keyof UserGroupsTable]: (value: Exclude<UserGroupInput[F], undefined>) => UserGroupsTable[F] };
 
 export type SettableField = keyof typeof STORED_AS;
@@ -31,6 +33,17 @@ export function storedFields(input: UserGroupInput): StoredFields {
 
 export const PROPERTIES_MAX_DEPTH = 32;
 export const PROPERTIES_MAX_BYTES = 64 * 1024;
+
+/** Distinct, in code-point order (the order of both backends' text comparison under "C"). */
+export function normalizeTags(tags: readonly string[]): string[] {
+  return [...new Set(tags)].sort((a, b) => {
+    const [x, y] = [[...a], [...b]];
+    for (let i = 0; i < Math.min(x.length, y.length); i++) {
+      if (x[i] !== y[i]) return x[i].codePointAt(0)! - y[i].codePointAt(0)!;
+    }
+    return x.length - y.length;
+  });
+}
 
 export function normalizeUserGroupId(id: string | number): string {
   return typeof id === 'number' ? String(id) : id;

@@ -7,38 +7,52 @@
 // reference (OpenAPI, types, the client) and test/user-groups.json.test.ts holds this file to
 // them.
 import type { UserGroupRow } from '../db/schema.ts';
+import type { ResolvedGroup } from './group-chain.ts';
 
 /** The stored fields a response shows: never the token hash, the ciphertext or the account. */
 export type StoredUserGroup = Pick<
   UserGroupRow,
-  'team_id' | 'name' | 'provided_id' | 'mapping' | 'properties' | 'environment' | 'is_demo_group' | 'created_at' | 'updated_at'
+  | 'team_id'
+  | 'name'
+  | 'provided_id'
+  | 'parent_team_id'
+  | 'hierarchy_level'
+  | 'group_tags'
+  | 'mapping'
+  | 'properties'
+  | 'environment'
+  | 'is_demo_group'
+  | 'created_at'
+  | 'updated_at'
 >;
 
-/** A stored group and its plaintext token, for the responses that hand the token out. */
-export interface UserGroupWithToken {
-  row: StoredUserGroup;
-  token: string;
-}
+/** A group as responses show it: its row, its parent's id and its computed fields (group-chain.ts). */
+export type ShownUserGroup = ResolvedGroup<StoredUserGroup>;
+
+/** A group and its plaintext token, for the responses that hand the token out. */
+export type UserGroupWithToken = ShownUserGroup & { token: string };
 
 const quote = JSON.stringify;
 
-function fieldsAfterToken(row: StoredUserGroup): string {
+function fieldsAfterToken({ row, parentId, computedMapping, computedProperties }: ShownUserGroup): string {
   return (
     `"name":${quote(row.name)},"provided_id":${quote(row.provided_id)},` +
+    `"parent_user_group_id":${quote(parentId)},"hierarchy_level":${quote(row.hierarchy_level)},"group_tags":${row.group_tags},` +
     `"mapping":${row.mapping ?? 'null'},"properties":${row.properties ?? 'null'},` +
+    `"computed_mapping":${computedMapping ?? 'null'},"computed_properties":${computedProperties ?? 'null'},` +
     `"api_environment_tag":${quote(row.environment)},"is_demo_group":${row.is_demo_group === 1},` +
     `"created_at":${quote(row.created_at)},"updated_at":${quote(row.updated_at)}}`
   );
 }
 
 /** The UserGroup schema: a group and its token. */
-export function userGroupJson({ row, token }: UserGroupWithToken): string {
-  return `{"team_id":${row.team_id},"token":${quote(token)},${fieldsAfterToken(row)}`;
+export function userGroupJson(group: UserGroupWithToken): string {
+  return `{"team_id":${group.row.team_id},"token":${quote(group.token)},${fieldsAfterToken(group)}`;
 }
 
 /** The UserGroupPublic schema: a group without its token. */
-export function publicUserGroupJson(row: StoredUserGroup): string {
-  return `{"team_id":${row.team_id},${fieldsAfterToken(row)}`;
+export function publicUserGroupJson(group: ShownUserGroup): string {
+  return `{"team_id":${group.row.team_id},${fieldsAfterToken(group)}`;
 }
 
 /** UserGroupResponse (create, rotate, update). */
@@ -52,11 +66,11 @@ export function getOrCreateResponseJson(created: boolean, group: UserGroupWithTo
 }
 
 /** DeletedResponse. */
-export function deletedResponseJson(row: StoredUserGroup): string {
-  return `{"success":1,"user_group":${publicUserGroupJson(row)}}`;
+export function deletedResponseJson(group: ShownUserGroup, deletedCount: number): string {
+  return `{"success":1,"user_group":${publicUserGroupJson(group)},"deleted_count":${deletedCount}}`;
 }
 
 /** ListResponse. */
-export function listResponseJson(rows: StoredUserGroup[], nextCursor: string | null): string {
-  return `{"success":1,"user_groups":[${rows.map(publicUserGroupJson).join(',')}],"next_cursor":${quote(nextCursor)}}`;
+export function listResponseJson(groups: ShownUserGroup[], nextCursor: string | null): string {
+  return `{"success":1,"user_groups":[${groups.map(publicUserGroupJson).join(',')}],"next_cursor":${quote(nextCursor)}}`;
 }

@@ -1,10 +1,11 @@
 // Queries on user groups. Every function takes the connection or a transaction as its first
 // argument; the service decides where a transaction begins and ends.
-import { sql, type Kysely, type Updateable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
 import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
-import type { Dialect } from '../db/database.ts';
+import { dialectOf, type Dialect } from '../db/database.ts';
+import { resolveChain, resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
 
 export interface UserGroupKey {
   accountId: number;
@@ -28,6 +29,9 @@ const EVERY_COLUMN: Record<keyof UserGroupRow, true> = {
   mapping: true,
   properties: true,
   is_demo_group: true,
+  parent_team_id: true,
+  hierarchy_level: true,
+  group_tags: true,
   token_hash: true,
   token_ciphertext: true,
   token_generation: true,
@@ -36,33 +40,115 @@ const EVERY_COLUMN: Record<keyof UserGroupRow, true> = {
 };
 export const USER_GROUP_COLUMNS = Object.keys(EVERY_COLUMN) as (keyof UserGroupRow)[];
 
-const selectUserGroupByKey = preparedRead(
-  (db, accountId: number, environment: Environment, providedId: string) =>
-    db
-      .selectFrom('user_groups')
-      .select(USER_GROUP_COLUMNS)
-      .where('account_id', '=', accountId)
-      .where('environment', '=', environment)
-      .where('provided_id', '=', providedId),
+/** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
+const CHAIN_GUARD = sql.lit(16);
+
+/**
+ * A group and its ancestors in one statement, nearest first: the rows `seed` selects from
+ * user_groups, then each one's parent by primary key, up the chain. Every page view reads a
+ * group this way, so the merge costs no round trip per level (docs/api.md, "Hierarchy").
+ */
+export function chainStatement<R>(db: Kysely<Database>, columns: readonly string[], seed: RawBuilder<unknown>): RawBuilder<R> {
+  const list = (table: string) => sql.join(columns.map((column) => sql.ref(`${table}.${column}`)));
+  return sql<R>`with recursive chain as (
+      select 0 as chain_depth, ${list('user_groups')} from user_groups where ${seed}
+      union all
+      ${parentStep(db, columns)}
+    )
+    select ${list('chain')} from chain order by chain_depth`;
+}
+
+/**
+ * The batched form (PostgreSQL) of a chain: `keys` is the lateral lookup of each call's group
+ * (one index probe per key, never a join the planner could turn into a scan), selecting
+ * `batch_index` and the columns; the ancestors follow, and the rows come back in call order.
+ */
+export function batchedChainStatement<R>(db: Kysely<Database>, columns: readonly string[], keys: RawBuilder<unknown>): RawBuilder<BatchedRow<R>> {
+  const list = (table: string) => sql.join(columns.map((column) => sql.ref(`${table}.${column}`)));
+  return sql<BatchedRow<R>>`with recursive chain as (
+      select g.batch_index, 0 as chain_depth, ${list('g')} from (${keys}) g
+      union all
+      ${parentStep(db, columns, sql`chain.batch_index, `)}
+    )
+    select batch_index, ${list('chain')} from chain order by batch_index, chain_depth`;
+}
+
+/**
+ * The recursive step: each row's parent, by primary key. On PostgreSQL a lateral probe, as
+ * for the batched lookups: a plain join there may become a hash join over a scan of the whole
+ * table when the planner lacks statistics (seen on a 3,000-group table never analyzed).
+ * SQLite has no LATERAL, and probes the primary key for a join like this one anyway.
+ */
+function parentStep(db: Kysely<Database>, columns: readonly string[], carried = sql``): RawBuilder<unknown> {
+  const list = (table: string) => sql.join(columns.map((column) => sql.ref(`${table}.${column}`)));
+  const guard = sql`where chain.chain_depth < ${CHAIN_GUARD}`;
+  if (dialectOf(db) === 'sqlite') {
+    return sql`select ${carried}chain.chain_depth + 1, ${list('user_groups')} from chain
+      join user_groups on user_groups.team_id = chain.parent_team_id ${guard}`;
+  }
+  return sql`select ${carried}chain.chain_depth + 1, ${list('parent')} from chain
+    cross join lateral (select ${sql.join(columns.map((column) => sql.ref(column)))} from user_groups
+      where user_groups.team_id = chain.parent_team_id limit 1) parent ${guard}`;
+}
+
+const columnList = (columns: readonly string[]) => sql.join(columns.map((column) => sql.ref(column)));
+
+const selectUserGroupChainByKey = preparedRead(
+  (db, accountId: number, environment: Environment, providedId: string) => {
+    const raw = chainStatement<UserGroupRow>(
+      db,
+      USER_GROUP_COLUMNS,
+      sql`user_groups.account_id = ${accountId} and user_groups.environment = ${environment} and user_groups.provided_id = ${providedId}`,
+    );
+    return { compile: () => raw.compile(db) };
+  },
   {
-    // PostgreSQL: a batch of lookups in one statement. A lateral subquery per key, rather
-    // than a join, so that each key is one probe of the identity index whatever the planner
-    // believes about the table's size (a join may become a hash join over a scan).
-    batched: (accountIds, environments, providedIds) => sql<BatchedRow<UserGroupRow>>`
-      select k.batch_index, g.*
-      from unnest(${accountIds}::int8[], ${environments}::text[], ${providedIds}::text[])
-        with ordinality as k(account_id, environment, provided_id, batch_index)
-      cross join lateral (
-        select ${sql.join(USER_GROUP_COLUMNS.map((column) => sql.ref(column)))} from user_groups
-        where account_id = k.account_id and environment = k.environment and provided_id = k.provided_id
-        limit 1
-      ) g`,
+    batched: (db, accountIds, environments, providedIds) =>
+      batchedChainStatement<UserGroupRow>(
+        db,
+        USER_GROUP_COLUMNS,
+        sql`select k.batch_index, g.*
+          from unnest(${accountIds}::int8[], ${environments}::text[], ${providedIds}::text[])
+            with ordinality as k(account_id, environment, provided_id, batch_index)
+          cross join lateral (
+            select ${columnList(USER_GROUP_COLUMNS)} from user_groups
+            where account_id = k.account_id and environment = k.environment and provided_id = k.provided_id
+            limit 1
+          ) g`,
+      ),
   },
 );
 
-/** The hot path of get-or-create: one lookup on the identity's unique index, of committed rows. */
-export function findUserGroup(reads: HotReads, key: UserGroupKey): Promise<UserGroupRow | undefined> {
-  return reads.first(selectUserGroupByKey, key.accountId, key.environment, key.providedId);
+/** The hot path of get-or-create: the group by its identity (unique index) and its ancestors, committed rows, one statement. */
+export async function findUserGroup(reads: HotReads, key: UserGroupKey): Promise<ResolvedGroup | undefined> {
+  const chain = await reads.all(selectUserGroupChainByKey, key.accountId, key.environment, key.providedId);
+  return chain.length === 0 ? undefined : resolveChain(chain);
+}
+
+/** A group and its ancestors by team_id, inside a transaction (what a write answers with). */
+export async function findUserGroupChain(db: Kysely<Database>, teamId: number): Promise<UserGroupRow[]> {
+  const { rows } = await chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, sql`user_groups.team_id = ${teamId}`).execute(db);
+  return rows;
+}
+
+/** findUserGroupChain, resolved; undefined when the group does not exist. */
+export async function findResolvedUserGroup(db: Kysely<Database>, teamId: number): Promise<ResolvedGroup | undefined> {
+  const chain = await findUserGroupChain(db, teamId);
+  return chain.length === 0 ? undefined : resolveChain(chain);
+}
+
+/** The groups of a page, resolved: their ancestors are read in one statement (none when the page is flat). */
+export async function resolvePage<R extends ChainRow>(db: Kysely<Database>, rows: R[], columns: readonly string[]): Promise<ResolvedGroup<R>[]> {
+  const onPage = new Set(rows.map((row) => Number(row.team_id)));
+  const parents = [...new Set(rows.map((row) => row.parent_team_id).filter((id): id is number => id !== null))].map(Number);
+  if (parents.length === 0) return resolveEach(rows, new Map());
+  const missing = parents.filter((id) => !onPage.has(id));
+  const ancestors = new Map<number, R>(rows.map((row) => [Number(row.team_id), row]));
+  if (missing.length > 0) {
+    const { rows: found } = await chainStatement<R>(db, columns, sql`user_groups.team_id in (${sql.join(missing)})`).execute(db);
+    for (const row of found) ancestors.set(Number(row.team_id), row);
+  }
+  return resolveEach(rows, ancestors);
 }
 
 /**
@@ -147,37 +233,79 @@ export async function retireToken(db: Kysely<Database>, tokenHash: string, teamI
  */
 const scope = sql<string>`(cast(account_id as text) || '/' || environment)`;
 const scopedName = sql<string>`(cast(account_id as text) || '/' || environment || '/' || name)`;
+/** The level index's expression (migration 0003). */
+const scopedLevel = sql<string>`(cast(account_id as text) || '/' || environment || '#' || hierarchy_level)`;
 
-function scopeOf(filter: { accountId: number; environment: Environment }): string {
+/** The scope as the listing index and the tag table spell it: `<account_id>/<environment>`. */
+export function scopeOf(filter: { accountId: number; environment: Environment }): string {
   return `${filter.accountId}/${filter.environment}`;
 }
 
+export interface ListFilter {
+  accountId: number;
+  environment: Environment;
+  afterTeamId: number;
+  limit: number;
+  /** user_group_id or name starts with this. */
+  prefix?: string;
+  /** Children of this group (its team_id). */
+  parentTeamId?: number;
+  tag?: string;
+  level?: string;
+}
+
 /**
- * A page of groups in team_id order after `afterTeamId`: keyset pagination on the listing
- * index, the same cost at any depth. With `prefix`, the groups whose user_group_id or name
- * starts with it: two index ranges (the identity index, the name search index), in
- * code-point order on both backends, so a search costs what the groups it matches cost.
+ * A page of groups in team_id order after `afterTeamId`: keyset pagination, the same cost at
+ * any depth. One filter drives the page, on its own index (migrations 0002 and 0003), in this
+ * order: `prefix` (two index ranges), `tag` (the tag table's key), `parentTeamId` (the
+ * children index), `level` (the level index), else the listing index. The others are
+ * conditions on the rows it walks, written so that no planner takes them for an index
+ * condition (an index chosen without statistics could be the wrong one).
  */
-export function listUserGroups(
-  db: Kysely<Database>,
-  filter: { accountId: number; environment: Environment; afterTeamId: number; limit: number; prefix?: string },
-): Promise<UserGroupRow[]> {
-  if (filter.prefix === undefined) {
-    return db
-      .selectFrom('user_groups')
-      .select(USER_GROUP_COLUMNS)
-      .where(scope, '=', scopeOf(filter))
-      .where('team_id', '>', filter.afterTeamId)
-      .orderBy('team_id')
-      .limit(filter.limit)
-      .execute();
+export function listUserGroups(db: Kysely<Database>, filter: ListFilter): Promise<UserGroupRow[]> {
+  if (filter.prefix !== undefined) return listByPrefix(db, filter, filter.prefix);
+  if (filter.tag !== undefined) return listByTag(db, filter, filter.tag);
+  let page = db.selectFrom('user_groups').select(USER_GROUP_COLUMNS);
+  if (filter.parentTeamId !== undefined) {
+    // A parent's team_id implies its account and environment.
+    page = page.where('parent_team_id', '=', filter.parentTeamId).where(otherFilters(filter, 'parent'));
+  } else if (filter.level !== undefined) {
+    page = page.where(scopedLevel, '=', `${scopeOf(filter)}#${filter.level}`);
+  } else {
+    page = page.where(scope, '=', scopeOf(filter));
   }
-  const { prefix } = filter;
+  return page.where('team_id', '>', filter.afterTeamId).orderBy('team_id').limit(filter.limit).execute();
+}
+
+type Driver = 'prefix' | 'tag' | 'parent';
+
+/** The filters a page does not walk by, as plain conditions on user_groups' rows. */
+function otherFilters(filter: ListFilter, driver: Driver): RawBuilder<boolean> {
+  const conditions: RawBuilder<boolean>[] = [sql<boolean>`true`];
+  if (driver !== 'tag' && filter.tag !== undefined) {
+    // One probe of the tag table's key per row walked. "offset 0" keeps PostgreSQL from turning
+    // the EXISTS into a join that the tag table would drive.
+    conditions.push(sql<boolean>`exists (select 1 from user_group_tags
+      where user_group_tags.scope = ${scopeOf(filter)} and user_group_tags.tag = ${filter.tag} and user_group_tags.team_id = user_groups.team_id
+      limit 1 offset 0)`);
+  }
+  // "+ 0": a value, not the column, so the children index is never picked for it.
+  if (driver !== 'parent' && filter.parentTeamId !== undefined) conditions.push(sql<boolean>`user_groups.parent_team_id + 0 = ${filter.parentTeamId}`);
+  if (filter.level !== undefined) conditions.push(sql<boolean>`user_groups.hierarchy_level = ${filter.level}`);
+  return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
+}
+
+/**
+ * Two index ranges (the identity index, the name search index), in code-point order on both
+ * backends, so a search costs what the groups it matches cost.
+ */
+function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string): Promise<UserGroupRow[]> {
   const end = prefixEnd(prefix);
   // The cursor is a filter here, never an index condition: the prefix's range is the
   // selective one, and a planner without statistics would otherwise intersect it with a scan
   // of every team_id above the cursor (measured: 4 ms instead of 0.05 at 100,000 groups).
   const afterCursor = sql<boolean>`team_id + 0 > ${filter.afterTeamId}`;
+  const others = otherFilters(filter, 'prefix');
   const byId = db
     .selectFrom('user_groups')
     .select(USER_GROUP_COLUMNS)
@@ -185,7 +313,8 @@ export function listUserGroups(
     .where('environment', '=', filter.environment)
     .where('provided_id', '>=', prefix)
     .$if(end !== undefined, (q) => q.where('provided_id', '<', end!))
-    .where(afterCursor);
+    .where(afterCursor)
+    .where(others);
   const scopedPrefix = `${scopeOf(filter)}/${prefix}`;
   const byName = db
     .selectFrom('user_groups')
@@ -193,9 +322,25 @@ export function listUserGroups(
     .where(scopedName, '>=', scopedPrefix)
     .$if(end !== undefined, (q) => q.where(scopedName, '<', `${scopeOf(filter)}/${end}`))
     .where(afterCursor)
+    .where(others)
     // Those the first range found already: the two halves never share a row.
     .where((eb) => eb.or([eb('provided_id', '<', prefix), ...(end === undefined ? [] : [eb('provided_id', '>=', end)])]));
   return byId.unionAll(byName).orderBy('team_id').limit(filter.limit).execute();
+}
+
+/** The groups with a tag: the tag table's key (scope, tag, team_id) walked in order, each group by primary key. */
+function listByTag(db: Kysely<Database>, filter: ListFilter, tag: string): Promise<UserGroupRow[]> {
+  return db
+    .selectFrom('user_group_tags')
+    .innerJoin('user_groups', 'user_groups.team_id', 'user_group_tags.team_id')
+    .select(USER_GROUP_COLUMNS.map((column) => `user_groups.${column}` as const))
+    .where('user_group_tags.scope', '=', scopeOf(filter))
+    .where('user_group_tags.tag', '=', tag)
+    .where('user_group_tags.team_id', '>', filter.afterTeamId)
+    .where(otherFilters(filter, 'tag'))
+    .orderBy('user_group_tags.team_id')
+    .limit(filter.limit)
+    .execute();
 }
 
 /**

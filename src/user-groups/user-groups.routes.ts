@@ -105,13 +105,24 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
   });
 
   api.delete('/api/user', { schema: deleteOperation, preValidation: readBodyOfAnyMethod }, async (request, reply) => {
-    const deleted = await removeUserGroup(deps, principalOf(request), actorOf(request), identification<UserGroupKeyInput>(request.body, request.query));
-    return sendJson(reply, 200, deletedResponseJson(deleted));
+    // cascade says how, not which group: it may come in the query string of a request that
+    // identifies the group in its body (DELETE /api/user?cascade=true).
+    const { cascade: bodyCascade, ...body } = request.body ?? {};
+    const { cascade: queryCascade, ...query } = request.query;
+    if (bodyCascade !== undefined && queryCascade !== undefined) {
+      throw new AppError('ambiguous_request', 'give cascade in the JSON body or in the query string, not both');
+    }
+    const key = identification<UserGroupKeyInput>(body, query);
+    const { group, deletedCount } = await removeUserGroup(deps, principalOf(request), actorOf(request), {
+      ...key,
+      cascade: bodyCascade ?? queryCascade ?? false,
+    });
+    return sendJson(reply, 200, deletedResponseJson(group, deletedCount));
   });
 
   api.get('/api/users', { schema: listOperation }, async (request, reply) => {
     const page = await listUserGroupsPage(deps, principalOf(request), request.query);
-    return sendJson(reply, 200, listResponseJson(page.rows, page.nextCursor));
+    return sendJson(reply, 200, listResponseJson(page.groups, page.nextCursor));
   });
 
   api.get('/api/user/history', { schema: historyOperation }, async (request) => ({

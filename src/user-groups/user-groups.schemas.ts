@@ -20,8 +20,11 @@ export const UserGroupIdString = Type.String({
   examples: ['example_1'],
 });
 
+/** An id given as a JSON integer: read as its decimal string. */
+const UserGroupIdInteger = Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER });
+
 export const UserGroupId = Type.Union(
-  [UserGroupIdString, Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })],
+  [UserGroupIdString, UserGroupIdInteger],
   { title: 'UserGroupId', description: 'Your id for this user group. A JSON integer is accepted and stored as its decimal string.' },
 );
 
@@ -59,12 +62,45 @@ export const IsDemoGroup = Type.Boolean({ description: 'A demo user group: its d
 
 const nullable = <T extends ReturnType<typeof Type.Unsafe>>(schema: T) => Type.Union([schema, Type.Null()]);
 
+export const ParentUserGroupId = Type.Union([UserGroupIdString, UserGroupIdInteger, Type.Null()], {
+  title: 'ParentUserGroupId',
+  description:
+    "The parent's user_group_id, in the same account and environment (a JSON integer is read as its decimal string, as for ids); null for none. A hierarchy is at most UGS_MAX_HIERARCHY_DEPTH levels deep (3 by default).",
+  examples: ['acme'],
+});
+
+export const HierarchyLevelName = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: NOT_BLANK_PLAIN_TEXT,
+  description: "The group's level, such as `Customer` or `User`: 1-64 characters. When the account declares its levels, one of them, deeper than the parent's.",
+  examples: ['User'],
+});
+
+export const Tag = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: PLAIN_TEXT,
+  description: 'A tag: 1-64 characters, no control characters.',
+  examples: ['beta'],
+});
+
+export const GroupTags = Type.Array(Tag, {
+  maxItems: 50,
+  title: 'GroupTags',
+  description: 'Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had.',
+  examples: [['beta', 'enterprise']],
+});
+
 /** What a request may say about a group besides its id: declared once, used by every body. */
 const groupFields = {
   name: Type.Optional(Name),
   mapping: Type.Optional(nullable(Mapping)),
   properties: Type.Optional(nullable(Properties)),
   is_demo_group: Type.Optional(IsDemoGroup),
+  parent_user_group_id: Type.Optional(ParentUserGroupId),
+  hierarchy_level: Type.Optional(Type.Union([HierarchyLevelName, Type.Null()])),
+  group_tags: Type.Optional(GroupTags),
   api_environment_tag: Type.Optional(EnvironmentTag),
 };
 
@@ -105,6 +141,8 @@ export const GetUserQuery = Type.Object(
     name: Type.Optional(Name),
     api_environment_tag: Type.Optional(EnvironmentTag),
     is_demo_group: Type.Optional(IsDemoGroup),
+    parent_user_group_id: Type.Optional(UserGroupIdString),
+    hierarchy_level: Type.Optional(HierarchyLevelName),
   },
   { additionalProperties: false },
 );
@@ -119,16 +157,36 @@ export const GetUserBody = Type.Optional(
 export type GetUserBodyInput = NonNullable<Static<typeof GetUserBody>>;
 
 export const PutUserBody = Type.Object(
-  { user_group_id: UserGroupId, ...groupFields },
-  { title: 'UpdateUserGroupRequest', additionalProperties: false, examples: [{ user_group_id: 'example_1', properties: { region: 'apac' } }] },
+  {
+    user_group_id: UserGroupId,
+    new_user_group_id: Type.Optional(
+      Type.Union([UserGroupIdString, UserGroupIdInteger], {
+        description: 'Rename: the new user_group_id. The group keeps its token, team_id, children and history.',
+        examples: ['example_1_renamed'],
+      }),
+    ),
+    ...groupFields,
+  },
+  {
+    title: 'UpdateUserGroupRequest',
+    additionalProperties: false,
+    examples: [
+      { user_group_id: 'example_1', properties: { region: 'apac' } },
+      { user_group_id: 'jane', parent_user_group_id: 'acme', hierarchy_level: 'User', group_tags: ['beta'] },
+      { user_group_id: 'example_1', new_user_group_id: 'example_1_renamed' },
+    ],
+  },
 );
 export type PutUser = Static<typeof PutUserBody>;
 
 /** Identifies one user group (DELETE, history): by body or by query string. */
+const Cascade = Type.Boolean({ description: 'DELETE: also delete every descendant, in one transaction. Without it, a group that has children is not deleted.' });
+
 export const UserGroupKey = Type.Object(
   {
     user_group_id: Type.Optional(UserGroupId),
     api_environment_tag: Type.Optional(EnvironmentTag),
+    cascade: Type.Optional(Cascade),
   },
   { title: 'UserGroupKey', additionalProperties: false },
 );
@@ -137,6 +195,7 @@ export const UserGroupKeyQuery = Type.Object(
   {
     user_group_id: Type.Optional(UserGroupIdString),
     api_environment_tag: Type.Optional(EnvironmentTag),
+    cascade: Type.Optional(Cascade),
   },
   { additionalProperties: false },
 );
@@ -158,6 +217,9 @@ export const ListQuery = Type.Object(
     q: Type.Optional(
       Type.String({ minLength: 1, maxLength: 256, pattern: PLAIN_TEXT, description: 'Only groups whose user_group_id or name starts with this (case-sensitive).' }),
     ),
+    parent_user_group_id: Type.Optional(Type.Unsafe<string>({ ...UserGroupIdString, description: 'Only the children of this group.' })),
+    tag: Type.Optional(Type.Unsafe<string>({ ...Tag, description: 'Only groups with this tag.' })),
+    hierarchy_level: Type.Optional(Type.Unsafe<string>({ ...HierarchyLevelName, description: 'Only groups of this level.' })),
   },
   { additionalProperties: false },
 );
@@ -166,9 +228,22 @@ const publicFields = {
   team_id: Type.Integer({ description: 'Internal id, unique across the service, never reused.', examples: [4812] }),
   name: Type.String({ examples: ['Example 1'] }),
   provided_id: Type.String({ description: 'The user_group_id.', examples: ['example_1'] }),
+  parent_user_group_id: Type.Union([Type.String(), Type.Null()], { description: "The parent's user_group_id; null for a group without parent.", examples: [null] }),
+  hierarchy_level: Type.Union([Type.String(), Type.Null()], { examples: [null] }),
+  group_tags: Type.Array(Type.String(), { description: 'Distinct, in code-point order.', examples: [['beta']] }),
   // Serialized as stored: any key is kept (an allow-list of keys would drop data here).
-  mapping: Type.Union([Type.Unsafe<Record<string, string | number>>({ type: 'object', additionalProperties: true }), Type.Null()]),
-  properties: Type.Union([Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true }), Type.Null()]),
+  mapping: Type.Union([Type.Unsafe<Record<string, string | number>>({ type: 'object', additionalProperties: true }), Type.Null()], {
+    description: "The group's own mapping.",
+  }),
+  properties: Type.Union([Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true }), Type.Null()], {
+    description: "The group's own properties.",
+  }),
+  computed_mapping: Type.Union([Type.Unsafe<Record<string, string | number>>({ type: 'object', additionalProperties: true }), Type.Null()], {
+    description: "The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one.",
+  }),
+  computed_properties: Type.Union([Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true }), Type.Null()], {
+    description: "The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables.",
+  }),
   api_environment_tag: EnvironmentTag,
   is_demo_group: Type.Boolean(),
   created_at: Type.String({ format: 'date-time' }),
@@ -199,7 +274,14 @@ export const GetOrCreateResponse = Type.Object(
   },
   { title: 'GetOrCreateResponse' },
 );
-export const DeletedResponse = Type.Object({ success: Success, user_group: UserGroupPublic }, { title: 'DeletedUserGroupResponse' });
+export const DeletedResponse = Type.Object(
+  {
+    success: Success,
+    user_group: UserGroupPublic,
+    deleted_count: Type.Integer({ minimum: 1, description: 'How many groups were deleted: 1, or with cascade=true the group and all its descendants.' }),
+  },
+  { title: 'DeletedUserGroupResponse' },
+);
 export const ListResponse = Type.Object(
   {
     success: Success,
@@ -215,6 +297,12 @@ export const HistoryEntry = Type.Object(
     action: Type.String({ examples: ['user_group.update'] }),
     team_id: Type.Integer(),
     changed_fields: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'For updates: the fields whose value changed.' }),
+    details: Type.Union(
+      [Type.Record(Type.String(), Type.Object({ old: Type.Unknown(), new: Type.Unknown() })), Type.Null()],
+      {
+        description: 'The old and new values of user_group_id (rename), parent_user_group_id and group_tags when they changed; null otherwise. Never a token.',
+      },
+    ),
     actor_token_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The acting API token; null when the command-line tool acted.' }),
     request_id: Type.Union([Type.String(), Type.Null()]),
     created_at: Type.String({ format: 'date-time' }),

@@ -3,29 +3,38 @@
 // a compare-and-swap UPDATE decides who rotates. A failed operation throws before commit,
 // so it changes nothing.
 import type { DatabaseHandle } from '../db/database.ts';
-import type { Environment, UserGroupRow } from '../db/schema.ts';
+import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
+import type { Kysely } from 'kysely';
 import { inTransaction } from '../db/transaction.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 import { AppError } from '../errors.ts';
 import type { OpenedTokenCache } from './opened-tokens.ts';
-import type { UserGroupInput } from './user-groups.schemas.ts';
+import type { PutUser, UserGroupInput } from './user-groups.schemas.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
-import { appendAudit, type Actor } from '../audit/audit.repository.ts';
+import { appendAudit, appendAudits, type Actor, type AuditDetails, type AuditEntry } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
 import { assertEnvironmentAllowed, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import {
-  deleteUserGroup,
+  findResolvedUserGroup,
   findUserGroup,
+  findUserGroupChain,
   findUserGroupForUpdate,
   insertUserGroupIfAbsent,
   listUserGroups,
   dropRetiredTokens,
   purgeExpiredRetiredTokens,
+  resolvePage,
   retireToken,
+  scopeOf,
   swapUserGroupToken,
   updateUserGroupFields,
+  USER_GROUP_COLUMNS,
   type UserGroupKey,
 } from './user-groups.repository.ts';
+import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
+import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy.ts';
 import { SETTABLE_FIELDS, checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
+import { resolveChain, type ResolvedGroup } from './group-chain.ts';
 import type { UserGroupWithToken } from './user-groups.json.ts';
 
 export interface UserGroupDeps {
@@ -34,12 +43,13 @@ export interface UserGroupDeps {
   tokens: OpenedTokenCache;
   now: () => Date;
   events: Pick<ServiceEvents, 'userGroupTokenIssued'>;
+  /** UGS_MAX_HIERARCHY_DEPTH. */
+  maxHierarchyDepth: number;
 }
 
-
 /** The group with its token; only for committed rows (see OpenedTokenCache). The routes write it as JSON (user-groups.json.ts). */
-function withToken(row: UserGroupRow, tokens: OpenedTokenCache): UserGroupWithToken {
-  return { row, token: tokens.tokenOf(row) };
+function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): UserGroupWithToken {
+  return { ...group, token: tokens.tokenOf(group.row) };
 }
 
 function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): UserGroupKey {
@@ -50,11 +60,25 @@ function keyFor(principal: Principal, input: { user_group_id: string | number; a
   };
 }
 
+/** What the input says about the parent: absent (keep), null (none) or an id. */
+function parentChoice(input: UserGroupInput): ParentChoice {
+  const parent = input.parent_user_group_id;
+  return parent === undefined ? { given: false } : { given: true, providedId: parent === null ? null : normalizeUserGroupId(parent) };
+}
+
+const tagsOf = (row: { group_tags: string }) => JSON.parse(row.group_tags) as string[];
+
 /** Inserts a new group with a fresh token (input already checked); undefined if the identity already exists. */
-async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGroupInput, actor: Actor): Promise<UserGroupRow | undefined> {
+async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGroupInput, actor: Actor): Promise<ResolvedGroup | undefined> {
   const token = generateToken('user_group');
   const at = deps.now();
+  const parent = parentChoice(input);
+  const fields = storedFields(input);
   return inTransaction(deps.database, async (trx) => {
+    // A new group has no descendants: it can close no cycle, only be too deep or at the wrong level.
+    if (parent.given && parent.providedId !== null) await lockHierarchy(trx, deps.database.dialect, scopeOf(key));
+    const parentChain = await parentChainFor(trx, key, parent, { height: 1, maxDepth: deps.maxHierarchyDepth });
+    await checkLevel(trx, key.accountId, fields.hierarchy_level ?? null, parentChain[0]?.hierarchy_level ?? null, []);
     const row = await insertUserGroupIfAbsent(trx, {
       account_id: key.accountId,
       environment: key.environment,
@@ -63,14 +87,23 @@ async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGrou
       mapping: null,
       properties: null,
       is_demo_group: 0,
-      ...storedFields(input),
+      hierarchy_level: null,
+      group_tags: '[]',
+      ...fields,
+      parent_team_id: parentChain[0]?.team_id ?? null,
       token_hash: hashToken(token),
       token_ciphertext: deps.tokens.seal(token),
       created_at: at.toISOString(),
       updated_at: at.toISOString(),
     });
-    if (row) await audit(trx, row, 'user_group.create', actor, at);
-    return row;
+    if (!row) return undefined;
+    const tags = tagsOf(row);
+    if (tags.length > 0) await replaceTagRows(trx, row.team_id, scopeOf(key), tags);
+    const details: AuditDetails = {};
+    if (parentChain.length > 0) details.parent_user_group_id = { old: null, new: parentChain[0].provided_id };
+    if (tags.length > 0) details.group_tags = { old: [], new: tags };
+    await audit(trx, row, 'user_group.create', actor, at, undefined, details);
+    return resolveChain([row, ...parentChain]);
   });
 }
 
@@ -78,12 +111,10 @@ export async function createUserGroup(deps: UserGroupDeps, principal: Principal,
   requireScope(principal, 'write', 'creating a user group');
   checkProperties(input.properties);
   const key = keyFor(principal, input);
-  const row = await insertNew(deps, key, input, actor);
-  if (!row) {
-    throw new AppError('user_group_exists', `a user group with user_group_id "${key.providedId}" already exists in ${key.environment}`);
-  }
+  const group = await insertNew(deps, key, input, actor);
+  if (!group) throw groupExists(key, key.providedId);
   deps.events.userGroupTokenIssued('create');
-  return withToken(row, deps.tokens);
+  return withToken(group, deps.tokens);
 }
 
 export async function getOrCreateUserGroup(
@@ -95,7 +126,7 @@ export async function getOrCreateUserGroup(
   requireScope(principal, 'read', 'looking up a user group');
   checkProperties(input.properties); // the field rules hold whether or not the group exists
   const key = keyFor(principal, input);
-  // The hot path (the group exists) is one indexed read and no write.
+  // The hot path (the group exists) is one indexed read, its ancestors in the same statement, and no write.
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await findUserGroup(deps.database.reads, key);
     if (existing) return { created: false, group: withToken(existing, deps.tokens) };
@@ -110,28 +141,81 @@ export async function getOrCreateUserGroup(
   throw new Error('get-or-create did not settle after 3 attempts (the group is being created and deleted concurrently)');
 }
 
-export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<UserGroupWithToken> {
+const UPDATABLE = [...SETTABLE_FIELDS, 'parent_user_group_id', 'new_user_group_id'];
+
+export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: PutUser): Promise<UserGroupWithToken> {
   requireScope(principal, 'write', 'updating a user group');
   const key = keyFor(principal, input);
   checkProperties(input.properties);
   const changes = storedFields(input);
-  if (Object.keys(changes).length === 0) {
-    throw new AppError('validation_failed', `give at least one of ${SETTABLE_FIELDS.join(', ')} to update`, {
+  const parent = parentChoice(input);
+  const newId = input.new_user_group_id === undefined ? undefined : normalizeUserGroupId(input.new_user_group_id);
+  if (Object.keys(changes).length === 0 && !parent.given && newId === undefined) {
+    throw new AppError('validation_failed', `give at least one of ${UPDATABLE.join(', ')} to update`, {
       details: [{ field: 'body', issue: 'nothing_to_update' }],
     });
   }
+  if (newId === key.providedId) {
+    throw new AppError('validation_failed', 'new_user_group_id is the current user_group_id: give a different one to rename', {
+      details: [{ field: 'new_user_group_id', issue: 'same_as_current' }],
+    });
+  }
   const at = deps.now();
-  const row = await inTransaction(deps.database, async (trx) => {
+  const group = await inTransaction(deps.database, async (trx) => {
+    // The hierarchy lock before any row lock (hierarchy.repository.ts), and only when the
+    // change could break a rule of the hierarchy.
+    const reshapes = parent.given || changes.hierarchy_level !== undefined;
+    if (reshapes) await lockHierarchy(trx, deps.database.dialect, scopeOf(key));
     const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
-    if (!current) return undefined;
-    const changed = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
-    if (changed.length === 0) return current;
-    const updated = await updateUserGroupFields(trx, current.team_id, { ...changes, updated_at: at.toISOString() });
-    if (updated) await audit(trx, updated, 'user_group.update', actor, at, changed);
-    return updated;
+    if (!current) throw notFound(key);
+    const details: AuditDetails = {};
+    const changed: string[] = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
+    let parentTeamId = current.parent_team_id;
+    if (reshapes) {
+      const height = parent.given ? await subtreeHeight(trx, current.team_id) : 0;
+      const parentChain = parent.given
+        ? await parentChainFor(trx, key, parent, { height, maxDepth: deps.maxHierarchyDepth, moving: current })
+        : (await findUserGroupChain(trx, current.team_id)).slice(1);
+      parentTeamId = parentChain[0]?.team_id ?? null;
+      const level = changes.hierarchy_level !== undefined ? changes.hierarchy_level : current.hierarchy_level;
+      await checkLevel(trx, key.accountId, level, parentChain[0]?.hierarchy_level ?? null, await childLevelsIfChanged(trx, current, level));
+      if (parentTeamId !== current.parent_team_id) {
+        changed.push('parent_user_group_id');
+        const oldParent = current.parent_team_id === null ? null : ((await findUserGroupChain(trx, current.parent_team_id))[0]?.provided_id ?? null);
+        details.parent_user_group_id = { old: oldParent, new: parentChain[0]?.provided_id ?? null };
+      }
+    }
+    if (newId !== undefined) {
+      changed.push('user_group_id');
+      details.user_group_id = { old: current.provided_id, new: newId };
+    }
+    if (changed.includes('group_tags')) details.group_tags = { old: tagsOf(current), new: JSON.parse(changes.group_tags!) };
+    if (changed.length === 0) return resolveChain(await findUserGroupChain(trx, current.team_id));
+    let updated: UserGroupRow | undefined;
+    try {
+      updated = await updateUserGroupFields(trx, current.team_id, {
+        ...changes,
+        parent_team_id: parentTeamId,
+        ...(newId === undefined ? {} : { provided_id: newId }),
+        updated_at: at.toISOString(),
+      });
+    } catch (err) {
+      // Another group holds the new id, or took it a moment ago: the identity's unique key decides.
+      if (newId !== undefined && isUniqueViolation(err)) throw groupExists(key, newId);
+      throw err;
+    }
+    if (!updated) throw notFound(key);
+    if (details.group_tags) await replaceTagRows(trx, updated.team_id, scopeOf(key), tagsOf(updated));
+    await audit(trx, updated, 'user_group.update', actor, at, changed, details);
+    return (await findResolvedUserGroup(trx, updated.team_id))!;
   });
-  if (!row) throw notFound(key);
-  return withToken(row, deps.tokens);
+  return withToken(group, deps.tokens);
+}
+
+/** The levels of a group's children, when its level changes to a named one (they must stay deeper). */
+async function childLevelsIfChanged(trx: Kysely<Database>, group: UserGroupRow, level: string | null): Promise<string[]> {
+  if (level === null || level === group.hierarchy_level) return [];
+  return childLevels(trx, group.team_id);
 }
 
 export async function rotateUserGroupToken(
@@ -147,7 +231,7 @@ export async function rotateUserGroupToken(
   const token = generateToken('user_group');
   const at = deps.now();
   const grace = input.grace_period_seconds ?? 0;
-  const row = await inTransaction(deps.database, async (trx) => {
+  const group = await inTransaction(deps.database, async (trx) => {
     const swapped = await swapUserGroupToken(trx, {
       accountId: principal.accountId,
       oldHash,
@@ -166,49 +250,88 @@ export async function rotateUserGroupToken(
       await dropRetiredTokens(trx, swapped.team_id);
     }
     await audit(trx, swapped, 'user_group.rotate', actor, at);
-    return swapped;
+    return resolveChain(await findUserGroupChain(trx, swapped.team_id));
   });
-  if (!row) throw tokenNotFound;
+  if (!group) throw tokenNotFound;
   deps.events.userGroupTokenIssued('rotate');
-  return withToken(row, deps.tokens);
+  return withToken(group, deps.tokens);
 }
 
+/**
+ * Deletes a group; with `cascade`, its whole subtree in one statement, one history entry per
+ * deleted group. Without it, a group that has children stays (409): deleting it would orphan
+ * them, and the foreign key would refuse anyway. Answers with the group as it was and how
+ * many groups went.
+ */
 export async function removeUserGroup(
   deps: UserGroupDeps,
   principal: Principal,
   actor: Actor,
-  input: { user_group_id: string | number; api_environment_tag?: Environment },
-): Promise<UserGroupRow> {
+  input: { user_group_id: string | number; api_environment_tag?: Environment; cascade?: boolean },
+): Promise<{ group: ResolvedGroup; deletedCount: number }> {
   requireScope(principal, 'write', 'deleting a user group');
   const key = keyFor(principal, input);
   const at = deps.now();
-  const row = await inTransaction(deps.database, async (trx) => {
-    const deleted = await deleteUserGroup(trx, key);
-    if (deleted) await audit(trx, deleted, 'user_group.delete', actor, at);
-    return deleted;
+  return inTransaction(deps.database, async (trx) => {
+    // Under the hierarchy lock, no child can be added while we look.
+    await lockHierarchy(trx, deps.database.dialect, scopeOf(key));
+    const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
+    if (!current) throw notFound(key);
+    const group = resolveChain(await findUserGroupChain(trx, current.team_id));
+    if (!input.cascade && (await hasChildren(trx, current.team_id))) {
+      throw new AppError(
+        'user_group_has_children',
+        `user group "${key.providedId}" has children: delete or move them first, or delete the whole subtree with cascade=true`,
+      );
+    }
+    const deleted = await deleteSubtree(trx, current.team_id);
+    await appendAudits(trx, deleted.map((row) => auditEntry(row, 'user_group.delete', actor, at)));
+    return { group, deletedCount: deleted.length };
   });
-  if (!row) throw notFound(key);
-  return row;
+}
+
+export interface ListInput {
+  api_environment_tag?: Environment;
+  limit?: number;
+  cursor?: string;
+  q?: string;
+  parent_user_group_id?: string;
+  tag?: string;
+  hierarchy_level?: string;
 }
 
 export async function listUserGroupsPage(
   deps: UserGroupDeps,
   principal: Principal,
-  query: { api_environment_tag?: Environment; limit?: number; cursor?: string; q?: string },
-): Promise<{ rows: UserGroupRow[]; nextCursor: string | null }> {
+  query: ListInput,
+): Promise<{ groups: ResolvedGroup[]; nextCursor: string | null }> {
   requireScope(principal, 'read', 'listing user groups');
   const environment = resolveEnvironment(principal, query.api_environment_tag);
   const limit = query.limit ?? 100;
+  const afterTeamId = query.cursor === undefined ? 0 : decodeCursor(query.cursor);
+  let parentTeamId: number | undefined;
+  if (query.parent_user_group_id !== undefined) {
+    const parent = await findUserGroup(deps.database.reads, { accountId: principal.accountId, environment, providedId: query.parent_user_group_id });
+    // No such group has no children: an empty page, as for any filter that matches nothing.
+    if (!parent) return { groups: [], nextCursor: null };
+    parentTeamId = parent.row.team_id;
+  }
   const rows = await listUserGroups(deps.database.db, {
     accountId: principal.accountId,
     environment,
-    afterTeamId: query.cursor === undefined ? 0 : decodeCursor(query.cursor),
+    afterTeamId,
     limit: limit + 1,
     prefix: query.q,
+    parentTeamId,
+    tag: query.tag,
+    level: query.hierarchy_level,
   });
   const page = rows.slice(0, limit);
   const more = rows.length > limit;
-  return { rows: page, nextCursor: more ? encodeCursor(page[page.length - 1].team_id) : null };
+  return {
+    groups: await resolvePage(deps.database.db, page, USER_GROUP_COLUMNS),
+    nextCursor: more ? encodeCursor(page[page.length - 1].team_id) : null,
+  };
 }
 
 function encodeCursor(teamId: number): string {
@@ -225,12 +348,16 @@ function decodeCursor(cursor: string): number {
   throw new AppError('validation_failed', 'cursor is not one this service returned', { details: [{ field: 'cursor', issue: 'invalid' }] });
 }
 
+function groupExists(key: UserGroupKey, providedId: string): AppError {
+  return new AppError('user_group_exists', `a user group with user_group_id "${providedId}" already exists in ${key.environment}`);
+}
+
 function notFound(key: UserGroupKey): AppError {
   return new AppError('user_group_not_found', `no user group with user_group_id "${key.providedId}" in ${key.environment}`);
 }
 
-function audit(trx: DatabaseHandle['db'], row: UserGroupRow, action: string, actor: Actor, at: Date, changedFields?: string[]) {
-  return appendAudit(trx, {
+function auditEntry(row: UserGroupRow, action: string, actor: Actor, at: Date, changedFields?: string[], details?: AuditDetails): AuditEntry {
+  return {
     accountId: row.account_id,
     subjectType: 'user_group',
     subjectId: row.team_id,
@@ -238,8 +365,13 @@ function audit(trx: DatabaseHandle['db'], row: UserGroupRow, action: string, act
     providedId: row.provided_id,
     action,
     changedFields,
+    details: details && Object.keys(details).length > 0 ? details : undefined,
     actorTokenId: actor.tokenId,
     requestId: actor.requestId,
     at,
-  });
+  };
+}
+
+function audit(trx: DatabaseHandle['db'], row: UserGroupRow, action: string, actor: Actor, at: Date, changedFields?: string[], details?: AuditDetails) {
+  return appendAudit(trx, auditEntry(row, action, actor, at, changedFields, details));
 }

@@ -185,6 +185,8 @@ export interface components {
             current_token?: string;
             /** @description Rotate: how long the old token keeps working on the embed side (default 0). */
             grace_period_seconds?: number;
+            group_tags?: components["schemas"]["GroupTags"];
+            hierarchy_level?: string | null;
             /** @description A demo user group: its dashboards show a watermark. */
             is_demo_group?: boolean;
             mapping?: components["schemas"]["Mapping"] | null;
@@ -193,11 +195,14 @@ export interface components {
              * @example Example 1
              */
             name?: string;
+            parent_user_group_id?: components["schemas"]["ParentUserGroupId"];
             properties?: components["schemas"]["Properties"] | null;
             user_group_id?: components["schemas"]["UserGroupId"];
         };
         /** DeletedUserGroupResponse */
         DeletedUserGroupResponse: {
+            /** @description How many groups were deleted: 1, or with cascade=true the group and all its descendants. */
+            deleted_count: number;
             /** @enum {number} */
             success: 1;
             user_group: components["schemas"]["UserGroupWithoutToken"];
@@ -208,7 +213,7 @@ export interface components {
             success: 1;
             user_group: components["schemas"]["EmbedUserGroup"];
             /**
-             * @description `user_group_id` and `user_group_name`, then every top-level key of `properties` (on a name clash the two built-ins win).
+             * @description `user_group_id` and `user_group_name`, then every top-level key of `computed_properties`: the group's own properties over its ancestors' (on a name clash the two built-ins win).
              * @example {
              *       "user_group_id": "example_1",
              *       "user_group_name": "Example 1",
@@ -251,6 +256,13 @@ export interface components {
          */
         EmbedUserGroup: {
             api_environment_tag: components["schemas"]["EnvironmentTag"];
+            computed_mapping: {
+                [key: string]: unknown;
+            } | null;
+            computed_properties: {
+                [key: string]: unknown;
+            } | null;
+            hierarchy_level: string | null;
             /** @description Show a demo watermark. */
             is_demo_group: boolean;
             mapping: {
@@ -258,6 +270,8 @@ export interface components {
             } | null;
             /** @example Example 1 */
             name: string;
+            /** @description The parent's user_group_id; null for a group without parent. */
+            parent_user_group_id: string | null;
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -283,7 +297,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "user_group_exists" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -302,6 +316,8 @@ export interface components {
         /** GetOrCreateRequest */
         GetOrCreateRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
+            group_tags?: components["schemas"]["GroupTags"];
+            hierarchy_level?: string | null;
             /** @description A demo user group: its dashboards show a watermark. */
             is_demo_group?: boolean;
             mapping?: components["schemas"]["Mapping"] | null;
@@ -310,6 +326,7 @@ export interface components {
              * @example Example 1
              */
             name?: string;
+            parent_user_group_id?: components["schemas"]["ParentUserGroupId"];
             properties?: components["schemas"]["Properties"] | null;
             user_group_id?: components["schemas"]["UserGroupId"];
         };
@@ -321,6 +338,15 @@ export interface components {
             success: 1;
             user_group: components["schemas"]["UserGroup"];
         };
+        /**
+         * GroupTags
+         * @description Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had.
+         * @example [
+         *       "beta",
+         *       "enterprise"
+         *     ]
+         */
+        GroupTags: string[];
         /** Health */
         Health: {
             /** @example ok */
@@ -346,6 +372,13 @@ export interface components {
             changed_fields: string[] | null;
             /** Format: date-time */
             created_at: string;
+            /** @description The old and new values of user_group_id (rename), parent_user_group_id and group_tags when they changed; null otherwise. Never a token. */
+            details: {
+                [key: string]: {
+                    new: unknown;
+                    old: unknown;
+                };
+            } | null;
             id: number;
             request_id: string | null;
             team_id: number;
@@ -361,6 +394,12 @@ export interface components {
             [key: string]: string | number;
         };
         /**
+         * ParentUserGroupId
+         * @description The parent's user_group_id, in the same account and environment (a JSON integer is read as its decimal string, as for ids); null for none. A hierarchy is at most UGS_MAX_HIERARCHY_DEPTH levels deep (3 by default).
+         * @example acme
+         */
+        ParentUserGroupId: string | number | null;
+        /**
          * Properties
          * @description Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized.
          * @example {
@@ -374,6 +413,8 @@ export interface components {
         /** UpdateUserGroupRequest */
         UpdateUserGroupRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
+            group_tags?: components["schemas"]["GroupTags"];
+            hierarchy_level?: string | null;
             /** @description A demo user group: its dashboards show a watermark. */
             is_demo_group?: boolean;
             mapping?: components["schemas"]["Mapping"] | null;
@@ -382,6 +423,12 @@ export interface components {
              * @example Example 1
              */
             name?: string;
+            /**
+             * @description Rename: the new user_group_id. The group keeps its token, team_id, children and history.
+             * @example example_1_renamed
+             */
+            new_user_group_id?: string | number;
+            parent_user_group_id?: components["schemas"]["ParentUserGroupId"];
             properties?: components["schemas"]["Properties"] | null;
             user_group_id: components["schemas"]["UserGroupId"];
         };
@@ -391,14 +438,38 @@ export interface components {
          */
         UserGroup: {
             api_environment_tag: components["schemas"]["EnvironmentTag"];
+            /** @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one. */
+            computed_mapping: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables. */
+            computed_properties: {
+                [key: string]: unknown;
+            } | null;
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description Distinct, in code-point order.
+             * @example [
+             *       "beta"
+             *     ]
+             */
+            group_tags: string[];
+            /** @example null */
+            hierarchy_level: string | null;
             is_demo_group: boolean;
+            /** @description The group's own mapping. */
             mapping: {
                 [key: string]: unknown;
             } | null;
             /** @example Example 1 */
             name: string;
+            /**
+             * @description The parent's user_group_id; null for a group without parent.
+             * @example null
+             */
+            parent_user_group_id: string | null;
+            /** @description The group's own properties. */
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -425,6 +496,8 @@ export interface components {
         /** UserGroupKey */
         UserGroupKey: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
+            /** @description DELETE: also delete every descendant, in one transaction. Without it, a group that has children is not deleted. */
+            cascade?: boolean;
             user_group_id?: components["schemas"]["UserGroupId"];
         };
         /** UserGroupList */
@@ -447,14 +520,38 @@ export interface components {
          */
         UserGroupWithoutToken: {
             api_environment_tag: components["schemas"]["EnvironmentTag"];
+            /** @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one. */
+            computed_mapping: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables. */
+            computed_properties: {
+                [key: string]: unknown;
+            } | null;
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description Distinct, in code-point order.
+             * @example [
+             *       "beta"
+             *     ]
+             */
+            group_tags: string[];
+            /** @example null */
+            hierarchy_level: string | null;
             is_demo_group: boolean;
+            /** @description The group's own mapping. */
             mapping: {
                 [key: string]: unknown;
             } | null;
             /** @example Example 1 */
             name: string;
+            /**
+             * @description The parent's user_group_id; null for a group without parent.
+             * @example null
+             */
+            parent_user_group_id: string | null;
+            /** @description The group's own properties. */
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -769,6 +866,11 @@ export interface operations {
             query?: {
                 /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
+                /**
+                 * @description The group's level, such as `Customer` or `User`: 1-64 characters. When the account declares its levels, one of them, deeper than the parent's.
+                 * @example User
+                 */
+                hierarchy_level?: string;
                 /** @description A demo user group: its dashboards show a watermark. */
                 is_demo_group?: boolean;
                 /**
@@ -776,6 +878,11 @@ export interface operations {
                  * @example Example 1
                  */
                 name?: string;
+                /**
+                 * @description Your id for this user group: 1-256 characters, no control characters, not only white space. Case-sensitive, never trimmed.
+                 * @example example_1
+                 */
+                parent_user_group_id?: string;
                 /**
                  * @description Your id for this user group: 1-256 characters, no control characters, not only white space. Case-sensitive, never trimmed.
                  * @example example_1
@@ -946,14 +1053,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "user_group_id": "example_1",
-                 *       "properties": {
-                 *         "region": "apac"
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["UpdateUserGroupRequest"];
             };
         };
@@ -1273,6 +1372,8 @@ export interface operations {
             query?: {
                 /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
+                /** @description DELETE: also delete every descendant, in one transaction. Without it, a group that has children is not deleted. */
+                cascade?: boolean;
                 /**
                  * @description Your id for this user group: 1-256 characters, no control characters, not only white space. Case-sensitive, never trimmed.
                  * @example example_1
@@ -1537,10 +1638,25 @@ export interface operations {
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /** @description The next_cursor of the previous page. */
                 cursor?: string;
+                /**
+                 * @description Only groups of this level.
+                 * @example User
+                 */
+                hierarchy_level?: string;
                 /** @description Page size, 1-500 (default 100). */
                 limit?: number;
+                /**
+                 * @description Only the children of this group.
+                 * @example example_1
+                 */
+                parent_user_group_id?: string;
                 /** @description Only groups whose user_group_id or name starts with this (case-sensitive). */
                 q?: string;
+                /**
+                 * @description Only groups with this tag.
+                 * @example beta
+                 */
+                tag?: string;
             };
             header?: never;
             path?: never;
