@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { Keyring } from '../src/crypto/keyring.ts';
 import { createBenchDatabase, cursorAfter, plannerStatistics, seedDatabase, type BenchDatabase } from './seed.ts';
 import { REPO_ROOT, httpRequest, primeGroups, residentMemoryKb, runLoad, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
-import { SCENARIO_NAMES, scenarioByName, type ScenarioData } from './scenarios.ts';
+import { SCENARIO_NAMES, benchLayout, scenarioByName, type ScenarioData } from './scenarios.ts';
 import type { LoadResult } from './load.ts';
 
 const USAGE = `npm run bench -- [options]
@@ -183,8 +183,11 @@ async function main() {
     throw new Error(`--groups ${options.groups} is too few for --connections ${options.connections} and --rounds ${options.rounds}: need more than ${rotateSamples + 1} groups`);
   }
   // Create ids: unique per target and round, and of the same length for ceiling and server.
+  const layout = benchLayout(options.groups);
   const dataFor = (target: 'c' | 's' | 'p', round: number, tokens = rotateTokensOfRound(round)): ScenarioData => ({
-    groups: options.groups,
+    groups: layout.flat,
+    treeSize: layout.tree,
+    childTokens: seed.childTokens,
     apiToken: seed.apiToken,
     embedTokens,
     rotateTokens: tokens,

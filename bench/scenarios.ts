@@ -3,9 +3,41 @@
 // ceiling is built, and the documentation (docs/performance.md). The ceiling and the real
 // server receive byte-for-byte the same kind of requests from the same code.
 
+/**
+ * The seeded groups: `bench-0` … `bench-<n-1>`, named `Group <i>`, all in Customer. The first
+ * nine tenths are flat (every tenth of them tagged `tenth`); the last tenth (when there are at
+ * least 1,000) are trees three levels deep: tree node j (i = flat + j) is a root when j % 1000 is
+ * 0, a team under that root when j % 100 is 0, and else a user under the team (or the root)
+ * j - j % 100. Roots carry the mapping and most properties, teams one more, users their own
+ * seat count: a user's computed properties merge three levels. A team has 99 users.
+ */
+export function benchLayout(groups: number): { flat: number; tree: number } {
+  const tree = groups >= 10_000 ? Math.floor(groups / 10 / 1000) * 1000 : 0;
+  return { flat: groups - tree, tree };
+}
+
+/** The tree index of node j's parent, or null for a root. */
+export function treeParent(j: number): number | null {
+  if (j % 1000 === 0) return null;
+  if (j % 100 === 0) return j - (j % 1000);
+  return j - (j % 100);
+}
+
+/** A random tree node at depth 3 (a user under a team). */
+export function randomDeepNode(tree: number): number {
+  for (;;) {
+    const j = randomIndex(tree);
+    if (j % 1000 >= 100 && j % 100 !== 0) return j;
+  }
+}
+
 export interface ScenarioData {
-  /** Seeded groups are `bench-0` … `bench-<groups-1>`, named `Group <i>`, all in Customer. */
+  /** How many flat groups lead the seeded ones (see benchLayout): the flat scenarios pick among them. */
   groups: number;
+  /** The trees follow the flat groups: `bench-<groups + j>` for tree node j < treeSize. */
+  treeSize: number;
+  /** Current tokens of random depth-3 groups, for embed-child. */
+  childTokens: string[];
   /** A read,write API token of the benchmark's account. */
   apiToken: string;
   /** Current tokens of random seeded groups, for the embed scenario (never rotated). */
@@ -158,6 +190,58 @@ export const SCENARIOS: ScenarioDefinition[] = [
         path: '/api/embed/context',
         headers: { authorization: `Bearer ${data.embedTokens[randomIndex(data.embedTokens.length)]}` },
       }),
+    }),
+  },
+  {
+    name: 'hit-child',
+    method: 'GET',
+    path: '/api/user',
+    status: 200,
+    description:
+      'get-or-create of a random existing group three levels deep (its computed fields merge three levels): `GET /api/user` `{"user_group_id":"bench-<i>","name":"Group <i>"}`',
+    make: (data) => ({
+      next: () => {
+        const i = data.groups + randomDeepNode(data.treeSize);
+        return { method: 'GET', path: '/api/user', headers: { ...auth(data), ...json }, body: JSON.stringify({ user_group_id: `bench-${i}`, name: `Group ${i}` }) };
+      },
+    }),
+  },
+  {
+    name: 'embed-child',
+    method: 'GET',
+    path: '/api/embed/context',
+    status: 200,
+    description: 'embed context of a random group three levels deep (its variables merge three levels): `GET /api/embed/context` with its user group token',
+    make: (data) => ({
+      next: () => ({
+        method: 'GET',
+        path: '/api/embed/context',
+        headers: { authorization: `Bearer ${data.childTokens[randomIndex(data.childTokens.length)]}` },
+      }),
+    }),
+  },
+  {
+    name: 'list-tag',
+    method: 'GET',
+    path: '/api/users',
+    status: 200,
+    description: 'the first page of the groups with a tag (one flat group in ten has it): `GET /api/users?limit=100&tag=tenth`',
+    make: (data) => ({ next: () => ({ method: 'GET', path: '/api/users?limit=100&tag=tenth', headers: auth(data) }) }),
+  },
+  {
+    name: 'list-children',
+    method: 'GET',
+    path: '/api/users',
+    status: 200,
+    description:
+      'the children of a random team (99 groups, three levels deep, each with its computed fields): `GET /api/users?limit=100&parent_user_group_id=bench-<team>`',
+    make: (data) => ({
+      next: () => {
+        const teams = data.treeSize / 100 - data.treeSize / 1000; // j % 100 === 0 and j % 1000 !== 0
+        const k = randomIndex(teams);
+        const j = (Math.floor(k / 9) * 1000) + ((k % 9) + 1) * 100;
+        return { method: 'GET', path: `/api/users?limit=100&parent_user_group_id=bench-${data.groups + j}`, headers: auth(data) };
+      },
     }),
   },
   {

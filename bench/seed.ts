@@ -12,6 +12,7 @@ import { generateToken, hashToken } from '../src/auth/token-format.ts';
 import type { Keyring } from '../src/crypto/keyring.ts';
 import type { NewUserGroup } from '../src/user-groups/user-groups.repository.ts';
 import { createTestDatabase, type Backend } from '../test/helpers/backends.ts';
+import { benchLayout, treeParent } from './scenarios.ts';
 
 export type { Backend };
 
@@ -38,23 +39,44 @@ export async function createBenchDatabase(adminUrl: string | undefined): Promise
 export interface SeedResult {
   apiToken: string;
   accountId: number;
-  /** Plaintext tokens of a random sample of the seeded groups. */
+  /** Plaintext tokens of a random sample of the flat groups. */
   sampleTokens: string[];
+  /** Plaintext tokens of a random sample of the groups three levels deep. */
+  childTokens: string[];
   /** team_id of the group 90 % of the way into the listing. */
   deepAfterTeamId: number;
   seconds: number;
 }
 
-export const ROWS_PER_INSERT = 500; // 11 columns: 5,500 parameters, under SQLite's 32,766 and PostgreSQL's 65,535
+export const ROWS_PER_INSERT = 500; // 14 columns: 7,000 parameters, under SQLite's 32,766 and PostgreSQL's 65,535
 export const ROWS_PER_TRANSACTION = 20_000;
 
-/** The fields of seeded group i (also what the scenarios assume: id bench-<i>, name Group <i>). */
+/** The fields of flat seeded group i (also what the scenarios assume: id bench-<i>, name Group <i>). */
 export function seededGroupFields(i: number) {
   return {
     provided_id: `bench-${i}`,
     name: `Group ${i}`,
     mapping: JSON.stringify({ '40': `${213 + (i % 7)}` }),
     properties: JSON.stringify({ region: i % 2 ? 'emea' : 'amer', plan: 'pro', seats: 1 + (i % 50) }),
+    group_tags: i % 10 === 0 ? '["tenth"]' : '[]',
+  };
+}
+
+/** The fields of tree node j, group i (benchLayout): the root holds the mapping, each level adds properties. */
+function treeGroupFields(i: number, j: number) {
+  const level = treeParent(j) === null ? 1 : j % 100 === 0 ? 2 : 3;
+  const own = [
+    { region: j % 2000 ? 'emea' : 'amer', plan: 'pro', currency: 'EUR', seats: 0 },
+    { plan: 'team', team: `t${j}` },
+    { seats: 1 + (j % 50) },
+  ][level - 1];
+  return {
+    provided_id: `bench-${i}`,
+    name: `Group ${i}`,
+    mapping: level === 1 ? JSON.stringify({ '40': `${213 + (j % 7)}` }) : null,
+    properties: JSON.stringify(own),
+    group_tags: '[]',
+    level,
   };
 }
 
@@ -77,40 +99,83 @@ export async function seedDatabase(
     );
     const account = await handle.db.selectFrom('accounts').select('id').where('slug', '=', 'bench').executeTakeFirstOrThrow();
 
-    // Which groups' plaintext tokens to keep: a uniform random sample, in random order.
-    const sample = new Set<number>();
-    const wanted = Math.min(sampleSize, groups);
-    while (sample.size < wanted) sample.add(crypto.randomInt(groups));
+    const { flat, tree } = benchLayout(groups);
+    // Which groups' plaintext tokens to keep: uniform random samples, in random order.
+    const pick = (wanted: number, from: number, keep: (j: number) => boolean) => {
+      const chosen = new Set<number>();
+      while (chosen.size < wanted) {
+        const j = crypto.randomInt(from);
+        if (keep(j)) chosen.add(j);
+      }
+      return chosen;
+    };
+    const sample = pick(Math.min(sampleSize, flat), flat, () => true);
+    const childSample = tree === 0 ? new Set<number>() : pick(Math.min(sampleSize, (tree * 891) / 1000), tree, (j) => j % 1000 >= 100 && j % 100 !== 0);
     const sampleTokens = new Map<number, string>();
-
+    const childTokens = new Map<number, string>();
     const at = new Date().toISOString();
-    for (let start = 0; start < groups; start += ROWS_PER_TRANSACTION) {
-      const end = Math.min(groups, start + ROWS_PER_TRANSACTION);
+    const scope = `${account.id}/Customer`;
+
+    const groupRow = (fields: Pick<NewUserGroup, 'provided_id' | 'name' | 'mapping' | 'properties' | 'group_tags'>, parentTeamId: number | null, token: string): NewUserGroup => ({
+      account_id: account.id,
+      environment: 'Customer',
+      ...fields,
+      is_demo_group: 0,
+      parent_team_id: parentTeamId,
+      hierarchy_level: null,
+      token_hash: hashToken(token),
+      token_ciphertext: keyring.seal(token),
+      created_at: at,
+      updated_at: at,
+    });
+    /** Inserts rows in batched statements, and the tag rows of those that have tags; returns provided_id -> team_id. */
+    const insert = async (rows: NewUserGroup[]) => {
+      const teamIds = new Map<string, number>();
+      await inTransaction(handle, async (trx) => {
+        for (let offset = 0; offset < rows.length; offset += ROWS_PER_INSERT) {
+          const inserted = await trx
+            .insertInto('user_groups')
+            .values(rows.slice(offset, offset + ROWS_PER_INSERT))
+            .returning(['team_id', 'provided_id', 'group_tags'])
+            .execute();
+          const tags = inserted.flatMap((row) => (JSON.parse(row.group_tags) as string[]).map((tag) => ({ team_id: row.team_id, scope, tag })));
+          if (tags.length > 0) await trx.insertInto('user_group_tags').values(tags).execute();
+          for (const row of inserted) teamIds.set(row.provided_id, row.team_id);
+        }
+      });
+      return teamIds;
+    };
+
+    for (let start = 0; start < flat; start += ROWS_PER_TRANSACTION) {
+      const end = Math.min(flat, start + ROWS_PER_TRANSACTION);
       const rows: NewUserGroup[] = [];
       for (let i = start; i < end; i++) {
         const token = generateToken('user_group');
         if (sample.has(i)) sampleTokens.set(i, token);
-        rows.push({
-          account_id: account.id,
-          environment: 'Customer',
-          ...seededGroupFields(i),
-          is_demo_group: 0,
-          parent_team_id: null,
-          hierarchy_level: null,
-          group_tags: '[]',
-          token_hash: hashToken(token),
-          token_ciphertext: keyring.seal(token),
-          created_at: at,
-          updated_at: at,
-        });
+        rows.push(groupRow(seededGroupFields(i), null, token));
       }
-      await inTransaction(handle, async (trx) => {
-        for (let offset = 0; offset < rows.length; offset += ROWS_PER_INSERT) {
-          await trx.insertInto('user_groups').values(rows.slice(offset, offset + ROWS_PER_INSERT)).execute();
-        }
-      });
+      await insert(rows);
       onProgress(end);
     }
+
+    // The trees, a level at a time: each level's parents have their team_ids by then.
+    const treeTeamIds = new Map<string, number>();
+    for (const level of [1, 2, 3]) {
+      const rows: NewUserGroup[] = [];
+      for (let j = 0; j < tree; j++) {
+        const i = flat + j;
+        const { level: nodeLevel, ...fields } = treeGroupFields(i, j);
+        if (nodeLevel !== level) continue;
+        const token = generateToken('user_group');
+        if (childSample.has(j)) childTokens.set(j, token);
+        const parent = treeParent(j);
+        rows.push(groupRow(fields, parent === null ? null : treeTeamIds.get(`bench-${flat + parent}`)!, token));
+      }
+      for (let offset = 0; offset < rows.length; offset += ROWS_PER_TRANSACTION) {
+        for (const [id, teamId] of await insert(rows.slice(offset, offset + ROWS_PER_TRANSACTION))) treeTeamIds.set(id, teamId);
+      }
+    }
+    if (tree > 0) onProgress(groups);
 
     const deep = await handle.db
       .selectFrom('user_groups')
@@ -119,7 +184,7 @@ export async function seedDatabase(
       .where('environment', '=', 'Customer')
       .orderBy('team_id')
       .limit(1)
-      .offset(Math.floor(groups * 0.9))
+      .offset(Math.floor(flat * 0.9))
       .executeTakeFirstOrThrow();
 
     // The table as the API leaves it: no ANALYZE, the state of a new deployment or of a
@@ -131,6 +196,7 @@ export async function seedDatabase(
       apiToken: issued.token,
       accountId: account.id,
       sampleTokens: [...sample].map((i) => sampleTokens.get(i)!),
+      childTokens: [...childSample].map((j) => childTokens.get(j)!),
       deepAfterTeamId: deep.team_id,
       seconds: (performance.now() - started) / 1000,
     };

@@ -162,6 +162,21 @@ for (const backend of BACKENDS) {
       assert.deepEqual(all, ids);
     });
 
+    it('hierarchy: parent, level and tags on create; filters on list; rename and cascade delete, all typed', async () => {
+      const company = await client.getOrCreateUserGroup({ user_group_id: `co-${run}`, properties: { region: 'emea' }, group_tags: ['vip'] });
+      const user = await client.getOrCreateUserGroup({ user_group_id: `user-${run}`, parent_user_group_id: `co-${run}`, hierarchy_level: 'User' });
+      assert.equal(user.user_group.parent_user_group_id, company.user_group.provided_id);
+      assert.deepEqual(user.user_group.computed_properties, { region: 'emea' });
+      const children = await client.listUserGroups({ parent_user_group_id: `co-${run}`, hierarchy_level: 'User' });
+      assert.deepEqual(children.user_groups.map((g) => g.provided_id), [`user-${run}`]);
+      assert.deepEqual((await client.listUserGroups({ tag: 'vip', q: `co-${run}` })).user_groups.map((g) => g.provided_id), [`co-${run}`]);
+      const renamed = await client.updateUserGroup({ user_group_id: `user-${run}`, new_user_group_id: `user-${run}-2`, group_tags: ['b', 'a'] });
+      assert.deepEqual(renamed.user_group.group_tags, ['a', 'b']);
+      await failure(client.deleteUserGroup({ user_group_id: `co-${run}` }), 'user_group_has_children', 409);
+      const deleted = await client.deleteUserGroup({ user_group_id: `co-${run}`, cascade: true });
+      assert.equal(deleted.deleted_count, 2);
+    });
+
     it('userGroupHistory lists the changes newest first', async () => {
       const { user_group } = await client.createUserGroup({ user_group_id: `h-${run}` });
       await client.updateUserGroup({ user_group_id: `h-${run}`, name: 'H2' });

@@ -313,13 +313,21 @@ forEachBackend('hierarchy depth setting', (backend) => {
   const t = useTestApp(backend, { config: { maxHierarchyDepth: 5 } });
 
 
-  it('UGS_MAX_HIERARCHY_DEPTH: a deeper limit allows that many levels and refuses one more', async () => {
+  it('UGS_MAX_HIERARCHY_DEPTH: a deeper limit allows that many levels, merges all of them, and refuses one more', async () => {
     let parent: string | null = null;
+    let token = '';
     for (let level = 1; level <= 5; level++) {
-      const res = await t.request('POST', '/api/user', { token: t.token, body: { user_group_id: `deep-${level}`, parent_user_group_id: parent } });
+      const body = { user_group_id: `deep-${level}`, parent_user_group_id: parent, properties: { [`l${level}`]: level, nearest: level } };
+      const res = await t.request('POST', '/api/user', { token: t.token, body });
       assert.equal(res.status, 201, res.text);
       parent = `deep-${level}`;
+      token = res.body.user_group.token;
     }
+    const merged = { l1: 1, l2: 2, l3: 3, l4: 4, l5: 5, nearest: 5 };
+    const read = await t.request('GET', '/api/user', { token: t.token, body: { user_group_id: 'deep-5' } });
+    assert.deepEqual(read.body.user_group.computed_properties, merged, 'all five levels, past the three the hot read joins');
+    const ctx = await t.request('GET', '/api/embed/context', { headers: { authorization: `Bearer ${token}` } });
+    assert.deepEqual(ctx.body.variables, { user_group_id: 'deep-5', user_group_name: 'deep-5', ...merged });
     const res = await t.request('POST', '/api/user', { token: t.token, body: { user_group_id: 'deep-6', parent_user_group_id: parent } });
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'hierarchy_too_deep');

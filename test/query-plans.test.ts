@@ -48,7 +48,7 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[
   { statement: /from "audit_log" where "account_id" = /, postgres: 'audit_log_subject', sqlite: 'USING INDEX audit_log_subject' },
   { statement: /from "audit_log" where "subject_type" = /, postgres: 'audit_log_team', sqlite: 'USING INDEX audit_log_team' },
 ];
-const SCANNED_TABLE = /Seq Scan on (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log)\b/;
+const SCANNED_TABLE = /Seq Scan on (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log|p1|p2)\b/;
 /** A range of every team_id above a cursor, read as an index condition: as costly as a scan. */
 const TEAM_ID_RANGE = /user_groups_pkey[^\n]*\n\s*Index Cond: \(team_id > |USING INTEGER PRIMARY KEY \(rowid>\?\)/;
 

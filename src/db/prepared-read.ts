@@ -70,13 +70,13 @@ function bind<R>({ compiled, slots }: Template<R>, args: readonly unknown[]): Co
  * prepared statement over `select *` breaks on PostgreSQL when a migration adds a column while
  * instances are running.
  *
- * `batched` (PostgreSQL) is the same lookup for many calls at once: it receives the database and one array per
+ * `batched` (PostgreSQL) is the same lookup for many calls at once: it receives one array per
  * argument and must return, with each row, `batch_index`, the 1-based position of the call in
  * those arrays (`unnest(...) with ordinality`). Without it, PostgreSQL runs each call alone.
  */
 export function preparedRead<A extends unknown[], R>(
   build: (db: Kysely<Database>, ...args: A) => Compilable<R>,
-  options: { batched?: (db: Kysely<Database>, ...columns: Columns<A>) => RawBuilder<BatchedRow<R>> } = {},
+  options: { batched?: (...columns: Columns<A>) => RawBuilder<BatchedRow<R>> } = {},
 ): PreparedRead<A, R> {
   const compiledFor = new WeakMap<Kysely<Database>, { single: Template<R>; batch?: BatchedStatement<R> }>();
   const compile = (db: Kysely<Database>, arity: number) => {
@@ -84,7 +84,7 @@ export function preparedRead<A extends unknown[], R>(
     const batchedBuild = options.batched;
     if (!batchedBuild) return { single };
     const batchedTemplate = template((...p) => {
-      const raw = batchedBuild(db, ...(p as Columns<A>));
+      const raw = batchedBuild(...(p as Columns<A>));
       return { compile: () => raw.compile(db) };
     }, arity);
     // Argument i of the batched statement is the column of every call's argument i.

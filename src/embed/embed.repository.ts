@@ -1,12 +1,12 @@
-// The embed side's reads. Each resolves a token with one indexed lookup, reads the group's
-// ancestors in the same statement (its variables are its computed properties), and selects
-// only what a dashboard may see (never the token ciphertext).
+// The embed side's reads. Each resolves a token with one indexed lookup, with what the
+// group's ancestors give it in the same statement (its variables are its computed
+// properties), and selects only what a dashboard may see (never the token ciphertext).
 import { sql } from 'kysely';
-import { preparedRead } from '../db/prepared-read.ts';
+import { preparedRead, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { UserGroupRow } from '../db/schema.ts';
-import { batchedChainStatement, chainStatement } from '../user-groups/user-groups.repository.ts';
-import { resolveChain, type ResolvedGroup } from '../user-groups/group-chain.ts';
+import { batchedWithAncestry, chainStatement, withAncestry } from '../user-groups/user-groups.repository.ts';
+import { resolveAncestry, resolveChain, type Ancestry, type ResolvedGroup } from '../user-groups/group-chain.ts';
 
 /** What the embed side reads of a group: never its token hash or ciphertext. */
 const EMBED_FIELDS = [
@@ -25,40 +25,24 @@ const EMBED_FIELDS = [
 export type EmbedGroupRow = Pick<UserGroupRow, (typeof EMBED_FIELDS)[number]>;
 export type EmbedGroup = ResolvedGroup<EmbedGroupRow>;
 
-const columnList = sql.join(EMBED_FIELDS.map((field) => sql.ref(field)));
-
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */
 const selectByCurrentTokenHash = preparedRead(
   (db, tokenHash: string) => {
-    const raw = chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, sql`user_groups.token_hash = ${tokenHash}`);
+    const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.token_hash = ${tokenHash}`);
     return { compile: () => raw.compile(db) };
   },
   {
-    // PostgreSQL: a batch of lookups in one statement, each one probe of the token hash's
-    // unique index (a lateral subquery, never a join the planner could make a hash join).
-    batched: (db, tokenHashes) =>
-      batchedChainStatement<EmbedGroupRow>(
-        db,
+    batched: (tokenHashes) =>
+      batchedWithAncestry<EmbedGroupRow>(
         EMBED_FIELDS,
-        sql`select k.batch_index, g.*
-          from unnest(${tokenHashes}::text[]) with ordinality as k(token_hash, batch_index)
-          cross join lateral (select ${columnList} from user_groups where user_groups.token_hash = k.token_hash limit 1) g`,
+        sql`unnest(${tokenHashes}::text[]) with ordinality as k(token_hash, batch_index)`,
+        sql`user_groups.token_hash = k.token_hash`,
       ),
   },
 );
 
-async function first(chain: Promise<EmbedGroupRow[]>): Promise<EmbedGroup | undefined> {
-  const rows = await chain;
-  return rows.length === 0 ? undefined : resolveChain(rows);
-}
-
-export function findGroupByCurrentTokenHash(reads: HotReads, tokenHash: string): Promise<EmbedGroup | undefined> {
-  return first(reads.all(selectByCurrentTokenHash, tokenHash));
-}
-
 const selectByRetiredTokenHash = preparedRead((db, tokenHash: string, now: string) => {
-  const raw = chainStatement<EmbedGroupRow>(
-    db,
+  const raw = withAncestry<EmbedGroupRow>(
     EMBED_FIELDS,
     // ISO-8601 UTC strings of one fixed width compare as the instants they name.
     sql`user_groups.team_id = (select retired_tokens.team_id from retired_tokens
@@ -67,17 +51,37 @@ const selectByRetiredTokenHash = preparedRead((db, tokenHash: string, now: strin
   return { compile: () => raw.compile(db) };
 });
 
-/** The group of a token retired by a rotation whose grace period has not ended (primary key of retired_tokens). */
-export function findGroupByRetiredTokenHash(reads: HotReads, tokenHash: string, now: string): Promise<EmbedGroup | undefined> {
-  return first(reads.all(selectByRetiredTokenHash, tokenHash, now));
-}
-
 const selectByTeamId = preparedRead((db, teamId: number) => {
+  const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`);
+  return { compile: () => raw.compile(db) };
+});
+
+/** A hierarchy deeper than the ancestry reaches: the whole chain (UGS_MAX_HIERARCHY_DEPTH above 3). */
+const selectChainByTeamId = preparedRead((db, teamId: number) => {
   const raw = chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`);
   return { compile: () => raw.compile(db) };
 });
 
+async function resolved<A extends unknown[]>(
+  reads: HotReads,
+  read: PreparedRead<A, EmbedGroupRow & Ancestry>,
+  ...args: A
+): Promise<EmbedGroup | undefined> {
+  const row = await reads.first(read, ...args);
+  if (!row) return undefined;
+  return resolveAncestry(row) ?? resolveChain(await reads.all(selectChainByTeamId, row.team_id));
+}
+
+export function findGroupByCurrentTokenHash(reads: HotReads, tokenHash: string): Promise<EmbedGroup | undefined> {
+  return resolved(reads, selectByCurrentTokenHash, tokenHash);
+}
+
+/** The group of a token retired by a rotation whose grace period has not ended (primary key of retired_tokens). */
+export function findGroupByRetiredTokenHash(reads: HotReads, tokenHash: string, now: string): Promise<EmbedGroup | undefined> {
+  return resolved(reads, selectByRetiredTokenHash, tokenHash, now);
+}
+
 /** The group an embed token names (primary key). */
 export function findGroupByTeamId(reads: HotReads, teamId: number): Promise<EmbedGroup | undefined> {
-  return first(reads.all(selectByTeamId, teamId));
+  return resolved(reads, selectByTeamId, teamId);
 }

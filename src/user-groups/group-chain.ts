@@ -17,6 +17,29 @@ export interface ResolvedGroup<R extends ChainRow = UserGroupRow> {
   computedProperties: string | null;
 }
 
+/** What a hot read joins to a group's row from its parent and grandparent (user-groups.repository.ts, withAncestry). */
+export interface Ancestry {
+  parent_provided_id: string | null;
+  parent_mapping: string | null;
+  parent_properties: string | null;
+  grandparent_mapping: string | null;
+  grandparent_properties: string | null;
+  /** The grandparent's parent: set only in a hierarchy deeper than three levels. */
+  beyond_team_id: number | null;
+}
+
+/** A group from its row and its ancestry; undefined when the hierarchy goes deeper than the ancestry reaches (read the chain). */
+export function resolveAncestry<R extends ChainRow>(row: R & Ancestry): ResolvedGroup<R> | undefined {
+  if (row.parent_team_id === null) return { row, parentId: null, computedMapping: row.mapping, computedProperties: row.properties };
+  if (row.beyond_team_id !== null) return undefined;
+  return {
+    row,
+    parentId: row.parent_provided_id,
+    computedMapping: mergeNearestFirst([row.mapping, row.parent_mapping, row.grandparent_mapping]),
+    computedProperties: mergeNearestFirst([row.properties, row.parent_properties, row.grandparent_properties]),
+  };
+}
+
 /** A group from its chain: the group first, then its parent, grandparent and so on. */
 export function resolveChain<R extends ChainRow>(chain: readonly R[]): ResolvedGroup<R> {
   const [row] = chain;

@@ -69,7 +69,7 @@ interface RequestSpec {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const RETRY_STATUSES = new Set([429, 503]);
-const QUERY_FIELDS = new Set(['user_group_id', 'name', 'api_environment_tag', 'is_demo_group']);
+const QUERY_FIELDS = new Set(['user_group_id', 'name', 'api_environment_tag', 'is_demo_group', 'parent_user_group_id', 'hierarchy_level']);
 
 export class UserGroupServiceClient {
   readonly #baseUrl: string;
@@ -96,15 +96,16 @@ export class UserGroupServiceClient {
 
   /**
    * Returns the user group, creating it if missing (`new_user_group` says which). Sent as
-   * `GET /api/user?…` when only query-string fields are given; with `mapping` or
-   * `properties` as `POST /api/user` with `X-HTTP-Method-Override: GET`, since fetch
+   * `GET /api/user?…` when only query-string fields are given; with `mapping`,
+   * `properties` or `group_tags` as `POST /api/user` with `X-HTTP-Method-Override: GET`, since fetch
    * cannot send a body with GET. Either way the call is idempotent.
    */
   getOrCreateUserGroup(params: GetOrCreateUserGroupParams, options?: CallOptions): Promise<GetOrCreateUserGroupResponse> {
-    const fitsQuery = Object.keys(params).every((field) => QUERY_FIELDS.has(field));
+    // A null parent or level means "none", which a query string cannot say: those go in a body.
+    const fitsQuery = Object.entries(params).every(([field, value]) => QUERY_FIELDS.has(field) && value !== null);
     if (fitsQuery) {
-      const { user_group_id, name, api_environment_tag, is_demo_group } = params;
-      const query = { user_group_id, name, api_environment_tag, is_demo_group };
+      const { user_group_id, name, api_environment_tag, is_demo_group, parent_user_group_id, hierarchy_level } = params;
+      const query = { user_group_id, name, api_environment_tag, is_demo_group, parent_user_group_id: parent_user_group_id ?? undefined, hierarchy_level: hierarchy_level ?? undefined };
       return this.#call({ method: 'GET', path: '/api/user', query, auth: 'api', retry: 'idempotent' }, options);
     }
     return this.#call(
@@ -113,7 +114,11 @@ export class UserGroupServiceClient {
     );
   }
 
-  /** Replaces the given fields (`null` clears mapping or properties); never creates: `user_group_not_found` (404). */
+  /**
+   * Replaces the given fields (`null` clears mapping, properties, the parent or the level;
+   * `group_tags` replaces the set); `new_user_group_id` renames. Never creates:
+   * `user_group_not_found` (404).
+   */
   updateUserGroup(params: UpdateUserGroupParams, options?: CallOptions): Promise<UserGroupResponse> {
     return this.#call({ method: 'PUT', path: '/api/user', body: params, auth: 'api', retry: 'idempotent' }, options);
   }
@@ -124,7 +129,9 @@ export class UserGroupServiceClient {
   }
 
   /**
-   * Deletes a user group and answers it without its token. Retried when no response came,
+   * Deletes a user group and answers it without its token; with `cascade: true` its whole
+   * subtree (`deleted_count` says how many), else a group with children is
+   * `user_group_has_children` (409). Retried when no response came,
    * so a retry after a lost response can report `user_group_not_found` for a group this
    * very call deleted.
    */
