@@ -55,30 +55,50 @@ export function resolveChain<R extends ChainRow>(chain: readonly R[]): ResolvedG
   };
 }
 
+/** A computed field as text, and the object it parses to once something merges over it. */
+interface Computed {
+  text: string | null;
+  object?: Record<string, unknown>;
+}
+
+/** `own` (stored JSON text) merged over `base`, key by key: base untouched when there is nothing of its own. */
+function over(base: Computed, own: string | null): Computed {
+  if (own === null) return base;
+  if (base.text === null) return { text: own };
+  base.object ??= JSON.parse(base.text) as Record<string, unknown>;
+  // Spread defines each key as data (a key such as __proto__ stays data, never a setter).
+  const object: Record<string, unknown> = { ...base.object, ...JSON.parse(own) };
+  return { text: JSON.stringify(object), object };
+}
+
 /**
- * Resolves each of `rows` from the ancestors read for the page (team_id to row). A chain
- * stops where an ancestor is missing, which only a concurrent delete of a whole subtree can
- * cause between the two reads; the rows are then about to vanish anyway.
+ * Resolves each of `rows` from the ancestors read for the page (team_id to row). Each
+ * ancestor's computed values are merged once and shared by all its descendants on the page
+ * (a page of one parent's children merges the parent's chain once). A chain stops where an
+ * ancestor is missing, which only a concurrent delete of a whole subtree can cause between
+ * the two reads; the rows are then about to vanish anyway.
  */
-export function resolveEach<R extends ChainRow>(rows: readonly R[], ancestors: ReadonlyMap<number, R>): ResolvedGroup<R>[] {
+export function resolveEach<R extends ChainRow>(rows: readonly R[], ancestors: ReadonlyMap<number, ChainRow>): ResolvedGroup<R>[] {
+  const computed = new Map<number, { mapping: Computed; properties: Computed }>();
+  const computedOf = (row: ChainRow, depth: number): { mapping: Computed; properties: Computed } => {
+    const known = computed.get(Number(row.team_id));
+    if (known) return known;
+    const parent = row.parent_team_id === null || depth > 16 ? undefined : ancestors.get(Number(row.parent_team_id));
+    const base = parent ? computedOf(parent, depth + 1) : { mapping: { text: null }, properties: { text: null } };
+    const own = { mapping: over(base.mapping, row.mapping), properties: over(base.properties, row.properties) };
+    computed.set(Number(row.team_id), own);
+    return own;
+  };
   return rows.map((row) => {
-    const chain = [row];
-    for (let next = row.parent_team_id; next !== null; ) {
-      const ancestor = ancestors.get(Number(next));
-      if (!ancestor || chain.length > 10) break;
-      chain.push(ancestor);
-      next = ancestor.parent_team_id;
-    }
-    return resolveChain(chain);
+    const { mapping, properties } = computedOf(row, 0);
+    const parent = row.parent_team_id === null ? undefined : ancestors.get(Number(row.parent_team_id));
+    return { row, parentId: parent?.provided_id ?? null, computedMapping: mapping.text, computedProperties: properties.text };
   });
 }
 
 /** Top-level keys of JSON objects (as text), nearest first: the nearest value of a key wins. Null when all are null. */
 function mergeNearestFirst(texts: readonly (string | null)[]): string | null {
-  const present = texts.filter((text): text is string => text !== null);
-  if (present.length <= 1) return present[0] ?? null;
-  // No prototype: a key such as __proto__ is data here, never a setter.
-  const merged: Record<string, unknown> = Object.create(null);
-  for (let i = present.length - 1; i >= 0; i--) Object.assign(merged, JSON.parse(present[i]));
-  return JSON.stringify(merged);
+  let merged: Computed = { text: null };
+  for (let i = texts.length - 1; i >= 0; i--) merged = over(merged, texts[i]);
+  return merged.text;
 }

@@ -27,13 +27,15 @@ const getOrCreateDescription = [
   'Identify the group by query string (`?user_group_id=…&name=…&api_environment_tag=…`), by JSON body,',
   'or send `POST /api/user` with header `X-HTTP-Method-Override: GET` and a JSON body. Body and query together: `400 ambiguous_request`.',
   'Exists: `200`, `new_user_group: false`, nothing modified even if the name or properties differ.',
-  'Missing: created from the given fields, `201`, `new_user_group: true` (needs the write scope: `403 insufficient_scope` otherwise).',
+  'Missing: created from the given fields, `201`, `new_user_group: true` (needs the write scope: `403 insufficient_scope` otherwise;',
+  'an unknown `parent_user_group_id` is `400 parent_not_found`, a too deep one `400 hierarchy_too_deep`).',
+  'Answers carry `computed_properties` and `computed_mapping`: the group\'s own values over its ancestors\'.',
 ].join(' ');
 
 const getOrCreateResponses = {
   200: { ...GetOrCreateResponse, 'x-response-description': 'The group exists: nothing was changed.' },
   201: { ...GetOrCreateResponse, 'x-response-description': 'The group was created from the given fields.' },
-  ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request'),
+  ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'parent_not_found', 'hierarchy_too_deep'),
 };
 
 const getOrCreate = {
@@ -58,6 +60,7 @@ export const createOrRotateOperation = {
   summary: 'Create a user group, or rotate its token',
   description: [
     'Without `current_token`: creates the group (`user_group_id` required); `201`, or `409 user_group_exists` with nothing changed.',
+    'A parent must exist in the same account and environment (`400 parent_not_found`) and the hierarchy stay within its depth (`400 hierarchy_too_deep`).',
     'With `current_token`: rotates that token (send nothing but `current_token` and optionally `grace_period_seconds`, else `400 ambiguous_request`);',
     '`200` with the new token, or `404 token_not_found` if the token is unknown, of another account, or no longer current.',
     'During the grace period the old token still works on the embed side only; a rotation without grace ends every earlier token at once.',
@@ -67,7 +70,7 @@ export const createOrRotateOperation = {
   response: {
     200: { ...UserGroupResponse, 'x-response-description': 'The token was rotated (or, with X-HTTP-Method-Override: GET, the group exists).' },
     201: { ...UserGroupResponse, 'x-response-description': 'The group was created.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_exists', 'token_not_found'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_exists', 'token_not_found', 'parent_not_found', 'hierarchy_too_deep'),
   },
 };
 
@@ -76,10 +79,13 @@ export const updateOperation = {
   operationId: 'updateUserGroup',
   summary: 'Update a user group',
   description:
-    'Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `name`, `mapping`, `properties`, `is_demo_group`: given fields replace the stored ones (`null` clears mapping or properties), absent fields stay. Never creates: `404 user_group_not_found`.',
+    'Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `name`, `mapping`, `properties`, `is_demo_group`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `new_user_group_id`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
   security,
   body: PutUserBody,
-  response: { 200: { ...UserGroupResponse, 'x-response-description': 'The group, updated.' }, ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found') },
+  response: {
+    200: { ...UserGroupResponse, 'x-response-description': 'The group, updated.' },
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found', 'user_group_exists', 'parent_not_found', 'hierarchy_too_deep', 'hierarchy_cycle'),
+  },
 };
 
 export const deleteOperation = {
@@ -87,13 +93,13 @@ export const deleteOperation = {
   operationId: 'deleteUserGroup',
   summary: 'Delete a user group',
   description:
-    'Identified by JSON body or query string (`user_group_id`, `api_environment_tag`). Its tokens stop working at once. Answers the deleted group without its token. Creating the same id later gives a new team_id and token.',
+    'Identified by JSON body or query string (`user_group_id`, `api_environment_tag`). Its tokens stop working at once. Answers the deleted group without its token, and `deleted_count`. A group with children is `409 user_group_has_children` unless `cascade=true`, which deletes the whole subtree in one transaction. Creating the same id later gives a new team_id and token.',
   security,
   body: UserGroupKey,
   querystring: UserGroupKeyQuery,
   response: {
     200: { ...DeletedResponse, 'x-response-description': 'The group was deleted; it is answered without its token.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_not_found'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_not_found', 'user_group_has_children'),
   },
 };
 
@@ -102,7 +108,7 @@ export const listOperation = {
   operationId: 'listUserGroups',
   summary: 'List user groups',
   description:
-    'One environment at a time, in creation order (keyset pagination on team_id: stable under concurrent inserts, the same cost at any depth). Tokens are not included: fetch a group to get its token. `q` keeps the groups whose user_group_id or name starts with it.',
+    'One environment at a time, in creation order (keyset pagination on team_id: stable under concurrent inserts, the same cost at any depth). Tokens are not included: fetch a group to get its token. `q` keeps the groups whose user_group_id or name starts with it; `parent_user_group_id` the children of that group, `tag` the groups with that tag, `hierarchy_level` those of that level. Filters combine, with each other and with the cursor.',
   security,
   querystring: ListQuery,
   response: { 200: { ...ListResponse, 'x-response-description': 'One page of groups, without tokens.' }, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
@@ -112,7 +118,8 @@ export const historyOperation = {
   tags,
   operationId: 'getUserGroupHistory',
   summary: 'The change history of a user group, newest first',
-  description: 'Every create, update (with the changed fields), rotate and delete of groups with this user_group_id. Never holds a token.',
+  description:
+    'Every create, update (with the changed fields and, for renames, parent and tag changes, their old and new values), rotate and delete of the group with this user_group_id, from before any rename; for a deleted group, of the groups that last had this id. Never holds a token.',
   security,
   querystring: HistoryQuery,
   response: { 200: { ...HistoryResponse, 'x-response-description': 'The entries, newest first.' }, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },

@@ -146,17 +146,25 @@ export async function findResolvedUserGroup(db: Kysely<Database>, teamId: number
   return chain.length === 0 ? undefined : resolveChain(chain);
 }
 
-/** The groups of a page, resolved: their ancestors are read in one statement (none when the page is flat). */
-export async function resolvePage<R extends ChainRow>(db: Kysely<Database>, rows: R[], columns: readonly string[]): Promise<ResolvedGroup<R>[]> {
-  const onPage = new Set(rows.map((row) => Number(row.team_id)));
-  const parents = [...new Set(rows.map((row) => row.parent_team_id).filter((id): id is number => id !== null))].map(Number);
-  if (parents.length === 0) return resolveEach(rows, new Map());
-  const missing = parents.filter((id) => !onPage.has(id));
-  const ancestors = new Map<number, R>(rows.map((row) => [Number(row.team_id), row]));
-  if (missing.length > 0) {
-    const { rows: found } = await chainStatement<R>(db, columns, sql`user_groups.team_id in (${sql.join(missing)})`).execute(db);
-    for (const row of found) ancestors.set(Number(row.team_id), row);
-  }
+/** What resolving a page needs of each ancestor (group-chain.ts). */
+const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'properties'] as const satisfies readonly (keyof ChainRow)[];
+
+/**
+ * The chain above a page's group (from its parent up), prepared once: a statement Kysely
+ * prepared anew for each page cost more than the page's own query (SQLite: ~200 µs against
+ * 9 µs for the same statement prepared once).
+ */
+const selectAncestors = preparedRead((db, teamId: number) => {
+  const raw = chainStatement<ChainRow>(db, CHAIN_COLUMNS, sql`user_groups.team_id = ${teamId}`);
+  return { compile: () => raw.compile(db) };
+});
+
+/** The groups of a page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
+export async function resolvePage<R extends ChainRow>(reads: HotReads, rows: R[]): Promise<ResolvedGroup<R>[]> {
+  const ancestors = new Map<number, ChainRow>(rows.map((row) => [Number(row.team_id), row]));
+  const missing = [...new Set(rows.map((row) => row.parent_team_id))].filter((id): id is number => id !== null && !ancestors.has(Number(id)));
+  const chains = await Promise.all(missing.map((teamId) => reads.all(selectAncestors, Number(teamId))));
+  for (const row of chains.flat()) ancestors.set(Number(row.team_id), row);
   return resolveEach(rows, ancestors);
 }
 

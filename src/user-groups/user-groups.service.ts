@@ -258,7 +258,7 @@ export async function rotateUserGroupToken(
 }
 
 /**
- * Deletes a group; with `cascade`, its whole subtree in one statement, one history entry per
+ * Deletes a group; with `cascade`, its whole subtree in one transaction, one history entry per
  * deleted group. Without it, a group that has children stays (409): deleting it would orphan
  * them, and the foreign key would refuse anyway. Answers with the group as it was and how
  * many groups went.
@@ -329,7 +329,7 @@ export async function listUserGroupsPage(
   const page = rows.slice(0, limit);
   const more = rows.length > limit;
   return {
-    groups: await resolvePage(deps.database.db, page, USER_GROUP_COLUMNS),
+    groups: await resolvePage(deps.database.reads, page),
     nextCursor: more ? encodeCursor(page[page.length - 1].team_id) : null,
   };
 }

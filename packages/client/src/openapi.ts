@@ -51,22 +51,22 @@ export interface paths {
         };
         /**
          * Get a user group, creating it if it does not exist
-         * @description Identify the group by query string (`?user_group_id=…&name=…&api_environment_tag=…`), by JSON body, or send `POST /api/user` with header `X-HTTP-Method-Override: GET` and a JSON body. Body and query together: `400 ambiguous_request`. Exists: `200`, `new_user_group: false`, nothing modified even if the name or properties differ. Missing: created from the given fields, `201`, `new_user_group: true` (needs the write scope: `403 insufficient_scope` otherwise).
+         * @description Identify the group by query string (`?user_group_id=…&name=…&api_environment_tag=…`), by JSON body, or send `POST /api/user` with header `X-HTTP-Method-Override: GET` and a JSON body. Body and query together: `400 ambiguous_request`. Exists: `200`, `new_user_group: false`, nothing modified even if the name or properties differ. Missing: created from the given fields, `201`, `new_user_group: true` (needs the write scope: `403 insufficient_scope` otherwise; an unknown `parent_user_group_id` is `400 parent_not_found`, a too deep one `400 hierarchy_too_deep`). Answers carry `computed_properties` and `computed_mapping`: the group's own values over its ancestors'.
          */
         get: operations["getOrCreateUserGroup"];
         /**
          * Update a user group
-         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `name`, `mapping`, `properties`, `is_demo_group`: given fields replace the stored ones (`null` clears mapping or properties), absent fields stay. Never creates: `404 user_group_not_found`.
+         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `name`, `mapping`, `properties`, `is_demo_group`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `new_user_group_id`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
          */
         put: operations["updateUserGroup"];
         /**
          * Create a user group, or rotate its token
-         * @description Without `current_token`: creates the group (`user_group_id` required); `201`, or `409 user_group_exists` with nothing changed. With `current_token`: rotates that token (send nothing but `current_token` and optionally `grace_period_seconds`, else `400 ambiguous_request`); `200` with the new token, or `404 token_not_found` if the token is unknown, of another account, or no longer current. During the grace period the old token still works on the embed side only; a rotation without grace ends every earlier token at once.
+         * @description Without `current_token`: creates the group (`user_group_id` required); `201`, or `409 user_group_exists` with nothing changed. A parent must exist in the same account and environment (`400 parent_not_found`) and the hierarchy stay within its depth (`400 hierarchy_too_deep`). With `current_token`: rotates that token (send nothing but `current_token` and optionally `grace_period_seconds`, else `400 ambiguous_request`); `200` with the new token, or `404 token_not_found` if the token is unknown, of another account, or no longer current. During the grace period the old token still works on the embed side only; a rotation without grace ends every earlier token at once.
          */
         post: operations["createOrRotateUserGroup"];
         /**
          * Delete a user group
-         * @description Identified by JSON body or query string (`user_group_id`, `api_environment_tag`). Its tokens stop working at once. Answers the deleted group without its token. Creating the same id later gives a new team_id and token.
+         * @description Identified by JSON body or query string (`user_group_id`, `api_environment_tag`). Its tokens stop working at once. Answers the deleted group without its token, and `deleted_count`. A group with children is `409 user_group_has_children` unless `cascade=true`, which deletes the whole subtree in one transaction. Creating the same id later gives a new team_id and token.
          */
         delete: operations["deleteUserGroup"];
         options?: never;
@@ -83,7 +83,7 @@ export interface paths {
         };
         /**
          * The change history of a user group, newest first
-         * @description Every create, update (with the changed fields), rotate and delete of groups with this user_group_id. Never holds a token.
+         * @description Every create, update (with the changed fields and, for renames, parent and tag changes, their old and new values), rotate and delete of the group with this user_group_id, from before any rename; for a deleted group, of the groups that last had this id. Never holds a token.
          */
         get: operations["getUserGroupHistory"];
         put?: never;
@@ -103,7 +103,7 @@ export interface paths {
         };
         /**
          * List user groups
-         * @description One environment at a time, in creation order (keyset pagination on team_id: stable under concurrent inserts, the same cost at any depth). Tokens are not included: fetch a group to get its token. `q` keeps the groups whose user_group_id or name starts with it.
+         * @description One environment at a time, in creation order (keyset pagination on team_id: stable under concurrent inserts, the same cost at any depth). Tokens are not included: fetch a group to get its token. `q` keeps the groups whose user_group_id or name starts with it; `parent_user_group_id` the children of that group, `tag` the groups with that tag, `hierarchy_level` those of that level. Filters combine, with each other and with the cursor.
          */
         get: operations["listUserGroups"];
         put?: never;
@@ -933,7 +933,7 @@ export interface operations {
                     "application/json": components["schemas"]["GetOrCreateResponse"];
                 };
             };
-            /** @description Error: invalid_json, validation_failed, ambiguous_request */
+            /** @description Error: invalid_json, validation_failed, ambiguous_request, parent_not_found, hierarchy_too_deep */
             400: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1069,7 +1069,7 @@ export interface operations {
                     "application/json": components["schemas"]["UserGroupResponse"];
                 };
             };
-            /** @description Error: invalid_json, validation_failed */
+            /** @description Error: invalid_json, validation_failed, parent_not_found, hierarchy_too_deep */
             400: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1118,6 +1118,18 @@ export interface operations {
             };
             /** @description Error: request_timeout */
             408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: user_group_exists, hierarchy_cycle */
+            409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -1232,7 +1244,7 @@ export interface operations {
                     "application/json": components["schemas"]["UserGroupResponse"] | components["schemas"]["GetOrCreateResponse"];
                 };
             };
-            /** @description Error: invalid_json, validation_failed, ambiguous_request */
+            /** @description Error: invalid_json, validation_failed, ambiguous_request, parent_not_found, hierarchy_too_deep */
             400: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1452,6 +1464,18 @@ export interface operations {
             };
             /** @description Error: request_timeout */
             408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: user_group_has_children */
+            409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
