@@ -4,6 +4,7 @@
 // (user-groups.repository.ts), so a parent's change shows in its children at once, on every
 // instance: nothing is cached or copied into the children.
 import type { UserGroupRow } from '../db/schema.ts';
+import { BoundedMap } from '../bounded-map.ts';
 
 /** What merging needs of each row of a chain. */
 export type ChainRow = Pick<UserGroupRow, 'team_id' | 'provided_id' | 'parent_team_id' | 'mapping' | 'properties'>;
@@ -96,9 +97,27 @@ export function resolveEach<R extends ChainRow>(rows: readonly R[], ancestors: R
   });
 }
 
+/**
+ * Merges remembered by their inputs: the stored texts of a chain decide its computed text, so
+ * an entry can never be stale (a changed parent is another key). Page views ask for the same
+ * groups over and over, and the merge (a parse per level and a stringify per level) is the
+ * largest cost a child adds to the embed context. Bounded twice: in entries, and by leaving
+ * out chains whose texts are long (at most ~30 MB in all, ~3 MB with typical properties).
+ */
+const MERGED = new BoundedMap<string, string | null>(10_000);
+const MERGED_KEY_MAX_LENGTH = 2048;
+
 /** Top-level keys of JSON objects (as text), nearest first: the nearest value of a key wins. Null when all are null. */
 function mergeNearestFirst(texts: readonly (string | null)[]): string | null {
+  let present = 0;
+  for (const text of texts) if (text !== null) present++;
+  if (present <= 1) return texts.find((text) => text !== null) ?? null;
+  // U+0000 never occurs in stored JSON text (JSON escapes control characters): a safe separator.
+  const key = texts.join('\u0000');
+  const remembered = key.length <= MERGED_KEY_MAX_LENGTH ? MERGED.get(key) : undefined;
+  if (remembered !== undefined) return remembered;
   let merged: Computed = { text: null };
   for (let i = texts.length - 1; i >= 0; i--) merged = over(merged, texts[i]);
+  if (key.length <= MERGED_KEY_MAX_LENGTH) MERGED.set(key, merged.text);
   return merged.text;
 }

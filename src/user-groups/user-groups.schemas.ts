@@ -128,6 +128,7 @@ export const PostUserBody = Type.Object(
     additionalProperties: false,
     examples: [
       { user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' }, api_environment_tag: 'Customer' },
+      { user_group_id: 'globex:jane', parent_user_group_id: 'globex', hierarchy_level: 'User', group_tags: ['beta'], properties: { plan: 'trial' } },
       { current_token: 'ugs_grp_…', grace_period_seconds: 300 },
     ],
   },
@@ -150,7 +151,14 @@ export const GetUserQuery = Type.Object(
 export const GetUserBody = Type.Optional(
   Type.Object(
     { user_group_id: Type.Optional(UserGroupId), ...groupFields },
-    { title: 'GetOrCreateRequest', additionalProperties: false, examples: [{ user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } }] },
+    {
+      title: 'GetOrCreateRequest',
+      additionalProperties: false,
+      examples: [
+        { user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } },
+        { user_group_id: 'globex:jane', parent_user_group_id: 'globex', properties: { plan: 'trial' } },
+      ],
+    },
   ),
 );
 
