@@ -896,15 +896,6 @@ export interface operations {
         /** @description The identification as JSON, instead of the query string (not both). Browsers and most HTTP clients cannot send a body with GET: use the query string, or POST with X-HTTP-Method-Override: GET. */
         requestBody?: {
             content: {
-                /**
-                 * @example {
-                 *       "user_group_id": "example_1",
-                 *       "name": "Example 1",
-                 *       "properties": {
-                 *         "region": "emea"
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["GetOrCreateRequest"];
             };
         };
