@@ -1,7 +1,25 @@
 // PUT /api/user (update) and DELETE /api/user (docs/api.md, "Operations").
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type SuiteApp } from './helpers/harness.ts';
+
+/** Creating a group (asserting 201) and reading it back from the listing, as a client sees it. */
+function groupsOf(t: SuiteApp) {
+  return {
+    async create(body: Record<string, unknown>) {
+      const res = await t.request('POST', '/api/user', { token: t.token, body });
+      assert.equal(res.status, 201);
+      return res.body.user_group;
+    },
+    async read(id: string, env?: 'Customer' | 'Testing') {
+      const query: Record<string, string> = { q: id, limit: '500' };
+      if (env) query.api_environment_tag = env;
+      const res = await t.request('GET', '/api/users', { token: t.token, query });
+      assert.equal(res.status, 200);
+      return res.body.user_groups.find((g: { provided_id: string }) => g.provided_id === id);
+    },
+  };
+}
 
 forEachBackend('PUT /api/user updates a user group', (backend) => {
   // A clock the tests move forward, so updated_at changes are visible without waiting.
@@ -10,20 +28,7 @@ forEachBackend('PUT /api/user updates a user group', (backend) => {
   const t = useTestApp(backend, { now: () => new Date(clock) });
   let n = 0;
   const uid = (label: string) => `put-${label}-${++n}`;
-
-  async function create(body: Record<string, unknown>) {
-    const res = await t.request('POST', '/api/user', { token: t.token, body });
-    assert.equal(res.status, 201);
-    return res.body.user_group;
-  }
-
-  async function read(id: string, env?: 'Customer' | 'Testing') {
-    const query: Record<string, string> = { q: id, limit: '500' };
-    if (env) query.api_environment_tag = env;
-    const res = await t.request('GET', '/api/users', { token: t.token, query });
-    assert.equal(res.status, 200);
-    return res.body.user_groups.find((g: { provided_id: string }) => g.provided_id === id);
-  }
+  const { create, read } = groupsOf(t);
 
   it('update: given fields replace the stored ones, absent fields stay, and 200 carries the whole group with its token', async () => {
     const id = uid('replace');
@@ -187,20 +192,7 @@ forEachBackend('DELETE /api/user deletes a user group', (backend) => {
   const t = useTestApp(backend);
   let n = 0;
   const uid = (label: string) => `del-${label}-${++n}`;
-
-  async function create(body: Record<string, unknown>) {
-    const res = await t.request('POST', '/api/user', { token: t.token, body });
-    assert.equal(res.status, 201);
-    return res.body.user_group;
-  }
-
-  async function read(id: string, env?: 'Customer' | 'Testing') {
-    const query: Record<string, string> = { q: id, limit: '500' };
-    if (env) query.api_environment_tag = env;
-    const res = await t.request('GET', '/api/users', { token: t.token, query });
-    assert.equal(res.status, 200);
-    return res.body.user_groups.find((g: { provided_id: string }) => g.provided_id === id);
-  }
+  const { create, read } = groupsOf(t);
 
   it('delete (JSON body): 200 with the deleted group without its token, and the group is gone', async () => {
     const id = uid('body');

@@ -28,7 +28,6 @@ import {
   scopeOf,
   swapUserGroupToken,
   updateUserGroupFields,
-  USER_GROUP_COLUMNS,
   type UserGroupKey,
 } from './user-groups.repository.ts';
 import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
