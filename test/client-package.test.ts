@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, runNode, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, runNode, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { CLIENT_TYPES_FILE, clientTypesSource } from '../scripts/generate-client-types.ts';
 
 const exec = promisify(execFile);
@@ -57,8 +57,8 @@ describe('@ugs/client, packed and installed outside this repository', () => {
 
   before(async () => {
     database = await createTestDatabase('sqlite');
-    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-    token = JSON.parse(issued.stdout).token;
+    const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+    token = issued.token;
     server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
   });
   after(async () => {

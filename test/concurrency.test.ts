@@ -4,8 +4,8 @@ import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { forEachBackend, assertExactlyOneCreated } from './helpers/harness.ts';
+import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 forEachBackend('concurrency in one server process', (backend) => {
   let database: TestDatabase;
@@ -16,9 +16,8 @@ forEachBackend('concurrency in one server process', (backend) => {
     database = await createTestDatabase(backend);
     const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
     server = await spawnServer(env);
-    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-    assert.equal(issued.code, 0, issued.stderr);
-    token = JSON.parse(issued.stdout).token;
+    const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+    token = issued.token;
   });
 
   after(async () => {
@@ -31,18 +30,12 @@ forEachBackend('concurrency in one server process', (backend) => {
     const responses = await Promise.all(
       Array.from({ length: 40 }, () => httpRequest(server.baseUrl, 'GET', '/api/user', { token, body: { user_group_id: id } })),
     );
-    for (const r of responses) assert.ok(r.status === 200 || r.status === 201, `unexpected ${r.status}: ${JSON.stringify(r.body)}`);
-    const created = responses.filter((r) => r.body.new_user_group === true);
-    assert.equal(created.length, 1, 'exactly one response says new_user_group: true');
-    assert.equal(created[0].status, 201);
-    assert.equal(responses.filter((r) => r.status === 201).length, 1);
-    assert.equal(new Set(responses.map((r) => r.body.user_group.team_id)).size, 1, 'one team_id');
-    assert.equal(new Set(responses.map((r) => r.body.user_group.token)).size, 1, 'one token');
+    const created = assertExactlyOneCreated(responses);
 
     const list = await httpRequest(server.baseUrl, 'GET', `/api/users?q=${encodeURIComponent(id)}`, { token });
     assert.equal(list.status, 200);
     assert.equal(list.body.user_groups.length, 1, 'exactly one group exists');
-    assert.equal(list.body.user_groups[0].team_id, created[0].body.user_group.team_id);
+    assert.equal(list.body.user_groups[0].team_id, created.body.user_group.team_id);
   });
 
   it('30 concurrent creates of one key give exactly one 201 and 409 user_group_exists for the rest', async () => {

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
 
 const skip = missingBrowser('the reference page browser test');
@@ -23,8 +23,8 @@ describe('the reference page (/docs) in headless Chromium', { skip, timeout: 120
 
   before(async () => {
     database = await createTestDatabase('sqlite');
-    const issued = await runUgs(['token', 'create', '--account', 'docs', '--json'], { DATABASE_URL: database.url });
-    apiToken = JSON.parse(issued.stdout).token;
+    const issued = await issueTokenWithCli({ DATABASE_URL: database.url }, ['--account', 'docs']);
+    apiToken = issued.token;
     server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend, type HttpResult } from './helpers/harness.ts';
-import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -82,9 +82,8 @@ forEachBackend('durability and shutdown', (backend) => {
   before(async () => {
     database = await createTestDatabase(backend);
     env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-    assert.equal(issued.code, 0, issued.stderr);
-    token = JSON.parse(issued.stdout).token;
+    const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+    token = issued.token;
   });
 
   after(async () => {

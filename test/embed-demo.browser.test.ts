@@ -11,7 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 // Never downloaded: the system's Chromium (CI installs it); CHROMIUM_PATH points elsewhere.
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -91,9 +91,8 @@ describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120
 
     // Only the page's origin may call the embed routes from a browser.
     service = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey, UGS_CORS_ORIGINS: pageOrigin });
-    const issued = await runUgs(['token', 'create', '--account', 'demo', '--scopes', 'read,write', '--json'], { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey });
-    assert.equal(issued.code, 0, issued.stderr);
-    apiToken = JSON.parse(issued.stdout).token;
+    const issued = await issueTokenWithCli({ DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey }, ['--account', 'demo', '--scopes', 'read,write']);
+    apiToken = issued.token;
 
     backend = await startDemoScript('backend.mjs', { UGS_URL: service.baseUrl, UGS_API_TOKEN: apiToken, PAGE_ORIGIN: pageOrigin, PORT: String(backendPort) });
     pageServer = await startDemoScript('page-server.mjs', { BACKEND_URL: backendUrl, PORT: String(pagePort) });

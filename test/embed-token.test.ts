@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { buildApp } from '../src/app.ts';
 import { Keyring } from '../src/crypto/keyring.ts';
-import { forEachBackend, testConfig, useTestApp, type HttpResult } from './helpers/harness.ts';
+import { forEachBackend, testConfig, useTestApp, type HttpResult, createGroup as createGroupOf } from './helpers/harness.ts';
 
 const CONTEXT = '/api/embed/context';
 const START = new Date('2030-06-01T12:00:00.000Z');
@@ -15,11 +15,7 @@ forEachBackend('embed tokens', (backend) => {
   let clock = START;
   const t = useTestApp(backend, { now: () => clock });
 
-  async function createGroup(fields: Record<string, unknown>): Promise<{ token: string; team_id: number }> {
-    const res = await t.request('POST', '/api/user', { token: t.token, body: fields });
-    assert.equal(res.status, 201, res.text);
-    return res.body.user_group;
-  }
+  const createGroup = (fields: Record<string, unknown>) => createGroupOf(t, fields);
 
   async function issue(body: Record<string, unknown>, token = t.token): Promise<HttpResult> {
     return t.request('POST', '/api/embed_token', { token, body });

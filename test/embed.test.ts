@@ -5,7 +5,7 @@ import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildApp } from '../src/app.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
-import { forEachBackend, testConfig, useTestApp, type HttpResult, type TestApp } from './helpers/harness.ts';
+import { forEachBackend, testConfig, useTestApp, type HttpResult, type TestApp, createGroup as createGroupOf } from './helpers/harness.ts';
 
 const CONTEXT = '/api/embed/context';
 const START = new Date('2030-01-01T00:00:00.000Z');
@@ -36,11 +36,7 @@ forEachBackend('embed context with user group tokens', (backend) => {
   let clock = START;
   const t = useTestApp(backend, { now: () => clock });
 
-  async function createGroup(fields: Record<string, unknown>): Promise<{ token: string; team_id: number }> {
-    const res = await t.request('POST', '/api/user', { token: t.token, body: fields });
-    assert.equal(res.status, 201, res.text);
-    return res.body.user_group;
-  }
+  const createGroup = (fields: Record<string, unknown>) => createGroupOf(t, fields);
 
   async function rotate(currentToken: string, gracePeriodSeconds?: number): Promise<string> {
     const body = gracePeriodSeconds === undefined ? { current_token: currentToken } : { current_token: currentToken, grace_period_seconds: gracePeriodSeconds };

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { startTestApp, type TestApp } from './helpers/harness.ts';
-import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 /** Sends the headers and part of a body, then hangs up. */
 function hangUpMidBody(baseUrl: string, head: string): Promise<void> {
@@ -37,8 +37,8 @@ for (const backend of BACKENDS) {
 
     before(async () => {
       database = await createTestDatabase(backend);
-      const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-      apiToken = JSON.parse(issued.stdout).token;
+      const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+      apiToken = issued.token;
       server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'), LOG_LEVEL: 'trace' });
     });
     after(async () => {

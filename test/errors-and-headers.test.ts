@@ -3,7 +3,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { forEachBackend, useTestApp, type HttpResult } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
 
 const LIMIT = 256 * 1024;
 
@@ -107,13 +107,7 @@ forEachBackend('errors, body framing and response headers', (backend) => {
     for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x', 'application/jsonx']) {
       const id = uid('ctype');
       const raw = JSON.stringify({ user_group_id: id });
-      for (const [method, headers] of [
-        ['POST', {}],
-        ['PUT', {}],
-        ['GET', {}],
-        ['DELETE', {}],
-        ['POST', { 'x-http-method-override': 'GET' }],
-      ] as const) {
+      for (const [method, headers] of BODY_METHODS) {
         const res = await t.request(method, '/api/user', { token: t.token, rawBody: raw, headers: { ...headers, 'content-type': contentType } });
         assertErrorEnvelope(res, 415, 'unsupported_media_type');
       }
@@ -150,13 +144,7 @@ forEachBackend('errors, body framing and response headers', (backend) => {
   it('malformed JSON answers 400 invalid_json on every method, and creates nothing', async () => {
     const id = uid('bad-json');
     for (const raw of [`{"user_group_id":"${id}"`, `{"user_group_id":'${id}'}`, `{"user_group_id":"${id}"} trailing`, '{,}', `{user_group_id:"${id}"}`]) {
-      for (const [method, headers] of [
-        ['POST', {}],
-        ['PUT', {}],
-        ['GET', {}],
-        ['DELETE', {}],
-        ['POST', { 'x-http-method-override': 'GET' }],
-      ] as const) {
+      for (const [method, headers] of BODY_METHODS) {
         const res = await t.request(method, '/api/user', { token: t.token, rawBody: raw, headers });
         assertErrorEnvelope(res, 400, 'invalid_json');
       }

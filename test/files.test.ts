@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { httpRequest, runUgs, spawnServer } from './helpers/processes.ts';
+import { httpRequest, issueTokenWithCli, spawnServer } from './helpers/processes.ts';
 
 const modeOf = (file: string) => fs.statSync(file).mode & 0o777;
 
@@ -20,11 +20,10 @@ describe('files the service creates', () => {
     const keyDir = path.join(root, 'new', 'keys');
     const databaseFile = path.join(dataDir, 'ugs.sqlite');
     const keyFile = path.join(keyDir, 'secret.key');
-    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: `sqlite:${databaseFile}` });
-    assert.equal(issued.code, 0, issued.stderr);
+    const issued = await issueTokenWithCli({ DATABASE_URL: `sqlite:${databaseFile}` });
     const server = await spawnServer({ DATABASE_URL: `sqlite:${databaseFile}`, UGS_KEY_FILE: keyFile, UGS_SECRET_KEY: '' });
     try {
-      const token = JSON.parse(issued.stdout).token;
+      const token = issued.token;
       assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'on-disk' } })).status, 201);
       for (const dir of [path.join(root, 'new'), dataDir, keyDir]) assert.equal(modeOf(dir), 0o700, dir);
       for (const file of [databaseFile, `${databaseFile}-wal`, `${databaseFile}-shm`, keyFile]) assert.equal(modeOf(file), 0o600, file);

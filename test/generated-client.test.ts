@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { astToString, openapiTS } from '@ugs/openapi-codegen';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, runNode, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, runNode, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 const PROGRAM = `import createClient from 'openapi-fetch';
 import type { paths } from './schema.js';
@@ -76,8 +76,8 @@ for (const backend of BACKENDS) {
 
     before(async () => {
       database = await createTestDatabase(backend);
-      const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-      token = JSON.parse(issued.stdout).token;
+      const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+      token = issued.token;
       server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
     });
     after(async () => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 const ROUNDS = 15;
 
@@ -30,9 +30,8 @@ forEachBackend('hierarchy races across two server processes', (backend) => {
     database = await createTestDatabase(backend);
     const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
     servers = await Promise.all([spawnServer(env), spawnServer(env)]);
-    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-    assert.equal(issued.code, 0, issued.stderr);
-    token = JSON.parse(issued.stdout).token;
+    const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+    token = issued.token;
   });
 
   after(async () => {

@@ -3,7 +3,7 @@
 // that have children. Races and several instances: test/hierarchy-races.test.ts.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp, type HttpResult } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type HttpResult, createGroup } from './helpers/harness.ts';
 import { findAccountBySlug } from '../src/accounts/accounts.repository.ts';
 import { setAccountLevels } from '../src/user-groups/hierarchy.repository.ts';
 
@@ -19,11 +19,7 @@ forEachBackend('hierarchy of user groups', (backend) => {
   const remove = (body: Record<string, unknown>, query: Record<string, string> = {}) => t.request('DELETE', '/api/user', { token: t.token, body, query });
   const context = (token: string) => t.request('GET', '/api/embed/context', { headers: { authorization: `Bearer ${token}` } });
 
-  async function created(body: Record<string, unknown>) {
-    const res = await post(body);
-    assert.equal(res.status, 201, res.text);
-    return res.body.user_group;
-  }
+  const created = (body: Record<string, unknown>) => createGroup(t, body);
 
   function assertError(res: HttpResult, status: number, code: string, field?: string) {
     assert.equal(res.status, status, res.text);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 interface RawExchange {
   /** Everything the server wrote. */
@@ -76,9 +76,8 @@ for (const backend of BACKENDS) {
     before(async () => {
       database = await createTestDatabase(backend);
       env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-      const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-      assert.equal(issued.code, 0, issued.stderr);
-      apiToken = JSON.parse(issued.stdout).token;
+      const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+      apiToken = issued.token;
     });
     after(async () => {
       await Promise.all(servers.map((server) => server.stop('SIGKILL')));

@@ -5,8 +5,8 @@ import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { forEachBackend, assertExactlyOneCreated } from './helpers/harness.ts';
+import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 forEachBackend('two server processes sharing one database', (backend) => {
   let database: TestDatabase;
@@ -16,9 +16,7 @@ forEachBackend('two server processes sharing one database', (backend) => {
   const on = (i: number) => servers[i % servers.length].baseUrl;
 
   async function issueToken(): Promise<{ id: number; token: string }> {
-    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-    assert.equal(issued.code, 0, issued.stderr);
-    return JSON.parse(issued.stdout);
+    return issueTokenWithCli({ DATABASE_URL: database.url });
   }
 
   before(async () => {
@@ -48,13 +46,7 @@ forEachBackend('two server processes sharing one database', (backend) => {
     const responses = await Promise.all(
       Array.from({ length: 40 }, (_, i) => httpRequest(on(i), 'GET', '/api/user', { token, body: { user_group_id: id } })),
     );
-    for (const r of responses) assert.ok(r.status === 200 || r.status === 201, `unexpected ${r.status}: ${JSON.stringify(r.body)}`);
-    const created = responses.filter((r) => r.body.new_user_group === true);
-    assert.equal(created.length, 1, 'exactly one response says new_user_group: true');
-    assert.equal(created[0].status, 201);
-    assert.equal(responses.filter((r) => r.status === 201).length, 1);
-    assert.equal(new Set(responses.map((r) => r.body.user_group.team_id)).size, 1, 'one team_id');
-    assert.equal(new Set(responses.map((r) => r.body.user_group.token)).size, 1, 'one token');
+    assertExactlyOneCreated(responses);
     for (const i of [0, 1]) {
       const list = await httpRequest(on(i), 'GET', `/api/users?q=${encodeURIComponent(id)}`, { token });
       assert.equal(list.body.user_groups.length, 1, `instance ${i} sees exactly one group`);

@@ -5,7 +5,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 
 describe('[postgres] database outage', { skip: POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set' }, () => {
@@ -22,9 +22,8 @@ describe('[postgres] database outage', { skip: POSTGRES_URL ? false : 'TEST_POST
     viaProxy.hostname = '127.0.0.1';
     viaProxy.port = String(proxy.port);
     const env = { DATABASE_URL: viaProxy.toString(), UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], env);
-    assert.equal(issued.code, 0, issued.stderr);
-    token = JSON.parse(issued.stdout).token;
+    const issued = await issueTokenWithCli(env);
+    token = issued.token;
     server = await spawnServer(env);
   });
 

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { SERVER_ENTRY, httpRequest, runNode, runUgs, spawnServer } from './helpers/processes.ts';
+import { httpRequest, issueTokenWithCli, runNode, runUgs, SERVER_ENTRY, spawnServer } from './helpers/processes.ts';
 import { Keyring } from '../src/crypto/keyring.ts';
 
 const newKey = () => crypto.randomBytes(32).toString('base64');
@@ -31,9 +31,8 @@ for (const backend of BACKENDS) {
     before(async () => {
       database = await createTestDatabase(backend);
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-keys-'));
-      const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-      assert.equal(issued.code, 0, issued.stderr);
-      apiToken = JSON.parse(issued.stdout).token;
+      const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+      apiToken = issued.token;
       const server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: keyA });
       try {
         for (const id of ['k1', 'k2', 'k3']) {

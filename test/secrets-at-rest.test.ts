@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { promisify } from 'node:util';
 import { createTestDatabase, type Backend, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 const WINDOW = 12; // characters of a token's random part that may never appear anywhere
 
@@ -73,9 +73,8 @@ forEachBackend('secrets at rest and in logs', (backend) => {
       ['--account', 'acme', '--scopes', 'read'],
       ['--account', 'other-co', '--env', 'Testing'],
     ]) {
-      const issued = await runUgs(['token', 'create', ...args, '--json'], { DATABASE_URL: database.url });
-      assert.equal(issued.code, 0, issued.stderr);
-      apiTokens.push(JSON.parse(issued.stdout).token);
+      const issued = await issueTokenWithCli({ DATABASE_URL: database.url }, args);
+      apiTokens.push(issued.token);
     }
     const [writer, reader, other] = apiTokens;
 
@@ -110,8 +109,7 @@ forEachBackend('secrets at rest and in logs', (backend) => {
     const embed = await call('GET', '/api/embed/context', { headers: { authorization: `Bearer ${current}` } });
     assert.equal(embed.status, 200, JSON.stringify(embed.body));
 
-    const revokedToken = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-    const revoked = JSON.parse(revokedToken.stdout);
+    const revoked = await issueTokenWithCli({ DATABASE_URL: database.url });
     apiTokens.push(revoked.token);
     assert.equal((await call('GET', '/api/users', { token: revoked.token })).status, 200);
     assert.equal((await runUgs(['token', 'revoke', String(revoked.id)], { DATABASE_URL: database.url })).code, 0);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, httpRequest, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 /** Another process that takes the file's write lock and keeps it until release(). */
 async function holdWriteLock(file: string): Promise<{ release(): Promise<void> }> {
@@ -40,8 +40,8 @@ describe('[sqlite] a write lock held by another process', () => {
   before(async () => {
     database = await createTestDatabase('sqlite');
     file = database.url.slice('sqlite:'.length);
-    const issued = await runUgs(['token', 'create', '--account', 'acme', '--json'], { DATABASE_URL: database.url });
-    token = JSON.parse(issued.stdout).token;
+    const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
+    token = issued.token;
     server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
     assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'readable' } })).status, 201);
   });

@@ -1,16 +1,12 @@
 // PUT /api/user (update) and DELETE /api/user (docs/api.md, "Operations").
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp, type SuiteApp } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type SuiteApp, createGroup } from './helpers/harness.ts';
 
 /** Creating a group (asserting 201) and reading it back from the listing, as a client sees it. */
 function groupsOf(t: SuiteApp) {
   return {
-    async create(body: Record<string, unknown>) {
-      const res = await t.request('POST', '/api/user', { token: t.token, body });
-      assert.equal(res.status, 201);
-      return res.body.user_group;
-    },
+    create: (body: Record<string, unknown>) => createGroup(t, body),
     async read(id: string, env?: 'Customer' | 'Testing') {
       const query: Record<string, string> = { q: id, limit: '500' };
       if (env) query.api_environment_tag = env;

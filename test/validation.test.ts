@@ -1,7 +1,7 @@
 // Field rules and limits of request bodies (docs/api.md, "The user group"), through HTTP.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp, type HttpResult } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
 
 /** An object nested `levels` deep (the top object is level 1). */
 function nested(levels: number, leaf: unknown = 1): Record<string, unknown> {
@@ -340,13 +340,7 @@ forEachBackend('field rules of request bodies', (backend) => {
 
   it('a body that is a JSON array, string, number or null answers 400 validation_failed (body must be an object)', async () => {
     for (const raw of ['[]', `[{"user_group_id":"${uid('arr')}"}]`, '"text"', '42', 'null']) {
-      for (const [method, headers] of [
-        ['POST', {}],
-        ['PUT', {}],
-        ['GET', {}],
-        ['DELETE', {}],
-        ['POST', { 'x-http-method-override': 'GET' }],
-      ] as const) {
+      for (const [method, headers] of BODY_METHODS) {
         const res = await t.request(method, '/api/user', { token: t.token, rawBody: raw, headers });
         assert.equal(res.status, 400, `${method} ${raw}`);
         assert.equal(res.body.error.code, 'validation_failed', `${method} ${raw}`);

@@ -5,8 +5,8 @@ import { sql } from 'kysely';
 import { preparedRead, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { UserGroupRow } from '../db/schema.ts';
-import { batchedWithAncestry, chainStatement, withAncestry } from '../user-groups/user-groups.repository.ts';
-import { resolveAncestry, resolveChain, type Ancestry, type ResolvedGroup } from '../user-groups/group-chain.ts';
+import { batchedWithAncestry, chainStatement, resolveHotRow, withAncestry } from '../user-groups/user-groups.repository.ts';
+import type { Ancestry, ResolvedGroup } from '../user-groups/group-chain.ts';
 
 /** What the embed side reads of a group: never its token hash or ciphertext. */
 const EMBED_FIELDS = [
@@ -68,8 +68,7 @@ async function resolved<A extends unknown[]>(
   ...args: A
 ): Promise<EmbedGroup | undefined> {
   const row = await reads.first(read, ...args);
-  if (!row) return undefined;
-  return resolveAncestry(row) ?? resolveChain(await reads.all(selectChainByTeamId, row.team_id));
+  return row && resolveHotRow(reads, row, selectChainByTeamId);
 }
 
 export function findGroupByCurrentTokenHash(reads: HotReads, tokenHash: string): Promise<EmbedGroup | undefined> {

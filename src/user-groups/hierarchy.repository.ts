@@ -7,10 +7,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
+import { CHAIN_GUARD } from './user-groups.repository.ts';
 
 const HIERARCHY_LOCK_CLASS = 726_415_002; // arbitrary, fixed: "ugs hierarchy" (726_415_001 is the migrations')
-/** Deeper than any hierarchy may be (at most 10): a guard against a runaway recursion, never a rule. */
-const GUARD = sql.lit(16);
 
 export async function lockHierarchy(trx: Kysely<Database>, dialect: Dialect, scope: string): Promise<void> {
   if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(HIERARCHY_LOCK_CLASS)}, hashtext(${scope}))`.execute(trx);
@@ -23,7 +22,7 @@ function subtree(teamId: number) {
       union all
       select user_groups.team_id, subtree.depth + 1 from subtree
       join user_groups on user_groups.parent_team_id = subtree.team_id
-      where subtree.depth < ${GUARD}
+      where subtree.depth < ${CHAIN_GUARD}
     )`;
 }
 

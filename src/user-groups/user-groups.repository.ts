@@ -2,7 +2,7 @@
 // argument; the service decides where a transaction begins and ends.
 import { sql, type Kysely, type RawBuilder, type Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
-import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
+import { preparedRead, type BatchedRow, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import { dialectOf, type Dialect } from '../db/database.ts';
 import { resolveAncestry, resolveChain, resolveEach, type Ancestry, type ChainRow, type ResolvedGroup } from './group-chain.ts';
@@ -41,7 +41,7 @@ const EVERY_COLUMN: Record<keyof UserGroupRow, true> = {
 export const USER_GROUP_COLUMNS = Object.keys(EVERY_COLUMN) as (keyof UserGroupRow)[];
 
 /** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
-const CHAIN_GUARD = sql.lit(16);
+export const CHAIN_GUARD = sql.lit(16);
 
 const qualified = (table: string, columns: readonly string[]) => sql.join(columns.map((column) => sql.ref(`${table}.${column}`)));
 
@@ -127,23 +127,28 @@ const selectUserGroupChainByTeamId = preparedRead((db, teamId: number) => {
   return { compile: () => raw.compile(db) };
 });
 
+/**
+ * A hot read's row, resolved from the ancestry joined to it, or, in a hierarchy deeper than
+ * the ancestry reaches, from its whole chain (`chainByTeamId`, a prepared recursive read).
+ */
+export async function resolveHotRow<R extends ChainRow>(
+  reads: HotReads,
+  row: R & Ancestry,
+  chainByTeamId: PreparedRead<[teamId: number], R>,
+): Promise<ResolvedGroup<R>> {
+  return resolveAncestry(row) ?? resolveChain(await reads.all(chainByTeamId, Number(row.team_id)));
+}
+
 /** The hot path of get-or-create: the group by its identity (unique index) with its ancestors' values, committed rows. */
 export async function findUserGroup(reads: HotReads, key: UserGroupKey): Promise<ResolvedGroup | undefined> {
   const row = await reads.first(selectUserGroupByKey, key.accountId, key.environment, key.providedId);
-  if (!row) return undefined;
-  return resolveAncestry(row) ?? resolveChain(await reads.all(selectUserGroupChainByTeamId, row.team_id));
+  return row && resolveHotRow(reads, row, selectUserGroupChainByTeamId);
 }
 
 /** A group and its ancestors by team_id, inside a transaction (what a write answers with). */
 export async function findUserGroupChain(db: Kysely<Database>, teamId: number): Promise<UserGroupRow[]> {
   const { rows } = await chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, sql`user_groups.team_id = ${teamId}`).execute(db);
   return rows;
-}
-
-/** findUserGroupChain, resolved; undefined when the group does not exist. */
-export async function findResolvedUserGroup(db: Kysely<Database>, teamId: number): Promise<ResolvedGroup | undefined> {
-  const chain = await findUserGroupChain(db, teamId);
-  return chain.length === 0 ? undefined : resolveChain(chain);
 }
 
 /** What resolving a page needs of each ancestor (group-chain.ts). */

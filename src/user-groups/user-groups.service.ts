@@ -15,7 +15,6 @@ import { appendAudit, appendAudits, type Actor, type AuditDetails, type AuditEnt
 import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
 import { assertEnvironmentAllowed, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import {
-  findResolvedUserGroup,
   findUserGroup,
   findUserGroupChain,
   findUserGroupForUpdate,
@@ -170,18 +169,19 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
     const details: AuditDetails = {};
     const changed: string[] = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
     let parentTeamId = current.parent_team_id;
-    if (reshapes) {
+    // The group and its ancestors as they are: the old parent, and the parent chain when it stays.
+    const currentChain = reshapes ? await findUserGroupChain(trx, current.team_id) : undefined;
+    if (currentChain) {
       const height = parent.given ? await subtreeHeight(trx, current.team_id) : 0;
       const parentChain = parent.given
         ? await parentChainFor(trx, key, parent, { height, maxDepth: deps.maxHierarchyDepth, moving: current })
-        : (await findUserGroupChain(trx, current.team_id)).slice(1);
+        : currentChain.slice(1);
       parentTeamId = parentChain[0]?.team_id ?? null;
       const level = changes.hierarchy_level !== undefined ? changes.hierarchy_level : current.hierarchy_level;
       await checkLevel(trx, key.accountId, level, parentChain[0]?.hierarchy_level ?? null, await childLevelsIfChanged(trx, current, level));
       if (parentTeamId !== current.parent_team_id) {
         changed.push('parent_user_group_id');
-        const oldParent = current.parent_team_id === null ? null : ((await findUserGroupChain(trx, current.parent_team_id))[0]?.provided_id ?? null);
-        details.parent_user_group_id = { old: oldParent, new: parentChain[0]?.provided_id ?? null };
+        details.parent_user_group_id = { old: currentChain[1]?.provided_id ?? null, new: parentChain[0]?.provided_id ?? null };
       }
     }
     if (newId !== undefined) {
@@ -189,7 +189,7 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
       details.user_group_id = { old: current.provided_id, new: newId };
     }
     if (changed.includes('group_tags')) details.group_tags = { old: tagsOf(current), new: JSON.parse(changes.group_tags!) };
-    if (changed.length === 0) return resolveChain(await findUserGroupChain(trx, current.team_id));
+    if (changed.length === 0) return resolveChain(currentChain ?? (await findUserGroupChain(trx, current.team_id)));
     let updated: UserGroupRow | undefined;
     try {
       updated = await updateUserGroupFields(trx, current.team_id, {
@@ -206,7 +206,7 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
     if (!updated) throw notFound(key);
     if (details.group_tags) await replaceTagRows(trx, updated.team_id, scopeOf(key), tagsOf(updated));
     await audit(trx, updated, 'user_group.update', actor, at, changed, details);
-    return (await findResolvedUserGroup(trx, updated.team_id))!;
+    return resolveChain(await findUserGroupChain(trx, updated.team_id));
   });
   return withToken(group, deps.tokens);
 }

@@ -3,6 +3,7 @@
 // same code the CLI uses. Most suites need only forEachBackend and useTestApp; the parts
 // (openTestDatabase, buildTestApp) are for suites that build several apps over one
 // database, or an app with chosen keys, rate limits or a captured log.
+import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, before, describe } from 'node:test';
@@ -236,6 +237,38 @@ export async function startTestApp(backend: Backend, options: AppOptions = {}): 
     },
   };
 }
+
+/** Creates a user group over HTTP (asserting 201) and returns it as the answer shows it. */
+export async function createGroup(t: Pick<SuiteApp, 'request' | 'token'>, body: Record<string, unknown>, token = t.token) {
+  const res = await t.request('POST', '/api/user', { token, body });
+  assert.equal(res.status, 201, res.text);
+  return res.body.user_group;
+}
+
+/**
+ * Concurrent get-or-create calls of one new identity: each answered 200 or 201, exactly one
+ * created it (201, new_user_group: true), and all carry one team_id and one token. Returns
+ * the answer that created it.
+ */
+export function assertExactlyOneCreated<R extends { status: number; body: ResponseBody }>(responses: readonly R[]): R {
+  for (const r of responses) assert.ok(r.status === 200 || r.status === 201, `unexpected ${r.status}: ${JSON.stringify(r.body)}`);
+  const created = responses.filter((r) => r.body.new_user_group === true);
+  assert.equal(created.length, 1, 'exactly one response says new_user_group: true');
+  assert.equal(created[0].status, 201);
+  assert.equal(responses.filter((r) => r.status === 201).length, 1);
+  assert.equal(new Set(responses.map((r) => r.body.user_group.team_id)).size, 1, 'one team_id');
+  assert.equal(new Set(responses.map((r) => r.body.user_group.token)).size, 1, 'one token');
+  return created[0];
+}
+
+/** The ways a JSON body reaches /api/user: each method that takes one, and POST overriding to GET. */
+export const BODY_METHODS = [
+  ['POST', {}],
+  ['PUT', {}],
+  ['GET', {}],
+  ['DELETE', {}],
+  ['POST', { 'x-http-method-override': 'GET' }],
+] as const;
 
 // ---- suites ----
 

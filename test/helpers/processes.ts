@@ -1,5 +1,6 @@
 // Real server processes on real sockets, for what inject cannot show: races between
 // processes, kill -9, SIGTERM, and the command-line tool.
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
@@ -112,4 +113,11 @@ export function httpRequest(
     if (payload !== undefined) req.write(payload);
     req.end();
   });
+}
+
+/** Issues an API token with the command-line tool, as an operator does (`ugs token create … --json`); fails the test if it cannot. */
+export async function issueTokenWithCli(env: Record<string, string>, args: string[] = ['--account', 'acme']): Promise<{ id: number; token: string; [field: string]: unknown }> {
+  const issued = await runUgs(['token', 'create', ...args, '--json'], env);
+  assert.equal(issued.code, 0, issued.stderr);
+  return JSON.parse(issued.stdout);
 }
