@@ -4,7 +4,7 @@
 // service writes, in batched multi-row inserts inside transactions.
 import crypto from 'node:crypto';
 import pg from 'pg';
-import { sql } from 'kysely';
+import { sql } from '../src/db/kysely.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
 import { inTransaction } from '../src/db/transaction.ts';
 import { issueApiToken } from '../src/auth/api-tokens.service.ts';

@@ -75,3 +75,13 @@ describe('architecture of src/', () => {
     assert.deepEqual(cycles, []);
   });
 });
+
+describe('how src/ loads its dependencies', () => {
+  it("architecture: Kysely's values are imported from src/db/kysely.ts only, so a start under ulimit -n 256 does not open its 279 files at once", () => {
+    const offenders = sourceFiles(SRC)
+      .filter((file) => !file.endsWith(path.join('db', 'kysely.ts')))
+      .filter((file) => /^\s*import\s+(?!type\b)[^;]*from\s+'kysely'/m.test(fs.readFileSync(file, 'utf8')))
+      .map((file) => path.relative(ROOT, file));
+    assert.deepEqual(offenders, [], "import values from src/db/kysely.ts; `import type { … } from 'kysely'` is fine");
+  });
+});

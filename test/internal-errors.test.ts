@@ -1,6 +1,6 @@
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
+import { sql } from '../src/db/kysely.ts';
 import {
   buildTestApp,
   forEachBackend,

@@ -1,7 +1,7 @@
 // One migration set on both dialects; instances starting together must not both migrate.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
+import { sql } from '../src/db/kysely.ts';
 import { BACKENDS, POSTGRES_URL, createTestDatabase } from './helpers/backends.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';

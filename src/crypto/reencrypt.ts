@@ -3,7 +3,8 @@
 // that the old key can be removed. Each row is replaced only if its ciphertext is still the
 // one that was read (compare-and-swap): a token rotated meanwhile is never overwritten with
 // its predecessor, and two re-encryptions running at once do each row once.
-import { sql, type Kysely } from 'kysely';
+import { sql } from '../db/kysely.ts';
+import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';

@@ -3,7 +3,8 @@
 // that cannot open what is stored, or every existing group would answer 500 (README,
 // "Secret keys"). Reading the ids is a loose index scan of user_groups_sealing_key
 // (migration 0002): one probe per distinct key id, whatever the number of groups.
-import { sql, type Kysely } from 'kysely';
+import { sql } from '../db/kysely.ts';
+import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { Keyring } from './keyring.ts';
 

@@ -2,7 +2,8 @@
 // survives bundling). Several instances may start at once on an empty database: on
 // PostgreSQL a session advisory lock lets one migrate while the others wait; on SQLite the
 // write lock, taken up front, does the same.
-import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql } from './kysely.ts';
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { Database } from './schema.ts';
 import type { DatabaseHandle, Dialect } from './database.ts';
 import { retryWhileLocked } from './sqlite-lock.ts';

@@ -3,7 +3,8 @@
 // another process holds it, the transaction waits without blocking the event loop
 // (sqlite-lock.ts). PostgreSQL transactions that lose a serialization race or a deadlock
 // are run again whole.
-import { sql, type Kysely } from 'kysely';
+import { sql } from './kysely.ts';
+import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from './database.ts';
 import { isRetryableTransactionError } from './errors.ts';
 import type { Database } from './schema.ts';

@@ -1,7 +1,7 @@
 // The embed side's reads. Each resolves a token with one indexed lookup, with what the
 // group's ancestors give it in the same statement (its variables are its computed
 // properties), and selects only what a dashboard may see (never the token ciphertext).
-import { sql } from 'kysely';
+import { sql } from '../db/kysely.ts';
 import { preparedRead, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { UserGroupRow } from '../db/schema.ts';
@@ -11,6 +11,7 @@ import type { Ancestry, ResolvedGroup } from '../user-groups/group-chain.ts';
 /** What the embed side reads of a group: never its token hash or ciphertext. */
 const EMBED_FIELDS = [
   'team_id',
+  'account_id',
   'provided_id',
   'name',
   'environment',

@@ -4,7 +4,8 @@
 // SQLite's BEGIN IMMEDIATE already serializes all writes; PostgreSQL takes a transaction
 // advisory lock, before any row lock, so two writes that would together form a cycle or
 // exceed the depth run one after the other and the second sees the first.
-import { sql, type Kysely } from 'kysely';
+import { sql } from '../db/kysely.ts';
+import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { CHAIN_GUARD } from './user-groups.repository.ts';

@@ -3,7 +3,8 @@
 // same account and environment, the group is not its own ancestor, the hierarchy is at most
 // UGS_MAX_HIERARCHY_DEPTH levels deep, and, when the account declared its levels, each
 // group's level is one of them and deeper than its parent's.
-import { sql, type Kysely } from 'kysely';
+import { sql } from '../db/kysely.ts';
+import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import { AppError, validationFailed } from '../errors.ts';
 import { chainStatement, USER_GROUP_COLUMNS, type UserGroupKey } from './user-groups.repository.ts';

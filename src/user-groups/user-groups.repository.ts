@@ -1,6 +1,7 @@
 // Queries on user groups. Every function takes the connection or a transaction as its first
 // argument; the service decides where a transaction begins and ends.
-import { sql, type Kysely, type RawBuilder, type Updateable } from 'kysely';
+import { sql } from '../db/kysely.ts';
+import type { Kysely, RawBuilder, Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
 import { preparedRead, type BatchedRow, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';

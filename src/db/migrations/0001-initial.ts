@@ -1,6 +1,7 @@
 // Frozen in time: a migration never imports application code, so it stays what it was
 // when it first ran. The two dialects differ only in how an ever-increasing id is declared.
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql } from '../kysely.ts';
+import type { Kysely, Migration } from 'kysely';
 import type { Dialect } from '../database.ts';
 
 export function initial(dialect: Dialect): Migration {

@@ -20,7 +20,8 @@
 // The key ids that sealed the stored user group tokens are read at every start (the
 // server refuses to start without the keys to open them): an index on that prefix of the
 // ciphertext makes it a handful of index probes instead of a scan of every group.
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql } from '../kysely.ts';
+import type { Kysely, Migration } from 'kysely';
 import type { Dialect } from '../database.ts';
 
 export function plansWithoutStatistics(dialect: Dialect): Migration {

@@ -10,7 +10,8 @@
 // - tags live in their own table, keyed for the filter (scope, tag, team_id). Their scope is
 //   the same text as the listing's, written by the service.
 // The history of one group is read by its team_id, which survives a rename.
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql } from '../kysely.ts';
+import type { Kysely, Migration } from 'kysely';
 import type { Dialect } from '../database.ts';
 
 export function hierarchyAndTags(dialect: Dialect): Migration {
