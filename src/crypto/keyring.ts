@@ -1,4 +1,4 @@
-// The secret keys that protect user group tokens at rest. A token is stored as AES-256-GCM
+// The secret keys that protect user group tokens (and embed signing keys) at rest. A token is stored as AES-256-GCM
 // ciphertext tagged with the id of the key that sealed it, so keys can rotate without
 // downtime: the newest key seals, every listed key still opens what it sealed.
 import crypto from 'node:crypto';
@@ -8,7 +8,11 @@ import path from 'node:path';
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
 // Binds every ciphertext to its purpose, so it cannot be replayed as another kind of secret.
-const AAD = Buffer.from('ugs:user-group-token:v1');
+const AAD = {
+  'user-group-token': Buffer.from('ugs:user-group-token:v1'),
+  'embed-signing-key': Buffer.from('ugs:embed-signing-key:v1'),
+};
+export type SealedSecret = keyof typeof AAD;
 
 interface Key {
   id: string;
@@ -36,22 +40,22 @@ export class Keyring {
     return this.keys.map((k) => k.id);
   }
 
-  seal(plaintext: string): string {
+  seal(plaintext: string, purpose: SealedSecret = 'user-group-token'): string {
     const key = this.keys[0];
     const iv = crypto.randomBytes(IV_BYTES);
     const cipher = crypto.createCipheriv('aes-256-gcm', key.secret, iv);
-    cipher.setAAD(AAD);
+    cipher.setAAD(AAD[purpose]);
     const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return [key.id, iv.toString('base64url'), body.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
   }
 
   /** Opening costs a new cipher context each time; user group tokens are remembered by OpenedTokenCache. */
-  open(sealed: string): string {
+  open(sealed: string, purpose: SealedSecret = 'user-group-token'): string {
     const [id, iv, body, tag] = sealed.split('.');
     const key = this.byId.get(id);
     if (!key) throw new Error(`no secret key with id ${id} is configured (UGS_SECRET_KEY)`);
     const decipher = crypto.createDecipheriv('aes-256-gcm', key.secret, Buffer.from(iv, 'base64url'));
-    decipher.setAAD(AAD);
+    decipher.setAAD(AAD[purpose]);
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
   }
@@ -61,12 +65,7 @@ export class Keyring {
     return sealed.slice(0, sealed.indexOf('.'));
   }
 
-  /** A key for another purpose (signing embed tokens), derived so that one secret serves all. */
-  deriveKey(purpose: string): { id: string; secret: Buffer } {
-    const id = this.currentKeyId;
-    return { id, secret: this.deriveKeyById(purpose, id)! };
-  }
-
+  /** A key for another purpose (verifying the HS256 embed tokens of earlier versions), derived so that one secret serves all. */
   deriveKeyById(purpose: string, id: string): Buffer | undefined {
     const key = this.byId.get(id);
     if (!key) return undefined;

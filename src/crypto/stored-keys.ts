@@ -26,16 +26,31 @@ export async function sealingKeyIds(db: Kysely<Database>): Promise<string[]> {
   }
 }
 
+/** The secret key ids that sealed embed signing keys which sign now or later (migration 0004). */
+function signingKeySealers(db: Kysely<Database>, now: string): Promise<{ key_id: string; kid: string }[]> {
+  return db
+    .selectFrom('embed_signing_keys')
+    .select([sql<string>`substr(private_key_sealed, 1, 8)`.as('key_id'), 'kid'])
+    .where((eb) => eb.or([eb('retired_at', 'is', null), eb('retired_at', '>', now)]))
+    .execute();
+}
+
 export interface MissingKey {
   key_id: string;
   /** How many stored tokens it sealed. */
   tokens: number;
+  /** The embed signing keys (kid) it sealed that sign now or later. */
+  signing_keys: string[];
 }
 
-/** The key ids that sealed stored tokens but are not in the keyring, with how many each sealed. */
-export async function missingSealingKeys(db: Kysely<Database>, keyring: Keyring): Promise<MissingKey[]> {
+/**
+ * The key ids that sealed stored tokens, or embed signing keys that still sign, but are not in
+ * the keyring, with what each sealed.
+ */
+export async function missingSealingKeys(db: Kysely<Database>, keyring: Keyring, now: Date): Promise<MissingKey[]> {
   const configured = new Set(keyring.keyIds);
-  const missing: MissingKey[] = [];
+  const missing = new Map<string, MissingKey>();
+  const entry = (keyId: string) => missing.get(keyId) ?? missing.set(keyId, { key_id: keyId, tokens: 0, signing_keys: [] }).get(keyId)!;
   for (const keyId of await sealingKeyIds(db)) {
     if (configured.has(keyId)) continue;
     const row = await db
@@ -43,23 +58,36 @@ export async function missingSealingKeys(db: Kysely<Database>, keyring: Keyring)
       .select((eb) => eb.fn.countAll<number | string>().as('tokens'))
       .where(sealingKeyId, '=', keyId)
       .executeTakeFirstOrThrow();
-    missing.push({ key_id: keyId, tokens: Number(row.tokens) });
+    entry(keyId).tokens = Number(row.tokens);
   }
-  return missing;
+  for (const { key_id: keyId, kid } of await signingKeySealers(db, now.toISOString())) {
+    if (!configured.has(keyId)) entry(keyId).signing_keys.push(kid);
+  }
+  return [...missing.values()].sort((a, b) => a.key_id.localeCompare(b.key_id));
 }
 
 /** Why the server will not start, and the ways out. */
 export function missingKeysMessage(missing: MissingKey[], keyring: Keyring, keySource: string): string {
   const total = missing.reduce((sum, key) => sum + key.tokens, 0);
+  const signing = missing.reduce((sum, key) => sum + key.signing_keys.length, 0);
+  const what = [
+    total > 0 ? `${total.toLocaleString('en-US')} stored user group tokens` : '',
+    signing > 0 ? `${signing} embed signing key${signing === 1 ? '' : 's'}` : '',
+  ].filter(Boolean).join(' and ');
   return [
-    `refusing to start: ${total.toLocaleString('en-US')} stored user group tokens are sealed under secret keys that are not configured:`,
-    ...missing.map((key) => `  key id ${key.key_id}: ${key.tokens.toLocaleString('en-US')} tokens`),
+    `refusing to start: ${what} ${total + signing === 1 ? 'is' : 'are'} sealed under secret keys that are not configured:`,
+    ...missing.map(
+      (key) =>
+        `  key id ${key.key_id}: ${key.tokens.toLocaleString('en-US')} tokens` +
+        (key.signing_keys.length > 0 ? `, embed signing key${key.signing_keys.length === 1 ? '' : 's'} ${key.signing_keys.join(', ')}` : ''),
+    ),
     `The configured keys (${keySource}): ${keyring.keyIds.join(', ')}.`,
     'Without the key that sealed them, those groups cannot be answered. Either:',
     '  - start with that key: UGS_SECRET_KEY="<that key>", or "<new key>,<that key>" to move to a new key',
     '    (then run: npx ugs keys reencrypt; the README\'s "Secret keys" section explains the rotation); or,',
     `  - if the key is lost for good: npx ugs keys reissue ${missing.map((key) => key.key_id).join(' ')}`,
     '    gives those groups new tokens under the configured key; their old tokens stop working, and your',
-    '    backend fetches the new ones with a get-or-create (GET /api/user).',
+    '    backend fetches the new ones with a get-or-create (GET /api/user). A lost embed signing key is',
+    '    replaced by a new one; the embed tokens it signed keep verifying until they expire.',
   ].join('\n');
 }

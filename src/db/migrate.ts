@@ -10,6 +10,7 @@ import { retryWhileLocked } from './sqlite-lock.ts';
 import { initial } from './migrations/0001-initial.ts';
 import { plansWithoutStatistics } from './migrations/0002-plans-without-statistics.ts';
 import { hierarchyAndTags } from './migrations/0003-hierarchy-and-tags.ts';
+import { embedSigningKeys } from './migrations/0004-embed-signing-keys.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -20,6 +21,7 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0001-initial': initial(dialect),
     '0002-plans-without-statistics': plansWithoutStatistics(dialect),
     '0003-hierarchy-and-tags': hierarchyAndTags(dialect),
+    '0004-embed-signing-keys': embedSigningKeys(),
   };
 }
 

@@ -90,6 +90,22 @@ export interface AuditLogTable {
   created_at: string;
 }
 
+/** Keys that sign embed tokens (migration 0004). Times are ISO-8601 UTC text. */
+export interface EmbedSigningKeysTable {
+  /** The JWK thumbprint (RFC 7638) of the public key. */
+  kid: string;
+  algorithm: string;
+  public_jwk: string;
+  private_key_sealed: string;
+  created_at: string;
+  /** Signs from here on, until the next key activates. */
+  activates_at: string;
+  /** When the next key took over; null for the newest key. */
+  retired_at: string | null;
+  /** At least the latest `exp` this key signed: it stays published until then. */
+  signed_until: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -97,9 +113,11 @@ export interface Database {
   user_group_tags: UserGroupTagsTable;
   retired_tokens: RetiredTokensTable;
   audit_log: AuditLogTable;
+  embed_signing_keys: EmbedSigningKeysTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
 export type ApiTokenRow = Selectable<ApiTokensTable>;
 export type UserGroupRow = Selectable<UserGroupsTable>;
 export type AuditLogRow = Selectable<AuditLogTable>;
+export type EmbedSigningKeyRow = Selectable<EmbedSigningKeysTable>;
