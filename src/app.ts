@@ -15,7 +15,10 @@ import { refuseMalformedQuery, registerValidation } from './http/validation.ts';
 import { operationalCodeSamples, registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
 import { OpenedTokenCache } from './user-groups/opened-tokens.ts';
-import { registerEmbedRoutes, registerEmbedTokenRoute } from './embed/embed.routes.ts';
+import { registerEmbedRoutes, registerEmbedTokenRoute, registerIntrospectionRoute, registerJwksRoute } from './embed/embed.routes.ts';
+import { EmbedSigningKeys } from './embed/signing-keys.ts';
+import { EmbedTokens } from './embed/embed-token.ts';
+import { AccountSlugs } from './accounts/accounts.repository.ts';
 import { finishOpenApiDocument, openApiInfo, showGetBodies } from './http/openapi.ts';
 import { userGroupCodeSamples } from './user-groups/user-groups.operations.ts';
 import { embedCodeSamples } from './embed/embed.operations.ts';
@@ -84,12 +87,22 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const tokens = new OpenedTokenCache(deps.keyring, config.tokenCacheSize);
   const authenticator = new ApiTokenAuthenticator(deps.database.reads, now, config.apiTokenCacheMs);
+  const signingKeys = new EmbedSigningKeys(deps.database, deps.keyring, now);
+  const embed = {
+    database: deps.database,
+    embedTokens: new EmbedTokens(signingKeys, deps.keyring, { issuer: config.publicUrl, audience: config.embedAudience }),
+    accountSlugs: new AccountSlugs(deps.database.db),
+    now,
+    events: metrics,
+  };
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
     registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics, maxHierarchyDepth: config.maxHierarchyDepth });
-    registerEmbedTokenRoute(api, { database: deps.database, keyring: deps.keyring, now, events: metrics });
+    registerEmbedTokenRoute(api, embed);
+    registerIntrospectionRoute(api, embed);
   });
-  await registerEmbedRoutes(app, { database: deps.database, keyring: deps.keyring, now, events: metrics, corsOrigins: config.corsOrigins });
+  await registerEmbedRoutes(app, { ...embed, corsOrigins: config.corsOrigins });
+  await registerJwksRoute(app, signingKeys);
 
   return app;
 }

@@ -32,6 +32,10 @@ export interface Config {
   embedRateLimitWindowMs: number;
   /** How many levels a hierarchy of user groups may have (a group without parent is level 1). */
   maxHierarchyDepth: number;
+  /** The service's public base URL: the `iss` of embed tokens, whose keys are at <publicUrl>/.well-known/jwks.json. */
+  publicUrl: string;
+  /** The `aud` of an embed token that is not bound to an embed_id. */
+  embedAudience: string;
   /** Redis shared by all instances for the rate limits; empty means per-instance counters. */
   redisUrl: string;
   /** Prefix of every Redis key this service writes, so that services can share a Redis. */
@@ -67,11 +71,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || '',
     rateLimitRedisPrefix: env.UGS_RATE_LIMIT_REDIS_PREFIX || 'ugs:rl:',
     maxHierarchyDepth: integer(env, 'UGS_MAX_HIERARCHY_DEPTH', 3, 1, 10),
+    publicUrl: '',
+    embedAudience: env.UGS_EMBED_AUDIENCE || 'ugs:embed',
   };
+  config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(`UGS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed UGS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
   }
   return config;
+}
+
+/** An absolute http(s) URL without query or fragment, without its trailing slash. */
+function publicUrl(value: string | undefined, { host, port }: Pick<Config, 'host' | 'port'>): string {
+  if (!value) return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`UGS_PUBLIC_URL must be an absolute URL such as https://ugs.example.com, not "${value}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username) {
+    throw new ConfigError(`UGS_PUBLIC_URL must be an http(s) URL without credentials, query or fragment, not "${value}"`);
+  }
+  return url.href.replace(/\/+$/, '');
 }
 
 function list(value: string | undefined): string[] {

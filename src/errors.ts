@@ -26,6 +26,7 @@ export const errorStatus = {
   user_group_has_children: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  embed_token_too_large: 422,
   headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
 
   // Keys that cannot open the stored tokens would answer every existing group with a 500:
   // better not to start at all, and say which keys are missing.
-  const missing = await missingSealingKeys(handle.db, keyring);
+  const missing = await missingSealingKeys(handle.db, keyring, new Date());
   if (missing.length > 0) {
     if (createdKeyFile) fs.rmSync(config.keyFile); // leave things as they were
     await handle.close();

@@ -21,6 +21,8 @@ interface Target {
   id: string;
   env: 'Customer' | 'Testing';
   groupToken: string;
+  /** An embed token of the group, issued by its own account. */
+  embedToken: string;
 }
 interface Expect {
   status: number | number[];
@@ -34,6 +36,8 @@ interface RouteRow {
   otherAccount?: Expect;
   /** Whether the probe needs the write scope. */
   write?: boolean;
+  /** Answers a forbidden environment as `active: false` (RFC 7662 reveals nothing) instead of 403. */
+  inactiveWhenForbidden?: boolean;
 }
 
 const OVERRIDE = { 'x-http-method-override': 'GET' };
@@ -84,6 +88,12 @@ const ROUTES: Record<string, RouteRow> = {
     probe: (t) => ({ method: 'POST', url: '/api/embed_token', body: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 404, code: 'user_group_not_found' },
   },
+  'POST /api/embed/introspect': {
+    kind: 'api',
+    probe: (t) => ({ method: 'POST', url: '/api/embed/introspect', body: { token: t.embedToken } }),
+    otherAccount: { status: 200 }, // active: false
+    inactiveWhenForbidden: true,
+  },
   'GET /api/embed/context': {
     kind: 'embed',
     probe: () => ({ method: 'GET', url: '/api/embed/context' }),
@@ -112,7 +122,9 @@ forEachBackend('authorization matrix', (backend) => {
   async function createGroup(token: string, id: string, env: 'Customer' | 'Testing'): Promise<Target & { teamId: number }> {
     const res = await t.request('POST', '/api/user', { token, body: { user_group_id: id, api_environment_tag: env } });
     assert.equal(res.status, 201, res.text);
-    return { id, env, groupToken: res.body.user_group.token, teamId: res.body.user_group.team_id };
+    const embed = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: id, api_environment_tag: env } });
+    assert.equal(embed.status, 200, embed.text);
+    return { id, env, groupToken: res.body.user_group.token, embedToken: embed.body.embed_token, teamId: res.body.user_group.team_id };
   }
 
   function send(probe: Probe, credential: Credential) {
@@ -188,6 +200,7 @@ forEachBackend('authorization matrix', (backend) => {
         }
         if (key === 'GET /api/user/history') assert.deepEqual(res.body.entries, []);
         if (key === 'GET /api/users') assert.deepEqual(res.body.user_groups, []);
+        if (key === 'POST /api/embed/introspect') assert.deepEqual(res.body, { success: 1, active: false });
         // The victim's group is as it was.
         const still = await t.request('GET', '/api/user', { token: victimToken, query: { user_group_id: victim.id, api_environment_tag: victim.env } });
         assert.equal(still.status, 200);
@@ -201,6 +214,18 @@ forEachBackend('authorization matrix', (backend) => {
             await assertRefused({ method: 'POST', url: '/api/user', body: { user_group_id: freshId() } }, { token: tokens.readOnly }, 403, 'insufficient_scope');
           }
         });
+      }
+
+      if (row.inactiveWhenForbidden) {
+        it(`${key}: an API token restricted to Testing, used on Customer -> active: false`, async () => {
+          const before = await snapshot();
+          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
+          assert.deepEqual(res.body, { success: 1, active: false });
+          assert.equal(await snapshot(), before);
+          const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
+          assert.equal(own.body.active, true, `${key} in Testing: ${own.text}`);
+        });
+        continue;
       }
 
       it(`${key}: an API token restricted to Testing, used on Customer -> 403 environment_forbidden`, async () => {

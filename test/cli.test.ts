@@ -1,6 +1,7 @@
 // The command-line tool (README, "API tokens and accounts"), run as a real process against the
 // same database as a real server, which then honours what the tool did.
 import { it, before, after } from 'node:test';
+import { decodeProtectedHeader } from 'jose';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -66,10 +67,11 @@ forEachBackend('the ugs command-line tool', (backend) => {
     return JSON.parse(r.stdout).length;
   }
 
+  const secretKey = crypto.randomBytes(32).toString('base64');
   before(async () => {
     database = await createTestDatabase(backend);
     env = { DATABASE_URL: database.url };
-    server = await spawnServer({ ...env, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
+    server = await spawnServer({ ...env, UGS_SECRET_KEY: secretKey });
   });
 
   after(async () => {
@@ -308,6 +310,45 @@ forEachBackend('the ugs command-line tool', (backend) => {
 
   // These two do not depend on the database: run once, on the first backend.
   const once = backend === BACKENDS[0] ? {} : { skip: 'does not depend on the database (run on the first backend)' };
+
+  it('keys embed rotate adds a signing key the running server publishes at once and signs with from its activation; list shows both', async () => {
+    const { token } = await createToken('--account', 'acme');
+    await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'cli-embed' } });
+    const embedToken = async () => {
+      const res = await httpRequest(server.baseUrl, 'POST', '/api/embed_token', { token, body: { user_group_id: 'cli-embed', expires_in_seconds: 600 } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.embed_token;
+    };
+    const before = decodeProtectedHeader(await embedToken()).kid;
+    const keysEnv = { ...env, UGS_SECRET_KEY: secretKey };
+
+    const rotated = await runUgs(['keys', 'embed', 'rotate', '--activate-in', '0s', '--json'], keysEnv);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const { kid, activates_at } = JSON.parse(rotated.stdout);
+    assert.ok(Math.abs(Date.parse(activates_at) - Date.now()) < 60_000);
+    // Within the server's one-second copy of the key table: published, then signing.
+    let signedBy = before;
+    for (let waited = 0; signedBy !== kid && waited < 5000; waited += 250) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      signedBy = decodeProtectedHeader(await embedToken()).kid;
+    }
+    assert.equal(signedBy, kid, 'the server signs with the new key');
+    const jwks = await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json');
+    assert.deepEqual(jwks.body.keys.map((key: { kid: string }) => key.kid).sort(), [before, kid].sort(), 'the old key stays published while its tokens live');
+
+    const listed = await runUgs(['keys', 'embed', 'list', '--json'], keysEnv);
+    assert.equal(listed.code, 0, listed.stderr);
+    const keys = JSON.parse(listed.stdout) as { kid: string; retired_at: string | null; signed_until: string }[];
+    assert.deepEqual(keys.map((k) => k.kid), [kid, before]);
+    assert.equal(keys[0].retired_at, null);
+    assert.equal(keys[1].retired_at, activates_at);
+    assert.ok(Date.parse(keys[1].signed_until) >= Date.now() + 590_000, 'published until its last token expires');
+    assert.ok(!listed.stdout.includes('private') && !listed.stdout.includes('"d"'), 'no private key is printed');
+
+    const bad = await runUgs(['keys', 'embed', 'rotate', '--activate-in', 'soon'], keysEnv);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /a duration is a number and a unit/);
+  });
 
   it('--help on every command exits 0 and prints its usage', once, async () => {
     const paths = commandPaths(buildCli());

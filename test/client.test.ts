@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   UserGroupServiceClient,
+  jwksUrl,
   UserGroupServiceError,
   isUserGroupServiceError,
   parseRetryAfter,
@@ -14,6 +15,7 @@ import {
   DEFAULT_RETRY,
   type UserGroupServiceErrorCode,
 } from '../packages/client/src/index.ts';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { BACKENDS } from './helpers/backends.ts';
 import { startTestApp, type TestApp } from './helpers/harness.ts';
 
@@ -207,6 +209,22 @@ for (const backend of BACKENDS) {
         assert.equal(JSON.stringify(context).includes(user_group.token), false);
       }
       await failure(browser.getEmbedContext('ugs_grp_not-a-token'), 'invalid_token', 401);
+    });
+
+    it('introspectEmbedToken and jwksUrl: a backend learns whether a token is active; a data API verifies it with the published keys', async () => {
+      await client.createUserGroup({ user_group_id: `i-${run}`, properties: { region: 'emea' } });
+      const { embed_token } = await client.createEmbedToken({ user_group_id: `i-${run}`, embed_id: 'sales' });
+      const active = await client.introspectEmbedToken(embed_token);
+      assert.equal(active.active, true);
+      assert.equal(active.sub, `i-${run}`);
+      assert.equal(active.aud, 'sales');
+      assert.deepEqual(active.ugs_variables, { user_group_id: `i-${run}`, user_group_name: `i-${run}`, region: 'emea' });
+      assert.deepEqual(await client.introspectEmbedToken(`${embed_token}x`), { success: 1, active: false });
+
+      assert.equal(client.jwksUrl().href, `${baseUrl}/.well-known/jwks.json`);
+      assert.equal(jwksUrl('https://ugs.example.com/').href, 'https://ugs.example.com/.well-known/jwks.json');
+      const { payload } = await jwtVerify(embed_token, createRemoteJWKSet(client.jwksUrl()), { audience: 'sales', issuer: 'http://127.0.0.1:3000' });
+      assert.equal(payload.sub, `i-${run}`);
     });
 
     it('400 validation_failed carries details naming the field', async () => {

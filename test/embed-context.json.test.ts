@@ -15,6 +15,7 @@ const validate = new Ajv({ strict: false, allErrors: true }).compile(EmbedContex
 function row(properties: unknown, overrides: Partial<EmbedGroupRow> = {}): EmbedGroupRow {
   return {
     team_id: 4812,
+    account_id: 1,
     provided_id: 'example_1',
     name: 'Example "1" 🚀',
     environment: 'Customer',

@@ -3,7 +3,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
+import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import { buildApp } from '../src/app.ts';
 import { Keyring } from '../src/crypto/keyring.ts';
 import { forEachBackend, testConfig, useTestApp, type HttpResult, createGroup as createGroupOf } from './helpers/harness.ts';
@@ -34,9 +34,9 @@ forEachBackend('embed tokens', (backend) => {
     });
   }
 
-  it('issue: answers a compact JWS with kid, expiring after 86400 s by default, sent with Cache-Control: no-store', async () => {
+  it('issue: answers a compact JWS signed with EdDSA, its kid in the JWKS, expiring after 86400 s by default, sent with Cache-Control: no-store', async () => {
     clock = START;
-    const group = await createGroup({ user_group_id: 'tok-1' });
+    const group = await createGroup({ user_group_id: 'tok-1', name: 'Token One', properties: { region: 'emea', seats: 3 } });
     const res = await issue({ user_group_id: 'tok-1' });
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(Object.keys(res.body).sort(), ['embed_token', 'expires_at', 'success']);
@@ -46,16 +46,35 @@ forEachBackend('embed tokens', (backend) => {
     assert.equal(res.headers['cache-control'], 'no-store');
 
     const header = decodeProtectedHeader(res.body.embed_token);
-    assert.equal(header.alg, 'HS256');
-    assert.equal(header.kid, t.keyring.currentKeyId);
-    const claims = decodeJwt(res.body.embed_token);
-    assert.equal(claims.sub, String(group.team_id));
-    assert.equal(claims.iss, 'ugs');
-    assert.equal(claims.gen, 1);
-    assert.equal(claims.iat, START.getTime() / 1000);
-    assert.equal(claims.exp, START.getTime() / 1000 + 86_400);
-    assert.equal(claims.embed_id, undefined);
-    assert.equal(claims.origin, undefined);
+    assert.deepEqual(header, { alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: header.kid });
+    const jwks = await t.request('GET', '/.well-known/jwks.json');
+    assert.equal(jwks.status, 200);
+    const keySet = JSON.parse(jwks.text) as JSONWebKeySet;
+    assert.ok(keySet.keys.some((key) => key.kid === header.kid), 'the signing key is published');
+    // Verified the way a data API would: the published keys, no secret.
+    const { payload } = await jwtVerify(res.body.embed_token, createLocalJWKSet(keySet), {
+      issuer: 'http://127.0.0.1:3000',
+      audience: 'ugs:embed',
+      algorithms: ['EdDSA'],
+      currentDate: START,
+    });
+    const iat = START.getTime() / 1000;
+    assert.deepEqual(payload, {
+      iss: 'http://127.0.0.1:3000',
+      sub: 'tok-1',
+      aud: 'ugs:embed',
+      iat,
+      nbf: iat,
+      exp: iat + 86_400,
+      jti: payload.jti,
+      ugs_account: 'acme',
+      ugs_environment: 'Customer',
+      ugs_team_id: group.team_id,
+      ugs_generation: 1,
+      ugs_variables: { user_group_id: 'tok-1', user_group_name: 'Token One', region: 'emea', seats: 3 },
+    });
+    assert.match(String(payload.jti), /^[A-Za-z0-9_-]{22}$/);
+    assert.notEqual(decodeJwt(await embedToken({ user_group_id: 'tok-1' })).jti, payload.jti, 'each token has its own jti');
   });
 
   it('issue: the claims hold no secret (no token, no key material)', async () => {
@@ -64,7 +83,11 @@ forEachBackend('embed tokens', (backend) => {
     const decoded = JSON.stringify({ header: decodeProtectedHeader(token), claims: decodeJwt(token) });
     assert.ok(!decoded.includes(group.token) && !decoded.includes('ugs_grp_') && !decoded.includes('ugs_api_'));
     assert.ok(!decoded.includes(t.secretKey));
-    assert.deepEqual(Object.keys(decodeJwt(token)).sort(), ['aud', 'embed_id', 'exp', 'gen', 'iat', 'iss', 'origin', 'sub']);
+    assert.deepEqual(Object.keys(decodeJwt(token)).sort(), [
+      'aud', 'exp', 'iat', 'iss', 'jti', 'nbf', 'sub', 'ugs_account', 'ugs_environment', 'ugs_generation', 'ugs_origin', 'ugs_team_id', 'ugs_variables',
+    ]);
+    assert.equal(decodeJwt(token).aud, 'dash', 'a bound token names its embed_id as audience');
+    assert.equal(decodeJwt(token).ugs_origin, 'https://app.example.com');
   });
 
   it('context: accepts an embed token like a user group token', async () => {
@@ -201,7 +224,7 @@ forEachBackend('embed tokens', (backend) => {
     assert.equal((await context(group.token)).status, 200, 'the retired user group token itself is in its grace period');
 
     const after_ = await embedToken({ user_group_id: 'tok-rotate' });
-    assert.equal(decodeJwt(after_).gen, 2);
+    assert.equal(decodeJwt(after_).ugs_generation, 2);
     assert.equal((await context(after_)).status, 200);
   });
 
@@ -277,7 +300,7 @@ forEachBackend('embed tokens', (backend) => {
         .sign(Buffer.from(t.secretKey, 'base64')),
       'a plain JWT of another type': await new SignJWT(claims)
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: t.keyring.currentKeyId })
-        .sign(t.keyring.deriveKey('embed-token').secret),
+        .sign(t.keyring.deriveKeyById('embed-token', t.keyring.currentKeyId)!),
     };
     for (const [what, token] of Object.entries(forgeries)) {
       const res = await context(token);
@@ -287,25 +310,19 @@ forEachBackend('embed tokens', (backend) => {
     // the control: the same claims, correctly typed and signed, are accepted
     const control = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid: t.keyring.currentKeyId })
-      .sign(t.keyring.deriveKey('embed-token').secret);
+      .sign(t.keyring.deriveKeyById('embed-token', t.keyring.currentKeyId)!);
     assert.equal((await context(control)).status, 200);
   });
 
-  it('key rotation: a token signed with an older key of the keyring still verifies; without that key it does not', async () => {
+  it('secret key rotation: embed tokens keep verifying, and the same signing key signs, under UGS_SECRET_KEY=new,old', async () => {
     clock = START;
     await createGroup({ user_group_id: 'tok-keys' });
     const token = await embedToken({ user_group_id: 'tok-keys' });
-    const newKey = crypto.randomBytes(32);
     const oldKey = Buffer.from(t.secretKey, 'base64');
-    const build = (keyring: Keyring) =>
-      buildApp({ database: t.handle, keyring, config: testConfig(), now: () => clock });
-    const rotatedApp = await build(new Keyring([newKey, oldKey]));
-    const newOnlyApp = await build(new Keyring([newKey]));
+    const rotatedApp = await buildApp({ database: t.handle, keyring: new Keyring([crypto.randomBytes(32), oldKey]), config: testConfig(), now: () => clock });
     try {
-      const ask = (app: typeof rotatedApp, jws: string) => app.inject({ method: 'GET', url: CONTEXT, headers: { authorization: `Bearer ${jws}` } });
-      assert.equal((await ask(rotatedApp, token)).statusCode, 200);
-      assert.equal((await ask(newOnlyApp, token)).statusCode, 401);
-
+      const ask = (jws: string) => rotatedApp.inject({ method: 'GET', url: CONTEXT, headers: { authorization: `Bearer ${jws}` } });
+      assert.equal((await ask(token)).statusCode, 200);
       const issued = await rotatedApp.inject({
         method: 'POST',
         url: '/api/embed_token',
@@ -314,11 +331,39 @@ forEachBackend('embed tokens', (backend) => {
       });
       assert.equal(issued.statusCode, 200, issued.body);
       const fresh = issued.json().embed_token as string;
-      assert.notEqual(decodeProtectedHeader(fresh).kid, decodeProtectedHeader(token).kid, 'the newest key signs');
-      assert.equal((await ask(newOnlyApp, fresh)).statusCode, 200);
+      assert.equal(decodeProtectedHeader(fresh).kid, decodeProtectedHeader(token).kid, 'the signing key does not change with the secret key');
+      assert.equal((await context(fresh)).status, 200, 'and the first instance verifies it');
     } finally {
       await rotatedApp.close();
-      await newOnlyApp.close();
     }
+  });
+
+  it('HS256 tokens issued before EdDSA keep working until they expire, and only with the secret key they were derived from', async () => {
+    clock = START;
+    const group = await createGroup({ user_group_id: 'tok-legacy', properties: { region: 'emea' } });
+    const iat = Math.floor(START.getTime() / 1000);
+    // Exactly what earlier versions issued: HS256, a key derived from the secret key, sub = team_id.
+    const legacy = await new SignJWT({ gen: 1 })
+      .setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid: t.keyring.currentKeyId })
+      .setIssuer('ugs')
+      .setAudience('ugs:embed')
+      .setSubject(String(group.team_id))
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + 600)
+      .sign(t.keyring.deriveKeyById('embed-token', t.keyring.currentKeyId)!);
+    const res = await context(legacy);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.variables.region, 'emea');
+
+    const otherKeyApp = await buildApp({ database: t.handle, keyring: new Keyring([crypto.randomBytes(32)]), config: testConfig(), now: () => clock });
+    try {
+      const refused = await otherKeyApp.inject({ method: 'GET', url: CONTEXT, headers: { authorization: `Bearer ${legacy}` } });
+      assert.equal(refused.statusCode, 401, 'without the secret key it was derived from');
+    } finally {
+      await otherKeyApp.close();
+    }
+    clock = new Date(START.getTime() + 600_000);
+    assert.equal((await context(legacy)).status, 401, 'expired');
+    clock = START;
   });
 });

@@ -50,6 +50,8 @@ forEachBackend('secret key rotation without downtime', (backend) => {
         assert.equal(res.status, 201);
         groupTokens.set(id, res.body.user_group.token);
       }
+      // The first embed token creates the embed signing key, its private half sealed under A.
+      assert.equal((await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'g1' } })).status, 200);
     });
     const status = await ugs(['keys', 'status', '--json'], [keyA]);
     assert.equal(status.code, 0, status.stderr);
@@ -87,6 +89,7 @@ forEachBackend('secret key rotation without downtime', (backend) => {
     assert.equal(outcome.examined, 6);
     assert.equal(outcome.resealed, 4);
     assert.deepEqual(outcome.unreadable, []);
+    assert.deepEqual(outcome.embed_signing_keys, { resealed: 1, unreadable: [] }, 'the embed signing key moves to B too');
     const status = await ugs(['keys', 'status', '--json'], [keyB, keyA]);
     assert.deepEqual(JSON.parse(status.stdout).keys, [
       { key_id: idB, tokens: 6, state: 'current' },
@@ -96,9 +99,11 @@ forEachBackend('secret key rotation without downtime', (backend) => {
     assert.equal(JSON.parse(again.stdout).resealed, 0);
   });
 
-  it('restarted with only key B: every token still works', async () => {
+  it('restarted with only key B: every token still works, and embed tokens are still signed', async () => {
     await withApp([keyB], async (t) => {
       await assertEveryTokenReadable(t);
+      const embed = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'g3' } });
+      assert.equal(embed.status, 200, embed.text);
       const rotated = await t.request('POST', '/api/user', { token, body: { current_token: groupTokens.get('g2') } });
       assert.equal(rotated.status, 200);
       groupTokens.set('g2', rotated.body.user_group.token);

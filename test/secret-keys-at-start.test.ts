@@ -3,6 +3,7 @@
 // user meets it: the server started as a process, restarted with another key or without its
 // key file.
 import { describe, it, before, after } from 'node:test';
+import { decodeProtectedHeader } from 'jose';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -23,6 +24,7 @@ for (const backend of BACKENDS) {
     const keyA = newKey();
     const keyB = newKey();
     const groupTokens: string[] = [];
+    let signingKid: string;
 
     /** A start that is expected to end by itself: how it ended and what it printed. */
     const startExpectingRefusal = (env: Record<string, string>) =>
@@ -40,6 +42,9 @@ for (const backend of BACKENDS) {
           assert.equal(created.status, 201);
           groupTokens.push(created.body.user_group.token);
         }
+        const embed = await httpRequest(server.baseUrl, 'POST', '/api/embed_token', { token: apiToken, body: { user_group_id: 'k1' } });
+        assert.equal(embed.status, 200);
+        signingKid = decodeProtectedHeader(embed.body.embed_token).kid!;
       } finally {
         assert.equal((await server.stop()).code, 0);
       }
@@ -54,8 +59,8 @@ for (const backend of BACKENDS) {
       const run = await startExpectingRefusal({ UGS_SECRET_KEY: keyB });
       assert.equal(run.code, 1, run.stdout + run.stderr);
       assert.doesNotMatch(run.stdout + run.stderr, /Server listening/);
-      assert.match(run.stderr, /refusing to start: 3 stored user group tokens are sealed under secret keys that are not configured/);
-      assert.match(run.stderr, new RegExp(`key id ${keyId(keyA)}: 3 tokens`));
+      assert.match(run.stderr, /refusing to start: 3 stored user group tokens and 1 embed signing key are sealed under secret keys that are not configured/);
+      assert.match(run.stderr, new RegExp(`key id ${keyId(keyA)}: 3 tokens, embed signing key ${signingKid}`));
       assert.match(run.stderr, new RegExp(`The configured keys \\(from UGS_SECRET_KEY\\): ${keyId(keyB)}\\.`));
       assert.match(run.stderr, /UGS_SECRET_KEY="<that key>", or "<new key>,<that key>"/);
       assert.match(run.stderr, new RegExp(`npx ugs keys reissue ${keyId(keyA)}`));
@@ -84,9 +89,16 @@ for (const backend of BACKENDS) {
     it('keys at start: after ugs keys reissue of a lost key the groups get new tokens and the server starts', async () => {
       const reissued = await runUgs(['keys', 'reissue', keyId(keyA), '--json'], { DATABASE_URL: database.url, UGS_SECRET_KEY: keyB });
       assert.equal(reissued.code, 0, reissued.stderr);
-      assert.deepEqual(JSON.parse(reissued.stdout).keys, [{ key_id: keyId(keyA), reissued: 3 }]);
+      assert.deepEqual(JSON.parse(reissued.stdout).keys, [{ key_id: keyId(keyA), reissued: 3, replaced_signing_keys: [signingKid] }]);
       const server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: keyB });
       try {
+        // The lost key's embed signing key no longer signs, but stays published while its tokens live.
+        const signed = await httpRequest(server.baseUrl, 'POST', '/api/embed_token', { token: apiToken, body: { user_group_id: 'k3' } });
+        assert.equal(signed.status, 200);
+        const newKid = decodeProtectedHeader(signed.body.embed_token).kid;
+        assert.notEqual(newKid, signingKid);
+        const jwks = await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json');
+        assert.deepEqual(jwks.body.keys.map((key: { kid: string }) => key.kid).sort(), [signingKid, newKid].sort());
         const old = await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${groupTokens[1]}` } });
         assert.equal(old.status, 401, 'the old token no longer works');
         const got = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=k2', { token: apiToken });

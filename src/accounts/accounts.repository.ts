@@ -1,3 +1,4 @@
+import { BoundedMap } from '../bounded-map.ts';
 import type { Kysely } from 'kysely';
 import type { AccountRow, Database } from '../db/schema.ts';
 
@@ -28,4 +29,20 @@ export async function countAccounts(db: Kysely<Database>): Promise<number> {
 
 export function listAccounts(db: Kysely<Database>): Promise<AccountRow[]> {
   return db.selectFrom('accounts').selectAll().orderBy('id').execute();
+}
+
+/** The slugs of accounts by id, each read once: slugs never change. */
+export class AccountSlugs {
+  private readonly slugs = new BoundedMap<number, string>(10_000);
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async get(accountId: number): Promise<string> {
+    let slug = this.slugs.get(accountId);
+    if (slug === undefined) {
+      slug = (await this.db.selectFrom('accounts').select('slug').where('id', '=', accountId).executeTakeFirstOrThrow()).slug;
+      this.slugs.set(accountId, slug);
+    }
+    return slug;
+  }
 }

@@ -29,7 +29,8 @@ export function tokenKind(token: string): TokenKind | null {
   return match[1] === PREFIX.api ? 'api' : 'user_group';
 }
 
-const MAX_JWS_LENGTH = 4096;
+/** The longest embed token the service issues (MAX_EMBED_TOKEN_BYTES). */
+const MAX_JWS_LENGTH = 8192;
 const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /** Three base64url parts: a compact JWS (a short-lived embed token), as opposed to a `ugs_…` token. */

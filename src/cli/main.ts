@@ -12,6 +12,8 @@ import { accountHistory, userGroupHistory } from '../audit/audit.repository.ts';
 import { parseDuration } from './duration.ts';
 import { reencryptUserGroupTokens, tokensPerKey } from '../crypto/reencrypt.ts';
 import { reissueTokensOfLostKey } from '../user-groups/lost-key.service.ts';
+import { DEFAULT_ACTIVATION_SECONDS, reencryptSigningKeys, replaceSigningKeysOfLostKey, rotateSigningKey } from '../embed/signing-keys.ts';
+import { allSigningKeys } from '../embed/signing-keys.repository.ts';
 import { accountLevels, levelsInUseOutside, setAccountLevels } from '../user-groups/hierarchy.repository.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
 import fs from 'node:fs';
@@ -263,17 +265,21 @@ export function buildCli(): Command {
     .option('--json', 'print JSON')
     .action(async (opts: { batchSize: number; json?: boolean }) => {
       const keyring = configuredKeyring();
-      const outcome = await withDatabase((h) => reencryptUserGroupTokens(h, keyring, { batchSize: opts.batchSize }));
+      const [outcome, signing] = await withDatabase(async (h) => [await reencryptUserGroupTokens(h, keyring, { batchSize: opts.batchSize }), await reencryptSigningKeys(h, keyring)] as const);
       print(
         !!opts.json,
-        { current_key_id: keyring.currentKeyId, ...outcome },
+        { current_key_id: keyring.currentKeyId, ...outcome, embed_signing_keys: signing },
         [
           `re-sealed ${outcome.resealed} of ${outcome.examined} user group tokens under key ${keyring.currentKeyId}`,
+          `re-sealed ${signing.resealed} embed signing keys`,
+          signing.unreadable.length ? `embed signing keys sealed under keys that are not configured: ${signing.unreadable.join(', ')}` : '',
           outcome.changedConcurrently ? `${outcome.changedConcurrently} were rotated meanwhile (already under the newest key of the rotating instance; run again to be sure)` : '',
           outcome.unreadable.length ? `${outcome.unreadable.length} are sealed under keys that are not configured: ${[...new Set(outcome.unreadable.map((u) => u.key_id))].join(', ')}` : '',
         ].filter(Boolean).join('\n'),
       );
-      if (outcome.unreadable.length > 0) throw new Error('some tokens could not be re-sealed: add their keys to UGS_SECRET_KEY (after the newest) and run again');
+      if (outcome.unreadable.length + signing.unreadable.length > 0) {
+        throw new Error('some tokens or signing keys could not be re-sealed: add their keys to UGS_SECRET_KEY (after the newest) and run again');
+      }
     });
 
   keys
@@ -291,13 +297,56 @@ export function buildCli(): Command {
       }
       const outcomes = await withDatabase(async (h) => {
         const done = [];
-        for (const keyId of keyIds) done.push(await reissueTokensOfLostKey(h, keyring, keyId, CLI_ACTOR, () => new Date()));
+        for (const keyId of keyIds) {
+          const reissued = await reissueTokensOfLostKey(h, keyring, keyId, CLI_ACTOR, () => new Date());
+          done.push({ ...reissued, replaced_signing_keys: await replaceSigningKeysOfLostKey(h, keyring, keyId, new Date()) });
+        }
         return done;
       });
       print(
         !!opts.json,
         { current_key_id: keyring.currentKeyId, keys: outcomes },
-        outcomes.map((o) => `key ${o.key_id}: ${o.reissued} user group tokens reissued under key ${keyring.currentKeyId}; their old tokens no longer work`).join('\n'),
+        outcomes
+          .map(
+            (o) =>
+              `key ${o.key_id}: ${o.reissued} user group tokens reissued under key ${keyring.currentKeyId}; their old tokens no longer work` +
+              (o.replaced_signing_keys.length > 0 ? `\nembed signing keys ${o.replaced_signing_keys.join(', ')} replaced by a new key; their tokens verify until they expire` : ''),
+          )
+          .join('\n'),
+      );
+    });
+
+  const embedKeys = keys.command('embed').description('the keys that sign embed tokens (published at /.well-known/jwks.json)');
+  embedKeys
+    .command('rotate')
+    .description('add a new signing key: published at once, it signs after --activate-in; older keys stay published until their tokens expire')
+    .option(
+      '--activate-in <duration>',
+      `how long the new key is published before it signs, so that verifiers' cached key sets learn it first (default ${DEFAULT_ACTIVATION_SECONDS / 60}m; 0s: at once)`,
+      (value: string) => (/^0+\s*[smhdw]$/.test(value.trim()) ? 0 : duration(value)),
+      DEFAULT_ACTIVATION_SECONDS * 1000,
+    )
+    .option('--json', 'print JSON')
+    .action(async (opts: { activateIn: number; json?: boolean }) => {
+      const keyring = configuredKeyring();
+      const rotation = await withDatabase((h) => rotateSigningKey(h, keyring, new Date(), opts.activateIn));
+      print(
+        !!opts.json,
+        rotation,
+        [`added embed signing key ${rotation.kid}; it signs from ${rotation.activates_at}`, ...rotation.dropped.map((kid) => `dropped key ${kid}: every token it signed has expired`)].join('\n'),
+      );
+    });
+  embedKeys
+    .command('list')
+    .description('the signing keys: when each signs, and until when it stays published')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const rows = await withDatabase((h) => allSigningKeys(h.db));
+      const listed = rows.map(({ kid, algorithm, created_at, activates_at, retired_at, signed_until }) => ({ kid, algorithm, created_at, activates_at, retired_at, signed_until }));
+      print(
+        !!opts.json,
+        listed,
+        ['kid\talgorithm\tactivates at\tretired at\tpublished until at least', ...listed.map((k) => [k.kid, k.algorithm, k.activates_at, k.retired_at ?? '-', k.signed_until].join('\t'))].join('\n'),
       );
     });
 

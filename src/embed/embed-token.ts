@@ -1,87 +1,180 @@
-// Short-lived embed tokens: compact JWS (HS256) signed with a key derived from the keyring.
-// The protected header names the key (`kid`), so the keyring can rotate: the newest key
-// signs, every listed key still verifies what it signed. The claims are public (base64url,
-// not encrypted) and hold no secret: which group (team_id), which token generation of that
-// group (a rotation invalidates every embed token of the previous generation), the expiry,
-// and the optional embed_id and origin the token is bound to.
-import { SignJWT, jwtVerify, type JWTPayload } from 'jose';
+// Embed tokens (docs/api.md, "Embed tokens"): compact JWS signed with EdDSA (Ed25519) by a
+// key of embed_signing_keys, so that anyone can verify them against the published JWKS
+// without a shared secret. Tokens signed before that change (HS256, with a key derived from
+// the secret key) keep verifying here until they expire; none are issued any more.
+//
+// Verifying an Ed25519 signature costs far more than the rest of an embed request, so the
+// outcome is remembered per token (by its SHA-256) until its `exp`. A remembered token is
+// still refused once its key is no longer published, and the caller still checks the
+// group's token generation on every request: rotation and deletion hold at once.
+import crypto from 'node:crypto';
+import { SignJWT, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import type { Keyring } from '../crypto/keyring.ts';
-import { isCanonicalJws } from '../auth/token-format.ts';
+import { hashToken, isCanonicalJws } from '../auth/token-format.ts';
+import { BoundedMap } from '../bounded-map.ts';
+import { EMBED_ALGORITHM, type EmbedSigningKeys } from './signing-keys.ts';
 
-const PURPOSE = 'embed-token';
-const ISSUER = 'ugs';
-const AUDIENCE = 'ugs:embed';
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
-const TYPE = 'ugs-embed+jwt';
+export const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
+/** What proxies commonly accept in one request header (nginx: 8 KiB a line). */
+export const MAX_EMBED_TOKEN_BYTES = 8192;
+/** ~250 bytes an entry: 25 MB at most. */
+const VERIFIED_CACHE_SIZE = 100_000;
 const DECIMAL_ID = /^[1-9][0-9]{0,15}$/;
 
-export interface EmbedBinding {
+const LEGACY_PURPOSE = 'embed-token';
+const LEGACY_ISSUER = 'ugs';
+const LEGACY_AUDIENCE = 'ugs:embed';
+
+/** What the service itself needs of a verified token. */
+export interface EmbedClaims {
   teamId: number;
   generation: number;
   embedId?: string;
   origin?: string;
-}
-
-export interface EmbedClaims extends EmbedBinding {
   expiresAt: Date;
+  /** The key that signed it: an EdDSA key's kid, or `hs256:<secret key id>`. */
+  kid: string;
 }
 
-export async function signEmbedToken(
-  keyring: Keyring,
-  binding: EmbedBinding,
-  issuedAt: Date,
-  lifetimeSeconds: number,
-): Promise<{ token: string; expiresAt: Date }> {
-  const key = keyring.deriveKey(PURPOSE);
-  const iat = Math.floor(issuedAt.getTime() / 1000);
-  const exp = iat + lifetimeSeconds;
-  const claims: JWTPayload = { gen: binding.generation };
-  if (binding.embedId !== undefined) claims.embed_id = binding.embedId;
-  if (binding.origin !== undefined) claims.origin = binding.origin;
-  const token = await new SignJWT(claims)
-    .setProtectedHeader({ alg: 'HS256', typ: TYPE, kid: key.id })
-    .setIssuer(ISSUER)
-    .setAudience(AUDIENCE)
-    .setSubject(String(binding.teamId))
-    .setIssuedAt(iat)
-    .setExpirationTime(exp)
-    .sign(key.secret);
-  return { token, expiresAt: new Date(exp * 1000) };
+/** What a token says about its group, taken at issue time. */
+export interface EmbedTokenSubject {
+  teamId: number;
+  generation: number;
+  userGroupId: string;
+  accountSlug: string;
+  environment: string;
+  /** The dashboard variables, as /api/embed/context answers them. */
+  variables: Record<string, unknown>;
+  embedId?: string;
+  origin?: string;
 }
 
-/** The claims of a genuine, unexpired embed token; undefined for anything else. */
-export async function verifyEmbedToken(keyring: Keyring, token: string, now: Date): Promise<EmbedClaims | undefined> {
-  if (!isCanonicalJws(token)) return undefined;
-  let payload: JWTPayload;
-  try {
-    ({ payload } = await jwtVerify(
+export interface EmbedTokenOptions {
+  /** `iss`: the service's public URL. */
+  issuer: string;
+  /** `aud` of a token not bound to an embed_id. */
+  audience: string;
+}
+
+export class EmbedTokenTooLarge extends Error {
+  constructor(readonly bytes: number) {
+    super(`the embed token would be ${bytes} bytes`);
+  }
+}
+
+export class EmbedTokens {
+  private readonly verified = new BoundedMap<string, EmbedClaims>(VERIFIED_CACHE_SIZE);
+  private readonly legacyKeys = new Map<string, Buffer | undefined>();
+
+  constructor(
+    private readonly keys: EmbedSigningKeys,
+    private readonly keyring: Keyring,
+    readonly options: EmbedTokenOptions,
+  ) {}
+
+  async sign(subject: EmbedTokenSubject, issuedAt: Date, lifetimeSeconds: number): Promise<{ token: string; expiresAt: Date }> {
+    const iat = Math.floor(issuedAt.getTime() / 1000);
+    const expiresAt = new Date((iat + lifetimeSeconds) * 1000);
+    const { kid, privateKey } = await this.keys.signer(expiresAt);
+    const claims: JWTPayload = {
+      ugs_account: subject.accountSlug,
+      ugs_environment: subject.environment,
+      ugs_team_id: subject.teamId,
+      ugs_generation: subject.generation,
+      ...(subject.origin === undefined ? {} : { ugs_origin: subject.origin }),
+      ugs_variables: subject.variables,
+    };
+    const token = await new SignJWT(claims)
+      .setProtectedHeader({ alg: EMBED_ALGORITHM, typ: EMBED_TOKEN_TYPE, kid })
+      .setIssuer(this.options.issuer)
+      .setSubject(subject.userGroupId)
+      .setAudience(subject.embedId ?? this.options.audience)
+      .setIssuedAt(iat)
+      .setNotBefore(iat)
+      .setExpirationTime(iat + lifetimeSeconds)
+      .setJti(crypto.randomBytes(16).toString('base64url'))
+      .sign(privateKey);
+    if (token.length > MAX_EMBED_TOKEN_BYTES) throw new EmbedTokenTooLarge(token.length);
+    return { token, expiresAt };
+  }
+
+  /** The claims of a genuine, unexpired embed token; undefined for anything else. */
+  async verify(token: string, now: Date): Promise<EmbedClaims | undefined> {
+    if (!isCanonicalJws(token)) return undefined;
+    const cacheKey = hashToken(token);
+    const known = this.verified.get(cacheKey);
+    if (known) return known.expiresAt > now && this.stillPublished(known.kid) ? known : undefined;
+    let claims: EmbedClaims | undefined;
+    try {
+      const { alg } = decodeProtectedHeader(token);
+      if (alg === EMBED_ALGORITHM) claims = await this.verifySigned(token, now);
+      else if (alg === 'HS256') claims = await this.verifyLegacy(token, now);
+    } catch {
+      return undefined;
+    }
+    if (claims) this.verified.set(cacheKey, claims);
+    return claims;
+  }
+
+  private stillPublished(kid: string): boolean {
+    return kid.startsWith('hs256:') || this.keys.isPublished(kid);
+  }
+
+  private async verifySigned(token: string, now: Date): Promise<EmbedClaims | undefined> {
+    const { payload, protectedHeader } = await jwtVerify(
       token,
-      (header) => {
-        const key = header.kid === undefined ? undefined : verificationKey(keyring, header.kid);
+      async (header) => {
+        const key = header.kid === undefined ? undefined : await this.keys.verificationKey(header.kid);
         if (!key) throw new Error('unknown key id');
         return key;
       },
-      { algorithms: ['HS256'], typ: TYPE, issuer: ISSUER, audience: AUDIENCE, currentDate: now, requiredClaims: ['sub', 'iat', 'exp', 'gen'] },
-    ));
-  } catch {
-    return undefined;
+      {
+        algorithms: [EMBED_ALGORITHM],
+        typ: EMBED_TOKEN_TYPE,
+        issuer: this.options.issuer,
+        currentDate: now,
+        requiredClaims: ['sub', 'aud', 'iat', 'nbf', 'exp', 'ugs_team_id', 'ugs_generation'],
+      },
+    );
+    const { aud, exp, ugs_team_id: teamId, ugs_generation: generation, ugs_origin: origin } = payload;
+    if (typeof aud !== 'string' || typeof exp !== 'number' || !Number.isSafeInteger(teamId) || !Number.isSafeInteger(generation)) return undefined;
+    if (origin !== undefined && typeof origin !== 'string') return undefined;
+    return {
+      teamId: teamId as number,
+      generation: generation as number,
+      // A token that is not bound to a dashboard names the service's default audience.
+      embedId: aud === this.options.audience ? undefined : aud,
+      origin,
+      expiresAt: new Date(exp * 1000),
+      kid: protectedHeader.kid!,
+    };
   }
-  const { sub, gen, exp, embed_id: embedId, origin } = payload;
-  if (typeof sub !== 'string' || !DECIMAL_ID.test(sub) || !Number.isSafeInteger(gen) || typeof exp !== 'number') return undefined;
-  if (embedId !== undefined && typeof embedId !== 'string') return undefined;
-  if (origin !== undefined && typeof origin !== 'string') return undefined;
-  return { teamId: Number(sub), generation: gen as number, embedId, origin, expiresAt: new Date(exp * 1000) };
-}
 
-// HKDF per verification is cheap but not free; the derived keys of a keyring never change.
-const derivedKeys = new WeakMap<Keyring, Map<string, Buffer | undefined>>();
-
-function verificationKey(keyring: Keyring, kid: string): Buffer | undefined {
-  let byId = derivedKeys.get(keyring);
-  if (!byId) derivedKeys.set(keyring, (byId = new Map()));
-  if (!byId.has(kid)) {
-    if (!keyring.keyIds.includes(kid)) return undefined; // never grow the cache from input
-    byId.set(kid, keyring.deriveKeyById(PURPOSE, kid));
+  /** Tokens issued before embed tokens were signed with EdDSA (docs/api.md, "Embed tokens"). */
+  private async verifyLegacy(token: string, now: Date): Promise<EmbedClaims | undefined> {
+    const { payload, protectedHeader } = await jwtVerify(
+      token,
+      (header) => {
+        const key = header.kid === undefined ? undefined : this.legacyKey(header.kid);
+        if (!key) throw new Error('unknown key id');
+        return key;
+      },
+      { algorithms: ['HS256'], typ: EMBED_TOKEN_TYPE, issuer: LEGACY_ISSUER, audience: LEGACY_AUDIENCE, currentDate: now, requiredClaims: ['sub', 'iat', 'exp', 'gen'] },
+    );
+    const { sub, gen, exp, embed_id: embedId, origin } = payload;
+    if (typeof sub !== 'string' || !DECIMAL_ID.test(sub) || !Number.isSafeInteger(gen) || typeof exp !== 'number') return undefined;
+    if (embedId !== undefined && typeof embedId !== 'string') return undefined;
+    if (origin !== undefined && typeof origin !== 'string') return undefined;
+    return { teamId: Number(sub), generation: gen as number, embedId, origin, expiresAt: new Date(exp * 1000), kid: `hs256:${protectedHeader.kid}` };
   }
-  return byId.get(kid);
+
+  // HKDF per verification is cheap but not free; the derived keys of a keyring never change.
+  private legacyKey(kid: string): Buffer | undefined {
+    if (!this.legacyKeys.has(kid)) {
+      if (!this.keyring.keyIds.includes(kid)) return undefined; // never grow the cache from input
+      this.legacyKeys.set(kid, this.keyring.deriveKeyById(LEGACY_PURPOSE, kid));
+    }
+    return this.legacyKeys.get(kid);
+  }
 }

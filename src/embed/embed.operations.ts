@@ -2,7 +2,7 @@
 // embed side"), and their code samples.
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse } from './embed.schemas.ts';
+import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse, IntrospectionBody, IntrospectionResponse, JwksResponse } from './embed.schemas.ts';
 
 const tags = ['Embed'];
 
@@ -34,8 +34,10 @@ export const createEmbedTokenOperation = {
   operationId: 'createEmbedToken',
   summary: 'Issue a short-lived embed token for a user group',
   description: [
-    'Called from your backend with an API token (the `read` scope suffices). Answers a signed compact JWS (HS256, the signing key named by `kid`)',
-    "whose claims hold no secret: `iss`, `aud`, `sub` (the team_id), `gen` (the group's token generation), `iat`, `exp`, and `embed_id` and `origin` when bound.",
+    'Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with EdDSA (Ed25519) by the key its `kid` names,',
+    'which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id),',
+    '`aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`,',
+    "`ugs_origin` (when bound) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties). A token over 8,192 bytes is refused: `422 embed_token_too_large`.",
     'Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`,',
     "the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted;",
     'with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.',
@@ -44,11 +46,63 @@ export const createEmbedTokenOperation = {
   body: EmbedTokenBody,
   response: {
     200: { ...EmbedTokenResponse, 'x-response-description': 'The embed token and when it expires.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found', 'embed_token_too_large'),
+  },
+};
+
+export const introspectOperation = {
+  tags,
+  operationId: 'introspectEmbedToken',
+  summary: 'Whether an embed token is valid now (RFC 7662)',
+  description: [
+    'Called from your backend or data API with an API token (the `read` scope suffices), for callers that must honour a rotation or a deletion at once:',
+    'a verifier that checks the signature against the JWKS knows only `exp`. The body is `token=<embed token>`, form-encoded as RFC 7662 sends it, or the same as JSON.',
+    "Answers `active: true` with the token's claims while it is valid; otherwise only `active: false`: expired, altered, signed by a key that is no longer published,",
+    "its group deleted or rotated since, or a token of another account or of an environment this API token may not use. Rate limited like every management call.",
+  ].join(' '),
+  security: [{ apiToken: [] }],
+  consumes: ['application/x-www-form-urlencoded', 'application/json'],
+  body: IntrospectionBody,
+  response: {
+    200: { ...IntrospectionResponse, 'x-response-description': 'Whether the token is active, and its claims when it is.' },
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS),
+  },
+};
+
+export const jwksOperation = {
+  tags,
+  operationId: 'getJwks',
+  summary: 'The public keys that verify embed tokens (RFC 7517)',
+  description: [
+    'Needs no token; CORS is open to any origin. A verifier picks the key named by the token\'s `kid`.',
+    'A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired.',
+    'Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose\'s `createRemoteJWKSet` does both).',
+  ].join(' '),
+  response: {
+    200: { ...JwksResponse, 'x-response-description': 'The published keys.' },
+    ...errorResponses('unavailable'),
   },
 };
 
 export const embedCodeSamples: Record<string, CodeSample[]> = {
+  introspectEmbedToken: [
+    { lang: 'Shell', label: 'curl', source: 'curl -X POST "$UGS/api/embed/introspect" -H "Authorization: Token $TOKEN" --data-urlencode "token=$EMBED_TOKEN"' },
+    {
+      lang: 'TypeScript',
+      label: '@ugs/client',
+      source:
+        "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.TOKEN! });\nconst { active, sub } = await ugs.introspectEmbedToken(embedToken);",
+    },
+  ],
+  getJwks: [
+    { lang: 'Shell', label: 'curl', source: 'curl "$UGS/.well-known/jwks.json"' },
+    {
+      lang: 'JavaScript',
+      label: 'jose',
+      source:
+        "import { createRemoteJWKSet, jwtVerify } from 'jose';\nconst jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', process.env.UGS), { cacheMaxAge: 300_000 });\nconst { payload } = await jwtVerify(embedToken, jwks, { issuer: process.env.UGS, audience: 'ugs:embed', algorithms: ['EdDSA'] });",
+    },
+  ],
   getEmbedContext: [
     { lang: 'Shell', label: 'curl', source: 'curl "$UGS/api/embed/context" -H "Authorization: Bearer $EMBED_TOKEN"' },
     {

@@ -1,20 +1,24 @@
 // The embed routes. /api/embed/* is called by browsers: it lives in its own encapsulated
-// plugin, the only one with CORS, so the management API never sends CORS headers.
-// POST /api/embed_token belongs to the management API and is registered behind its
-// API-token hook.
+// plugin, with CORS for the configured origins, so the management API never sends CORS
+// headers. POST /api/embed_token and POST /api/embed/introspect belong to the management API
+// and are registered behind its API-token hook. /.well-known/jwks.json is public: its own
+// plugin, with CORS for any origin.
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import cors from '@fastify/cors';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
-import { createEmbedTokenOperation, embedContextOperation } from './embed.operations.ts';
-import { issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
+import { createEmbedTokenOperation, embedContextOperation, introspectOperation, jwksOperation } from './embed.operations.ts';
+import { introspectEmbedToken, issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
+import { JWKS_MAX_AGE_SECONDS, type EmbedSigningKeys } from './signing-keys.ts';
+import { BODY_LIMIT_BYTES } from '../http/json-body.ts';
 import { embedContextJson } from './embed-context.json.ts';
 import { sendJson } from '../http/json-reply.ts';
 import { notFoundHandler } from '../http/error-handler.ts';
 
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
+const INTROSPECT_PATH = '/api/embed/introspect';
 
 export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps & Pick<Config, 'corsOrigins'>): Promise<void> {
   await app.register(
@@ -24,6 +28,10 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
       // every answer of this service is the JSON envelope, so refuse it first, in our words.
       embed.addHook('onRequest', async (request) => {
         if (request.method !== 'OPTIONS') return;
+        if (request.url.startsWith(INTROSPECT_PATH)) {
+          // Not a browser route: the management API answers no preflight.
+          throw new AppError('method_not_allowed', `OPTIONS is not allowed on ${INTROSPECT_PATH}; use POST`, { headers: { allow: 'POST' } });
+        }
         const missing = ['origin', 'access-control-request-method'].filter((header) => !request.headers[header]);
         if (missing.length > 0) {
           throw new AppError('validation_failed', `OPTIONS here is only a CORS preflight: send ${missing.join(' and ')}`, {
@@ -72,5 +80,46 @@ export function registerEmbedTokenRoute(app: FastifyInstance, deps: EmbedDeps): 
       schema: createEmbedTokenOperation,
     },
     async (request) => issueEmbedToken(deps, principalOf(request), request.body),
+  );
+}
+
+/** RFC 7662 sends the token form-encoded; JSON is accepted too, like every other route. */
+export function registerIntrospectionRoute(app: FastifyInstance, deps: EmbedDeps): void {
+  app.register(async (plugin) => {
+    plugin.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (_request, text, done) => {
+      const params = new URLSearchParams(text as string);
+      const repeated = [...new Set(params.keys())].filter((name) => params.getAll(name).length > 1);
+      if (repeated.length > 0) {
+        // RFC 6749 §3.1: a parameter must not be included more than once.
+        done(new AppError('validation_failed', `${repeated.join(', ')} is sent more than once`, { details: repeated.map((field) => ({ field, issue: 'repeated' })) }));
+        return;
+      }
+      done(null, Object.fromEntries(params));
+    });
+    plugin.withTypeProvider<TypeBoxTypeProvider>().post(
+      INTROSPECT_PATH,
+      { schema: introspectOperation },
+      async (request, reply) => {
+        // RFC 7662 §2.2: the answer is about a credential; no cache may keep it.
+        reply.header('pragma', 'no-cache');
+        return introspectEmbedToken(deps, principalOf(request), request.body.token);
+      },
+    );
+  });
+}
+
+/** RFC 7517: the public keys of embed tokens, for verifiers anywhere. */
+export async function registerJwksRoute(app: FastifyInstance, keys: EmbedSigningKeys): Promise<void> {
+  await app.register(
+    async (plugin) => {
+      // Public keys: any page may read them.
+      await plugin.register(cors, { origin: '*', credentials: false, methods: ['GET'], maxAge: PREFLIGHT_MAX_AGE_SECONDS });
+      plugin.get('jwks.json', { schema: jwksOperation }, async (_request, reply) => {
+        reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
+        return sendJson(reply, 200, await keys.jwks());
+      });
+    },
+    // As for /api/embed/: the cors plugin's `OPTIONS *` route must stay under this prefix.
+    { prefix: '/.well-known/' },
   );
 }

@@ -91,9 +91,91 @@ export type EmbedTokenInput = Static<typeof EmbedTokenBody>;
 export const EmbedTokenResponse = Type.Object(
   {
     success: Type.Literal(1),
-    embed_token: Type.String({ description: 'A compact JWS (HS256). Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`.' }),
+    embed_token: Type.String({
+      description:
+        'A compact JWS signed with EdDSA (Ed25519), verifiable by anyone with the keys at `/.well-known/jwks.json`. Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`, or to your own data API.',
+    }),
     expires_at: Type.String({ format: 'date-time' }),
   },
   { title: 'EmbedToken' },
 );
 export type EmbedTokenView = Static<typeof EmbedTokenResponse>;
+
+export const IntrospectionBody = Type.Object(
+  {
+    token: Type.String({ minLength: 1, maxLength: 16_384, description: 'The embed token to look at.' }),
+    token_type_hint: Type.Optional(Type.String({ maxLength: 64, description: 'Accepted and ignored (RFC 7662): only embed tokens are introspected here.' })),
+  },
+  { title: 'IntrospectionRequest', additionalProperties: false, examples: [{ token: 'eyJhbGciOiJFZERTQSIs…' }] },
+);
+export type IntrospectionInput = Static<typeof IntrospectionBody>;
+
+const claim = (schema: Parameters<typeof Type.Optional>[0]) => Type.Optional(schema);
+export const IntrospectionResponse = Type.Object(
+  {
+    success: Type.Literal(1),
+    active: Type.Boolean({
+      description:
+        "Whether the token is valid now: signed by a published key, not expired, its group neither deleted nor rotated since, and of this API token's account and environments. When false, nothing else is said.",
+    }),
+    iss: claim(Type.String()),
+    sub: claim(Type.String({ description: 'The user_group_id.' })),
+    aud: claim(Type.String({ description: 'The embed_id the token is bound to, else the default audience (UGS_EMBED_AUDIENCE).' })),
+    exp: claim(Type.Integer()),
+    iat: claim(Type.Integer()),
+    nbf: claim(Type.Integer()),
+    jti: claim(Type.String()),
+    ugs_account: claim(Type.String()),
+    ugs_environment: claim(EnvironmentTag),
+    ugs_team_id: claim(Type.Integer()),
+    ugs_generation: claim(Type.Integer()),
+    ugs_origin: claim(Type.String()),
+    ugs_variables: claim(Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true })),
+  },
+  {
+    title: 'Introspection',
+    additionalProperties: true,
+    description: 'RFC 7662: `active`, and when active the claims the token carries (docs/api.md, "Embed token claims").',
+    examples: [
+      { success: 1, active: false },
+      {
+        success: 1,
+        active: true,
+        iss: 'https://ugs.example.com',
+        sub: 'example_1',
+        aud: 'ugs:embed',
+        exp: 1767225600,
+        iat: 1767222000,
+        nbf: 1767222000,
+        jti: 'kq3yX1d2cV0uGx9Zq8m2Ew',
+        ugs_account: 'default',
+        ugs_environment: 'Customer',
+        ugs_team_id: 42,
+        ugs_generation: 1,
+        ugs_variables: { user_group_id: 'example_1', user_group_name: 'Example 1', region: 'emea' },
+      },
+    ],
+  },
+);
+export type IntrospectionView = Static<typeof IntrospectionResponse>;
+
+export const PublicJwk = Type.Object(
+  {
+    kty: Type.Literal('OKP'),
+    crv: Type.Literal('Ed25519'),
+    x: Type.String({ description: 'The public key, base64url.' }),
+    kid: Type.String({ description: 'Its JWK thumbprint (RFC 7638), named by the `kid` of the tokens it signed.' }),
+    alg: Type.Literal('EdDSA'),
+    use: Type.Literal('sig'),
+  },
+  { title: 'PublicJwk', additionalProperties: false },
+);
+
+export const JwksResponse = Type.Object(
+  { keys: Type.Array(PublicJwk) },
+  {
+    title: 'JsonWebKeySet',
+    description: 'RFC 7517: the keys that verify embed tokens, the key that signs now first among them.',
+    examples: [{ keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k', alg: 'EdDSA', use: 'sig' }] }],
+  },
+);

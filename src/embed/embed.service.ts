@@ -1,22 +1,27 @@
 // The embed side (docs/api.md, "The embed side"): what an embedded dashboard learns from the token it
-// holds, and the short-lived embed tokens a backend mints for it. A long-lived user group
-// token resolves by its hash (the current token, else a token still in its grace period);
-// an embed token resolves by its signature, then by its group's current token generation.
+// holds, the short-lived embed tokens a backend mints for it, and their introspection. A
+// long-lived user group token resolves by its hash (the current token, else a token still in
+// its grace period); an embed token resolves by its signature, then by its group's current
+// token generation.
+import { decodeJwt } from 'jose';
 import type { DatabaseHandle } from '../db/database.ts';
-import type { Keyring } from '../crypto/keyring.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError, validationFailed } from '../errors.ts';
 import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
+import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import { findGroupByCurrentTokenHash, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroup } from './embed.repository.ts';
-import { signEmbedToken, verifyEmbedToken } from './embed-token.ts';
-import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
+import { EmbedTokenTooLarge, MAX_EMBED_TOKEN_BYTES, type EmbedClaims, type EmbedTokens } from './embed-token.ts';
+import { variablesJson } from './embed-context.json.ts';
+import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView, type IntrospectionView } from './embed.schemas.ts';
 
 export interface EmbedDeps {
   database: DatabaseHandle;
-  keyring: Keyring;
+  embedTokens: EmbedTokens;
+  /** The account slug an embed token names. */
+  accountSlugs: AccountSlugs;
   now: () => Date;
   events: Pick<ServiceEvents, 'embedTokenIssued'>;
 }
@@ -64,7 +69,7 @@ async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<E
 }
 
 async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedCaller): Promise<EmbedGroup> {
-  const claims = await verifyEmbedToken(deps.keyring, token, deps.now());
+  const claims = await deps.embedTokens.verify(token, deps.now());
   if (!claims) throw invalidToken();
   // The bindings are checked before the lookup: a token used from the wrong place learns
   // nothing about its group, and costs no query.
@@ -74,10 +79,15 @@ async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedC
   if (claims.embedId !== undefined && caller.embedId !== claims.embedId) {
     throw new AppError('embed_id_forbidden', 'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)');
   }
-  const group = await findGroupByTeamId(deps.database.reads, claims.teamId);
-  // Deleted (team ids are never reused) or rotated since the token was issued.
-  if (!group || group.row.token_generation !== claims.generation) throw invalidToken();
+  const group = await currentGroupOf(deps, claims);
+  if (!group) throw invalidToken();
   return group;
+}
+
+/** The token's group, unless it was deleted (team ids are never reused) or rotated since the token was issued. */
+async function currentGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<EmbedGroup | undefined> {
+  const group = await findGroupByTeamId(deps.database.reads, claims.teamId);
+  return group && group.row.token_generation === claims.generation ? group : undefined;
 }
 
 export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, input: EmbedTokenInput): Promise<EmbedTokenView> {
@@ -87,14 +97,52 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
   if (input.origin !== undefined) assertBrowserOrigin(input.origin);
   const group = await findUserGroup(deps.database.reads, { accountId: principal.accountId, environment, providedId });
   if (!group) throw new AppError('user_group_not_found', `no user group with user_group_id "${providedId}" in ${environment}`);
-  const { token, expiresAt } = await signEmbedToken(
-    deps.keyring,
-    { teamId: group.row.team_id, generation: group.row.token_generation, embedId: input.embed_id, origin: input.origin },
-    deps.now(),
-    input.expires_in_seconds ?? EMBED_TOKEN_DEFAULT_SECONDS,
-  );
+  if (input.embed_id === deps.embedTokens.options.audience) {
+    // The audience of an unbound token: a token bound to it could not be told apart.
+    throw validationFailed('embed_id', 'reserved', `embed_id must not be "${input.embed_id}", the audience of tokens that are not bound to a dashboard (UGS_EMBED_AUDIENCE)`);
+  }
+  let signed: { token: string; expiresAt: Date };
+  try {
+    signed = await deps.embedTokens.sign(
+      {
+        teamId: group.row.team_id,
+        generation: group.row.token_generation,
+        userGroupId: group.row.provided_id,
+        accountSlug: await deps.accountSlugs.get(principal.accountId),
+        environment: group.row.environment,
+        variables: JSON.parse(variablesJson(group)) as Record<string, unknown>,
+        embedId: input.embed_id,
+        origin: input.origin,
+      },
+      deps.now(),
+      input.expires_in_seconds ?? EMBED_TOKEN_DEFAULT_SECONDS,
+    );
+  } catch (err) {
+    if (!(err instanceof EmbedTokenTooLarge)) throw err;
+    throw new AppError(
+      'embed_token_too_large',
+      `the embed token would be ${err.bytes.toLocaleString('en-US')} bytes, over the limit of ${MAX_EMBED_TOKEN_BYTES.toLocaleString('en-US')} bytes (what proxies accept in one header); ` +
+        "its variables are the group's computed properties: keep large data out of properties, or use the user group token, whose context is read from the service",
+    );
+  }
   deps.events.embedTokenIssued();
-  return { success: 1, embed_token: token, expires_at: expiresAt.toISOString() };
+  return { success: 1, embed_token: signed.token, expires_at: signed.expiresAt.toISOString() };
+}
+
+/**
+ * RFC 7662: whether an embed token is active now, for callers that must honour a rotation or
+ * a deletion at once. A token of another account, or of an environment the API token may not
+ * use, is answered as inactive: the caller learns nothing about it.
+ */
+export async function introspectEmbedToken(deps: EmbedDeps, principal: Principal, token: string): Promise<IntrospectionView> {
+  requireScope(principal, 'read', 'introspecting an embed token');
+  const inactive: IntrospectionView = { success: 1, active: false };
+  if (!looksLikeJws(token)) return inactive;
+  const claims = await deps.embedTokens.verify(token, deps.now());
+  const group = claims && (await currentGroupOf(deps, claims));
+  if (!group || group.row.account_id !== principal.accountId) return inactive;
+  if (principal.allowedEnvironment !== null && principal.allowedEnvironment !== group.row.environment) return inactive;
+  return { success: 1, active: true, ...decodeJwt(token) };
 }
 
 /** Browsers send an origin in one serialized form; a token bound to any other spelling could never be used. */

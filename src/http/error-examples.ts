@@ -66,6 +66,10 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     message: 'user group "acme" has children: delete or move them first, or delete the whole subtree with cascade=true',
   },
   payload_too_large: { summary: 'A body over 256 KiB', message: 'request body is larger than 262144 bytes' },
+  embed_token_too_large: {
+    summary: 'The token would not fit in a header',
+    message: 'the embed token would be 74,211 bytes, over the limit of 8,192 bytes (what proxies accept in one header); its variables are the group\'s computed properties: keep large data out of properties, or use the user group token, whose context is read from the service',
+  },
   unsupported_media_type: { summary: 'Not application/json', message: 'a request body must be sent as Content-Type: application/json' },
   rate_limited: { summary: 'Over the rate limit', message: 'this API token made more than 60000 requests in 60 s; retry in 12 s' },
   headers_too_large: { summary: 'Headers over 16 KiB', message: 'the request headers are larger than the server accepts (16 KiB)' },

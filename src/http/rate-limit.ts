@@ -99,7 +99,9 @@ export async function registerRateLimits(app: FastifyInstance, settings: RateLim
     const url = request.routeOptions.url;
     let key: string | null = null;
     if (url?.startsWith('/api/') && request.method !== 'OPTIONS') {
-      const policy = url.startsWith(EMBED_PREFIX) ? embed : management;
+      // A management route (it has a principal: POST /api/embed/introspect too) spends the
+      // API token's budget; the browser routes under /api/embed/ the bearer token's.
+      const policy = request.principal === undefined && url.startsWith(EMBED_PREFIX) ? embed : management;
       const hash = policy.max > 0 ? credentialHash(request) : null;
       if (hash) key = `${policy === embed ? 'embed' : 'api'}:${hash}`;
     }

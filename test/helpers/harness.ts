@@ -25,7 +25,7 @@ import type {
   ListResponse,
   UserGroupResponse,
 } from '../../src/user-groups/user-groups.schemas.ts';
-import type { EmbedContextResponse, EmbedTokenResponse } from '../../src/embed/embed.schemas.ts';
+import type { EmbedContextResponse, EmbedTokenResponse, IntrospectionResponse, JwksResponse } from '../../src/embed/embed.schemas.ts';
 import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
 import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
 
@@ -46,6 +46,8 @@ export type ResponseBody = { success: 0 | 1 } & Fields<typeof UserGroupResponse>
   Fields<typeof HistoryResponse> &
   Fields<typeof EmbedContextResponse> &
   Fields<typeof EmbedTokenResponse> &
+  Fields<typeof IntrospectionResponse> &
+  Fields<typeof JwksResponse> &
   Fields<typeof ErrorEnvelope>;
 
 export interface HttpResult {

@@ -11,7 +11,8 @@ export interface RouteEntry {
   key: string;
 }
 
-const OPERATIONAL = [/^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs/];
+// Public routes without credentials (the JWKS is public keys: test/embed-jws.test.ts).
+const OPERATIONAL = [/^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs/, /^\/\.well-known\/jwks\.json$/];
 
 export function isOperational(url: string): boolean {
   return OPERATIONAL.some((pattern) => pattern.test(url));

@@ -12,6 +12,7 @@ import type {
   EmbedContextResponse,
   EmbedTokenResponse,
   ErrorDetail,
+  IntrospectionResponse,
   GetOrCreateUserGroupParams,
   GetOrCreateUserGroupResponse,
   ListUserGroupsParams,
@@ -23,6 +24,15 @@ import type {
   UserGroupResponse,
   UserGroupWithoutToken,
 } from './types.js';
+
+/**
+ * The JWKS URL of a service, from its public URL (the `iss` of its embed tokens), e.g. for
+ * jose: `createRemoteJWKSet(jwksUrl(issuer), { cacheMaxAge: 300_000 })`.
+ */
+export function jwksUrl(publicUrl: string | URL): URL {
+  const base = String(publicUrl).replace(/\/+$/, '');
+  return new URL(`${base}/.well-known/jwks.json`);
+}
 
 export interface UserGroupServiceClientOptions {
   /** Where the service runs, e.g. `https://ugs.internal.example.com`. */
@@ -167,6 +177,20 @@ export class UserGroupServiceClient {
   /** What an embedded dashboard sees, for a user group token or an embed token (no API token needed). */
   getEmbedContext(token: string, params: EmbedContextParams = {}, options?: CallOptions): Promise<EmbedContextResponse> {
     return this.#call({ method: 'GET', path: '/api/embed/context', query: params, auth: { bearer: token }, retry: 'idempotent' }, options);
+  }
+
+  /**
+   * Whether an embed token is valid now (RFC 7662): `active: false` once it expired, its group
+   * was rotated or deleted, or it belongs to another account. For verifiers that must honour
+   * those at once; a check against the JWKS (see jwksUrl) knows only the expiry.
+   */
+  introspectEmbedToken(token: string, options?: CallOptions): Promise<IntrospectionResponse> {
+    return this.#call({ method: 'POST', path: '/api/embed/introspect', body: { token }, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** Where this service publishes the public keys of its embed tokens. */
+  jwksUrl(): URL {
+    return jwksUrl(this.#baseUrl);
   }
 
   async #call<T>(spec: RequestSpec, options: CallOptions = {}): Promise<T> {

@@ -1,4 +1,4 @@
-export { UserGroupServiceClient, type UserGroupServiceClientOptions, type CallOptions } from './client.js';
+export { UserGroupServiceClient, jwksUrl, type UserGroupServiceClientOptions, type CallOptions } from './client.js';
 export { UserGroupServiceError, isUserGroupServiceError, type ClientErrorCode, type UserGroupServiceErrorCode } from './errors.js';
 export { parseRetryAfter, retryDelayMs, DEFAULT_RETRY, type RetryOptions } from './retry.js';
 export type * from './types.js';

@@ -2,6 +2,26 @@
 // /openapi.json) with openapi-typescript. Do not edit: change the server's schemas and
 // generate again (test/client-package.test.ts fails while this file is out of date).
 export interface paths {
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that verify embed tokens (RFC 7517)
+         * @description Needs no token; CORS is open to any origin. A verifier picks the key named by the token's `kid`. A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired. Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose's `createRemoteJWKSet` does both).
+         */
+        get: operations["getJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/embed_token": {
         parameters: {
             query?: never;
@@ -13,7 +33,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a short-lived embed token for a user group
-         * @description Called from your backend with an API token (the `read` scope suffices). Answers a signed compact JWS (HS256, the signing key named by `kid`) whose claims hold no secret: `iss`, `aud`, `sub` (the team_id), `gen` (the group's token generation), `iat`, `exp`, and `embed_id` and `origin` when bound. Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`, the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted; with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.
+         * @description Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with EdDSA (Ed25519) by the key its `kid` names, which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id), `aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`, `ugs_origin` (when bound) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties). A token over 8,192 bytes is refused: `422 embed_token_too_large`. Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`, the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted; with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.
          */
         post: operations["createEmbedToken"];
         delete?: never;
@@ -36,6 +56,26 @@ export interface paths {
         get: operations["getEmbedContext"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/embed/introspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Whether an embed token is valid now (RFC 7662)
+         * @description Called from your backend or data API with an API token (the `read` scope suffices), for callers that must honour a rotation or a deletion at once: a verifier that checks the signature against the JWKS knows only `exp`. The body is `token=<embed token>`, form-encoded as RFC 7662 sends it, or the same as JSON. Answers `active: true` with the token's claims while it is valid; otherwise only `active: false`: expired, altered, signed by a key that is no longer published, its group deleted or rotated since, or a token of another account or of an environment this API token may not use. Rate limited like every management call.
+         */
+        post: operations["introspectEmbedToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -226,7 +266,7 @@ export interface components {
         };
         /** EmbedToken */
         EmbedToken: {
-            /** @description A compact JWS (HS256). Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`. */
+            /** @description A compact JWS signed with EdDSA (Ed25519), verifiable by anyone with the keys at `/.well-known/jwks.json`. Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`, or to your own data API. */
             embed_token: string;
             /** Format: date-time */
             expires_at: string;
@@ -297,7 +337,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -384,6 +424,49 @@ export interface components {
             team_id: number;
         };
         /**
+         * Introspection
+         * @description RFC 7662: `active`, and when active the claims the token carries (docs/api.md, "Embed token claims").
+         */
+        Introspection: {
+            /** @description Whether the token is valid now: signed by a published key, not expired, its group neither deleted nor rotated since, and of this API token's account and environments. When false, nothing else is said. */
+            active: boolean;
+            /** @description The embed_id the token is bound to, else the default audience (UGS_EMBED_AUDIENCE). */
+            aud?: string;
+            exp?: number;
+            iat?: number;
+            iss?: string;
+            jti?: string;
+            nbf?: number;
+            /** @description The user_group_id. */
+            sub?: string;
+            /** @enum {number} */
+            success: 1;
+            ugs_account?: string;
+            ugs_environment?: components["schemas"]["EnvironmentTag"];
+            ugs_generation?: number;
+            ugs_origin?: string;
+            ugs_team_id?: number;
+            ugs_variables?: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        /** IntrospectionRequest */
+        IntrospectionRequest: {
+            /** @description The embed token to look at. */
+            token: string;
+            /** @description Accepted and ignored (RFC 7662): only embed tokens are introspected here. */
+            token_type_hint?: string;
+        };
+        /**
+         * JsonWebKeySet
+         * @description RFC 7517: the keys that verify embed tokens, the key that signs now first among them.
+         */
+        JsonWebKeySet: {
+            keys: components["schemas"]["PublicJwk"][];
+        };
+        /**
          * Mapping
          * @description Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries.
          * @example {
@@ -409,6 +492,21 @@ export interface components {
          */
         Properties: {
             [key: string]: unknown;
+        };
+        /** PublicJwk */
+        PublicJwk: {
+            /** @enum {string} */
+            alg: "EdDSA";
+            /** @enum {string} */
+            crv: "Ed25519";
+            /** @description Its JWK thumbprint (RFC 7638), named by the `kid` of the tokens it signed. */
+            kid: string;
+            /** @enum {string} */
+            kty: "OKP";
+            /** @enum {string} */
+            use: "sig";
+            /** @description The public key, base64url. */
+            x: string;
         };
         /** UpdateUserGroupRequest */
         UpdateUserGroupRequest: {
@@ -603,6 +701,62 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The published keys. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+                     *           "kid": "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+                     *           "alg": "EdDSA",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createEmbedToken: {
         parameters: {
             query?: never;
@@ -719,6 +873,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error: embed_token_too_large */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error: rate_limited */
             429: {
                 headers: {
@@ -811,6 +977,153 @@ export interface operations {
             };
             /** @description Error: origin_forbidden, embed_id_forbidden */
             403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    introspectEmbedToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "eyJhbGciOiJFZERTQSIs…"
+                 *     }
+                 */
+                "application/json": components["schemas"]["IntrospectionRequest"];
+                /**
+                 * @example {
+                 *       "token": "eyJhbGciOiJFZERTQSIs…"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["IntrospectionRequest"];
+            };
+        };
+        responses: {
+            /** @description Whether the token is active, and its claims when it is. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Introspection"];
+                };
+            };
+            /** @description Error: invalid_json, validation_failed */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];

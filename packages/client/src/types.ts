@@ -36,3 +36,5 @@ export type UserGroupHistoryResponse = Schemas['History'];
 export type HistoryEntry = Schemas['HistoryEntry'];
 export type EmbedTokenResponse = Schemas['EmbedToken'];
 export type EmbedContextResponse = Schemas['EmbedContext'];
+export type IntrospectionResponse = Schemas['Introspection'];
+export type JsonWebKeySet = Schemas['JsonWebKeySet'];

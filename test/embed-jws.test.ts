@@ -1,0 +1,283 @@
+// Embed tokens anyone can verify (docs/api.md, "Embed tokens"): the published key set, key
+// rotation across instances, the 8 KiB limit, introspection (RFC 7662), and forgeries aimed
+// at an asymmetric scheme. Every token here is checked the way a data API would check it:
+// with jose and the JWKS the service answers, no secret.
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, jwtVerify, type JSONWebKeySet } from 'jose';
+import { rotateSigningKey, ensureSigningKey, DEFAULT_ACTIVATION_SECONDS } from '../src/embed/signing-keys.ts';
+import { openMigratedDatabase } from '../src/runtime.ts';
+import { countSigningKeys } from '../src/embed/signing-keys.repository.ts';
+import { createTestDatabase } from './helpers/backends.ts';
+import { buildTestApp, createGroup, forEachBackend, useTestApp, type HttpResult } from './helpers/harness.ts';
+
+const START = new Date('2031-03-01T08:00:00.000Z');
+const ISSUER = 'https://ugs.example.com';
+const CONTEXT = '/api/embed/context';
+const INTROSPECT = '/api/embed/introspect';
+
+forEachBackend('embed tokens signed with EdDSA', (backend) => {
+  let clock = START;
+  const t = useTestApp(backend, { now: () => clock, config: { publicUrl: ISSUER, rateLimitMax: 0 } });
+
+  async function jwks(): Promise<JSONWebKeySet> {
+    const res = await t.request('GET', '/.well-known/jwks.json');
+    assert.equal(res.status, 200, res.text);
+    return JSON.parse(res.text) as JSONWebKeySet;
+  }
+
+  async function embedToken(body: Record<string, unknown>, request = t.request): Promise<string> {
+    const res = await request('POST', '/api/embed_token', { token: t.token, body });
+    assert.equal(res.status, 200, res.text);
+    return res.body.embed_token;
+  }
+
+  /** What an offline verifier concludes: the claims, or the reason it refuses. */
+  async function verifyOffline(token: string, audience = 'ugs:embed', at = clock) {
+    return jwtVerify(token, createLocalJWKSet(await jwks()), { issuer: ISSUER, audience, algorithms: ['EdDSA'], currentDate: at });
+  }
+
+  function introspect(token: string, options: { apiToken?: string; form?: boolean } = {}): Promise<HttpResult> {
+    const apiToken = options.apiToken ?? t.token;
+    if (options.form) {
+      return t.request('POST', INTROSPECT, {
+        token: apiToken,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        rawBody: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
+      });
+    }
+    return t.request('POST', INTROSPECT, { token: apiToken, body: { token } });
+  }
+
+  it('jwks: needs no token, is cacheable for 300 s, open to any origin, and holds only public Ed25519 keys', async () => {
+    clock = START;
+    const res = await t.request('GET', '/.well-known/jwks.json', { headers: { origin: 'https://anywhere.example' } });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['cache-control'], 'public, max-age=300');
+    assert.equal(res.headers['access-control-allow-origin'], '*');
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+    const { keys } = JSON.parse(res.text) as JSONWebKeySet;
+    assert.ok(keys.length >= 1);
+    for (const key of keys) {
+      assert.deepEqual(Object.keys(key).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x']);
+      assert.deepEqual([key.kty, key.crv, key.alg, key.use], ['OKP', 'Ed25519', 'EdDSA', 'sig']);
+      assert.equal(key.d, undefined, 'never the private part');
+    }
+    const preflight = await t.request('OPTIONS', '/.well-known/jwks.json', { headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers['access-control-allow-origin'], '*');
+    const management = await t.request('OPTIONS', '/api/user', { headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
+    assert.equal(management.headers['access-control-allow-origin'], undefined, 'the management API still sends no CORS header');
+  });
+
+  it('claims: iss is UGS_PUBLIC_URL, aud the embed_id when bound, and an offline verifier reads the variables the context shows', async () => {
+    clock = START;
+    await createGroup(t, { user_group_id: 'jws-company', properties: { region: 'emea', plan: 'pro' } });
+    await createGroup(t, { user_group_id: 'jws-user', parent_user_group_id: 'jws-company', properties: { seat: 7 } });
+    const bound = await embedToken({ user_group_id: 'jws-user', embed_id: 'sales', origin: 'https://app.example.com' });
+    const { payload } = await verifyOffline(bound, 'sales');
+    assert.equal(payload.iss, ISSUER);
+    assert.equal(payload.sub, 'jws-user');
+    assert.equal(payload.aud, 'sales');
+    assert.equal(payload.ugs_origin, 'https://app.example.com');
+    const context = await t.request('GET', CONTEXT, {
+      headers: { authorization: `Bearer ${bound}`, origin: 'https://app.example.com' },
+      query: { embed_id: 'sales' },
+    });
+    assert.equal(context.status, 200, context.text);
+    assert.deepEqual(payload.ugs_variables, context.body.variables, 'the computed properties, as the context answers them');
+    assert.deepEqual(payload.ugs_variables, { user_group_id: 'jws-user', user_group_name: 'jws-user', region: 'emea', plan: 'pro', seat: 7 });
+    await assert.rejects(verifyOffline(bound, 'ugs:embed'), /aud/, 'a bound token is not good for another audience');
+
+    const reserved = await t.request('POST', '/api/embed_token', { token: t.token, body: { user_group_id: 'jws-user', embed_id: 'ugs:embed' } });
+    assert.equal(reserved.status, 400);
+    assert.deepEqual(reserved.body.error.details, [{ field: 'embed_id', issue: 'reserved' }]);
+  });
+
+  it('size: a group with 64 KiB of properties gets 422 embed_token_too_large naming the limit, and no token', async () => {
+    clock = START;
+    const big = { blob: 'x'.repeat(64 * 1024 - 20) };
+    await createGroup(t, { user_group_id: 'jws-big', properties: big });
+    const res = await t.request('POST', '/api/embed_token', { token: t.token, body: { user_group_id: 'jws-big' } });
+    assert.equal(res.status, 422, res.text);
+    assert.equal(res.body.error.code, 'embed_token_too_large');
+    assert.match(res.body.error.message, /over the limit of 8,192 bytes/);
+    assert.ok(!res.text.includes('eyJ'), 'no token in the answer');
+
+    // Just under the limit: issued, and usable in a header end to end.
+    await createGroup(t, { user_group_id: 'jws-large', properties: { blob: 'y'.repeat(4500) } });
+    const large = await embedToken({ user_group_id: 'jws-large' });
+    assert.ok(large.length > 6000 && large.length <= 8192, String(large.length));
+    assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${large}` } })).status, 200);
+  });
+
+  it('forgery: a foreign Ed25519 key under a published kid, HS256 keyed with the public key, alg none, or a changed claim is 401 and inactive', async () => {
+    clock = START;
+    await createGroup(t, { user_group_id: 'jws-forge' });
+    const genuine = await embedToken({ user_group_id: 'jws-forge' });
+    const { kid } = decodeProtectedHeader(genuine);
+    const claims = decodeJwt(genuine);
+    const published = (await jwks()).keys.find((key) => key.kid === kid)!;
+    const foreign = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+    const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const [header, , signature] = genuine.split('.');
+    const forgeries = {
+      'foreign key, published kid': await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid }).sign(foreign.privateKey),
+      'foreign key, its own kid': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })
+        .sign(foreign.privateKey),
+      'HS256 keyed with the public key': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid })
+        .sign(Buffer.from(published.x!, 'base64url')),
+      'alg none': `${b64({ alg: 'none', typ: 'ugs-embed+jwt', kid })}.${b64(claims)}.`,
+      'team id changed': `${header}.${b64({ ...claims, ugs_team_id: Number(claims.ugs_team_id) + 1 })}.${signature}`,
+      'variables changed': `${header}.${b64({ ...claims, ugs_variables: { user_group_id: 'someone-else' } })}.${signature}`,
+    };
+    for (const [what, token] of Object.entries(forgeries)) {
+      const res = await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 401, `${what}: ${res.text}`);
+      assert.equal((await introspect(token)).body.active, false, what);
+    }
+    assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${genuine}` } })).status, 200, 'the control');
+  });
+
+  it('rotation: the new key is published at once and signs after its activation; older tokens verify until they expire, then the old key is dropped', async () => {
+    clock = START;
+    await createGroup(t, { user_group_id: 'jws-rotate' });
+    const before = await embedToken({ user_group_id: 'jws-rotate', expires_in_seconds: 3600 });
+    const oldKid = decodeProtectedHeader(before).kid;
+
+    const rotation = await rotateSigningKey(t.handle, t.keyring, clock, DEFAULT_ACTIVATION_SECONDS * 1000);
+    assert.equal(rotation.activates_at, new Date(START.getTime() + 600_000).toISOString());
+    clock = new Date(START.getTime() + 1500); // past this instance's one-second copy of the key table
+    const kids = (await jwks()).keys.map((key) => key.kid);
+    assert.ok(kids.includes(rotation.kid) && kids.includes(oldKid!), 'both published while the new key waits');
+    assert.equal(decodeProtectedHeader(await embedToken({ user_group_id: 'jws-rotate' })).kid, oldKid, 'the old key signs until the activation');
+
+    clock = new Date(START.getTime() + 600_000 + 1500);
+    const after = await embedToken({ user_group_id: 'jws-rotate', expires_in_seconds: 60 });
+    assert.equal(decodeProtectedHeader(after).kid, rotation.kid, 'the new key signs after its activation');
+    await verifyOffline(after);
+    await verifyOffline(before);
+    assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${before}` } })).status, 200, 'an older token still works');
+
+    // Every token of the old key has expired (the last one signed at START + 1.5 s, for a day).
+    clock = new Date(START.getTime() + 86_400_000 + 3_600_000 + 2000);
+    const next = await rotateSigningKey(t.handle, t.keyring, clock, 0);
+    assert.ok(next.dropped.includes(oldKid!), `the old key is dropped: ${JSON.stringify(next)}`);
+    clock = new Date(clock.getTime() + 1500);
+    assert.ok(!(await jwks()).keys.some((key) => key.kid === oldKid), 'and no longer published');
+  });
+
+  it('instances: a token signed by a key another instance just added verifies here at once', async () => {
+    clock = new Date(START.getTime() + 3 * 86_400_000);
+    await createGroup(t, { user_group_id: 'jws-instances' });
+    await embedToken({ user_group_id: 'jws-instances' }); // this instance has read the key table
+    const other = await buildTestApp(t, { keys: [Buffer.from(t.secretKey, 'base64')], now: () => clock, config: { publicUrl: ISSUER } });
+    try {
+      const rotation = await rotateSigningKey(t.handle, t.keyring, clock, 0);
+      const signedThere = await embedToken({ user_group_id: 'jws-instances' }, other.request);
+      assert.equal(decodeProtectedHeader(signedThere).kid, rotation.kid);
+      clock = new Date(clock.getTime() + 100); // well within this instance's one-second copy of the key table
+      const res = await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${signedThere}` } });
+      assert.equal(res.status, 200, res.text);
+    } finally {
+      await other.app.close();
+    }
+  });
+
+  it('introspect: an active token answers its claims, form-encoded (RFC 7662) or JSON; a rotated, deleted or expired one only active: false', async () => {
+    clock = new Date(START.getTime() + 4 * 86_400_000);
+    const group = await createGroup(t, { user_group_id: 'jws-intro', properties: { region: 'apac' } });
+    const token = await embedToken({ user_group_id: 'jws-intro', expires_in_seconds: 120 });
+    for (const form of [true, false]) {
+      const res = await introspect(token, { form });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.headers['cache-control'], 'no-store');
+      assert.equal(res.headers.pragma, 'no-cache');
+      assert.deepEqual(res.body, { success: 1, active: true, ...decodeJwt(token) });
+    }
+    assert.deepEqual((await introspect('not-a-token')).body, { success: 1, active: false });
+    assert.deepEqual((await introspect(group.token)).body, { success: 1, active: false }, 'a user group token is not an embed token');
+
+    clock = new Date(clock.getTime() + 121_000);
+    assert.deepEqual((await introspect(token)).body, { success: 1, active: false }, 'expired');
+    clock = new Date(clock.getTime() - 121_000);
+    const rotated = await t.request('POST', '/api/user', { token: t.token, body: { current_token: group.token } });
+    assert.equal(rotated.status, 200);
+    assert.deepEqual((await introspect(token)).body, { success: 1, active: false }, 'rotated');
+
+    await createGroup(t, { user_group_id: 'jws-intro-del' });
+    const doomed = await embedToken({ user_group_id: 'jws-intro-del' });
+    assert.equal((await introspect(doomed)).body.active, true);
+    assert.equal((await t.request('DELETE', '/api/user', { token: t.token, body: { user_group_id: 'jws-intro-del' } })).status, 200);
+    assert.deepEqual((await introspect(doomed)).body, { success: 1, active: false }, 'deleted');
+  });
+
+  it('introspect: needs an API token; another account or a forbidden environment sees active: false; OPTIONS is 405', async () => {
+    clock = new Date(START.getTime() + 5 * 86_400_000);
+    await createGroup(t, { user_group_id: 'jws-acl' });
+    await createGroup(t, { user_group_id: 'jws-acl-test', api_environment_tag: 'Testing' });
+    const token = await embedToken({ user_group_id: 'jws-acl' });
+    const testing = await embedToken({ user_group_id: 'jws-acl-test', api_environment_tag: 'Testing' });
+
+    const anonymous = await t.request('POST', INTROSPECT, { body: { token } });
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.body.error.code, 'missing_api_token');
+    const viaEmbedToken = await t.request('POST', INTROSPECT, { headers: { authorization: `Bearer ${token}` }, body: { token } });
+    assert.equal(viaEmbedToken.status, 401);
+
+    const stranger = await t.issueToken({ account: 'globex', scopes: ['read'] });
+    assert.deepEqual((await introspect(token, { apiToken: stranger.token })).body, { success: 1, active: false });
+    const customerOnly = await t.issueToken({ scopes: ['read'], env: 'Customer' });
+    assert.equal((await introspect(token, { apiToken: customerOnly.token })).body.active, true);
+    assert.deepEqual((await introspect(testing, { apiToken: customerOnly.token })).body, { success: 1, active: false });
+
+    const missing = await t.request('POST', INTROSPECT, { token: t.token, body: {} });
+    assert.equal(missing.status, 400);
+    const repeated = await t.request('POST', INTROSPECT, {
+      token: t.token,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      rawBody: `token=${token}&token=${token}`,
+    });
+    assert.equal(repeated.status, 400);
+    assert.deepEqual(repeated.body.error.details, [{ field: 'token', issue: 'repeated' }]);
+    const preflight = await t.request('OPTIONS', INTROSPECT, { headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' } });
+    assert.equal(preflight.status, 405);
+    assert.equal(preflight.headers['access-control-allow-origin'], undefined, 'no CORS: introspection is for backends');
+  });
+});
+
+forEachBackend('introspection rate limit', (backend) => {
+  const t = useTestApp(backend, { config: { rateLimitMax: 2, embedRateLimitMax: 1000 } });
+
+  it('introspect: spends the API token\'s budget of the management API, then 429 rate_limited', async () => {
+    const statuses = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await t.request('POST', INTROSPECT, { token: t.token, body: { token: 'a.b.c' } });
+      statuses.push(res.status);
+      if (res.status === 429) {
+        assert.equal(res.body.error.code, 'rate_limited');
+        assert.match(String(res.headers['ratelimit-policy']), /^"api-token";q=2;/);
+      }
+    }
+    assert.deepEqual(statuses, [200, 200, 429]);
+  });
+});
+
+forEachBackend('embed signing keys', (backend) => {
+  it('first start: instances starting together on an empty database create exactly one signing key', async () => {
+    const database = await createTestDatabase(backend);
+    const handles = [];
+    try {
+      for (let i = 0; i < 3; i++) handles.push((await openMigratedDatabase({ databaseUrl: database.url })).handle);
+      const { Keyring } = await import('../src/crypto/keyring.ts');
+      const keyring = new Keyring([Buffer.alloc(32, 7)]);
+      await Promise.all(handles.flatMap((handle) => [ensureSigningKey(handle, keyring, START), ensureSigningKey(handle, keyring, START)]));
+      assert.equal(await countSigningKeys(handles[0].db), 1);
+    } finally {
+      for (const handle of handles) await handle.close();
+      await database.drop();
+    }
+  });
+});
