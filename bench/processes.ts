@@ -178,3 +178,27 @@ export async function primeGroups(baseUrl: string, apiToken: string, groups: num
   agent.destroy();
   return failures;
 }
+
+/** Embed tokens (EdDSA) of `count` random flat groups, minted by the server as a backend would. */
+export async function mintEmbedTokens(baseUrl: string, apiToken: string, flatGroups: number, count: number): Promise<string[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
+  try {
+    const tokens: string[] = [];
+    for (let start = 0; start < count; start += 20) {
+      const batch = Array.from({ length: Math.min(20, count - start) }, async () => {
+        const i = Math.floor(Math.random() * flatGroups);
+        const res = await httpRequest(
+          baseUrl,
+          { method: 'POST', path: '/api/embed_token', headers: { authorization: `Token ${apiToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_group_id: `bench-${i}` }) },
+          agent,
+        );
+        if (res.status !== 200) throw new Error(`minting an embed token: ${res.status} ${res.body}`);
+        return (JSON.parse(res.body) as { embed_token: string }).embed_token;
+      });
+      tokens.push(...(await Promise.all(batch)));
+    }
+    return tokens;
+  } finally {
+    agent.destroy();
+  }
+}

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Keyring } from '../src/crypto/keyring.ts';
 import { createBenchDatabase, cursorAfter, plannerStatistics, seedDatabase, type BenchDatabase } from './seed.ts';
-import { REPO_ROOT, httpRequest, primeGroups, residentMemoryKb, runLoad, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
+import { REPO_ROOT, httpRequest, mintEmbedTokens, primeGroups, residentMemoryKb, runLoad, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
 import { SCENARIO_NAMES, benchLayout, scenarioByName, type ScenarioData } from './scenarios.ts';
 import type { LoadResult } from './load.ts';
 
@@ -33,6 +33,8 @@ const USAGE = `npm run bench -- [options]
   --results-dir <dir>   where the JSON goes (default bench/results)`;
 
 const EMBED_SAMPLE = 10_000;
+/** Embed tokens (EdDSA) the embed-jws and introspect scenarios pick from: each is verified once, then remembered. */
+const JWS_SAMPLE = 2_000;
 const ROTATE_GROUPS_PER_CONNECTION = 4; // each stop of autocannon strands up to one group per connection
 
 interface Options {
@@ -184,12 +186,14 @@ async function main() {
   }
   // Create ids: unique per target and round, and of the same length for ceiling and server.
   const layout = benchLayout(options.groups);
+  let jwsTokens: string[] = []; // minted by the server once it runs
   const dataFor = (target: 'c' | 's' | 'p', round: number, tokens = rotateTokensOfRound(round)): ScenarioData => ({
     groups: layout.flat,
     treeSize: layout.tree,
     childTokens: seed.childTokens,
     apiToken: seed.apiToken,
     embedTokens,
+    jwsTokens,
     rotateTokens: tokens,
     deepCursor: cursorAfter(seed.deepAfterTeamId),
     createPrefix: `new-${runId}-${target}${round}-`,
@@ -226,6 +230,10 @@ async function main() {
     log(`primed: every seeded group asked for once in ${primeSeconds.toFixed(1)} s`);
   }
   const memoryPrimed = residentMemoryKb(server.pid);
+  if (options.scenarios.some((name) => scenarioByName(name).needsJwsTokens)) {
+    jwsTokens = await mintEmbedTokens(server.url, seed.apiToken, layout.flat, JWS_SAMPLE);
+    log(`minted ${JWS_SAMPLE.toLocaleString('en-US')} embed tokens`);
+  }
 
   // 3. One real response per scenario: what the ceiling will answer.
   const outcomes: ScenarioOutcome[] = [];

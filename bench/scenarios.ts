@@ -42,6 +42,8 @@ export interface ScenarioData {
   apiToken: string;
   /** Current tokens of random seeded groups, for the embed scenario (never rotated). */
   embedTokens: string[];
+  /** Embed tokens (EdDSA) of random flat groups, minted by the server before the load. */
+  jwsTokens: string[];
   /** Current tokens of other seeded groups, one per in-flight rotation (see rotate below). */
   rotateTokens: string[];
   /** A cursor ({"after": team_id}, base64url) pointing 90 % of the way into the listing. */
@@ -71,6 +73,8 @@ export interface ScenarioDefinition {
   /** The status a successful response has. */
   status: number;
   description: string;
+  /** Whether it needs ScenarioData.jwsTokens (minted through the running server). */
+  needsJwsTokens?: boolean;
   make(data: ScenarioData): ScenarioRunner;
 }
 
@@ -189,6 +193,37 @@ export const SCENARIOS: ScenarioDefinition[] = [
         method: 'GET',
         path: '/api/embed/context',
         headers: { authorization: `Bearer ${data.embedTokens[randomIndex(data.embedTokens.length)]}` },
+      }),
+    }),
+  },
+  {
+    name: 'embed-jws',
+    method: 'GET',
+    path: '/api/embed/context',
+    status: 200,
+    needsJwsTokens: true,
+    description: 'embed context with an EdDSA embed token of a random group (2,000 tokens, each verified once, then remembered): `GET /api/embed/context` with `Authorization: Bearer <embed token>`',
+    make: (data) => ({
+      next: () => ({
+        method: 'GET',
+        path: '/api/embed/context',
+        headers: { authorization: `Bearer ${data.jwsTokens[randomIndex(data.jwsTokens.length)]}` },
+      }),
+    }),
+  },
+  {
+    name: 'introspect',
+    method: 'POST',
+    path: '/api/embed/introspect',
+    status: 200,
+    needsJwsTokens: true,
+    description: 'introspection of an EdDSA embed token of a random group (the same 2,000 tokens): `POST /api/embed/introspect` `{"token":"<embed token>"}` with an API token',
+    make: (data) => ({
+      next: () => ({
+        method: 'POST',
+        path: '/api/embed/introspect',
+        headers: { ...auth(data), ...json },
+        body: JSON.stringify({ token: data.jwsTokens[randomIndex(data.jwsTokens.length)] }),
       }),
     }),
   },
