@@ -1,0 +1,182 @@
+// examples/postgres-rls end to end, on the real PostgreSQL: the service issues embed tokens,
+// the example's data API (its own process, no secret, none of the service's code) verifies
+// them against the service's JWKS URL and queries as a role under row-level security.
+// The service runs in-process on a real socket, so that its clock can issue a genuinely
+// expired token; key rotation is the real command-line tool.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose';
+import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { startTestApp, type TestApp } from './helpers/harness.ts';
+import { ROOT, runNode, runUgs } from './helpers/processes.ts';
+
+const EXAMPLE = path.join(ROOT, 'examples', 'postgres-rls');
+const skip = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the row-level-security example needs PostgreSQL';
+if (skip) process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING examples/postgres-rls: ${skip}\n${'!'.repeat(78)}\n\n`);
+
+/** Starts the data API and waits for its "listening on <url>" line. */
+function startDataApi(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [path.join(EXAMPLE, 'server.mjs')], { cwd: ROOT, env: { ...process.env, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the data API did not start in 15 s:\n${output}`)), 15_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ url: match[1], child });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the data API exited (${code}) before listening:\n${output}`));
+    });
+  });
+}
+
+describe('examples/postgres-rls: from the embed token to the rows', { skip, timeout: 120_000 }, () => {
+  let clock = () => new Date();
+  let service: TestApp;
+  let serviceUrl: string;
+  let data: TestDatabase;
+  let dataApi: { url: string; child: ChildProcess };
+  const role = `ugs_rls_${crypto.randomBytes(4).toString('hex')}`;
+  let apiToken: string;
+
+  before(async () => {
+    service = await startTestApp('postgres', { now: () => clock() });
+    await service.app.listen({ host: '127.0.0.1', port: 0 });
+    serviceUrl = `http://127.0.0.1:${(service.app.server.address() as { port: number }).port}`;
+    // The issuer is fixed when the app is built; the port is known only now. A deployment sets
+    // UGS_PUBLIC_URL; here the data API is told the issuer the tokens carry.
+    apiToken = (await service.issueToken()).token;
+    for (const [id, region] of [['acme-corp', 'emea'], ['globex', 'amer']]) {
+      const created = await service.request('POST', '/api/user', { token: apiToken, body: { user_group_id: id, properties: { region } } });
+      assert.equal(created.status, 201, created.text);
+    }
+
+    data = await createTestDatabase('postgres');
+    const setup = await runNode([path.join(EXAMPLE, 'setup.mjs')], { ADMIN_DATABASE_URL: data.url, APP_ROLE: role });
+    assert.equal(setup.code, 0, setup.stderr);
+    const asRole = new URL(data.url);
+    asRole.username = role;
+    dataApi = await startDataApi({
+      DATABASE_URL: asRole.href,
+      UGS_ISSUER: 'http://127.0.0.1:3000',
+      JWKS_URL: `${serviceUrl}/.well-known/jwks.json`,
+      AUDIENCE: 'ugs:embed,sales',
+      JWKS_CACHE_SECONDS: '1',
+    });
+  });
+
+  after(async () => {
+    if (dataApi?.child.exitCode === null) {
+      const exited = new Promise((resolve) => dataApi.child.once('exit', resolve));
+      dataApi.child.kill('SIGTERM');
+      await exited;
+    }
+    await service?.close();
+    await data?.drop();
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    await admin.query(`drop role if exists ${admin.escapeIdentifier(role)}`);
+    await admin.end();
+  });
+
+  async function embedToken(body: Record<string, unknown>): Promise<string> {
+    const res = await service.request('POST', '/api/embed_token', { token: apiToken, body });
+    assert.equal(res.status, 200, res.text);
+    return res.body.embed_token;
+  }
+
+  async function rows(path: string, token: string): Promise<{ status: number; body: { user_group_id?: string; rows?: Record<string, unknown>[]; error?: { code: string } } }> {
+    const res = await fetch(`${dataApi.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    return { status: res.status, body: await res.json() };
+  }
+
+  it('two groups each see only their own rows, even for "select everything"', async () => {
+    const acme = await rows('/orders', await embedToken({ user_group_id: 'acme-corp' }));
+    const globex = await rows('/orders', await embedToken({ user_group_id: 'globex' }));
+    assert.equal(acme.status, 200, JSON.stringify(acme.body));
+    assert.deepEqual(acme.body.rows!.map((r) => r.product), ['Anvils', 'Rocket skates', 'Giant magnet']);
+    assert.deepEqual(globex.body.rows!.map((r) => r.product), ['Hammocks', 'Doomsday device']);
+    // A policy on a variable of the token: the group's region.
+    assert.deepEqual((await rows('/notices', await embedToken({ user_group_id: 'acme-corp' }))).body.rows!.map((r) => r.region), ['emea']);
+    assert.deepEqual((await rows('/notices', await embedToken({ user_group_id: 'globex' }))).body.rows!.map((r) => r.region), ['amer']);
+  });
+
+  it('an expired token, a wrong audience, an unknown key or an altered token gets 401', async () => {
+    const realNow = () => new Date();
+    clock = () => new Date(Date.now() - 3_600_000); // issued an hour ago, for a minute
+    const expired = await embedToken({ user_group_id: 'acme-corp', expires_in_seconds: 60 });
+    clock = realNow;
+    const genuine = await embedToken({ user_group_id: 'acme-corp' });
+    const otherDashboard = await embedToken({ user_group_id: 'acme-corp', embed_id: 'finance' });
+    const foreign = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    const unknownKey = await new SignJWT(decodeJwt(genuine))
+      .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: 'not-a-published-key' })
+      .sign(foreign.privateKey);
+    const foreignUnderPublishedKid = await new SignJWT(decodeJwt(genuine))
+      .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: decodeProtectedHeader(genuine).kid })
+      .sign(foreign.privateKey);
+    const [header, , signature] = genuine.split('.');
+    const altered = `${header}.${Buffer.from(JSON.stringify({ ...decodeJwt(genuine), sub: 'globex' })).toString('base64url')}.${signature}`;
+
+    for (const [what, token] of Object.entries({ expired, otherDashboard, unknownKey, foreignUnderPublishedKid, altered })) {
+      const res = await rows('/orders', token);
+      assert.equal(res.status, 401, `${what}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.rows, undefined, what);
+    }
+    assert.equal((await rows('/orders', genuine)).status, 200, 'the control');
+    assert.equal((await rows('/orders', await embedToken({ user_group_id: 'acme-corp', embed_id: 'sales' }))).status, 200, 'a dashboard the API serves');
+  });
+
+  it('after ugs keys embed rotate, new tokens verify and older ones keep verifying until they expire', async () => {
+    const older = await embedToken({ user_group_id: 'globex' });
+    assert.equal((await rows('/orders', older)).status, 200);
+    const rotated = await runUgs(['keys', 'embed', 'rotate', '--activate-in', '2s', '--json'], { DATABASE_URL: service.databaseUrl, UGS_SECRET_KEY: service.secretKey });
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const { kid } = JSON.parse(rotated.stdout);
+
+    let newer = older;
+    for (let waited = 0; decodeProtectedHeader(newer).kid !== kid && waited < 8000; waited += 250) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      newer = await embedToken({ user_group_id: 'globex' });
+    }
+    assert.equal(decodeProtectedHeader(newer).kid, kid, 'the service signs with the new key after its activation');
+    const viaNew = await rows('/orders', newer);
+    assert.equal(viaNew.status, 200, JSON.stringify(viaNew.body));
+    assert.deepEqual(viaNew.body.rows!.map((r) => r.product), ['Hammocks', 'Doomsday device']);
+    assert.equal((await rows('/orders', older)).status, 200, 'a token of the older key still verifies');
+  });
+
+  it('the database role the example uses cannot bypass row-level security', async () => {
+    const asRole = new URL(data.url);
+    asRole.username = role;
+    const client = new pg.Client({ connectionString: asRole.href });
+    await client.connect();
+    try {
+      const { rows: [me] } = await client.query('select rolsuper, rolbypassrls from pg_roles where rolname = current_user');
+      assert.deepEqual(me, { rolsuper: false, rolbypassrls: false });
+      const { rows: [owner] } = await client.query("select tableowner from pg_tables where tablename = 'orders'");
+      assert.notEqual(owner.tableowner, role, 'not the owner');
+      assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 0, 'without settings: no row');
+      await client.query("select set_config('ugs.user_group_id', 'acme-corp', false)");
+      assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 3);
+      await client.query('set row_security = off');
+      await assert.rejects(client.query('select * from orders'), /row-level security/, 'row_security = off errors instead of showing everything');
+      await client.query('reset row_security');
+      await assert.rejects(client.query('alter table orders disable row level security'), /must be owner/);
+      await assert.rejects(client.query("insert into orders values (99, 'globex', 'Forged', 1)"), /permission denied/);
+    } finally {
+      await client.end();
+    }
+  });
+});
