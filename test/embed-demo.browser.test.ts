@@ -1,7 +1,9 @@
 // The embed demo (examples/embed-demo) in a real headless Chromium: a real service process,
 // the demo backend (holding the API token) and the page, served from a third origin, which
 // calls /api/embed/context across origins with a short-lived embed token. After the group's
-// token is rotated, the same page must report its embed token as no longer valid.
+// token is rotated, the same page must report its embed token as no longer valid. With
+// PostgreSQL, the page also fetches rows from examples/postgres-rls's data API with the same
+// embed token, and two groups see different rows.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,8 +12,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import pg from 'pg';
+import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { ROOT, httpRequest, spawnServer, issueTokenWithCli, runNode, type ServerProcess } from './helpers/processes.ts';
 
 // Never downloaded: the system's Chromium (CI installs it); CHROMIUM_PATH points elsewhere.
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -27,10 +30,15 @@ const CHROMIUM_ARGS = [
 ];
 const ARTIFACTS = path.join(ROOT, 'test', 'artifacts');
 const DEMO = path.join(ROOT, 'examples', 'embed-demo');
+const DATA_API = path.join(ROOT, 'examples', 'postgres-rls');
 
 const missingBrowser = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it (apt-get install -y chromium) or set CHROMIUM_PATH to run the browser test`;
 if (missingBrowser) {
   process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the embed demo browser test: ${missingBrowser}\n${'!'.repeat(78)}\n\n`);
+}
+const noDataApi = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the rows part of the demo needs the PostgreSQL data API';
+if (!missingBrowser && noDataApi) {
+  process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the embed demo's rows from the data API: ${noDataApi}\n${'!'.repeat(78)}\n\n`);
 }
 
 function freePort(): Promise<number> {
@@ -50,9 +58,9 @@ interface DemoProcess {
   output(): string;
 }
 
-/** Starts one of the demo's scripts and waits for its "listening on <url>" line. */
+/** Starts one of the examples' scripts and waits for its "listening on <url>" line. */
 function startDemoScript(script: string, env: Record<string, string>): Promise<DemoProcess> {
-  const child = spawn(process.execPath, [path.join(DEMO, script)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${script} did not start in 15 s:\n${output}`)), 15_000);
@@ -78,6 +86,9 @@ describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120
   let service: ServerProcess;
   let backend: DemoProcess;
   let pageServer: DemoProcess;
+  let dataApi: DemoProcess | undefined;
+  let data: TestDatabase | undefined;
+  const dataRole = `ugs_demo_${crypto.randomBytes(4).toString('hex')}`;
   let browser: Browser;
   let page: Page;
   let apiToken: string;
@@ -85,17 +96,34 @@ describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120
   before(async () => {
     database = await createTestDatabase('sqlite');
     const secretKey = crypto.randomBytes(32).toString('base64');
-    const [backendPort, pagePort] = [await freePort(), await freePort()];
+    const [servicePort, backendPort, pagePort] = [await freePort(), await freePort(), await freePort()];
     const pageOrigin = `http://127.0.0.1:${pagePort}`;
     const backendUrl = `http://127.0.0.1:${backendPort}`;
 
-    // Only the page's origin may call the embed routes from a browser.
-    service = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey, UGS_CORS_ORIGINS: pageOrigin });
+    // Only the page's origin may call the embed routes from a browser. The port is fixed so
+    // that the tokens' issuer (http://HOST:PORT by default) is the service's real address.
+    service = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey, UGS_CORS_ORIGINS: pageOrigin, PORT: String(servicePort) });
     const issued = await issueTokenWithCli({ DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey }, ['--account', 'demo', '--scopes', 'read,write']);
     apiToken = issued.token;
 
-    backend = await startDemoScript('backend.mjs', { UGS_URL: service.baseUrl, UGS_API_TOKEN: apiToken, PAGE_ORIGIN: pageOrigin, PORT: String(backendPort) });
-    pageServer = await startDemoScript('page-server.mjs', { BACKEND_URL: backendUrl, PORT: String(pagePort) });
+    if (!noDataApi) {
+      // The data API as its README runs it: its own database and role, the service's JWKS URL,
+      // the demo's dashboard as audience, and the page as the only browser origin.
+      data = await createTestDatabase('postgres');
+      const setup = await runNode([path.join(DATA_API, 'setup.mjs')], { ADMIN_DATABASE_URL: data.url, APP_ROLE: dataRole });
+      assert.equal(setup.code, 0, setup.stderr);
+      const asRole = new URL(data.url);
+      asRole.username = dataRole;
+      dataApi = await startDemoScript(path.join(DATA_API, 'server.mjs'), {
+        DATABASE_URL: asRole.href,
+        UGS_ISSUER: service.baseUrl,
+        AUDIENCE: 'sales-overview',
+        ALLOWED_ORIGINS: pageOrigin,
+        PORT: '0',
+      });
+    }
+    backend = await startDemoScript(path.join(DEMO, 'backend.mjs'), { UGS_URL: service.baseUrl, UGS_API_TOKEN: apiToken, PAGE_ORIGIN: pageOrigin, PORT: String(backendPort) });
+    pageServer = await startDemoScript(path.join(DEMO, 'page-server.mjs'), { BACKEND_URL: backendUrl, DATA_API_URL: dataApi?.url ?? '', PORT: String(pagePort) });
     assert.equal(pageServer.url, pageOrigin);
     assert.notEqual(new URL(pageServer.url).origin, new URL(service.baseUrl).origin, 'the page runs on another origin than the service');
 
@@ -107,9 +135,23 @@ describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120
 
   after(async () => {
     await browser?.close();
-    for (const child of [backend?.child, pageServer?.child]) if (child && child.exitCode === null) child.kill('SIGTERM');
+    await Promise.all(
+      [backend?.child, pageServer?.child, dataApi?.child].map((child) => {
+        if (!child || child.exitCode !== null) return undefined;
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        return exited;
+      }),
+    );
     await service?.stop();
     await database?.drop();
+    await data?.drop();
+    if (data) {
+      const admin = new pg.Client({ connectionString: POSTGRES_URL });
+      await admin.connect();
+      await admin.query(`drop role if exists ${admin.escapeIdentifier(dataRole)}`);
+      await admin.end();
+    }
   });
 
   async function variablesShown(): Promise<Record<string, string>> {
@@ -144,13 +186,40 @@ describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120
     await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo.png'), fullPage: true });
   });
 
+  async function rowsShown(table: string): Promise<string[][]> {
+    return page.$$eval(`#${table} tbody tr`, (rows) => rows.map((row) => [...row.children].map((cell) => cell.textContent ?? '')));
+  }
+
+  it('demo: two groups see different rows from the data API, fetched with their embed tokens under row-level security', { skip: noDataApi }, async () => {
+    const ordersResponse = page.waitForResponse((response) => response.url() === `${dataApi!.url}/orders`);
+    await page.goto(`${pageServer.url}/?customer=acme-corp`);
+    assert.equal((await ordersResponse).status(), 200);
+    await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
+    assert.deepEqual(await rowsShown('orders'), [['Anvils', '1,200'], ['Rocket skates', '860'], ['Giant magnet', '410']]);
+    assert.deepEqual((await rowsShown('notices')).map(([region]) => region), ['emea']);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-rows-acme.png'), fullPage: true });
+
+    await page.goto(`${pageServer.url}/?customer=globex`);
+    await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.textContent('#group-name'), 'Globex');
+    assert.deepEqual(await rowsShown('orders'), [['Hammocks', '95'], ['Doomsday device', '1,000,000']]);
+    assert.deepEqual((await rowsShown('notices')).map(([region]) => region), ['amer']);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-rows-globex.png'), fullPage: true });
+
+    // The same tokens, sent from an origin they are not bound to, get nothing.
+    const globexSession = JSON.parse((await page.evaluate(() => sessionStorage.getItem('embed-demo-session:globex'))) ?? '{}');
+    const elsewhere = await fetch(`${dataApi!.url}/orders`, { headers: { authorization: `Bearer ${globexSession.embed_token}`, origin: 'https://elsewhere.example' } });
+    assert.equal(elsewhere.status, 403);
+  });
+
   it('demo: after the group\'s token is rotated, the page reports its embed token as no longer valid', async () => {
     const current = await httpRequest(service.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: apiToken });
     assert.equal(current.status, 200);
     const rotated = await httpRequest(service.baseUrl, 'POST', '/api/user', { token: apiToken, body: { current_token: current.body.user_group.token } });
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
 
-    await page.reload(); // the same embed token, from sessionStorage
+    await page.goto(pageServer.url); // the same embed token, from sessionStorage
     await page.waitForSelector('#status[data-state="invalid"]', { timeout: 15_000 });
     assert.match((await page.textContent('#status')) ?? '', /no longer valid \(invalid_token\)/);
     assert.equal(await page.isHidden('#group'), true, 'no stale group data is shown');

@@ -17,12 +17,18 @@ if (!API_TOKEN) {
   process.exit(1);
 }
 
-// In a real application the customer comes from the session; here it is fixed.
-const CUSTOMER = {
-  user_group_id: process.env.USER_GROUP_ID || 'acme-corp',
-  name: 'ACME Corporation',
-  properties: { region: 'emea', plan: 'enterprise', seats: 42 },
+// In a real application the customer comes from the signed-in user's session. Here the page
+// says which of two demo customers it views as (?customer=), so two groups can be compared.
+// Their ids match the sample rows of examples/postgres-rls.
+const CUSTOMERS = {
+  'acme-corp': { user_group_id: 'acme-corp', name: 'ACME Corporation', properties: { region: 'emea', plan: 'enterprise', seats: 42 } },
+  globex: { user_group_id: 'globex', name: 'Globex', properties: { region: 'amer', plan: 'team', seats: 7 } },
 };
+const DEFAULT_CUSTOMER = process.env.USER_GROUP_ID || 'acme-corp';
+if (!CUSTOMERS[DEFAULT_CUSTOMER]) {
+  console.error(`USER_GROUP_ID must be one of ${Object.keys(CUSTOMERS).join(', ')}`);
+  process.exit(1);
+}
 
 async function callService(path, { method = 'POST', body, headers = {} } = {}) {
   const response = await fetch(`${UGS_URL}${path}`, {
@@ -39,12 +45,12 @@ async function callService(path, { method = 'POST', body, headers = {} } = {}) {
   return json;
 }
 
-async function createEmbedSession() {
+async function createEmbedSession(customer) {
   // Get or create: a GET with a JSON body, sent as POST with X-HTTP-Method-Override because
   // fetch() cannot send a body with GET. An existing group is returned unchanged.
-  await callService('/api/user', { body: CUSTOMER, headers: { 'x-http-method-override': 'GET' } });
+  await callService('/api/user', { body: customer, headers: { 'x-http-method-override': 'GET' } });
   const { embed_token, expires_at } = await callService('/api/embed_token', {
-    body: { user_group_id: CUSTOMER.user_group_id, expires_in_seconds: TOKEN_LIFETIME_SECONDS, embed_id: EMBED_ID, origin: PAGE_ORIGIN },
+    body: { user_group_id: customer.user_group_id, expires_in_seconds: TOKEN_LIFETIME_SECONDS, embed_id: EMBED_ID, origin: PAGE_ORIGIN },
   });
   return { embed_token, expires_at, embed_id: EMBED_ID, context_url: `${UGS_URL}/api/embed/context` };
 }
@@ -64,8 +70,10 @@ const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, 'http://backend');
   if (req.method === 'GET' && url.pathname === '/embed-session') {
     // A real backend authenticates its own user here before minting anything.
+    const customer = CUSTOMERS[url.searchParams.get('customer') || DEFAULT_CUSTOMER];
+    if (!customer) return send(res, 404, { error: `no such demo customer; one of ${Object.keys(CUSTOMERS).join(', ')}` });
     try {
-      send(res, 200, await createEmbedSession());
+      send(res, 200, await createEmbedSession(customer));
     } catch (err) {
       console.error(err.message);
       send(res, 502, { error: 'the user group service refused the request; see the backend log' });

@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 
 const PUBLIC = path.join(path.dirname(fileURLToPath(import.meta.url)), 'public');
 const BACKEND_URL = (process.env.BACKEND_URL || 'http://127.0.0.1:8080').replace(/\/$/, '');
+// Optional: examples/postgres-rls's data API, which the page calls with the embed token.
+const DATA_API_URL = (process.env.DATA_API_URL || '').replace(/\/$/, '') || null;
 const HOST = process.env.HOST || '127.0.0.1';
 const PORT = Number(process.env.PORT ?? 8081);
 const FILES = {
@@ -20,7 +22,7 @@ const server = http.createServer((req, res) => {
   const { pathname } = new URL(req.url, 'http://page');
   if (req.method === 'GET' && pathname === '/config.json') {
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-    res.end(JSON.stringify({ backendUrl: BACKEND_URL }));
+    res.end(JSON.stringify({ backendUrl: BACKEND_URL, dataApiUrl: DATA_API_URL }));
     return;
   }
   const file = req.method === 'GET' ? FILES[pathname] : undefined;
@@ -35,7 +37,7 @@ const server = http.createServer((req, res) => {
 
 server.listen(PORT, HOST, () => {
   const { port } = server.address();
-  console.log(`embed demo page listening on http://${HOST}:${port} (backend ${BACKEND_URL})`);
+  console.log(`embed demo page listening on http://${HOST}:${port} (backend ${BACKEND_URL}, data API ${DATA_API_URL ?? 'none'})`);
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
 process.on('SIGINT', () => server.close(() => process.exit(0)));

@@ -2,8 +2,16 @@
 // its own backend, and asks the User Group Service who is viewing. The token is kept in
 // sessionStorage, so a reload asks again with the same token (and shows when it stopped
 // working, e.g. after the group's token was rotated); "Get a new embed token" fetches another.
-const STORAGE_KEY = 'embed-demo-session';
+// With a data API configured (examples/postgres-rls), the same token fetches the viewer's rows.
+const CUSTOMER = new URLSearchParams(location.search).get('customer'); // which demo customer views
+const STORAGE_KEY = CUSTOMER ? `embed-demo-session:${CUSTOMER}` : 'embed-demo-session';
 const $ = (id) => document.getElementById(id);
+let config;
+
+async function loadConfig() {
+  config ??= await (await fetch('/config.json')).json();
+  return config;
+}
 
 function setStatus(state, text) {
   $('status').dataset.state = state;
@@ -11,8 +19,10 @@ function setStatus(state, text) {
 }
 
 async function newSession() {
-  const { backendUrl } = await (await fetch('/config.json')).json();
-  const response = await fetch(`${backendUrl}/embed-session`);
+  const { backendUrl } = await loadConfig();
+  const url = new URL(`${backendUrl}/embed-session`);
+  if (CUSTOMER) url.searchParams.set('customer', CUSTOMER);
+  const response = await fetch(url);
   if (!response.ok) throw new Error(`the backend could not create an embed session (${response.status})`);
   const session = await response.json();
   sessionStorage.setItem(STORAGE_KEY, JSON.stringify(session));
@@ -24,6 +34,16 @@ async function currentSession() {
   return stored ? JSON.parse(stored) : newSession();
 }
 
+function cells(values) {
+  const row = document.createElement('tr');
+  for (const value of values) {
+    const cell = document.createElement('td');
+    cell.textContent = value; // data, never markup
+    row.append(cell);
+  }
+  return row;
+}
+
 function render(context) {
   const group = context.user_group;
   $('group-name').textContent = group.name;
@@ -31,17 +51,44 @@ function render(context) {
   $('group-env').textContent = group.api_environment_tag;
   $('group-demo').hidden = !group.is_demo_group;
   const rows = Object.entries(context.variables).map(([name, value]) => {
-    const row = document.createElement('tr');
+    const row = cells([name, typeof value === 'string' ? value : JSON.stringify(value)]);
     row.dataset.variable = name;
-    for (const text of [name, typeof value === 'string' ? value : JSON.stringify(value)]) {
-      const cell = document.createElement('td');
-      cell.textContent = text; // data, never markup
-      row.append(cell);
-    }
     return row;
   });
   $('variables').tBodies[0].replaceChildren(...rows);
   $('group').hidden = false;
+}
+
+/** The viewer's rows from the data API: the embed token is all it gets, and all it needs. */
+async function loadRows(session) {
+  const { dataApiUrl } = await loadConfig();
+  const status = $('data-status');
+  $('data-tables').hidden = true;
+  if (!dataApiUrl) {
+    status.dataset.state = 'off';
+    status.textContent = 'No data API configured: start examples/postgres-rls and set DATA_API_URL on the page server to see rows.';
+    return;
+  }
+  status.dataset.state = 'loading';
+  status.textContent = 'Loading rows…';
+  const fetchRows = async (path) => {
+    const response = await fetch(`${dataApiUrl}${path}`, { headers: { authorization: `Bearer ${session.embed_token}` } });
+    const body = await response.json();
+    if (!response.ok) throw new Error(`${path}: ${response.status} ${body.error?.code}`);
+    return body.rows;
+  };
+  try {
+    const [orders, notices] = await Promise.all([fetchRows('/orders'), fetchRows('/notices')]);
+    $('orders').tBodies[0].replaceChildren(...orders.map((order) => cells([order.product, order.amount.toLocaleString('en-US')])));
+    $('notices').tBodies[0].replaceChildren(...notices.map((notice) => cells([notice.region, notice.notice])));
+    status.dataset.state = 'ok';
+    const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+    status.textContent = `${count(orders.length, 'order')} and ${count(notices.length, 'notice')}, chosen by PostgreSQL row-level security from the token's claims`;
+    $('data-tables').hidden = false;
+  } catch (err) {
+    status.dataset.state = 'error';
+    status.textContent = `The data API refused the request (${err.message})`;
+  }
 }
 
 async function load() {
@@ -56,6 +103,7 @@ async function load() {
     if (body.success === 1) {
       render(body);
       setStatus('ok', `Viewing as ${body.user_group.name}`);
+      await loadRows(session);
     } else if (response.status === 401) {
       $('group').hidden = true;
       setStatus('invalid', `The embed token is no longer valid (${body.error.code}): ${body.error.message}`);
@@ -69,6 +117,9 @@ async function load() {
   }
 }
 
+for (const link of document.querySelectorAll('#viewers a')) {
+  if (new URL(link.href).searchParams.get('customer') === (CUSTOMER ?? 'acme-corp')) link.setAttribute('aria-current', 'page');
+}
 $('refresh').addEventListener('click', load);
 $('renew').addEventListener('click', () => {
   sessionStorage.removeItem(STORAGE_KEY);
