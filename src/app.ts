@@ -22,6 +22,8 @@ import { AccountSlugs } from './accounts/accounts.repository.ts';
 import { finishOpenApiDocument, openApiInfo, showGetBodies } from './http/openapi.ts';
 import { userGroupCodeSamples } from './user-groups/user-groups.operations.ts';
 import { embedCodeSamples } from './embed/embed.operations.ts';
+import { apiTokenCodeSamples } from './api-tokens/api-tokens.operations.ts';
+import { registerApiTokenRoutes } from './api-tokens/api-tokens.routes.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
 import { handleClientError } from './http/client-errors.ts';
 import { refuseRequestsWhileClosing } from './http/closing.ts';
@@ -77,7 +79,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(swagger, {
     openapi: openApiInfo,
     transform: showGetBodies,
-    transformObject: finishOpenApiDocument({ ...userGroupCodeSamples, ...embedCodeSamples, ...operationalCodeSamples }),
+    transformObject: finishOpenApiDocument({ ...userGroupCodeSamples, ...embedCodeSamples, ...apiTokenCodeSamples, ...operationalCodeSamples }),
   });
   registerDocsRoutes(app);
 
@@ -100,6 +102,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics, maxHierarchyDepth: config.maxHierarchyDepth });
     registerEmbedTokenRoute(api, embed);
     registerIntrospectionRoute(api, embed);
+    registerApiTokenRoutes(api, { database: deps.database, now });
   });
   await registerEmbedRoutes(app, { ...embed, corsOrigins: config.corsOrigins });
   await registerJwksRoute(app, signingKeys);

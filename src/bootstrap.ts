@@ -1,4 +1,4 @@
-// First start on an empty database: an account `default` and one read,write API token, so a
+// First start on an empty database: an account `default` and one read,write,admin API token, so a
 // new user can make a call at once. Decided inside one transaction by the unique account
 // slug, so instances starting together on one database issue exactly one token.
 import type { DatabaseHandle } from './db/database.ts';
@@ -14,7 +14,7 @@ export async function bootstrapIfEmpty(handle: DatabaseHandle, now: Date): Promi
     return insertApiToken(
       trx,
       account,
-      { scopes: ['read', 'write'], allowedEnvironment: null, expiresAt: null, name: 'bootstrap' },
+      { scopes: ['read', 'write', 'admin'], allowedEnvironment: null, expiresAt: null, name: 'bootstrap' },
       { tokenId: null, requestId: null },
       now,
     );

@@ -19,6 +19,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['http', ['http/']],
   ['user groups', ['user-groups/']],
   ['embed', ['embed/']],
+  ['api tokens', ['api-tokens/']],
   ['composition', ['runtime.ts', 'bootstrap.ts', 'log-stream.ts', 'app.ts', 'server.ts', 'cli/']],
 ];
 

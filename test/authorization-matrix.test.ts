@@ -23,6 +23,8 @@ interface Target {
   groupToken: string;
   /** An embed token of the group, issued by its own account. */
   embedToken: string;
+  /** An API token of the group's account (not the caller's only admin token). */
+  apiTokenId: number;
 }
 interface Expect {
   status: number | number[];
@@ -34,8 +36,10 @@ interface RouteRow {
   probe(target: Target, fresh: string): Probe;
   /** Aimed at another account's object, with a valid token of this account. */
   otherAccount?: Expect;
-  /** Whether the probe needs the write scope. */
-  write?: boolean;
+  /** The scope the probe needs beyond read. */
+  scope?: 'write' | 'admin';
+  /** Works on the account, in no environment: an environment-restricted token is not refused for that. */
+  noEnvironment?: boolean;
   /** Answers a forbidden environment as `active: false` (RFC 7662 reveals nothing) instead of 403. */
   inactiveWhenForbidden?: boolean;
 }
@@ -44,32 +48,32 @@ const OVERRIDE = { 'x-http-method-override': 'GET' };
 const ROUTES: Record<string, RouteRow> = {
   'GET /api/user': {
     kind: 'api',
-    write: true, // the probe names a group that does not exist in the caller's account: get-or-create creates
+    scope: 'write', // the probe names a group that does not exist in the caller's account: get-or-create creates
     probe: (t, fresh) => ({ method: 'GET', url: '/api/user', query: { user_group_id: fresh, api_environment_tag: t.env } }),
     // The caller's own namesake is created: another account's group is never returned.
     otherAccount: { status: 201 },
   },
   'POST /api/user {"methodOverride":"GET"}': {
     kind: 'api',
-    write: true,
+    scope: 'write',
     probe: (t, fresh) => ({ method: 'POST', url: '/api/user', headers: OVERRIDE, body: { user_group_id: fresh, api_environment_tag: t.env } }),
     otherAccount: { status: 201 },
   },
   'POST /api/user': {
     kind: 'api',
-    write: true,
+    scope: 'write',
     probe: (t) => ({ method: 'POST', url: '/api/user', body: { current_token: t.groupToken } }),
     otherAccount: { status: 404, code: 'token_not_found' },
   },
   'PUT /api/user': {
     kind: 'api',
-    write: true,
+    scope: 'write',
     probe: (t) => ({ method: 'PUT', url: '/api/user', body: { user_group_id: t.id, api_environment_tag: t.env, name: 'changed by a probe' } }),
     otherAccount: { status: 404, code: 'user_group_not_found' },
   },
   'DELETE /api/user': {
     kind: 'api',
-    write: true,
+    scope: 'write',
     probe: (t) => ({ method: 'DELETE', url: '/api/user', query: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 404, code: 'user_group_not_found' },
   },
@@ -93,6 +97,34 @@ const ROUTES: Record<string, RouteRow> = {
     probe: (t) => ({ method: 'POST', url: '/api/embed/introspect', body: { token: t.embedToken } }),
     otherAccount: { status: 200 }, // active: false
     inactiveWhenForbidden: true,
+  },
+  'GET /api/api_tokens': {
+    kind: 'api',
+    scope: 'admin',
+    noEnvironment: true,
+    probe: () => ({ method: 'GET', url: '/api/api_tokens' }),
+    otherAccount: { status: 200 }, // the caller's own tokens only
+  },
+  'POST /api/api_tokens': {
+    kind: 'api',
+    scope: 'admin',
+    // A token restricted to one environment can create tokens for that environment only.
+    probe: (t) => ({ method: 'POST', url: '/api/api_tokens', body: { scopes: ['read'], allowed_environment: t.env } }),
+    otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
+  },
+  'DELETE /api/api_tokens/:id': {
+    kind: 'api',
+    scope: 'admin',
+    noEnvironment: true,
+    probe: (t) => ({ method: 'DELETE', url: `/api/api_tokens/${t.apiTokenId}` }),
+    otherAccount: { status: 404, code: 'api_token_not_found' },
+  },
+  'GET /api/api_tokens/history': {
+    kind: 'api',
+    scope: 'admin',
+    noEnvironment: true,
+    probe: () => ({ method: 'GET', url: '/api/api_tokens/history' }),
+    otherAccount: { status: 200 },
   },
   'GET /api/embed/context': {
     kind: 'embed',
@@ -119,12 +151,17 @@ forEachBackend('authorization matrix', (backend) => {
     return JSON.stringify({ groups, apiTokens, audit: Number(audit?.n) });
   }
 
+  let victimTokenId: number;
+  const callerTokenIds: number[] = [];
+
   async function createGroup(token: string, id: string, env: 'Customer' | 'Testing'): Promise<Target & { teamId: number }> {
     const res = await t.request('POST', '/api/user', { token, body: { user_group_id: id, api_environment_tag: env } });
     assert.equal(res.status, 201, res.text);
     const embed = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: id, api_environment_tag: env } });
     assert.equal(embed.status, 200, embed.text);
-    return { id, env, groupToken: res.body.user_group.token, embedToken: embed.body.embed_token, teamId: res.body.user_group.team_id };
+    const apiTokenId = token === victimToken ? victimTokenId : (await t.issueToken({ account: 'caller', scopes: ['read'] })).id;
+    if (token !== victimToken) callerTokenIds.push(apiTokenId);
+    return { id, env, groupToken: res.body.user_group.token, embedToken: embed.body.embed_token, teamId: res.body.user_group.team_id, apiTokenId };
   }
 
   function send(probe: Probe, credential: Credential) {
@@ -143,14 +180,16 @@ forEachBackend('authorization matrix', (backend) => {
   }
 
   before(async () => {
-    victimToken = (await t.issueToken({ account: 'victim' })).token;
-    for (const [i, env] of (['Customer', 'Testing', 'Customer', 'Testing', 'Customer', 'Testing', 'Customer', 'Testing', 'Customer'] as const).entries()) {
-      victimGroups.push(await createGroup(victimToken, `victim-${i}`, env));
-    }
+    ({ token: victimToken, id: victimTokenId } = await t.issueToken({ account: 'victim', scopes: ['read', 'write', 'admin'] }));
+    // One victim group per API row of the table, alternating environments.
+    const apiRows = Object.values(ROUTES).filter((row) => row.kind === 'api').length;
+    for (let i = 0; i < apiRows; i++) victimGroups.push(await createGroup(victimToken, `victim-${i}`, i % 2 === 0 ? 'Customer' : 'Testing'));
     await t.request('PUT', '/api/user', { token: victimToken, body: { user_group_id: 'victim-0', name: 'history entry' } });
-    tokens.rw = (await t.issueToken({ account: 'caller' })).token;
+    // The caller's full token can do everything, admin included; the others lack one thing each.
+    tokens.rw = (await t.issueToken({ account: 'caller', scopes: ['read', 'write', 'admin'] })).token;
     tokens.readOnly = (await t.issueToken({ account: 'caller', scopes: ['read'] })).token;
-    tokens.testingOnly = (await t.issueToken({ account: 'caller', env: 'Testing' })).token;
+    tokens.noAdmin = (await t.issueToken({ account: 'caller', scopes: ['read', 'write'] })).token;
+    tokens.testingOnly = (await t.issueToken({ account: 'caller', env: 'Testing', scopes: ['read', 'write', 'admin'] })).token;
     const revoked = await t.issueToken({ account: 'caller' });
     await t.handle.db.updateTable('api_tokens').set({ revoked_at: new Date().toISOString() }).where('id', '=', revoked.id).execute();
     tokens.revoked = revoked.token;
@@ -201,19 +240,34 @@ forEachBackend('authorization matrix', (backend) => {
         if (key === 'GET /api/user/history') assert.deepEqual(res.body.entries, []);
         if (key === 'GET /api/users') assert.deepEqual(res.body.user_groups, []);
         if (key === 'POST /api/embed/introspect') assert.deepEqual(res.body, { success: 1, active: false });
+        if (key === 'GET /api/api_tokens') assert.ok(!res.body.api_tokens.some((token: { id: number }) => token.id === victimTokenId), "the victim's token is listed");
+        if (key === 'GET /api/api_tokens/history') assert.ok(!res.body.entries.some((entry: { api_token_id: number }) => entry.api_token_id === victimTokenId), "the victim's token history is shown");
         // The victim's group is as it was.
         const still = await t.request('GET', '/api/user', { token: victimToken, query: { user_group_id: victim.id, api_environment_tag: victim.env } });
         assert.equal(still.status, 200);
         assert.equal(still.body.user_group.token, victim.groupToken);
       });
 
-      if (row.write) {
+      if (row.scope) {
         it(`${key}: a read-only API token -> 403 insufficient_scope`, async () => {
           await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.readOnly }, 403, 'insufficient_scope');
           if (key === 'POST /api/user') {
             await assertRefused({ method: 'POST', url: '/api/user', body: { user_group_id: freshId() } }, { token: tokens.readOnly }, 403, 'insufficient_scope');
           }
         });
+      }
+      if (row.scope === 'admin') {
+        it(`${key}: a read,write API token without admin -> 403 insufficient_scope`, async () => {
+          await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.noAdmin }, 403, 'insufficient_scope');
+        });
+      }
+
+      if (row.noEnvironment) {
+        it(`${key}: works on the account, so a token restricted to Testing is not refused for its environment`, async () => {
+          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
+          assert.ok(res.status < 400, `${key}: ${res.status} ${res.text}`);
+        });
+        continue;
       }
 
       if (row.inactiveWhenForbidden) {

@@ -1,5 +1,5 @@
 // First start on an empty database (docs/api.md, "Tokens"): an account `default` and one
-// read,write API token, printed once on stderr, so a new user can make a call at once.
+// read,write,admin API token, printed once on stderr, so a new user can make a call at once.
 import { it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -110,7 +110,7 @@ forEachBackend('bootstrap on an empty database', (backend) => {
 
     const tokens = await defaultTokens(url);
     assert.equal(tokens.length, 1);
-    assert.equal(tokens[0].scopes, 'read,write');
+    assert.equal(tokens[0].scopes, 'admin,read,write');
     assert.equal(tokens[0].status, 'active');
     assert.ok(token.startsWith((tokens[0] as unknown as { token_start: string }).token_start));
 

@@ -165,6 +165,17 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.equal(create.body.error.code, 'insufficient_scope');
   });
 
+  it('token create --scopes read,write,admin grants admin: the token manages the account\'s API tokens over HTTP', async () => {
+    const admin = await createToken('--account', 'acme', '--scopes', 'read,write,admin');
+    assert.deepEqual(admin.scopes, ['read', 'write', 'admin']);
+    const listed = await httpRequest(server.baseUrl, 'GET', '/api/api_tokens', { token: admin.token });
+    assert.equal(listed.status, 200, JSON.stringify(listed.body));
+    assert.ok(listed.body.api_tokens.some((token: { id: number }) => token.id === admin.id));
+    const withoutAdmin = await createToken('--account', 'acme');
+    const refused = await httpRequest(server.baseUrl, 'GET', '/api/api_tokens', { token: withoutAdmin.token });
+    assert.equal(refused.body.error.code, 'insufficient_scope', 'the default scopes are read,write, without admin');
+  });
+
   it('token create --env Testing restricts the token to Testing and makes it the default', async () => {
     const testing = await createToken('--account', 'acme', '--env', 'Testing');
     const created = await httpRequest(server.baseUrl, 'GET', '/api/user', { token: testing.token, body: { user_group_id: 'env-t' } });
@@ -205,7 +216,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
 
   it('token create refuses bad input with a non-zero exit and a clear message', async () => {
     const cases: [string[], RegExp][] = [
-      [['--account', 'acme', '--scopes', 'admin'], /scopes are a comma-separated list of read, write/],
+      [['--account', 'acme', '--scopes', 'root'], /scopes are a comma-separated list of read, write, admin/],
       [['--account', 'acme', '--env', 'Prod'], /'Prod' is invalid\. Allowed choices are Customer, Testing, any/],
       [['--account', 'acme', '--expires-in', 'forever'], /a duration is a number and a unit/],
       [['--account', 'acme', '--expires-in', '999999999w'], /a lifetime is at most 36500d \(100 years\); leave --expires-in out/],

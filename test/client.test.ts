@@ -227,6 +227,20 @@ for (const backend of BACKENDS) {
       assert.equal(payload.sub, `i-${run}`);
     });
 
+    it('API tokens: an admin client lists, creates (value once), revokes and reads the history; escalation is a typed 403', async () => {
+      const admin = new UserGroupServiceClient({ baseUrl, apiToken: (await t.issueToken({ scopes: ['read', 'admin'] })).token, retry: { maxAttempts: 1 } });
+      const { token: value, api_token } = await admin.createApiToken({ name: `c-${run}`, scopes: ['read'] });
+      assert.ok(value.startsWith(api_token.token_start));
+      assert.ok((await admin.listApiTokens()).api_tokens.some((listed) => listed.id === api_token.id));
+      await failure(admin.createApiToken({ scopes: ['write'] }), 'insufficient_scope', 403);
+      const revoked = await admin.revokeApiToken(api_token.id);
+      assert.equal(revoked.api_token.status, 'revoked');
+      await failure(admin.revokeApiToken(api_token.id), 'api_token_revoked', 409);
+      const { entries } = await admin.getApiTokenHistory({ limit: 2 });
+      assert.deepEqual(entries.map((entry) => [entry.action, entry.api_token_id]), [['api_token.revoke', api_token.id], ['api_token.issue', api_token.id]]);
+      await failure(client.listApiTokens(), 'insufficient_scope', 403);
+    });
+
     it('400 validation_failed carries details naming the field', async () => {
       const err = await failure(client.createUserGroup({ user_group_id: `v-${run}`, name: '' }), 'validation_failed', 400);
       assert.deepEqual(err.details, [{ field: 'name', issue: 'too_short' }]);

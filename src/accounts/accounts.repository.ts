@@ -1,6 +1,7 @@
 import { BoundedMap } from '../bounded-map.ts';
 import type { Kysely } from 'kysely';
 import type { AccountRow, Database } from '../db/schema.ts';
+import { dialectOf } from '../db/database.ts';
 
 export const ACCOUNT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -20,6 +21,20 @@ export async function ensureAccount(db: Kysely<Database>, slug: string, now: Dat
   const existing = await findAccountBySlug(db, slug);
   if (!existing) throw new Error(`account ${slug} vanished while being created`);
   return { account: existing, created: false };
+}
+
+/**
+ * The account, locked until the transaction ends: changes to its API tokens are serialized,
+ * so two admin tokens revoking each other at once cannot both see the other still active.
+ * SQLite's write transactions are serialized already (BEGIN IMMEDIATE).
+ */
+export function lockAccount(trx: Kysely<Database>, accountId: number): Promise<AccountRow> {
+  return trx
+    .selectFrom('accounts')
+    .selectAll()
+    .where('id', '=', accountId)
+    .$if(dialectOf(trx) === 'postgres', (q) => q.forUpdate())
+    .executeTakeFirstOrThrow();
 }
 
 export async function countAccounts(db: Kysely<Database>): Promise<number> {

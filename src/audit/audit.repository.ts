@@ -97,3 +97,21 @@ export async function userGroupHistory(
 export function accountHistory(db: Kysely<Database>, accountId: number, limit: number): Promise<AuditLogRow[]> {
   return db.selectFrom('audit_log').selectAll().where('account_id', '=', accountId).orderBy('id', 'desc').limit(limit).execute();
 }
+
+/**
+ * The issues and revocations of an account's API tokens, newest first. Found by the tokens'
+ * ids on the (subject_type, subject_id) index: an account's group history may be millions
+ * of entries, its token history a few.
+ */
+export function apiTokenHistory(db: Kysely<Database>, accountId: number, tokenIds: readonly number[], limit: number): Promise<AuditLogRow[]> {
+  if (tokenIds.length === 0) return Promise.resolve([]);
+  return db
+    .selectFrom('audit_log')
+    .selectAll()
+    .where('subject_type', '=', 'api_token')
+    .where('subject_id', 'in', tokenIds.map(String))
+    .where('account_id', '=', accountId)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}

@@ -91,6 +91,7 @@ export class ApiTokenAuthenticator {
         scopes: new Set(row.scopes.split(',') as Scope[]),
         allowedEnvironment: row.allowed_environment,
         defaultEnvironment: row.default_environment,
+        expiresAt: row.expires_at,
       },
     };
     if (this.cacheMs > 0) {

@@ -51,3 +51,18 @@ export function markApiTokenRevoked(db: Kysely<Database>, id: number, at: string
     .returning(['id', 'account_id'])
     .executeTakeFirst();
 }
+
+/** One token of an account, or undefined (another account's token is not found either). */
+export function findAccountApiToken(db: Kysely<Database>, accountId: number, id: number): Promise<ApiTokenListing | undefined> {
+  return db
+    .selectFrom('api_tokens')
+    .select(API_TOKEN_COLUMNS.filter((column) => column !== 'token_hash'))
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** The account's tokens that are not revoked (expired ones included: the caller knows the time). */
+export function unrevokedApiTokens(db: Kysely<Database>, accountId: number): Promise<Pick<ApiTokenRow, 'id' | 'scopes' | 'expires_at'>[]> {
+  return db.selectFrom('api_tokens').select(['id', 'scopes', 'expires_at']).where('account_id', '=', accountId).where('revoked_at', 'is', null).execute();
+}

@@ -1,14 +1,24 @@
-// Issuing, listing and revoking API tokens (the command-line tool, the bootstrap), each
-// change audited in the same transaction. Verifying them is api-token-authenticator.ts.
+// Issuing, listing and revoking API tokens: by the command-line tool and the bootstrap (no
+// limits: they have the database), and over HTTP by an admin token of the account, which
+// can never grant more than it has (docs/api.md, "API tokens over HTTP"). Each change is
+// audited in the same transaction. Verifying them is api-token-authenticator.ts.
 import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { AccountRow, Database, Environment } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { ensureAccount, findAccountBySlug } from '../accounts/accounts.repository.ts';
+import { AppError, validationFailed } from '../errors.ts';
+import { ensureAccount, findAccountBySlug, lockAccount } from '../accounts/accounts.repository.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenStart } from './token-format.ts';
-import { insertApiTokenRow, listApiTokenRows, markApiTokenRevoked, type ApiTokenListing } from './api-tokens.repository.ts';
-import type { Scope } from './principal.ts';
+import {
+  findAccountApiToken,
+  insertApiTokenRow,
+  listApiTokenRows,
+  markApiTokenRevoked,
+  unrevokedApiTokens,
+  type ApiTokenListing,
+} from './api-tokens.repository.ts';
+import { hasScope, type Principal, type Scope } from './principal.ts';
 
 export interface IssueApiTokenInput {
   accountSlug: string;
@@ -95,18 +105,99 @@ export async function listApiTokens(db: Kysely<Database>, accountSlug: string): 
 
 /** Revokes a token; returns false if there is no such token or it was already revoked. */
 export async function revokeApiToken(handle: DatabaseHandle, id: number, actor: Actor, now: Date): Promise<boolean> {
+  return inTransaction(handle, (trx) => revokeApiTokenRow(trx, id, actor, now));
+}
+
+/** Marks a token revoked and audits it, inside the caller's transaction; false if it already was. */
+async function revokeApiTokenRow(trx: Kysely<Database>, id: number, actor: Actor, now: Date): Promise<boolean> {
+  const row = await markApiTokenRevoked(trx, id, now.toISOString());
+  if (!row) return false;
+  await appendAudit(trx, {
+    accountId: row.account_id,
+    subjectType: 'api_token',
+    subjectId: row.id,
+    action: 'api_token.revoke',
+    actorTokenId: actor.tokenId,
+    requestId: actor.requestId,
+    at: now,
+  });
+  return true;
+}
+
+/** What an admin token asks for when it creates a token over HTTP. */
+export interface CreateApiTokenRequest {
+  name: string | null;
+  scopes: Scope[];
+  /** undefined: the creating token's own restriction (none if it has none). */
+  allowedEnvironment: Environment | null | undefined;
+  defaultEnvironment: Environment | undefined;
+  /** undefined: the creating token's own expiry (none if it has none). */
+  expiresInSeconds: number | undefined;
+}
+
+/**
+ * Creates a token for the creator's account, never with more than the creator has: no scope
+ * it lacks, no environment it may not use, no life beyond its own expiry.
+ */
+export async function createApiTokenAs(
+  handle: DatabaseHandle,
+  creator: Principal,
+  request: CreateApiTokenRequest,
+  actor: Actor,
+  now: Date,
+): Promise<{ token: string; listing: ApiTokenListing }> {
+  const missing = request.scopes.filter((scope) => !hasScope(creator, scope));
+  if (missing.length > 0) {
+    throw new AppError('insufficient_scope', `this API token cannot grant the ${missing.join(' and ')} scope${missing.length > 1 ? 's' : ''}: it does not have ${missing.length > 1 ? 'them' : 'it'} itself`);
+  }
+  const allowedEnvironment = request.allowedEnvironment === undefined ? creator.allowedEnvironment : request.allowedEnvironment;
+  if (creator.allowedEnvironment !== null && allowedEnvironment !== creator.allowedEnvironment) {
+    throw new AppError(
+      'environment_forbidden',
+      `this API token may only be used in the ${creator.allowedEnvironment} environment, so the tokens it creates must be restricted to it too (allowed_environment "${creator.allowedEnvironment}")`,
+    );
+  }
+  const defaultEnvironment = request.defaultEnvironment ?? allowedEnvironment ?? 'Customer';
+  if (allowedEnvironment !== null && defaultEnvironment !== allowedEnvironment) {
+    throw validationFailed('default_environment', 'outside_allowed_environment', `default_environment must be ${allowedEnvironment}, the environment the token is restricted to`);
+  }
+  const creatorExpiry = creator.expiresAt === null ? null : new Date(creator.expiresAt);
+  let expiresAt = request.expiresInSeconds === undefined ? creatorExpiry : new Date(now.getTime() + request.expiresInSeconds * 1000);
+  if (creatorExpiry !== null && expiresAt !== null && expiresAt > creatorExpiry) {
+    throw validationFailed('expires_in_seconds', 'after_creator_expiry', `a token cannot outlive the token that creates it, which expires at ${creatorExpiry.toISOString()}`);
+  }
+  expiresAt ??= null;
+
   return inTransaction(handle, async (trx) => {
-    const row = await markApiTokenRevoked(trx, id, now.toISOString());
-    if (!row) return false;
-    await appendAudit(trx, {
-      accountId: row.account_id,
-      subjectType: 'api_token',
-      subjectId: row.id,
-      action: 'api_token.revoke',
-      actorTokenId: actor.tokenId,
-      requestId: actor.requestId,
-      at: now,
-    });
-    return true;
+    const account = await lockAccount(trx, creator.accountId);
+    const issued = await insertApiToken(trx, account, { scopes: request.scopes, allowedEnvironment, defaultEnvironment, expiresAt, name: request.name }, actor, now);
+    const listing = await findAccountApiToken(trx, creator.accountId, issued.id);
+    if (!listing) throw new Error(`API token ${issued.id} vanished in its own transaction`);
+    return { token: issued.token, listing };
+  });
+}
+
+const isActiveAdmin = (token: { scopes: string; expires_at: string | null }, now: Date) =>
+  token.scopes.split(',').includes('admin') && (token.expires_at === null || Date.parse(token.expires_at) > now.getTime());
+
+/**
+ * Revokes a token of the revoker's account. The account keeps at least one active admin
+ * token: revoking the last one (the revoker itself, or one a concurrent request left last)
+ * is refused, with the account locked so that two such revocations cannot both pass.
+ */
+export async function revokeApiTokenAs(handle: DatabaseHandle, revoker: Principal, id: number, actor: Actor, now: Date): Promise<ApiTokenListing> {
+  return inTransaction(handle, async (trx) => {
+    await lockAccount(trx, revoker.accountId);
+    const target = await findAccountApiToken(trx, revoker.accountId, id);
+    if (!target) throw new AppError('api_token_not_found', `no API token with id ${id} in this account`);
+    if (target.revoked_at !== null) throw new AppError('api_token_revoked', `API token ${id} was already revoked at ${target.revoked_at}`);
+    if (isActiveAdmin(target, now)) {
+      const otherAdmins = (await unrevokedApiTokens(trx, revoker.accountId)).filter((token) => token.id !== id && isActiveAdmin(token, now));
+      if (otherAdmins.length === 0) {
+        throw new AppError('last_admin_token', `API token ${id} is the account's last active token with the admin scope: create another admin token before revoking it`);
+      }
+    }
+    await revokeApiTokenRow(trx, id, actor, now);
+    return { ...target, revoked_at: now.toISOString() };
   });
 }

@@ -2,8 +2,9 @@
 import { AppError } from '../errors.ts';
 import type { Environment } from '../db/schema.ts';
 
-export type Scope = 'read' | 'write';
-export const SCOPES: readonly Scope[] = ['read', 'write'];
+/** `admin` manages the account's API tokens; it implies neither `read` nor `write`. */
+export type Scope = 'read' | 'write' | 'admin';
+export const SCOPES: readonly Scope[] = ['read', 'write', 'admin'];
 export const ENVIRONMENTS: readonly Environment[] = ['Customer', 'Testing'];
 
 export interface Principal {
@@ -15,11 +16,13 @@ export interface Principal {
   /** The only environment this token may touch, or null for both. */
   allowedEnvironment: Environment | null;
   defaultEnvironment: Environment;
+  /** When the token stops working (ISO 8601), or null. */
+  expiresAt: string | null;
 }
 
-/** `write` is "everything" (docs/api.md, "Tokens"), so it includes what `read` allows. */
+/** `write` includes what `read` allows (docs/api.md, "Tokens"); `admin` is only itself. */
 export function hasScope(principal: Principal, scope: Scope): boolean {
-  return principal.scopes.has(scope) || principal.scopes.has('write');
+  return principal.scopes.has(scope) || (scope === 'read' && principal.scopes.has('write'));
 }
 
 export function requireScope(principal: Principal, scope: Scope, what: string): void {

@@ -48,7 +48,7 @@ function levelNames(value: string): string[] {
 
 function scopes(value: string): Scope[] {
   const list = value.split(',').map((s) => s.trim()).filter(Boolean);
-  if (list.length === 0 || list.some((s) => !SCOPES.includes(s as Scope))) throw new InvalidArgumentError('scopes are a comma-separated list of read, write');
+  if (list.length === 0 || list.some((s) => !SCOPES.includes(s as Scope))) throw new InvalidArgumentError(`scopes are a comma-separated list of ${SCOPES.join(', ')}`);
   return [...new Set(list)] as Scope[];
 }
 
@@ -142,7 +142,7 @@ export function buildCli(): Command {
     .command('create')
     .description('issue an API token and print it once (the account is created if missing)')
     .requiredOption('--account <slug>', 'the account the token belongs to', slug)
-    .option('--scopes <list>', 'comma-separated: read, write', scopes, ['read', 'write'] as Scope[])
+    .option('--scopes <list>', 'comma-separated: read, write, admin (manages the account\'s API tokens over HTTP)', scopes, ['read', 'write'] as Scope[])
     .addOption(new Option('--env <environment>', 'the only environment the token may use').choices(['Customer', 'Testing', 'any']).default('any'))
     .addOption(new Option('--default-env <environment>', 'environment used when a request names none').choices(['Customer', 'Testing']))
     .option('--expires-in <duration>', 'lifetime, e.g. 30d, 12h, 15m', duration)

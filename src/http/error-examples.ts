@@ -51,6 +51,12 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     message: 'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)',
   },
   user_group_not_found: { summary: 'No such user group', message: 'no user group with user_group_id "example_1" in Customer' },
+  api_token_not_found: { summary: 'No such API token in this account', message: 'no API token with id 42 in this account' },
+  api_token_revoked: { summary: 'The API token was revoked before', message: 'API token 42 was already revoked at 2026-11-24T10:00:00.000Z' },
+  last_admin_token: {
+    summary: "The account's last admin token",
+    message: "API token 1 is the account's last active token with the admin scope: create another admin token before revoking it",
+  },
   token_not_found: { summary: 'Not a current token of this account', message: 'current_token is not the current token of any user group of this account' },
   not_found: { summary: 'No such path', message: 'no route GET /api/usr' },
   method_not_allowed: { summary: 'Another method', message: 'PATCH is not allowed on /api/user; use GET, POST, PUT, DELETE' },

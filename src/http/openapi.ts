@@ -64,6 +64,7 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   tags: [
     { name: 'User groups', description: 'The management API, called from your backend with an API token.' },
     { name: 'Embed', description: 'What an embedded dashboard calls from the browser (CORS enabled), and the short-lived embed tokens your backend issues for it.' },
+    { name: 'API tokens', description: "An API token with the admin scope manages its own account's API tokens." },
     { name: 'Operations', description: 'Health, readiness and metrics.' },
   ],
 };

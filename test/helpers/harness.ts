@@ -28,6 +28,7 @@ import type {
 import type { EmbedContextResponse, EmbedTokenResponse, IntrospectionResponse, JwksResponse } from '../../src/embed/embed.schemas.ts';
 import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
 import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
+import { ApiTokenHistoryResponse, ApiTokenListResponse, CreatedApiTokenResponse } from '../../src/api-tokens/api-tokens.schemas.ts';
 
 // ---- responses ----
 
@@ -48,6 +49,9 @@ export type ResponseBody = { success: 0 | 1 } & Fields<typeof UserGroupResponse>
   Fields<typeof EmbedTokenResponse> &
   Fields<typeof IntrospectionResponse> &
   Fields<typeof JwksResponse> &
+  Fields<typeof CreatedApiTokenResponse> &
+  Fields<typeof ApiTokenListResponse> &
+  Fields<typeof ApiTokenHistoryResponse> &
   Fields<typeof ErrorEnvelope>;
 
 export interface HttpResult {

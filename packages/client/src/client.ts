@@ -4,6 +4,12 @@
 import { UserGroupServiceError, type UserGroupServiceErrorCode } from './errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, type RetryOptions } from './retry.js';
 import type {
+  ApiTokenHistoryParams,
+  ApiTokenHistoryResponse,
+  ApiTokenListResponse,
+  CreateApiTokenParams,
+  CreatedApiTokenResponse,
+  RevokedApiTokenResponse,
   CreateEmbedTokenParams,
   CreateUserGroupParams,
   DeleteUserGroupParams,
@@ -186,6 +192,33 @@ export class UserGroupServiceClient {
    */
   introspectEmbedToken(token: string, options?: CallOptions): Promise<IntrospectionResponse> {
     return this.#call({ method: 'POST', path: '/api/embed/introspect', body: { token }, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** The account's API tokens, revoked and expired ones included; never a value. Needs the admin scope. */
+  listApiTokens(options?: CallOptions): Promise<ApiTokenListResponse> {
+    return this.#call({ method: 'GET', path: '/api/api_tokens', auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /**
+   * Creates an API token in this token's account and answers its value, once. Never more than
+   * the calling token has: `insufficient_scope` or `environment_forbidden` (403). Needs the
+   * admin scope. Retried only on 429/503 (a retry after a lost answer would make a second token).
+   */
+  createApiToken(params: CreateApiTokenParams, options?: CallOptions): Promise<CreatedApiTokenResponse> {
+    return this.#call({ method: 'POST', path: '/api/api_tokens', body: params, auth: 'api', retry: 'overload' }, options);
+  }
+
+  /**
+   * Revokes an API token of this account; every instance refuses it within a second.
+   * `api_token_not_found` (404), `api_token_revoked` or `last_admin_token` (409).
+   */
+  revokeApiToken(id: number, options?: CallOptions): Promise<RevokedApiTokenResponse> {
+    return this.#call({ method: 'DELETE', path: `/api/api_tokens/${encodeURIComponent(String(id))}`, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** Who issued and revoked the account's API tokens, newest first. */
+  getApiTokenHistory(params: ApiTokenHistoryParams = {}, options?: CallOptions): Promise<ApiTokenHistoryResponse> {
+    return this.#call({ method: 'GET', path: '/api/api_tokens/history', query: params, auth: 'api', retry: 'idempotent' }, options);
   }
 
   /** Where this service publishes the public keys of its embed tokens. */

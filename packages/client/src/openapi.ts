@@ -22,6 +22,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/api_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's API tokens
+         * @description Needs an API token with the `admin` scope, and touches only its own account. Every token of the account, revoked and expired ones included, oldest first; never a token value.
+         */
+        get: operations["listApiTokens"];
+        put?: never;
+        /**
+         * Create an API token; its value is shown once
+         * @description Needs an API token with the `admin` scope, and touches only its own account. A token never grants more than the token that creates it: a scope it lacks is `403 insufficient_scope`; an environment restriction it has cannot be lifted or changed (`403 environment_forbidden`); and the new token cannot outlive it (`400 validation_failed` on `expires_in_seconds`). The value is in this answer only: the service keeps a hash. Audited as `api_token.issue`.
+         */
+        post: operations["createApiToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/api_tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API token
+         * @description Needs an API token with the `admin` scope, and touches only its own account. Every instance refuses the token within a second. A token of another account, or none, is `404 api_token_not_found`; one revoked before is `409 api_token_revoked`. The account's last active admin token cannot be revoked, by itself or another: `409 last_admin_token` (create another admin token first). Audited as `api_token.revoke`.
+         */
+        delete: operations["revokeApiToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/api_tokens/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The issues and revocations of the account's API tokens
+         * @description Needs an API token with the `admin` scope, and touches only its own account. Newest first, each with the API token that acted (null for the command-line tool and the first start).
+         */
+        get: operations["getApiTokenHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/embed_token": {
         parameters: {
             query?: never;
@@ -218,6 +282,88 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * ApiToken
+         * @description An API token as listed: never its value.
+         */
+        ApiToken: {
+            /** @description The only environment the token may use; null for both. */
+            allowed_environment: components["schemas"]["EnvironmentTag"] | null;
+            /** Format: date-time */
+            created_at: string;
+            default_environment: components["schemas"]["EnvironmentTag"];
+            expires_at: string | null;
+            /** @example 7 */
+            id: number;
+            /** @example reporting backend */
+            name: string | null;
+            revoked_at: string | null;
+            /**
+             * @example [
+             *       "read",
+             *       "write"
+             *     ]
+             */
+            scopes: components["schemas"]["Scope"][];
+            /** @enum {string} */
+            status: "active" | "expired" | "revoked";
+            /**
+             * @description The first characters of the token, to recognize it; never enough to use it.
+             * @example ugs_api_4Fq2
+             */
+            token_start: string;
+        };
+        /** ApiTokenHistory */
+        ApiTokenHistory: {
+            entries: components["schemas"]["ApiTokenHistoryEntry"][];
+            /** @enum {number} */
+            success: 1;
+        };
+        /** ApiTokenHistoryEntry */
+        ApiTokenHistoryEntry: {
+            /** @enum {string} */
+            action: "api_token.issue" | "api_token.revoke";
+            /** @description The API token that acted; null when the command-line tool or the first start acted. */
+            actor_token_id: number | null;
+            /** @description The token issued or revoked. */
+            api_token_id: number;
+            /** Format: date-time */
+            created_at: string;
+            id: number;
+            request_id: string | null;
+        };
+        /** ApiTokenList */
+        ApiTokenList: {
+            api_tokens: components["schemas"]["ApiToken"][];
+            /** @enum {number} */
+            success: 1;
+        };
+        /** CreateApiTokenRequest */
+        CreateApiTokenRequest: {
+            /** @description The only environment the new token may use, or null for both. Absent: the creating token's own restriction, which a restricted token cannot lift. */
+            allowed_environment?: components["schemas"]["EnvironmentTag"] | null;
+            default_environment?: components["schemas"]["EnvironmentTag"];
+            /** @description Lifetime, 60 s to ten years. Absent: the creating token's own expiry (none if it has none). Never beyond the creating token's expiry. */
+            expires_in_seconds?: number;
+            /**
+             * @description What the token is for, 1-100 characters.
+             * @example reporting backend
+             */
+            name?: string;
+            /** @description Only scopes the creating token has itself. */
+            scopes: components["schemas"]["Scope"][];
+        };
+        /** CreatedApiToken */
+        CreatedApiToken: {
+            api_token: components["schemas"]["ApiToken"];
+            /** @enum {number} */
+            success: 1;
+            /**
+             * @description The token value: shown this once, stored only as a hash.
+             * @example ugs_api_…
+             */
+            token: string;
+        };
         /** CreateOrRotateRequest */
         CreateOrRotateRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
@@ -337,7 +483,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -508,6 +654,18 @@ export interface components {
             /** @description The public key, base64url. */
             x: string;
         };
+        /** RevokedApiToken */
+        RevokedApiToken: {
+            api_token: components["schemas"]["ApiToken"];
+            /** @enum {number} */
+            success: 1;
+        };
+        /**
+         * Scope
+         * @description `read`: lookups, listing, history, embed tokens. `write`: everything on user groups (includes read). `admin`: this account's API tokens.
+         * @enum {string}
+         */
+        Scope: "read" | "write" | "admin";
         /** UpdateUserGroupRequest */
         UpdateUserGroupRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
@@ -747,6 +905,457 @@ export interface operations {
             /** @description Error: unavailable */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listApiTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's API tokens. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiTokenList"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "reporting backend",
+                 *       "scopes": [
+                 *         "read"
+                 *       ],
+                 *       "allowed_environment": "Customer"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateApiTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The new token, with its value (shown once). */
+            201: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiToken"];
+                };
+            };
+            /** @description Error: invalid_json, validation_failed */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of the API token. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token, now revoked. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokedApiToken"];
+                };
+            };
+            /** @description Error: validation_failed */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: api_token_not_found */
+            404: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: api_token_revoked, last_admin_token */
+            409: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiTokenHistory: {
+        parameters: {
+            query?: {
+                /** @description At most this many entries, 1-500 (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries, newest first. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiTokenHistory"];
+                };
+            };
+            /** @description Error: validation_failed */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     "Retry-After": components["headers"]["RetryAfter"];
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;

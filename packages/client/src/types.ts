@@ -24,6 +24,8 @@ export type ListUserGroupsParams = QueryOf<'listUserGroups'>;
 export type UserGroupHistoryParams = QueryOf<'getUserGroupHistory'>;
 export type CreateEmbedTokenParams = Schemas['EmbedTokenRequest'];
 export type EmbedContextParams = QueryOf<'getEmbedContext'>;
+export type CreateApiTokenParams = Schemas['CreateApiTokenRequest'];
+export type ApiTokenHistoryParams = QueryOf<'getApiTokenHistory'>;
 
 // Responses (the whole JSON body, as the server sends it)
 export type UserGroup = Schemas['UserGroup'];
@@ -38,3 +40,8 @@ export type EmbedTokenResponse = Schemas['EmbedToken'];
 export type EmbedContextResponse = Schemas['EmbedContext'];
 export type IntrospectionResponse = Schemas['Introspection'];
 export type JsonWebKeySet = Schemas['JsonWebKeySet'];
+export type ApiToken = Schemas['ApiToken'];
+export type ApiTokenListResponse = Schemas['ApiTokenList'];
+export type CreatedApiTokenResponse = Schemas['CreatedApiToken'];
+export type RevokedApiTokenResponse = Schemas['RevokedApiToken'];
+export type ApiTokenHistoryResponse = Schemas['ApiTokenHistory'];

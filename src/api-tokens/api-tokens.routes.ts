@@ -1,0 +1,70 @@
+// /api/api_tokens: an admin token manages its own account's API tokens (docs/api.md, "API
+// tokens over HTTP"). HTTP in, service call, HTTP out; the rules live in
+// auth/api-tokens.service.ts, shared with the command-line tool.
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { DatabaseHandle } from '../db/database.ts';
+import { actorOf, principalOf } from '../auth/authenticate.ts';
+import { requireScope, type Principal } from '../auth/principal.ts';
+import { createApiTokenAs, revokeApiTokenAs } from '../auth/api-tokens.service.ts';
+import { listApiTokenRows } from '../auth/api-tokens.repository.ts';
+import { apiTokenHistory } from '../audit/audit.repository.ts';
+import { apiTokenHistoryOperation, createApiTokenOperation, listApiTokensOperation, revokeApiTokenOperation } from './api-tokens.operations.ts';
+import { apiTokenHistoryEntryJson, apiTokenJson } from './api-tokens.json.ts';
+
+export interface ApiTokenRouteDeps {
+  database: DatabaseHandle;
+  now: () => Date;
+}
+
+function admin(request: Parameters<typeof principalOf>[0]): Principal {
+  const principal = principalOf(request);
+  requireScope(principal, 'admin', "managing the account's API tokens");
+  return principal;
+}
+
+export function registerApiTokenRoutes(app: FastifyInstance, deps: ApiTokenRouteDeps): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  api.get('/api/api_tokens', { schema: listApiTokensOperation }, async (request) => {
+    const principal = admin(request);
+    const now = deps.now();
+    const tokens = await listApiTokenRows(deps.database.db, principal.accountId);
+    return { success: 1 as const, api_tokens: tokens.map((token) => apiTokenJson(token, now)) };
+  });
+
+  api.post('/api/api_tokens', { schema: createApiTokenOperation }, async (request, reply) => {
+    const principal = admin(request);
+    const now = deps.now();
+    const { body } = request;
+    const created = await createApiTokenAs(
+      deps.database,
+      principal,
+      {
+        name: body.name ?? null,
+        scopes: body.scopes,
+        allowedEnvironment: body.allowed_environment,
+        defaultEnvironment: body.default_environment,
+        expiresInSeconds: body.expires_in_seconds,
+      },
+      actorOf(request),
+      now,
+    );
+    reply.code(201);
+    return { success: 1 as const, token: created.token, api_token: apiTokenJson(created.listing, now) };
+  });
+
+  api.get('/api/api_tokens/history', { schema: apiTokenHistoryOperation }, async (request) => {
+    const principal = admin(request);
+    const tokens = await listApiTokenRows(deps.database.db, principal.accountId);
+    const entries = await apiTokenHistory(deps.database.db, principal.accountId, tokens.map((token) => token.id), request.query.limit ?? 100);
+    return { success: 1 as const, entries: entries.map(apiTokenHistoryEntryJson) };
+  });
+
+  api.delete('/api/api_tokens/:id', { schema: revokeApiTokenOperation }, async (request) => {
+    const principal = admin(request);
+    const now = deps.now();
+    const revoked = await revokeApiTokenAs(deps.database, principal, request.params.id, actorOf(request), now);
+    return { success: 1 as const, api_token: apiTokenJson(revoked, now) };
+  });
+}
