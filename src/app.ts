@@ -28,6 +28,7 @@ import { registerRateLimits } from './http/rate-limit.ts';
 import { handleClientError } from './http/client-errors.ts';
 import { refuseRequestsWhileClosing } from './http/closing.ts';
 import { registerDocsRoutes } from './http/docs.routes.ts';
+import { registerConsoleRoutes } from './http/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { registerMetrics } from './metrics/metrics.routes.ts';
 
@@ -82,6 +83,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     transformObject: finishOpenApiDocument({ ...userGroupCodeSamples, ...embedCodeSamples, ...apiTokenCodeSamples, ...operationalCodeSamples }),
   });
   registerDocsRoutes(app);
+  registerConsoleRoutes(app);
 
   registerOperationalRoutes(app, deps.database);
   metrics.watchDatabase(deps.database);
@@ -102,7 +104,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics, maxHierarchyDepth: config.maxHierarchyDepth });
     registerEmbedTokenRoute(api, embed);
     registerIntrospectionRoute(api, embed);
-    registerApiTokenRoutes(api, { database: deps.database, now });
+    registerApiTokenRoutes(api, { database: deps.database, accountSlugs: embed.accountSlugs, now });
   });
   await registerEmbedRoutes(app, { ...embed, corsOrigins: config.corsOrigins });
   await registerJwksRoute(app, signingKeys);

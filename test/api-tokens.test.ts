@@ -46,6 +46,15 @@ forEachBackend('API tokens over HTTP', (backend) => {
     for (const token of listed.body.api_tokens) assert.deepEqual(Object.keys(token).filter((key) => /token$|hash/.test(key)), []);
   });
 
+  it('current: any valid token reads its own account, scopes and environments, without its value', async () => {
+    const reader = await t.issueToken({ scopes: ['read'], env: 'Testing' });
+    const res = await t.request('GET', '/api/api_tokens/current', { token: reader.token });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.account, 'acme');
+    assert.deepEqual([res.body.api_token.id, res.body.api_token.scopes, res.body.api_token.allowed_environment], [reader.id, ['read'], 'Testing']);
+    assert.ok(!res.text.includes(reader.token));
+  });
+
   it('no escalation: a scope the creating token lacks is 403 insufficient_scope, and nothing is created', async () => {
     const readAdmin = await t.issueToken({ scopes: ['read', 'admin'] });
     const adminOnly = await t.issueToken({ scopes: ['admin'] });

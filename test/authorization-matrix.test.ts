@@ -105,6 +105,12 @@ const ROUTES: Record<string, RouteRow> = {
     probe: () => ({ method: 'GET', url: '/api/api_tokens' }),
     otherAccount: { status: 200 }, // the caller's own tokens only
   },
+  'GET /api/api_tokens/current': {
+    kind: 'api',
+    noEnvironment: true,
+    probe: () => ({ method: 'GET', url: '/api/api_tokens/current' }),
+    otherAccount: { status: 200 }, // the caller's own token
+  },
   'POST /api/api_tokens': {
     kind: 'api',
     scope: 'admin',
@@ -240,6 +246,7 @@ forEachBackend('authorization matrix', (backend) => {
         if (key === 'GET /api/user/history') assert.deepEqual(res.body.entries, []);
         if (key === 'GET /api/users') assert.deepEqual(res.body.user_groups, []);
         if (key === 'POST /api/embed/introspect') assert.deepEqual(res.body, { success: 1, active: false });
+        if (key === 'GET /api/api_tokens/current') assert.equal(res.body.account, 'caller');
         if (key === 'GET /api/api_tokens') assert.ok(!res.body.api_tokens.some((token: { id: number }) => token.id === victimTokenId), "the victim's token is listed");
         if (key === 'GET /api/api_tokens/history') assert.ok(!res.body.entries.some((entry: { api_token_id: number }) => entry.api_token_id === victimTokenId), "the victim's token history is shown");
         // The victim's group is as it was.

@@ -239,6 +239,7 @@ for (const backend of BACKENDS) {
       const { entries } = await admin.getApiTokenHistory({ limit: 2 });
       assert.deepEqual(entries.map((entry) => [entry.action, entry.api_token_id]), [['api_token.revoke', api_token.id], ['api_token.issue', api_token.id]]);
       await failure(client.listApiTokens(), 'insufficient_scope', 403);
+      assert.deepEqual((await admin.getCurrentApiToken()).api_token.scopes, ['admin', 'read']);
     });
 
     it('400 validation_failed carries details naming the field', async () => {

@@ -3,6 +3,7 @@
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import {
+  CurrentApiTokenResponse,
   ApiTokenHistoryQuery,
   ApiTokenHistoryResponse,
   ApiTokenIdParams,
@@ -25,6 +26,19 @@ export const listApiTokensOperation = {
   response: {
     200: { ...ApiTokenListResponse, 'x-response-description': "The account's API tokens." },
     ...errorResponses(...AUTH_ERRORS),
+  },
+};
+
+export const currentApiTokenOperation = {
+  tags,
+  operationId: 'getCurrentApiToken',
+  summary: 'The calling API token: its account, scopes and environments',
+  description:
+    'Any valid API token may ask about itself (no scope needed), e.g. to show only the controls it may use. Never its value.',
+  security,
+  response: {
+    200: { ...CurrentApiTokenResponse, 'x-response-description': 'The calling token and its account.' },
+    ...errorResponses('missing_api_token', 'invalid_api_token', 'wrong_token_kind', 'rate_limited'),
   },
 };
 
@@ -94,6 +108,10 @@ export const apiTokenCodeSamples: Record<string, CodeSample[]> = {
   revokeApiToken: [
     { lang: 'Shell', label: 'curl', source: 'curl -X DELETE "$UGS/api/api_tokens/7" -H "Authorization: Token $ADMIN_TOKEN"' },
     { lang: 'TypeScript', label: '@ugs/client', source: `${client}await ugs.revokeApiToken(7);` },
+  ],
+  getCurrentApiToken: [
+    { lang: 'Shell', label: 'curl', source: 'curl "$UGS/api/api_tokens/current" -H "Authorization: Token $TOKEN"' },
+    { lang: 'TypeScript', label: '@ugs/client', source: `${client}const { account, api_token } = await ugs.getCurrentApiToken();` },
   ],
   getApiTokenHistory: [
     { lang: 'Shell', label: 'curl', source: 'curl "$UGS/api/api_tokens/history" -H "Authorization: Token $ADMIN_TOKEN"' },

@@ -9,11 +9,14 @@ import { requireScope, type Principal } from '../auth/principal.ts';
 import { createApiTokenAs, revokeApiTokenAs } from '../auth/api-tokens.service.ts';
 import { listApiTokenRows } from '../auth/api-tokens.repository.ts';
 import { apiTokenHistory } from '../audit/audit.repository.ts';
-import { apiTokenHistoryOperation, createApiTokenOperation, listApiTokensOperation, revokeApiTokenOperation } from './api-tokens.operations.ts';
+import { apiTokenHistoryOperation, createApiTokenOperation, currentApiTokenOperation, listApiTokensOperation, revokeApiTokenOperation } from './api-tokens.operations.ts';
+import { findAccountApiToken } from '../auth/api-tokens.repository.ts';
+import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import { apiTokenHistoryEntryJson, apiTokenJson } from './api-tokens.json.ts';
 
 export interface ApiTokenRouteDeps {
   database: DatabaseHandle;
+  accountSlugs: AccountSlugs;
   now: () => Date;
 }
 
@@ -52,6 +55,13 @@ export function registerApiTokenRoutes(app: FastifyInstance, deps: ApiTokenRoute
     );
     reply.code(201);
     return { success: 1 as const, token: created.token, api_token: apiTokenJson(created.listing, now) };
+  });
+
+  api.get('/api/api_tokens/current', { schema: currentApiTokenOperation }, async (request) => {
+    const principal = principalOf(request);
+    const token = await findAccountApiToken(deps.database.db, principal.accountId, principal.tokenId);
+    if (!token) throw new Error(`the authenticated API token ${principal.tokenId} is not in its account`);
+    return { success: 1 as const, account: await deps.accountSlugs.get(principal.accountId), api_token: apiTokenJson(token, deps.now()) };
   });
 
   api.get('/api/api_tokens/history', { schema: apiTokenHistoryOperation }, async (request) => {

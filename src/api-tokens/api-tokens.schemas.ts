@@ -67,6 +67,15 @@ export const CreatedApiTokenResponse = Type.Object(
 
 export const ApiTokenListResponse = Type.Object({ success: Type.Literal(1), api_tokens: Type.Array(ApiToken) }, { title: 'ApiTokenList' });
 
+export const CurrentApiTokenResponse = Type.Object(
+  {
+    success: Type.Literal(1),
+    account: Type.String({ description: "The slug of the token's account.", examples: ['acme'] }),
+    api_token: ApiToken,
+  },
+  { title: 'CurrentApiToken' },
+);
+
 export const RevokedApiTokenResponse = Type.Object({ success: Type.Literal(1), api_token: ApiToken }, { title: 'RevokedApiToken' });
 
 export const ApiTokenIdParams = Type.Object(

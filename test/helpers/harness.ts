@@ -28,7 +28,7 @@ import type {
 import type { EmbedContextResponse, EmbedTokenResponse, IntrospectionResponse, JwksResponse } from '../../src/embed/embed.schemas.ts';
 import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
 import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
-import { ApiTokenHistoryResponse, ApiTokenListResponse, CreatedApiTokenResponse } from '../../src/api-tokens/api-tokens.schemas.ts';
+import { ApiTokenHistoryResponse, ApiTokenListResponse, CreatedApiTokenResponse, CurrentApiTokenResponse } from '../../src/api-tokens/api-tokens.schemas.ts';
 
 // ---- responses ----
 
@@ -52,6 +52,7 @@ export type ResponseBody = { success: 0 | 1 } & Fields<typeof UserGroupResponse>
   Fields<typeof CreatedApiTokenResponse> &
   Fields<typeof ApiTokenListResponse> &
   Fields<typeof ApiTokenHistoryResponse> &
+  Fields<typeof CurrentApiTokenResponse> &
   Fields<typeof ErrorEnvelope>;
 
 export interface HttpResult {

@@ -9,6 +9,7 @@ import type {
   ApiTokenListResponse,
   CreateApiTokenParams,
   CreatedApiTokenResponse,
+  CurrentApiTokenResponse,
   RevokedApiTokenResponse,
   CreateEmbedTokenParams,
   CreateUserGroupParams,
@@ -192,6 +193,11 @@ export class UserGroupServiceClient {
    */
   introspectEmbedToken(token: string, options?: CallOptions): Promise<IntrospectionResponse> {
     return this.#call({ method: 'POST', path: '/api/embed/introspect', body: { token }, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** The calling API token: its account, scopes and environments (any token may ask). */
+  getCurrentApiToken(options?: CallOptions): Promise<CurrentApiTokenResponse> {
+    return this.#call({ method: 'GET', path: '/api/api_tokens/current', auth: 'api', retry: 'idempotent' }, options);
   }
 
   /** The account's API tokens, revoked and expired ones included; never a value. Needs the admin scope. */

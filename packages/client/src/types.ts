@@ -45,3 +45,4 @@ export type ApiTokenListResponse = Schemas['ApiTokenList'];
 export type CreatedApiTokenResponse = Schemas['CreatedApiToken'];
 export type RevokedApiTokenResponse = Schemas['RevokedApiToken'];
 export type ApiTokenHistoryResponse = Schemas['ApiTokenHistory'];
+export type CurrentApiTokenResponse = Schemas['CurrentApiToken'];
