@@ -12,7 +12,7 @@ export interface RouteEntry {
 }
 
 // Public routes without credentials (the JWKS is public keys: test/embed-jws.test.ts).
-const OPERATIONAL = [/^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs/, /^\/\.well-known\/jwks\.json$/];
+const OPERATIONAL = [/^\/console/, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs/, /^\/\.well-known\/jwks\.json$/];
 
 export function isOperational(url: string): boolean {
   return OPERATIONAL.some((pattern) => pattern.test(url));

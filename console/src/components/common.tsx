@@ -1,0 +1,97 @@
+// Small pieces every page uses: a service error in words, a value shown once with a copy
+// button, a modal dialog, and a hook that loads data and says how it went.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { isUserGroupServiceError } from '../../../packages/client/src/index.ts';
+
+/** What went wrong, for a person: the service's message and code, and the request id to quote. */
+export function describeError(error: unknown): string {
+  if (isUserGroupServiceError(error)) return `${error.message} (${error.code}${error.requestId ? `, request ${error.requestId}` : ''})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function ErrorAlert({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p class="alert error" role="alert">
+      {describeError(error)}
+    </p>
+  );
+}
+
+export function Status({ message }: { message: string | null }) {
+  return (
+    <p class="status" role="status" aria-live="polite">
+      {message ?? ''}
+    </p>
+  );
+}
+
+/** A secret the service shows once (a new token): selectable, copyable, and said to be shown once. */
+export function ShownOnce({ label, value }: { label: string; value: string }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    await navigator.clipboard.writeText(value);
+    setCopied(true);
+  };
+  return (
+    <div class="shown-once">
+      <p>
+        <strong>{label}</strong>: shown this once. Copy it now; the service keeps only what it needs to check it.
+      </p>
+      <div class="copy-row">
+        <input class="secret" readOnly value={value} aria-label={label} onFocus={(event) => event.currentTarget.select()} />
+        <button type="button" onClick={copy}>
+          {copied ? 'Copied' : 'Copy'}
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** A modal <dialog>: focus moves into it, Escape closes it, the page behind is inert. */
+export function Dialog({ title, open, onClose, children }: { title: string; open: boolean; onClose: () => void; children: ComponentChildren }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const dialog = ref.current!;
+    if (open && !dialog.open) dialog.showModal();
+    if (!open && dialog.open) dialog.close();
+  }, [open]);
+  const titleId = `dialog-${title.replace(/\W+/g, '-').toLowerCase()}`;
+  return (
+    <dialog ref={ref} aria-labelledby={titleId} onClose={onClose}>
+      <h2 id={titleId}>{title}</h2>
+      {open ? children : null}
+      <button type="button" class="secondary" onClick={onClose}>
+        Close
+      </button>
+    </dialog>
+  );
+}
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: unknown;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** Runs `load` when `deps` change (and on reload()); the last answer wins. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
+  const [version, setVersion] = useState(0);
+  useEffect(() => {
+    let current = true;
+    setState((previous) => ({ ...previous, loading: true }));
+    load().then(
+      (data) => current && setState({ data, loading: false }),
+      (error) => current && setState({ error, loading: false }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [...deps, version]);
+  return { data: state.data, error: state.error, loading: state.loading, reload: () => setVersion((v) => v + 1) };
+}
+
+export const formatTime = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'UTC' }) + ' UTC' : '—');

@@ -1,0 +1,273 @@
+// One user group: its fields (own and computed), parent and children, the variables a
+// dashboard gets (from a real embed token, through the embed route), its history as a
+// timeline, and, for a write token, edit, rotate and delete.
+import { useState } from 'preact/hooks';
+import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
+import type { Session } from '../session.ts';
+import { groupHref, navigate } from '../router.ts';
+import { findGroup, currentToken, pretty } from '../groups.ts';
+import { Dialog, ErrorAlert, ShownOnce, formatTime, useLoad } from '../components/common.tsx';
+import { isUserGroupServiceError } from '../../../packages/client/src/index.ts';
+
+interface Props {
+  session: Session;
+  environment: EnvironmentTag;
+  id: string;
+}
+
+export function GroupDetail({ session, environment, id }: Props) {
+  const group = useLoad(() => findGroup(session.client, environment, id), [environment, id]);
+  if (group.loading && !group.data) return <p role="status">Loading…</p>;
+  if (group.error) return <ErrorAlert error={group.error} />;
+  if (!group.data) {
+    return (
+      <section>
+        <h1>No user group “{id}” in {environment}</h1>
+        <p>
+          <a href="#/groups">Back to the list</a>
+        </p>
+      </section>
+    );
+  }
+  return <GroupView session={session} environment={environment} group={group.data} reload={group.reload} />;
+}
+
+function GroupView({ session, environment, group, reload }: { session: Session; environment: EnvironmentTag; group: UserGroupWithoutToken; reload: () => void }) {
+  const id = group.provided_id;
+  const children = useLoad(() => session.client.listUserGroups({ api_environment_tag: environment, parent_user_group_id: id, limit: 25 }), [environment, id, group.updated_at]);
+  const history = useLoad(() => session.client.userGroupHistory({ user_group_id: id, api_environment_tag: environment, limit: 50 }), [environment, id, group.updated_at]);
+  const preview = useLoad(async () => {
+    const { embed_token } = await session.client.createEmbedToken({ user_group_id: id, api_environment_tag: environment, expires_in_seconds: 60 });
+    return session.client.getEmbedContext(embed_token);
+  }, [environment, id, group.updated_at]);
+  const [dialog, setDialog] = useState<'rotate' | 'delete' | null>(null);
+
+  return (
+    <article aria-labelledby="group-title">
+      <p class="breadcrumb">
+        <a href="#/groups">User groups</a> / {environment}
+      </p>
+      <div class="page-head">
+        <h1 id="group-title">{group.name}</h1>
+        {session.canWrite && (
+          <div class="actions">
+            <a class="button" href={groupHref(environment, id, true)}>
+              Edit
+            </a>
+            <button type="button" onClick={() => setDialog('rotate')}>
+              Rotate token
+            </button>
+            <button type="button" class="danger" onClick={() => setDialog('delete')}>
+              Delete
+            </button>
+          </div>
+        )}
+      </div>
+
+      <section aria-labelledby="fields-title">
+        <h2 id="fields-title">Fields</h2>
+        <dl class="fields">
+          <dt>user_group_id</dt>
+          <dd>
+            <code>{id}</code>
+          </dd>
+          <dt>Environment</dt>
+          <dd>{group.api_environment_tag}</dd>
+          <dt>Demo group</dt>
+          <dd>{group.is_demo_group ? 'yes' : 'no'}</dd>
+          <dt>Parent</dt>
+          <dd>{group.parent_user_group_id ? <a href={groupHref(environment, group.parent_user_group_id)}>{group.parent_user_group_id}</a> : 'none'}</dd>
+          <dt>Level</dt>
+          <dd>{group.hierarchy_level ?? 'none'}</dd>
+          <dt>Tags</dt>
+          <dd>{group.group_tags.length ? group.group_tags.join(', ') : 'none'}</dd>
+          <dt>team_id</dt>
+          <dd>{group.team_id}</dd>
+          <dt>Created</dt>
+          <dd>{formatTime(group.created_at)}</dd>
+          <dt>Updated</dt>
+          <dd>{formatTime(group.updated_at)}</dd>
+        </dl>
+        <div class="json-columns">
+          <JsonBlock title="Properties (own)" value={group.properties} />
+          <JsonBlock title="Computed properties (with ancestors')" value={group.computed_properties} />
+          <JsonBlock title="Mapping (own)" value={group.mapping} />
+          <JsonBlock title="Computed mapping" value={group.computed_mapping} />
+        </div>
+      </section>
+
+      <section aria-labelledby="children-title">
+        <h2 id="children-title">Children</h2>
+        {children.error ? <ErrorAlert error={children.error} /> : null}
+        {children.data && children.data.user_groups.length === 0 && <p class="empty">No children.</p>}
+        <ul class="children">
+          {children.data?.user_groups.map((child) => (
+            <li>
+              <a href={groupHref(environment, child.provided_id)}>{child.provided_id}</a> {child.name !== child.provided_id && <span class="muted">{child.name}</span>}
+            </li>
+          ))}
+        </ul>
+        {children.data?.next_cursor && (
+          <p>
+            <a href={`#/groups?parent=${encodeURIComponent(id)}`}>All children</a>
+          </p>
+        )}
+      </section>
+
+      <section aria-labelledby="preview-title">
+        <h2 id="preview-title">Embed preview</h2>
+        <p class="hint">Exactly what a dashboard gets: the variables of GET /api/embed/context, called with a fresh one-minute embed token.</p>
+        {preview.error ? <ErrorAlert error={preview.error} /> : null}
+        {preview.data && (
+          <table class="variables">
+            <caption>Dashboard variables</caption>
+            <thead>
+              <tr>
+                <th scope="col">Variable</th>
+                <th scope="col">Value</th>
+              </tr>
+            </thead>
+            <tbody>
+              {Object.entries(preview.data.variables).map(([name, value]) => (
+                <tr>
+                  <th scope="row">
+                    <code>{name}</code>
+                  </th>
+                  <td>
+                    <code>{typeof value === 'string' ? value : JSON.stringify(value)}</code>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+
+      <section aria-labelledby="history-title">
+        <h2 id="history-title">History</h2>
+        {history.error ? <ErrorAlert error={history.error} /> : null}
+        <ol class="timeline">
+          {history.data?.entries.map((entry) => (
+            <li>
+              <p class="when">{formatTime(entry.created_at)}</p>
+              <p>
+                <strong>{entry.action.replace('user_group.', '')}</strong>
+                {entry.changed_fields?.length ? ` of ${entry.changed_fields.join(', ')}` : ''}
+                {entry.actor_token_id !== null ? ` by API token ${entry.actor_token_id}` : ' by the command-line tool'}
+              </p>
+              {entry.details &&
+                Object.entries(entry.details).map(([field, change]) => (
+                  <p class="change">
+                    <code>{field}</code>: {JSON.stringify(change.old)} → {JSON.stringify(change.new)}
+                  </p>
+                ))}
+            </li>
+          ))}
+        </ol>
+      </section>
+
+      <RotateDialog open={dialog === 'rotate'} onClose={() => setDialog(null)} session={session} environment={environment} id={id} onRotated={reload} />
+      <DeleteDialog open={dialog === 'delete'} onClose={() => setDialog(null)} session={session} environment={environment} id={id} hasChildren={(children.data?.user_groups.length ?? 0) > 0} />
+    </article>
+  );
+}
+
+function JsonBlock({ title, value }: { title: string; value: unknown }) {
+  return (
+    <figure class="json-block">
+      <figcaption>{title}</figcaption>
+      <pre>{value === null || value === undefined ? 'none' : pretty(value)}</pre>
+    </figure>
+  );
+}
+
+function RotateDialog(props: { open: boolean; onClose: () => void; session: Session; environment: EnvironmentTag; id: string; onRotated: () => void }) {
+  const [grace, setGrace] = useState('0');
+  const [error, setError] = useState<unknown>(null);
+  const [newToken, setNewToken] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const close = () => {
+    setNewToken(null);
+    setError(null);
+    props.onClose();
+  };
+  const rotate = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const current_token = await currentToken(props.session.client, props.environment, props.id);
+      const { user_group } = await props.session.client.rotateToken({ current_token, grace_period_seconds: Number(grace) });
+      setNewToken(user_group.token);
+      props.onRotated();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog title="Rotate the user group token" open={props.open} onClose={close}>
+      {newToken ? (
+        <ShownOnce label="New user group token" value={newToken} />
+      ) : (
+        <form onSubmit={rotate}>
+          <p>
+            <code>{props.id}</code> gets a new token. Dashboards holding the old one keep working for the grace period, then get 401.
+          </p>
+          <div class="field">
+            <label for="grace">Grace period (seconds)</label>
+            <input id="grace" type="number" min={0} max={604800} value={grace} onInput={(event) => setGrace(event.currentTarget.value)} aria-describedby="grace-hint" />
+            <p class="hint" id="grace-hint">
+              0 to 604,800 (a week). 0: the old token stops at once.
+            </p>
+          </div>
+          <ErrorAlert error={error} />
+          <button type="submit" disabled={busy}>
+            Rotate
+          </button>
+        </form>
+      )}
+    </Dialog>
+  );
+}
+
+function DeleteDialog(props: { open: boolean; onClose: () => void; session: Session; environment: EnvironmentTag; id: string; hasChildren: boolean }) {
+  const [typed, setTyped] = useState('');
+  const [cascade, setCascade] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const remove = async (event: Event) => {
+    event.preventDefault();
+    setError(null);
+    try {
+      await props.session.client.deleteUserGroup({ user_group_id: props.id, api_environment_tag: props.environment, ...(cascade ? { cascade: true } : {}) });
+      props.onClose();
+      navigate(`#/groups?deleted=${encodeURIComponent(props.id)}`);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <Dialog title="Delete the user group" open={props.open} onClose={props.onClose}>
+      <form onSubmit={remove}>
+        <p>
+          Deleting <code>{props.id}</code> ends its token and every embed token issued for it. Its history stays readable.
+        </p>
+        <div class="field">
+          <label for="confirm-id">Type the user_group_id to confirm</label>
+          <input id="confirm-id" autoComplete="off" spellcheck={false} value={typed} onInput={(event) => setTyped(event.currentTarget.value)} />
+        </div>
+        {(props.hasChildren || isUserGroupServiceError(error, 'user_group_has_children')) && (
+          <div class="field checkbox">
+            <input id="cascade" type="checkbox" checked={cascade} onChange={(event) => setCascade(event.currentTarget.checked)} />
+            <label for="cascade">Also delete all its descendants</label>
+          </div>
+        )}
+        <ErrorAlert error={error} />
+        <button type="submit" class="danger" disabled={typed !== props.id}>
+          Delete {props.id}
+        </button>
+      </form>
+    </Dialog>
+  );
+}

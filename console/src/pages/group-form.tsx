@@ -1,0 +1,184 @@
+// Create or edit a user group. The API's validation `details` are shown next to the field
+// they name; mapping and properties are JSON editors that point at a syntax error before
+// anything is sent. A new group's token is shown once.
+import { useEffect, useState } from 'preact/hooks';
+import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
+import { isUserGroupServiceError } from '../../../packages/client/src/index.ts';
+import type { Session } from '../session.ts';
+import { groupHref } from '../router.ts';
+import { findGroup, pretty } from '../groups.ts';
+import { ErrorAlert, ShownOnce } from '../components/common.tsx';
+import { JsonEditor, jsonProblem } from '../components/json-editor.tsx';
+
+interface Draft {
+  user_group_id: string;
+  name: string;
+  is_demo_group: boolean;
+  parent_user_group_id: string;
+  hierarchy_level: string;
+  group_tags: string;
+  mapping: string;
+  properties: string;
+}
+
+const EMPTY: Draft = { user_group_id: '', name: '', is_demo_group: false, parent_user_group_id: '', hierarchy_level: '', group_tags: '', mapping: '', properties: '' };
+
+function draftOf(group: UserGroupWithoutToken): Draft {
+  return {
+    user_group_id: group.provided_id,
+    name: group.name,
+    is_demo_group: group.is_demo_group,
+    parent_user_group_id: group.parent_user_group_id ?? '',
+    hierarchy_level: group.hierarchy_level ?? '',
+    group_tags: group.group_tags.join(', '),
+    mapping: pretty(group.mapping),
+    properties: pretty(group.properties),
+  };
+}
+
+/** The request body: empty optional fields are left out on create and cleared (null) on edit. */
+function bodyOf(draft: Draft, editing: boolean) {
+  const orNull = (text: string) => (text.trim() === '' ? (editing ? null : undefined) : text.trim());
+  const json = (text: string) => (text.trim() === '' ? (editing ? null : undefined) : JSON.parse(text));
+  return {
+    name: draft.name.trim() === '' ? undefined : draft.name,
+    is_demo_group: draft.is_demo_group,
+    parent_user_group_id: orNull(draft.parent_user_group_id),
+    hierarchy_level: orNull(draft.hierarchy_level),
+    group_tags: draft.group_tags.split(',').map((tag) => tag.trim()).filter(Boolean),
+    mapping: json(draft.mapping),
+    properties: json(draft.properties),
+  };
+}
+
+/** `properties.plan` and `properties` both belong to the properties editor. */
+const fieldOf = (detailField: string) => detailField.split(/[.[]/)[0];
+
+export function GroupForm({ session, environment, editId }: { session: Session; environment: EnvironmentTag; editId?: string }) {
+  const editing = editId !== undefined;
+  const [draft, setDraft] = useState<Draft>(EMPTY);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [saved, setSaved] = useState<{ id: string; token?: string } | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    if (!editId) return;
+    findGroup(session.client, environment, editId).then(
+      (group) => (group ? setDraft(draftOf(group)) : setLoadError(new Error(`no user group "${editId}" in ${environment}`))),
+      setLoadError,
+    );
+  }, [editId, environment]);
+
+  const problems = { mapping: jsonProblem(draft.mapping), properties: jsonProblem(draft.properties) };
+  const details = isUserGroupServiceError(error) ? error.details : [];
+  const serverError = (field: string) => {
+    const found = details.filter((detail) => fieldOf(detail.field) === field);
+    if (found.length === 0) return undefined;
+    // One problem: the service's own sentence says it best ("name must be at most 256 characters").
+    if (details.length === 1 && error instanceof Error) return error.message;
+    return found.map((detail) => `${detail.field}: ${detail.issue.replace(/_/g, ' ')}`).join('; ');
+  };
+  const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft({ ...draft, [key]: value });
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    if (problems.mapping || problems.properties) {
+      document.getElementById(problems.mapping ? 'mapping' : 'properties')?.focus();
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      if (editing) {
+        const { user_group } = await session.client.updateUserGroup({ user_group_id: editId, api_environment_tag: environment, ...bodyOf(draft, true) });
+        setSaved({ id: user_group.provided_id });
+      } else {
+        const { user_group } = await session.client.createUserGroup({ user_group_id: draft.user_group_id, api_environment_tag: environment, ...bodyOf(draft, false) });
+        setSaved({ id: user_group.provided_id, token: user_group.token });
+      }
+    } catch (err) {
+      setError(err);
+      // Focus the first field the service named, so the message next to it is read out.
+      const first = isUserGroupServiceError(err) ? err.details[0] : undefined;
+      if (first) document.getElementById(fieldOf(first.field))?.focus();
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (loadError) return <ErrorAlert error={loadError} />;
+  if (saved) {
+    return (
+      <section aria-labelledby="saved-title">
+        <h1 id="saved-title">{editing ? 'Saved' : 'Created'} {saved.id}</h1>
+        {saved.token && <ShownOnce label="User group token" value={saved.token} />}
+        <p>
+          <a class="button" href={groupHref(environment, saved.id)}>
+            Open {saved.id}
+          </a>
+        </p>
+      </section>
+    );
+  }
+
+  const text = (id: keyof Draft & string, label: string, hint: string, extra: Record<string, unknown> = {}) => {
+    const message = serverError(id);
+    return (
+      <div class="field">
+        <label for={id}>{label}</label>
+        <input
+          id={id}
+          value={draft[id] as string}
+          aria-invalid={message ? true : undefined}
+          aria-describedby={`${id}-hint${message ? ` ${id}-error` : ''}`}
+          onInput={(event) => set(id, event.currentTarget.value)}
+          {...extra}
+        />
+        <p class="hint" id={`${id}-hint`}>
+          {hint}
+        </p>
+        {message && (
+          <p class="field-error" id={`${id}-error`}>
+            {message}
+          </p>
+        )}
+      </div>
+    );
+  };
+
+  return (
+    <section aria-labelledby="form-title">
+      <p class="breadcrumb">
+        <a href="#/groups">User groups</a> / {environment}
+      </p>
+      <h1 id="form-title">{editing ? `Edit ${editId}` : `New user group in ${environment}`}</h1>
+      <form class="group-form" onSubmit={submit} noValidate>
+        {!editing && text('user_group_id', 'user_group_id', 'Your id for the customer: 1-256 characters, unique in the environment.', { required: true, autoComplete: 'off' })}
+        {text('name', 'Name', 'Shown to people; the user_group_id when empty.')}
+        <div class="field checkbox">
+          <input id="is_demo_group" type="checkbox" checked={draft.is_demo_group} onChange={(event) => set('is_demo_group', event.currentTarget.checked)} />
+          <label for="is_demo_group">Demo group (dashboards show a watermark)</label>
+        </div>
+        {text('parent_user_group_id', 'Parent', "The parent's user_group_id, or empty for none.")}
+        {text('hierarchy_level', 'Level', "One of the account's level names, or empty.")}
+        {text('group_tags', 'Tags', 'Comma-separated.')}
+        <JsonEditor id="properties" label="Properties" hint="A JSON object: the variables dashboards get (with the ancestors' properties)." value={draft.properties} onInput={(value) => set('properties', value)} serverError={serverError('properties')} />
+        <JsonEditor id="mapping" label="Mapping" hint="A JSON object mapping data-source keys to ids." value={draft.mapping} onInput={(value) => set('mapping', value)} serverError={serverError('mapping')} />
+        {error ? (
+          <p class="alert error" role="alert">
+            {isUserGroupServiceError(error, 'validation_failed') ? 'The service refused some fields: see the messages next to them.' : null} {isUserGroupServiceError(error) ? `${error.message} (${error.code})` : String(error)}
+          </p>
+        ) : null}
+        <div class="form-actions">
+          <button type="submit" disabled={busy}>
+            {editing ? 'Save' : 'Create'}
+          </button>
+          <a class="button secondary" href={editing ? groupHref(environment, editId) : '#/groups'}>
+            Cancel
+          </a>
+        </div>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,361 @@
+// The console (/console) in Debian's Chromium against a real server process, used the way a
+// support engineer uses it: sign in with a pasted token, search and page, open a group, edit
+// it (a validation error first), rotate its token, delete it, create and revoke an API token,
+// sign out. On every page axe-core finds no serious or critical violation, every control is
+// reachable with Tab, and the strict Content-Security-Policy is never violated. The token
+// lives in sessionStorage only and travels only in the Authorization header.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/http/console.routes.ts';
+
+const skip = missingBrowser('the console browser test');
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+interface ApiCall {
+  url: string;
+  authorization: string | undefined;
+}
+
+describe('the console (/console) in headless Chromium', { skip, timeout: 300_000 }, () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let adminToken: string;
+  let readToken: string;
+  const cspViolations: string[] = [];
+  const apiCalls: ApiCall[] = [];
+
+  before(async () => {
+    database = await createTestDatabase('sqlite');
+    const secretKey = crypto.randomBytes(32).toString('base64');
+    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey };
+    adminToken = (await issueTokenWithCli(env, ['--account', 'acme', '--scopes', 'read,write,admin', '--name', 'support'])).token;
+    readToken = (await issueTokenWithCli(env, ['--account', 'acme', '--scopes', 'read', '--name', 'viewer'])).token;
+    server = await spawnServer(env);
+    // 60 groups (more than two pages), a company with two users, and a tag.
+    const create = (body: Record<string, unknown>) => httpRequest(server.baseUrl, 'POST', '/api/user', { token: adminToken, body });
+    for (let i = 0; i < 60; i++) assert.equal((await create({ user_group_id: `customer-${String(i).padStart(2, '0')}`, name: `Customer ${i}`, group_tags: i % 10 === 0 ? ['beta'] : [] })).status, 201);
+    assert.equal((await create({ user_group_id: 'acme-corp', name: 'ACME Corporation', properties: { region: 'emea', plan: 'enterprise' } })).status, 201);
+    for (const user of ['jane', 'joe']) {
+      assert.equal((await create({ user_group_id: `acme-corp:${user}`, name: `${user} at ACME`, parent_user_group_id: 'acme-corp', properties: { seat: user } })).status, 201);
+    }
+
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.baseUrl });
+    page = await context.newPage();
+    page.on('console', (message) => {
+      if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
+    page.on('request', (request) => {
+      if (request.url().startsWith(`${server.baseUrl}/api/`)) apiCalls.push({ url: request.url(), authorization: request.headers().authorization });
+    });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    await database?.drop();
+  });
+
+  /** axe-core on the page as it is now: no serious or critical violation. */
+  async function assertAccessible(what: string): Promise<void> {
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+    const violations = await page.evaluate(async () => {
+      const result = await (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run(document, { resultTypes: ['violations'] });
+      return result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) }));
+    });
+    const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    assert.deepEqual(serious, [], `${what}: accessibility violations`);
+  }
+
+  /** Tabs through the page and checks that every enabled, visible control received focus. */
+  async function assertKeyboardReachable(what: string): Promise<void> {
+    const controls = await page.evaluate(() => {
+      const all = [...document.querySelectorAll<HTMLElement>('a[href], button, input, select, textarea, summary')];
+      return all
+        .filter((el) => !(el as HTMLButtonElement).disabled && el.getClientRects().length > 0 && !el.closest('dialog:not([open])'))
+        .map((el, i) => {
+          el.dataset.kbd = String(i);
+          return String(i);
+        });
+    });
+    const reached = new Set<string>();
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await page.evaluate(() => window.scrollTo(0, 0));
+    for (let i = 0; i < controls.length + 10; i++) {
+      await page.keyboard.press('Tab');
+      const id = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.kbd ?? null);
+      if (id !== null) reached.add(id);
+    }
+    const missed = controls.filter((id) => !reached.has(id));
+    const names = await page.evaluate((ids) => ids.map((id) => document.querySelector(`[data-kbd="${id}"]`)?.outerHTML.slice(0, 80)), missed);
+    assert.deepEqual(names, [], `${what}: controls Tab never reached`);
+  }
+
+  async function shot(name: string): Promise<void> {
+    await page.screenshot({ path: path.join(ARTIFACTS, `console-${name}.png`), fullPage: true });
+  }
+
+  it('console: served with a strict Content-Security-Policy, no inline script, no CORS, nothing from another origin', async () => {
+    const res = await fetch(`${server.baseUrl}/console`, { headers: { origin: 'https://elsewhere.example' } });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-security-policy'), CONSOLE_CONTENT_SECURITY_POLICY);
+    assert.match(CONSOLE_CONTENT_SECURITY_POLICY, /script-src 'self'(;|$)/);
+    assert.match(CONSOLE_CONTENT_SECURITY_POLICY, /frame-ancestors 'none'/);
+    assert.equal(res.headers.get('access-control-allow-origin'), null);
+    const html = await res.text();
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)/, 'no inline script');
+    assert.doesNotMatch(html, /https?:\/\//, 'nothing from another origin');
+    const preflight = await fetch(`${server.baseUrl}/console`, { method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' } });
+    assert.equal(preflight.headers.get('access-control-allow-origin'), null);
+  });
+
+  it('console: sign in with a pasted token, kept in sessionStorage only: never in the URL, a cookie or localStorage', async () => {
+    await page.goto(`${server.baseUrl}/console`);
+    await page.getByLabel('API token').waitFor();
+    await assertAccessible('sign-in');
+    await shot('sign-in');
+    await page.getByLabel('API token').fill('ugs_api_not-a-real-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'invalid_api_token' }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0, 'a refused token is not kept');
+
+    await page.getByLabel('API token').fill(adminToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'User groups in Customer' }).waitFor();
+    assert.ok((await page.evaluate(() => Object.values(sessionStorage))).includes(adminToken), 'in sessionStorage');
+    assert.equal(await page.evaluate(() => localStorage.length), 0, 'not in localStorage');
+    assert.deepEqual(await context.cookies(), [], 'no cookie');
+    assert.ok(!page.url().includes(adminToken));
+    for (const call of apiCalls) {
+      assert.ok(!call.url.includes(adminToken), `token in a URL: ${call.url}`);
+      if (call.url.includes('/api/embed/context')) continue;
+      assert.ok(call.authorization === `Token ${adminToken}` || call.authorization === 'Token ugs_api_not-a-real-token', `${call.url} sent ${call.authorization}`);
+    }
+  });
+
+  it('console: the list pages with the cursor (25 a page), searches by prefix and filters by tag, parent and level', async () => {
+    const rows = () => page.locator('table.groups tbody tr td:first-child').allTextContents();
+    await page.getByText('Page 1: 25 user groups').waitFor();
+    const first = await rows();
+    assert.equal(first.length, 25);
+    await assertAccessible('list');
+    await assertKeyboardReachable('list');
+    await shot('groups');
+
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText('Page 2: 25 user groups').waitFor();
+    const second = await rows();
+    assert.equal(new Set([...first, ...second]).size, 50, 'page 2 holds other groups');
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await page.getByText('Page 3: 13 user groups').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Next page' }).isDisabled(), true);
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await page.getByText('Page 2: 25 user groups').waitFor();
+    const listCalls = apiCalls.filter((call) => new URL(call.url).pathname === '/api/users');
+    assert.ok(listCalls.every((call) => new URL(call.url).searchParams.get('limit') === '25' || new URL(call.url).searchParams.has('q') || new URL(call.url).searchParams.has('parent_user_group_id')));
+    assert.ok(listCalls.some((call) => new URL(call.url).searchParams.has('cursor')), 'pages by cursor: a page costs the same at any depth');
+
+    await page.getByLabel('Search').fill('acme');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('Page 1: 3 user groups').waitFor();
+    assert.deepEqual(await rows(), ['acme-corp', 'acme-corp:jane', 'acme-corp:joe']);
+    assert.match(page.url(), /#\/groups\?q=acme$/);
+
+    await page.getByRole('link', { name: 'Clear' }).click();
+    await page.getByLabel('Tag').fill('beta');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('Page 1: 6 user groups').waitFor();
+    await page.getByLabel('Tag').fill('');
+    await page.getByLabel('Parent').fill('acme-corp');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('Page 1: 2 user groups').waitFor();
+    assert.deepEqual(await rows(), ['acme-corp:jane', 'acme-corp:joe']);
+
+    // The environment switch: Testing has none of these groups.
+    await page.getByLabel('Environment', { exact: true }).selectOption('Testing');
+    await page.getByRole('heading', { name: 'User groups in Testing' }).waitFor();
+    await page.getByText('Page 1: 0 user groups').waitFor();
+    await page.getByLabel('Environment', { exact: true }).selectOption('Customer');
+    await page.getByRole('heading', { name: 'User groups in Customer' }).waitFor();
+  });
+
+  it('console: create a group, with properties as JSON; its token is shown once', async () => {
+    await page.getByRole('link', { name: 'New user group' }).click();
+    await page.getByLabel('user_group_id').fill('initech');
+    await page.getByLabel('Name').fill('Initech');
+    await page.getByLabel('Tags').fill('beta, trial');
+    await page.getByLabel('Properties').fill('{"region": "amer"}');
+    await assertAccessible('create');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('heading', { name: 'Created initech' }).waitFor();
+    assert.match(await page.getByLabel('User group token').inputValue(), /^ugs_grp_/);
+    const stored = await httpRequest(server.baseUrl, 'GET', '/api/users?q=initech', { token: readToken });
+    assert.deepEqual([stored.body.user_groups[0].name, stored.body.user_groups[0].group_tags, stored.body.user_groups[0].properties], ['Initech', ['beta', 'trial'], { region: 'amer' }]);
+    await page.getByRole('link', { name: 'Open initech' }).click();
+    await page.getByRole('heading', { name: 'Initech' }).waitFor();
+    await page.goto(`${server.baseUrl}/console#/groups?parent=acme-corp`);
+    await page.getByText('Page 1: 2 user groups').waitFor();
+  });
+
+  it('console: a group shows its fields, computed properties, parent, children, history and the variables a dashboard gets', async () => {
+    await page.getByRole('link', { name: 'acme-corp:jane' }).click();
+    await page.getByRole('heading', { name: 'jane at ACME' }).waitFor();
+    const computed = page.locator('figure', { hasText: "Computed properties (with ancestors')" }).locator('pre');
+    assert.deepEqual(JSON.parse((await computed.textContent()) ?? ''), { region: 'emea', plan: 'enterprise', seat: 'jane' });
+    assert.equal(await page.getByRole('link', { name: 'acme-corp', exact: true }).count(), 1, 'the parent, as a link');
+    const variables = page.locator('table.variables tbody tr');
+    await variables.first().waitFor();
+    const shown = Object.fromEntries(await variables.evaluateAll((rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td')!.textContent])));
+    assert.deepEqual(shown, { user_group_id: 'acme-corp:jane', user_group_name: 'jane at ACME', region: 'emea', plan: 'enterprise', seat: 'jane' });
+    await page.locator('ol.timeline li').first().waitFor();
+    assert.match((await page.locator('ol.timeline li').first().textContent()) ?? '', /create by API token \d+/);
+    await assertAccessible('group');
+    await assertKeyboardReachable('group');
+    await shot('group');
+
+    await page.getByRole('link', { name: 'acme-corp', exact: true }).first().click();
+    await page.getByRole('heading', { name: 'ACME Corporation' }).waitFor();
+    await page.locator('ul.children li').nth(1).waitFor();
+    assert.deepEqual(await page.locator('ul.children a').allTextContents(), ['acme-corp:jane', 'acme-corp:joe']);
+  });
+
+  it('console: edit shows a JSON error at its line and column, then the API\'s validation details next to the field, then saves', async () => {
+    await page.getByRole('link', { name: 'Edit' }).click();
+    await page.getByRole('heading', { name: 'Edit acme-corp' }).waitFor();
+    const callsBefore = apiCalls.length;
+    await page.getByLabel('Properties').fill('{\n  "region": "emea",\n  "plan": enterprise\n}');
+    await page.getByText('Line 3, column 11').waitFor();
+    await page.getByRole('button', { name: 'Save' }).click();
+    assert.equal(apiCalls.filter((call) => call.url.endsWith('/api/user')).length, apiCalls.slice(0, callsBefore).filter((call) => call.url.endsWith('/api/user')).length, 'nothing sent with broken JSON');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'properties', 'focus goes to the broken editor');
+    await shot('edit-json-error');
+
+    await page.getByLabel('Properties').fill('{"region": "emea", "plan": "enterprise", "tier": 2}');
+    await page.getByLabel('Name').fill('x'.repeat(300));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('#name-error').waitFor();
+    assert.equal(await page.locator('#name-error').textContent(), 'name must be at most 256 characters');
+    assert.equal(await page.getByLabel('Name').getAttribute('aria-invalid'), 'true');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'name');
+    await assertAccessible('edit with errors');
+    await shot('edit-validation-error');
+
+    await page.getByLabel('Name').fill('ACME Corp.');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { name: 'Saved acme-corp' }).waitFor();
+    const stored = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: readToken });
+    assert.equal(stored.body.user_group.name, 'ACME Corp.');
+    assert.deepEqual(stored.body.user_group.properties, { region: 'emea', plan: 'enterprise', tier: 2 });
+  });
+
+  it('console: rotate with a grace period shows the new token once, with a copy button; the old one works until the grace ends', async () => {
+    const before = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: readToken });
+    const oldToken = before.body.user_group.token;
+    await page.getByRole('link', { name: 'Open acme-corp' }).click();
+    await page.getByRole('button', { name: 'Rotate token' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Rotate the user group token' });
+    await dialog.getByLabel('Grace period (seconds)').fill('3600');
+    await assertAccessible('rotate dialog');
+    await dialog.getByRole('button', { name: 'Rotate', exact: true }).click();
+    const shownToken = dialog.getByLabel('New user group token');
+    await shownToken.waitFor();
+    const newToken = await shownToken.inputValue();
+    assert.match(newToken, /^ugs_grp_/);
+    await dialog.getByRole('button', { name: 'Copy' }).click();
+    await dialog.getByRole('button', { name: 'Copied' }).waitFor();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), newToken);
+    await shot('rotated');
+    const after = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: readToken });
+    assert.equal(after.body.user_group.token, newToken);
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${oldToken}` } })).status, 200, 'the old token, in its grace period');
+    await dialog.getByRole('button', { name: 'Close' }).click();
+    assert.equal(await page.locator('dialog[open]').count(), 0);
+    assert.equal(await page.getByText(newToken).count(), 0, 'shown once: gone when the dialog closes');
+  });
+
+  it("console: delete only after typing the group's id", async () => {
+    await page.goto(`${server.baseUrl}/console#/group/Customer/customer-07`);
+    await page.getByRole('heading', { name: 'Customer 7' }).waitFor();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete the user group' });
+    const confirm = dialog.getByRole('button', { name: 'Delete customer-07' });
+    assert.equal(await confirm.isDisabled(), true);
+    await dialog.getByLabel('Type the user_group_id to confirm').fill('customer-0');
+    assert.equal(await confirm.isDisabled(), true);
+    await dialog.getByLabel('Type the user_group_id to confirm').fill('customer-07');
+    await assertAccessible('delete dialog');
+    await shot('delete');
+    await confirm.click();
+    await page.getByRole('status').filter({ hasText: 'Deleted customer-07.' }).waitFor();
+    const gone = await httpRequest(server.baseUrl, 'GET', '/api/users?q=customer-07', { token: readToken });
+    assert.deepEqual(gone.body.user_groups, []);
+  });
+
+  it('console: create an API token (its value shown once) and revoke it; the last admin token cannot be revoked', async () => {
+    await page.getByRole('link', { name: 'API tokens' }).click();
+    await page.getByRole('heading', { name: 'API tokens of acme' }).waitFor();
+    await page.getByLabel('Name').fill('reporting backend');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const value = await page.getByLabel('New API token').inputValue();
+    assert.match(value, /^ugs_api_/);
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/users', { token: value })).status, 200, 'the new token works');
+    const row = page.locator('table.tokens tbody tr', { hasText: 'reporting backend' });
+    await row.waitFor();
+    await assertAccessible('tokens');
+    await assertKeyboardReachable('tokens');
+    await shot('tokens');
+
+    await row.getByRole('button', { name: 'Revoke reporting backend' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke the API token' });
+    await dialog.getByRole('button', { name: 'Revoke reporting backend' }).click();
+    await page.getByRole('status').filter({ hasText: 'Revoked reporting backend.' }).waitFor();
+    await row.getByText('revoked').waitFor();
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // every instance, within a second
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/users', { token: value })).status, 401);
+
+    await page.locator('table.tokens tbody tr', { hasText: 'support' }).getByRole('button', { name: 'Revoke support' }).click();
+    await page.getByRole('dialog', { name: 'Revoke the API token' }).getByRole('button', { name: 'Revoke support' }).click();
+    await page.getByRole('dialog').getByRole('alert').filter({ hasText: 'last_admin_token' }).waitFor();
+    await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
+    // The history names the token that acted.
+    await page.getByText(/Token \d+ revoked by API token \d+/).first().waitFor();
+  });
+
+  it('console: sign out forgets the token; a reload shows the sign-in form', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API token').waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+    await page.reload();
+    await page.getByLabel('API token').waitFor();
+  });
+
+  it('console: a read-only token sees no write controls and no API tokens page', async () => {
+    await page.getByLabel('API token').fill(readToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Page 1: 25 user groups').waitFor();
+    assert.equal(await page.getByRole('link', { name: 'New user group' }).count(), 0);
+    assert.equal(await page.getByRole('link', { name: 'API tokens' }).count(), 0);
+    await page.getByRole('link', { name: 'customer-01' }).click();
+    await page.getByRole('heading', { name: 'Customer 1' }).waitFor();
+    await page.locator('table.variables tbody tr').first().waitFor();
+    for (const name of ['Edit', 'Rotate token', 'Delete']) assert.equal(await page.getByRole(name === 'Edit' ? 'link' : 'button', { name, exact: true }).count(), 0, name);
+    await shot('read-only');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+  });
+
+  it('console: no Content-Security-Policy violation happened on any page', () => {
+    assert.deepEqual(cspViolations, []);
+  });
+});
