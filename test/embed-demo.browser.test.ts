@@ -6,38 +6,21 @@
 // embed token, and two groups see different rows.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import pg from 'pg';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, httpRequest, spawnServer, issueTokenWithCli, runNode, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, httpRequest, spawnServer, issueTokenWithCli, runNode, startExample, stopExample, type ExampleProcess, type ServerProcess } from './helpers/processes.ts';
+import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
 
-// Never downloaded: the system's Chromium (CI installs it); CHROMIUM_PATH points elsewhere.
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const ARTIFACTS = path.join(ROOT, 'test', 'artifacts');
 const DEMO = path.join(ROOT, 'examples', 'embed-demo');
 const DATA_API = path.join(ROOT, 'examples', 'postgres-rls');
 
-const missingBrowser = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it (apt-get install -y chromium) or set CHROMIUM_PATH to run the browser test`;
-if (missingBrowser) {
-  process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the embed demo browser test: ${missingBrowser}\n${'!'.repeat(78)}\n\n`);
-}
+const skip = missingBrowser('the embed demo browser test');
 const noDataApi = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the rows part of the demo needs the PostgreSQL data API';
-if (!missingBrowser && noDataApi) {
+if (!skip && noDataApi) {
   process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the embed demo's rows from the data API: ${noDataApi}\n${'!'.repeat(78)}\n\n`);
 }
 
@@ -52,41 +35,12 @@ function freePort(): Promise<number> {
   });
 }
 
-interface DemoProcess {
-  url: string;
-  child: ChildProcess;
-  output(): string;
-}
-
-/** Starts one of the examples' scripts and waits for its "listening on <url>" line. */
-function startDemoScript(script: string, env: Record<string, string>): Promise<DemoProcess> {
-  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start in 15 s:\n${output}`)), 15_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ url: match[1], child, output: () => output });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${script} exited (${code}) before listening:\n${output}`));
-    });
-  });
-}
-
-describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120_000 }, () => {
+describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
   let database: TestDatabase;
   let service: ServerProcess;
-  let backend: DemoProcess;
-  let pageServer: DemoProcess;
-  let dataApi: DemoProcess | undefined;
+  let backend: ExampleProcess;
+  let pageServer: ExampleProcess;
+  let dataApi: ExampleProcess | undefined;
   let data: TestDatabase | undefined;
   const dataRole = `ugs_demo_${crypto.randomBytes(4).toString('hex')}`;
   let browser: Browser;
@@ -114,7 +68,7 @@ describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120
       assert.equal(setup.code, 0, setup.stderr);
       const asRole = new URL(data.url);
       asRole.username = dataRole;
-      dataApi = await startDemoScript(path.join(DATA_API, 'server.mjs'), {
+      dataApi = await startExample(path.join(DATA_API, 'server.mjs'), {
         DATABASE_URL: asRole.href,
         UGS_ISSUER: service.baseUrl,
         AUDIENCE: 'sales-overview',
@@ -122,27 +76,18 @@ describe('embed demo in headless Chromium', { skip: missingBrowser, timeout: 120
         PORT: '0',
       });
     }
-    backend = await startDemoScript(path.join(DEMO, 'backend.mjs'), { UGS_URL: service.baseUrl, UGS_API_TOKEN: apiToken, PAGE_ORIGIN: pageOrigin, PORT: String(backendPort) });
-    pageServer = await startDemoScript(path.join(DEMO, 'page-server.mjs'), { BACKEND_URL: backendUrl, DATA_API_URL: dataApi?.url ?? '', PORT: String(pagePort) });
+    backend = await startExample(path.join(DEMO, 'backend.mjs'), { UGS_URL: service.baseUrl, UGS_API_TOKEN: apiToken, PAGE_ORIGIN: pageOrigin, PORT: String(backendPort) });
+    pageServer = await startExample(path.join(DEMO, 'page-server.mjs'), { BACKEND_URL: backendUrl, DATA_API_URL: dataApi?.url ?? '', PORT: String(pagePort) });
     assert.equal(pageServer.url, pageOrigin);
     assert.notEqual(new URL(pageServer.url).origin, new URL(service.baseUrl).origin, 'the page runs on another origin than the service');
 
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 900, height: 720 } });
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
   });
 
   after(async () => {
     await browser?.close();
-    await Promise.all(
-      [backend?.child, pageServer?.child, dataApi?.child].map((child) => {
-        if (!child || child.exitCode !== null) return undefined;
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        return exited;
-      }),
-    );
+    await Promise.all([backend, pageServer, dataApi].map(stopExample));
     await service?.stop();
     await database?.drop();
     await data?.drop();

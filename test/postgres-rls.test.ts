@@ -5,48 +5,24 @@
 // expired token; key rotation is the real command-line tool.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { startTestApp, type TestApp } from './helpers/harness.ts';
-import { ROOT, runNode, runUgs } from './helpers/processes.ts';
+import { ROOT, runNode, runUgs, startExample, stopExample, type ExampleProcess } from './helpers/processes.ts';
 
 const EXAMPLE = path.join(ROOT, 'examples', 'postgres-rls');
 const skip = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the row-level-security example needs PostgreSQL';
 if (skip) process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING examples/postgres-rls: ${skip}\n${'!'.repeat(78)}\n\n`);
-
-/** Starts the data API and waits for its "listening on <url>" line. */
-function startDataApi(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [path.join(EXAMPLE, 'server.mjs')], { cwd: ROOT, env: { ...process.env, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the data API did not start in 15 s:\n${output}`)), 15_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ url: match[1], child });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the data API exited (${code}) before listening:\n${output}`));
-    });
-  });
-}
 
 describe('examples/postgres-rls: from the embed token to the rows', { skip, timeout: 120_000 }, () => {
   let clock = () => new Date();
   let service: TestApp;
   let serviceUrl: string;
   let data: TestDatabase;
-  let dataApi: { url: string; child: ChildProcess };
+  let dataApi: ExampleProcess;
   const role = `ugs_rls_${crypto.randomBytes(4).toString('hex')}`;
   let apiToken: string;
 
@@ -67,7 +43,8 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     assert.equal(setup.code, 0, setup.stderr);
     const asRole = new URL(data.url);
     asRole.username = role;
-    dataApi = await startDataApi({
+    dataApi = await startExample(path.join(EXAMPLE, 'server.mjs'), {
+      PORT: '0',
       DATABASE_URL: asRole.href,
       UGS_ISSUER: 'http://127.0.0.1:3000',
       JWKS_URL: `${serviceUrl}/.well-known/jwks.json`,
@@ -77,11 +54,7 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   });
 
   after(async () => {
-    if (dataApi?.child.exitCode === null) {
-      const exited = new Promise((resolve) => dataApi.child.once('exit', resolve));
-      dataApi.child.kill('SIGTERM');
-      await exited;
-    }
+    await stopExample(dataApi);
     await service?.close();
     await data?.drop();
     const admin = new pg.Client({ connectionString: POSTGRES_URL });

@@ -121,3 +121,40 @@ export async function issueTokenWithCli(env: Record<string, string>, args: strin
   assert.equal(issued.code, 0, issued.stderr);
   return JSON.parse(issued.stdout);
 }
+
+export interface ExampleProcess {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+}
+
+/** Starts one of the examples' scripts (plain Node) and waits for its "listening on <url>" line. */
+export function startExample(script: string, env: Record<string, string>): Promise<ExampleProcess> {
+  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start in 15 s:\n${output}`)), 15_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ url: match[1], child, output: () => output });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited (${code}) before listening:\n${output}`));
+    });
+  });
+}
+
+/** Ends an example's process and waits until it has. */
+export async function stopExample(example: ExampleProcess | undefined): Promise<void> {
+  if (!example || example.child.exitCode !== null) return;
+  const exited = new Promise((resolve) => example.child.once('exit', resolve));
+  example.child.kill('SIGTERM');
+  await exited;
+}
