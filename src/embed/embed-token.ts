@@ -35,6 +35,8 @@ export interface EmbedClaims {
   expiresAt: Date;
   /** The key that signed it: an EdDSA key's kid, or `hs256:<secret key id>`. */
   kid: string;
+  /** Every claim of the token, as verified. */
+  payload: JWTPayload;
 }
 
 /** What a token says about its group, taken at issue time. */
@@ -148,6 +150,7 @@ export class EmbedTokens {
       origin,
       expiresAt: new Date(exp * 1000),
       kid: protectedHeader.kid!,
+      payload,
     };
   }
 
@@ -166,7 +169,7 @@ export class EmbedTokens {
     if (typeof sub !== 'string' || !DECIMAL_ID.test(sub) || !Number.isSafeInteger(gen) || typeof exp !== 'number') return undefined;
     if (embedId !== undefined && typeof embedId !== 'string') return undefined;
     if (origin !== undefined && typeof origin !== 'string') return undefined;
-    return { teamId: Number(sub), generation: gen as number, embedId, origin, expiresAt: new Date(exp * 1000), kid: `hs256:${protectedHeader.kid}` };
+    return { teamId: Number(sub), generation: gen as number, embedId, origin, expiresAt: new Date(exp * 1000), kid: `hs256:${protectedHeader.kid}`, payload };
   }
 
   // HKDF per verification is cheap but not free; the derived keys of a keyring never change.

@@ -14,6 +14,7 @@ import { introspectEmbedToken, issueEmbedToken, resolveEmbedGroup, type EmbedDep
 import { JWKS_MAX_AGE_SECONDS, type EmbedSigningKeys } from './signing-keys.ts';
 import { BODY_LIMIT_BYTES } from '../http/json-body.ts';
 import { embedContextJson } from './embed-context.json.ts';
+import { INACTIVE_INTROSPECTION_JSON, activeIntrospectionJson } from './introspection.json.ts';
 import { sendJson } from '../http/json-reply.ts';
 import { notFoundHandler } from '../http/error-handler.ts';
 
@@ -102,7 +103,8 @@ export function registerIntrospectionRoute(app: FastifyInstance, deps: EmbedDeps
       async (request, reply) => {
         // RFC 7662 §2.2: the answer is about a credential; no cache may keep it.
         reply.header('pragma', 'no-cache');
-        return introspectEmbedToken(deps, principalOf(request), request.body.token);
+        const active = await introspectEmbedToken(deps, principalOf(request), request.body.token);
+        return sendJson(reply, 200, active ? activeIntrospectionJson(active) : INACTIVE_INTROSPECTION_JSON);
       },
     );
   });

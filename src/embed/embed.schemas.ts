@@ -157,7 +157,6 @@ export const IntrospectionResponse = Type.Object(
     ],
   },
 );
-export type IntrospectionView = Static<typeof IntrospectionResponse>;
 
 export const PublicJwk = Type.Object(
   {

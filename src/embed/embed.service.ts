@@ -3,7 +3,6 @@
 // long-lived user group token resolves by its hash (the current token, else a token still in
 // its grace period); an embed token resolves by its signature, then by its group's current
 // token generation.
-import { decodeJwt } from 'jose';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError, validationFailed } from '../errors.ts';
@@ -15,7 +14,7 @@ import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import { findGroupByCurrentTokenHash, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroup } from './embed.repository.ts';
 import { EmbedTokenTooLarge, MAX_EMBED_TOKEN_BYTES, type EmbedClaims, type EmbedTokens } from './embed-token.ts';
 import { variablesJson } from './embed-context.json.ts';
-import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView, type IntrospectionView } from './embed.schemas.ts';
+import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
 
 export interface EmbedDeps {
   database: DatabaseHandle;
@@ -134,15 +133,14 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
  * a deletion at once. A token of another account, or of an environment the API token may not
  * use, is answered as inactive: the caller learns nothing about it.
  */
-export async function introspectEmbedToken(deps: EmbedDeps, principal: Principal, token: string): Promise<IntrospectionView> {
+export async function introspectEmbedToken(deps: EmbedDeps, principal: Principal, token: string): Promise<EmbedClaims | undefined> {
   requireScope(principal, 'read', 'introspecting an embed token');
-  const inactive: IntrospectionView = { success: 1, active: false };
-  if (!looksLikeJws(token)) return inactive;
+  if (!looksLikeJws(token)) return undefined;
   const claims = await deps.embedTokens.verify(token, deps.now());
   const group = claims && (await currentGroupOf(deps, claims));
-  if (!group || group.row.account_id !== principal.accountId) return inactive;
-  if (principal.allowedEnvironment !== null && principal.allowedEnvironment !== group.row.environment) return inactive;
-  return { success: 1, active: true, ...decodeJwt(token) };
+  if (!group || group.row.account_id !== principal.accountId) return undefined;
+  if (principal.allowedEnvironment !== null && principal.allowedEnvironment !== group.row.environment) return undefined;
+  return claims;
 }
 
 /** Browsers send an origin in one serialized form; a token bound to any other spelling could never be used. */
