@@ -19,9 +19,10 @@ const USAGE = `npm run bench -- [options]
   --connections <n>     autocannon connections (default 50)
   --duration <s>        measured seconds per scenario and target (default 10)
   --warmup <s>          warm-up seconds before each measurement (default 2)
-  --rounds <n>          measure each scenario n times, ceiling then server each time, and
-                        report the round with the median ratio (default 1; 3 or 5 on a noisy
-                        machine, where one 10 s pair can be off by 10 points either way)
+  --rounds <n>          measure each scenario n times, ceiling then server each time, each
+                        round visiting every scenario, and report the round with the median
+                        ratio (default 1; 3 or 5 on a noisy machine, where one 10 s pair can
+                        be off by 10 points either way)
   --scenarios <list>    comma-separated, from: ${SCENARIO_NAMES.join(', ')} (default all)
   --database-url <url>  postgres://… : a fresh database is created next to this one and dropped
                         afterwards (default: a fresh SQLite file in the temp directory)
@@ -265,35 +266,39 @@ async function main() {
   if (loaded.status !== 200) throw new Error(`the ceiling refused its responses: ${loaded.status} ${loaded.body}`);
   log(`ceiling: ${ceiling.url} (pid ${ceiling.pid})`);
 
-  // 5. Scenario by scenario: the ceiling, then the server, so both see the same machine state.
+  // 5. Round by round, scenario by scenario: the ceiling, then the server, so both see the same
+  // machine state; and each round visits every scenario, so a machine that slows down for a
+  // minute weighs on every scenario's rounds alike instead of on one scenario.
   const rounds = options.rounds > 1 ? `${options.rounds} rounds × ` : '';
   log(`running ${outcomes.filter((o) => !o.skipped).length} scenarios × ${rounds}2 targets × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections`);
-  for (const outcome of outcomes) {
-    if (outcome.skipped) continue;
-    const activated = await httpRequest(ceiling.url, { method: 'PUT', path: '/__ceiling/active', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scenario: outcome.name }) });
-    if (activated.status !== 200) throw new Error(`the ceiling could not switch to ${outcome.name}: ${activated.body}`);
-    const job = { scenario: outcome.name, connections: options.connections, durationSeconds: options.duration, warmupSeconds: options.warmup };
-    const measured: { ceiling: LoadResult; server: LoadResult; ratio: number }[] = [];
-    for (let round = 0; round < options.rounds; round++) {
+  const measured = new Map<ScenarioOutcome, { ceiling: LoadResult; server: LoadResult; ratio: number }[]>();
+  for (let round = 0; round < options.rounds; round++) {
+    for (const outcome of outcomes) {
+      if (outcome.skipped) continue;
+      const activated = await httpRequest(ceiling.url, { method: 'PUT', path: '/__ceiling/active', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scenario: outcome.name }) });
+      if (activated.status !== 200) throw new Error(`the ceiling could not switch to ${outcome.name}: ${activated.body}`);
+      const job = { scenario: outcome.name, connections: options.connections, durationSeconds: options.duration, warmupSeconds: options.warmup };
       const ceilingResult = await runLoad(path.join(work, `${outcome.name}-${round}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c', round) });
       const serverResult = await runLoad(path.join(work, `${outcome.name}-${round}-server.json`), { ...job, url: server.url, data: dataFor('s', round) });
       if (server.child.exitCode !== null || server.child.signalCode !== null) {
         throw new Error(`the server exited during ${outcome.name}:\n${server.stderrTail()}`);
       }
       const ratio = serverResult.requestsPerSecond / ceilingResult.requestsPerSecond;
-      measured.push({ ceiling: ceilingResult, server: serverResult, ratio });
+      measured.set(outcome, [...(measured.get(outcome) ?? []), { ceiling: ceilingResult, server: serverResult, ratio }]);
       log(
         `  ${outcome.name}${options.rounds > 1 ? ` (round ${round + 1})` : ''}: server ${fmt(serverResult.requestsPerSecond)} req/s ` +
           `(p99 ${fmt(serverResult.latencyP99Ms)} ms, ${badCount(serverResult)} bad), ceiling ${fmt(ceilingResult.requestsPerSecond)} req/s: ${(ratio * 100).toFixed(1)} %`,
       );
     }
+  }
+  for (const [outcome, results] of measured) {
     // The median round (the lower middle one for an even count): one outlier pair cannot move it.
-    const median = [...measured].sort((a, b) => a.ratio - b.ratio)[Math.floor((measured.length - 1) / 2)];
+    const median = [...results].sort((a, b) => a.ratio - b.ratio)[Math.floor((results.length - 1) / 2)];
     outcome.ceiling = median.ceiling;
     outcome.server = median.server;
     outcome.ratio = median.ratio;
-    if (measured.length > 1) {
-      outcome.rounds = measured.map((m) => ({ ceilingRequestsPerSecond: m.ceiling.requestsPerSecond, serverRequestsPerSecond: m.server.requestsPerSecond, ratio: m.ratio }));
+    if (results.length > 1) {
+      outcome.rounds = results.map((m) => ({ ceilingRequestsPerSecond: m.ceiling.requestsPerSecond, serverRequestsPerSecond: m.server.requestsPerSecond, ratio: m.ratio }));
     }
   }
   const memoryAfter = residentMemoryKb(server.pid);

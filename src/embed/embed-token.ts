@@ -103,10 +103,11 @@ export class EmbedTokens {
 
   /** The claims of a genuine, unexpired embed token; undefined for anything else. */
   async verify(token: string, now: Date): Promise<EmbedClaims | undefined> {
-    if (!isCanonicalJws(token)) return undefined;
     const cacheKey = hashToken(token);
     const known = this.verified.get(cacheKey);
+    // Found by its hash: this very token was canonical and verified before.
     if (known) return known.expiresAt > now && this.stillPublished(known.kid) ? known : undefined;
+    if (!isCanonicalJws(token)) return undefined;
     let claims: EmbedClaims | undefined;
     try {
       const { alg } = decodeProtectedHeader(token);
