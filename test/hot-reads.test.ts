@@ -71,6 +71,8 @@ forEachBackend('hot reads', (backend) => {
   });
 });
 
+const flipLast = (token: string) => `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
+
 forEachBackend('concurrent hot reads, answered in batches', (backend) => {
   const t = useTestApp(backend);
   const groups = new Map<string, { team_id: number; token: string }>();
@@ -123,6 +125,24 @@ forEachBackend('concurrent hot reads, answered in batches', (backend) => {
       assert.equal(res.status, 200, res.text);
       assert.equal(res.body.user_group.provided_id, id);
       assert.equal(res.body.variables.user_group_id, id);
+      assert.equal(res.body.variables.n, Number(id.slice('batch-'.length)));
+    });
+  });
+
+  it('120 concurrent embed context calls with embed tokens (their groups read by team id, in batches) each get their own group', async () => {
+    const known = [...groups.keys()].slice(100, 150);
+    const issued = await Promise.all(known.map((id) => t.request('POST', '/api/embed_token', { token: t.token, body: { user_group_id: id } })));
+    const calls = [
+      ...known.map((id, i) => ({ id, token: issued[i].body.embed_token })),
+      ...known.map((id, i) => ({ id, token: issued[i].body.embed_token })), // each asked twice
+      ...known.slice(0, 20).map((id, i) => ({ id: undefined, token: flipLast(issued[i].body.embed_token) })), // altered
+    ];
+    const responses = await Promise.all(calls.map((c) => t.request('GET', '/api/embed/context', { headers: { authorization: `Bearer ${c.token}` } })));
+    responses.forEach((res, i) => {
+      const { id } = calls[i];
+      if (id === undefined) return assert.equal(res.status, 401, res.text);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.user_group.provided_id, id);
       assert.equal(res.body.variables.n, Number(id.slice('batch-'.length)));
     });
   });

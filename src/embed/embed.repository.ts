@@ -52,10 +52,21 @@ const selectByRetiredTokenHash = preparedRead((db, tokenHash: string, now: strin
   return { compile: () => raw.compile(db) };
 });
 
-const selectByTeamId = preparedRead((db, teamId: number) => {
-  const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`);
-  return { compile: () => raw.compile(db) };
-});
+/** The group an embed token names. Batched like the token lookups: every page view asks it. */
+const selectByTeamId = preparedRead(
+  (db, teamId: number) => {
+    const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`);
+    return { compile: () => raw.compile(db) };
+  },
+  {
+    batched: (teamIds) =>
+      batchedWithAncestry<EmbedGroupRow>(
+        EMBED_FIELDS,
+        sql`unnest(${teamIds}::int8[]) with ordinality as k(team_id, batch_index)`,
+        sql`user_groups.team_id = k.team_id`,
+      ),
+  },
+);
 
 /** A hierarchy deeper than the ancestry reaches: the whole chain (UGS_MAX_HIERARCHY_DEPTH above 3). */
 const selectChainByTeamId = preparedRead((db, teamId: number) => {
@@ -81,7 +92,7 @@ export function findGroupByRetiredTokenHash(reads: HotReads, tokenHash: string, 
   return resolved(reads, selectByRetiredTokenHash, tokenHash, now);
 }
 
-/** The group an embed token names (primary key). */
+/** The group an embed token names (primary key; batched on PostgreSQL). */
 export function findGroupByTeamId(reads: HotReads, teamId: number): Promise<EmbedGroup | undefined> {
   return resolved(reads, selectByTeamId, teamId);
 }
