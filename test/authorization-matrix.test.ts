@@ -314,4 +314,22 @@ forEachBackend('authorization matrix', (backend) => {
       });
     }
   }
+
+  // API tokens over HTTP: the cells of "no escalation" beyond the rows above (docs/api.md,
+  // "API tokens over HTTP"). Each refusal changes nothing.
+  it('POST /api/api_tokens: a scope the caller lacks -> 403 insufficient_scope (admin does not imply read, write does not imply admin)', async () => {
+    const readAdmin = (await t.issueToken({ account: 'caller', scopes: ['read', 'admin'] })).token;
+    const adminOnly = (await t.issueToken({ account: 'caller', scopes: ['admin'] })).token;
+    await assertRefused({ method: 'POST', url: '/api/api_tokens', body: { scopes: ['write'] } }, { token: readAdmin }, 403, 'insufficient_scope');
+    await assertRefused({ method: 'POST', url: '/api/api_tokens', body: { scopes: ['read'] } }, { token: adminOnly }, 403, 'insufficient_scope');
+  });
+
+  it('POST /api/api_tokens: a token restricted to Testing asking for both environments -> 403 environment_forbidden', async () => {
+    await assertRefused({ method: 'POST', url: '/api/api_tokens', body: { scopes: ['read'], allowed_environment: null } }, { token: tokens.testingOnly }, 403, 'environment_forbidden');
+  });
+
+  it("DELETE /api/api_tokens/:id: the account's last active admin token revoking itself -> 409 last_admin_token", async () => {
+    const solo = await t.issueToken({ account: 'solo-admin', scopes: ['admin'] });
+    await assertRefused({ method: 'DELETE', url: `/api/api_tokens/${solo.id}` }, { token: solo.token }, 409, 'last_admin_token');
+  });
 });

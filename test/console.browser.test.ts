@@ -125,6 +125,9 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.goto(`${server.baseUrl}/console`);
     await page.getByLabel('API token').waitFor();
     await assertAccessible('sign-in');
+    await page.getByLabel('API token').fill('x'); // the button is enabled once there is a token
+    await assertKeyboardReachable('sign-in');
+    await page.getByLabel('API token').fill('');
     await shot('sign-in');
     await page.getByLabel('API token').fill('ugs_api_not-a-real-token');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -198,6 +201,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByLabel('Tags').fill('beta, trial');
     await page.getByLabel('Properties').fill('{"region": "amer"}');
     await assertAccessible('create');
+    await assertKeyboardReachable('create');
     await page.getByRole('button', { name: 'Create' }).click();
     await page.getByRole('heading', { name: 'Created initech' }).waitFor();
     assert.match(await page.getByLabel('User group token').inputValue(), /^ugs_grp_/);
@@ -281,7 +285,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.equal(after.body.user_group.token, newToken);
     assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${oldToken}` } })).status, 200, 'the old token, in its grace period');
     await dialog.getByRole('button', { name: 'Close' }).click();
-    assert.equal(await page.locator('dialog[open]').count(), 0);
+    await page.locator('dialog[open]').waitFor({ state: 'detached' });
     assert.equal(await page.getByText(newToken).count(), 0, 'shown once: gone when the dialog closes');
   });
 
@@ -351,6 +355,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByRole('heading', { name: 'Customer 1' }).waitFor();
     await page.locator('table.variables tbody tr').first().waitFor();
     for (const name of ['Edit', 'Rotate token', 'Delete']) assert.equal(await page.getByRole(name === 'Edit' ? 'link' : 'button', { name, exact: true }).count(), 0, name);
+    await assertAccessible('read-only group');
     await shot('read-only');
     await page.getByRole('button', { name: 'Sign out' }).click();
   });

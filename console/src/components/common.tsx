@@ -49,7 +49,7 @@ export function ShownOnce({ label, value }: { label: string; value: string }) {
   );
 }
 
-/** A modal <dialog>: focus moves into it, Escape closes it, the page behind is inert. */
+/** A modal <dialog>: focus moves into it, Escape or Close closes it at once (its close event tells the page), the page behind is inert. */
 export function Dialog({ title, open, onClose, children }: { title: string; open: boolean; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
@@ -62,7 +62,7 @@ export function Dialog({ title, open, onClose, children }: { title: string; open
     <dialog ref={ref} aria-labelledby={titleId} onClose={onClose}>
       <h2 id={titleId}>{title}</h2>
       {open ? children : null}
-      <button type="button" class="secondary" onClick={onClose}>
+      <button type="button" class="secondary" onClick={() => ref.current?.close()}>
         Close
       </button>
     </dialog>
