@@ -1,12 +1,11 @@
 // API tokens as the API answers them: an allow-list of fields, so neither a token value nor
 // its hash can reach a response.
 import type { AuditLogRow } from '../db/schema.ts';
-import type { ApiTokenListing } from '../auth/api-tokens.service.ts';
+import { apiTokenStatus, type ApiTokenListing } from '../auth/api-tokens.repository.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { ApiTokenJson } from './api-tokens.schemas.ts';
 
 export function apiTokenJson(token: ApiTokenListing, now: Date): ApiTokenJson {
-  const expired = token.expires_at !== null && Date.parse(token.expires_at) <= now.getTime();
   return {
     id: token.id,
     name: token.name,
@@ -14,7 +13,7 @@ export function apiTokenJson(token: ApiTokenListing, now: Date): ApiTokenJson {
     scopes: token.scopes.split(',') as Scope[],
     allowed_environment: token.allowed_environment,
     default_environment: token.default_environment,
-    status: token.revoked_at !== null ? 'revoked' : expired ? 'expired' : 'active',
+    status: apiTokenStatus(token, now),
     expires_at: token.expires_at,
     revoked_at: token.revoked_at,
     created_at: token.created_at,

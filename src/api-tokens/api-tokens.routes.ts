@@ -7,10 +7,9 @@ import type { DatabaseHandle } from '../db/database.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { requireScope, type Principal } from '../auth/principal.ts';
 import { createApiTokenAs, revokeApiTokenAs } from '../auth/api-tokens.service.ts';
-import { listApiTokenRows } from '../auth/api-tokens.repository.ts';
 import { apiTokenHistory } from '../audit/audit.repository.ts';
 import { apiTokenHistoryOperation, createApiTokenOperation, currentApiTokenOperation, listApiTokensOperation, revokeApiTokenOperation } from './api-tokens.operations.ts';
-import { findAccountApiToken } from '../auth/api-tokens.repository.ts';
+import { findAccountApiToken, listApiTokenRows } from '../auth/api-tokens.repository.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import { apiTokenHistoryEntryJson, apiTokenJson } from './api-tokens.json.ts';
 
@@ -65,9 +64,7 @@ export function registerApiTokenRoutes(app: FastifyInstance, deps: ApiTokenRoute
   });
 
   api.get('/api/api_tokens/history', { schema: apiTokenHistoryOperation }, async (request) => {
-    const principal = admin(request);
-    const tokens = await listApiTokenRows(deps.database.db, principal.accountId);
-    const entries = await apiTokenHistory(deps.database.db, principal.accountId, tokens.map((token) => token.id), request.query.limit ?? 100);
+    const entries = await apiTokenHistory(deps.database.db, admin(request).accountId, request.query.limit ?? 100);
     return { success: 1 as const, entries: entries.map(apiTokenHistoryEntryJson) };
   });
 

@@ -54,7 +54,6 @@ export const CreateApiTokenBody = Type.Object(
   },
   { title: 'CreateApiTokenRequest', additionalProperties: false, examples: [{ name: 'reporting backend', scopes: ['read'], allowed_environment: 'Customer' }] },
 );
-export type CreateApiTokenInput = Static<typeof CreateApiTokenBody>;
 
 export const CreatedApiTokenResponse = Type.Object(
   {

@@ -1,6 +1,7 @@
 // The append-only history of changes. Entries are written in the same transaction as the
 // change they describe, so a failed request leaves none; they never hold a token value.
 import type { Kysely } from 'kysely';
+import { sql } from '../db/kysely.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
 
 export interface AuditEntry {
@@ -103,14 +104,12 @@ export function accountHistory(db: Kysely<Database>, accountId: number, limit: n
  * ids on the (subject_type, subject_id) index: an account's group history may be millions
  * of entries, its token history a few.
  */
-export function apiTokenHistory(db: Kysely<Database>, accountId: number, tokenIds: readonly number[], limit: number): Promise<AuditLogRow[]> {
-  if (tokenIds.length === 0) return Promise.resolve([]);
+export function apiTokenHistory(db: Kysely<Database>, accountId: number, limit: number): Promise<AuditLogRow[]> {
   return db
     .selectFrom('audit_log')
     .selectAll()
     .where('subject_type', '=', 'api_token')
-    .where('subject_id', 'in', tokenIds.map(String))
-    .where('account_id', '=', accountId)
+    .where('subject_id', 'in', db.selectFrom('api_tokens').select(sql<string>`cast(id as text)`.as('id')).where('account_id', '=', accountId))
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();

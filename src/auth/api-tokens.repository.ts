@@ -32,6 +32,14 @@ export function insertApiTokenRow(db: Kysely<Database>, values: Insertable<ApiTo
 
 export type ApiTokenListing = Omit<ApiTokenRow, 'token_hash'>;
 
+export type ApiTokenStatus = 'active' | 'expired' | 'revoked';
+
+/** Whether a token works at `now` (docs/api.md, "Tokens": expiry is checked on every request). */
+export function apiTokenStatus(token: Pick<ApiTokenRow, 'revoked_at' | 'expires_at'>, now: Date): ApiTokenStatus {
+  if (token.revoked_at !== null) return 'revoked';
+  return token.expires_at !== null && Date.parse(token.expires_at) <= now.getTime() ? 'expired' : 'active';
+}
+
 export function listApiTokenRows(db: Kysely<Database>, accountId: number): Promise<ApiTokenListing[]> {
   return db
     .selectFrom('api_tokens')
@@ -63,6 +71,6 @@ export function findAccountApiToken(db: Kysely<Database>, accountId: number, id:
 }
 
 /** The account's tokens that are not revoked (expired ones included: the caller knows the time). */
-export function unrevokedApiTokens(db: Kysely<Database>, accountId: number): Promise<Pick<ApiTokenRow, 'id' | 'scopes' | 'expires_at'>[]> {
-  return db.selectFrom('api_tokens').select(['id', 'scopes', 'expires_at']).where('account_id', '=', accountId).where('revoked_at', 'is', null).execute();
+export function unrevokedApiTokens(db: Kysely<Database>, accountId: number): Promise<Pick<ApiTokenRow, 'id' | 'scopes' | 'expires_at' | 'revoked_at'>[]> {
+  return db.selectFrom('api_tokens').select(['id', 'scopes', 'expires_at', 'revoked_at']).where('account_id', '=', accountId).where('revoked_at', 'is', null).execute();
 }

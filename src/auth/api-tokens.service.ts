@@ -11,6 +11,7 @@ import { ensureAccount, findAccountBySlug, lockAccount } from '../accounts/accou
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenStart } from './token-format.ts';
 import {
+  apiTokenStatus,
   findAccountApiToken,
   insertApiTokenRow,
   listApiTokenRows,
@@ -177,8 +178,8 @@ export async function createApiTokenAs(
   });
 }
 
-const isActiveAdmin = (token: { scopes: string; expires_at: string | null }, now: Date) =>
-  token.scopes.split(',').includes('admin') && (token.expires_at === null || Date.parse(token.expires_at) > now.getTime());
+const isActiveAdmin = (token: Pick<ApiTokenListing, 'scopes' | 'expires_at' | 'revoked_at'>, now: Date) =>
+  token.scopes.split(',').includes('admin') && apiTokenStatus(token, now) === 'active';
 
 /**
  * Revokes a token of the revoker's account. The account keeps at least one active admin

@@ -7,6 +7,7 @@ import type { Environment } from '../db/schema.ts';
 import { openMigratedDatabase } from '../runtime.ts';
 import { ACCOUNT_SLUG, ensureAccount, findAccountBySlug, listAccounts } from '../accounts/accounts.repository.ts';
 import { issueApiToken, listApiTokens, revokeApiToken } from '../auth/api-tokens.service.ts';
+import { apiTokenStatus } from '../auth/api-tokens.repository.ts';
 import { SCOPES, type Scope } from '../auth/principal.ts';
 import { accountHistory, userGroupHistory } from '../audit/audit.repository.ts';
 import { parseDuration } from './duration.ts';
@@ -190,8 +191,7 @@ export function buildCli(): Command {
     .action(async (opts: { account: string; json?: boolean }) => {
       const rows = await withDatabase((h) => listApiTokens(h.db, opts.account));
       if (!rows) throw new UsageError(`no account "${opts.account}"`);
-      const state = (r: (typeof rows)[number]) =>
-        r.revoked_at ? 'revoked' : r.expires_at && Date.parse(r.expires_at) <= Date.now() ? 'expired' : 'active';
+      const state = (r: (typeof rows)[number]) => apiTokenStatus(r, new Date());
       print(
         !!opts.json,
         rows.map((r) => ({ ...r, status: state(r) })),

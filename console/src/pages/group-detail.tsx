@@ -6,7 +6,7 @@ import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/cl
 import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
 import { findGroup, currentToken, pretty } from '../groups.ts';
-import { Dialog, ErrorAlert, ShownOnce, formatTime, useLoad } from '../components/common.tsx';
+import { Dialog, ErrorAlert, ShownOnce, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
 import { isUserGroupServiceError } from '../../../packages/client/src/index.ts';
 
 interface Props {
@@ -146,14 +146,12 @@ function GroupView({ session, environment, group, reload }: { session: Session; 
       <section aria-labelledby="history-title">
         <h2 id="history-title">History</h2>
         {history.error ? <ErrorAlert error={history.error} /> : null}
-        <ol class="timeline">
-          {history.data?.entries.map((entry) => (
-            <li>
-              <p class="when">{formatTime(entry.created_at)}</p>
+        <Timeline entries={history.data?.entries}>
+          {(entry) => (
+            <>
               <p>
                 <strong>{entry.action.replace('user_group.', '')}</strong>
-                {entry.changed_fields?.length ? ` of ${entry.changed_fields.join(', ')}` : ''}
-                {entry.actor_token_id !== null ? ` by API token ${entry.actor_token_id}` : ' by the command-line tool'}
+                {entry.changed_fields?.length ? ` of ${entry.changed_fields.join(', ')}` : ''} {actedBy(entry.actor_token_id)}
               </p>
               {entry.details &&
                 Object.entries(entry.details).map(([field, change]) => (
@@ -161,9 +159,9 @@ function GroupView({ session, environment, group, reload }: { session: Session; 
                     <code>{field}</code>: {JSON.stringify(change.old)} → {JSON.stringify(change.new)}
                   </p>
                 ))}
-            </li>
-          ))}
-        </ol>
+            </>
+          )}
+        </Timeline>
       </section>
 
       <RotateDialog open={dialog === 'rotate'} onClose={() => setDialog(null)} session={session} environment={environment} id={id} onRotated={reload} />

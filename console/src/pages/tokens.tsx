@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import type { CreateApiTokenParams } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { Dialog, ErrorAlert, ShownOnce, Status, formatTime, useLoad } from '../components/common.tsx';
+import { Dialog, ErrorAlert, ShownOnce, Status, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
 
 type ScopeName = 'read' | 'write' | 'admin';
 
@@ -66,17 +66,13 @@ export function TokensPage({ session }: { session: Session }) {
 
       <section aria-labelledby="token-history-title">
         <h2 id="token-history-title">History</h2>
-        <ol class="timeline">
-          {history.data?.entries.map((entry) => (
-            <li>
-              <p class="when">{formatTime(entry.created_at)}</p>
-              <p>
-                Token {entry.api_token_id} {entry.action === 'api_token.issue' ? 'issued' : 'revoked'}{' '}
-                {entry.actor_token_id === null ? 'by the command-line tool' : `by API token ${entry.actor_token_id}`}
-              </p>
-            </li>
-          ))}
-        </ol>
+        <Timeline entries={history.data?.entries}>
+          {(entry) => (
+            <p>
+              Token {entry.api_token_id} {entry.action === 'api_token.issue' ? 'issued' : 'revoked'} {actedBy(entry.actor_token_id)}
+            </p>
+          )}
+        </Timeline>
       </section>
 
       <RevokeDialog
