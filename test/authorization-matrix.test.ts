@@ -40,6 +40,8 @@ interface RouteRow {
   scope?: 'write' | 'admin';
   /** Works on the account, in no environment: an environment-restricted token is not refused for that. */
   noEnvironment?: boolean;
+  /** Works on API tokens: an environment-restricted admin sees only those restricted to its environment. */
+  tokensOfItsEnvironment?: boolean;
   /** Answers a forbidden environment as `active: false` (RFC 7662 reveals nothing) instead of 403. */
   inactiveWhenForbidden?: boolean;
 }
@@ -101,7 +103,7 @@ const ROUTES: Record<string, RouteRow> = {
   'GET /api/api_tokens': {
     kind: 'api',
     scope: 'admin',
-    noEnvironment: true,
+    tokensOfItsEnvironment: true,
     probe: () => ({ method: 'GET', url: '/api/api_tokens' }),
     otherAccount: { status: 200 }, // the caller's own tokens only
   },
@@ -121,14 +123,14 @@ const ROUTES: Record<string, RouteRow> = {
   'DELETE /api/api_tokens/:id': {
     kind: 'api',
     scope: 'admin',
-    noEnvironment: true,
+    tokensOfItsEnvironment: true,
     probe: (t) => ({ method: 'DELETE', url: `/api/api_tokens/${t.apiTokenId}` }),
     otherAccount: { status: 404, code: 'api_token_not_found' },
   },
   'GET /api/api_tokens/history': {
     kind: 'api',
     scope: 'admin',
-    noEnvironment: true,
+    tokensOfItsEnvironment: true,
     probe: () => ({ method: 'GET', url: '/api/api_tokens/history' }),
     otherAccount: { status: 200 },
   },
@@ -277,6 +279,31 @@ forEachBackend('authorization matrix', (backend) => {
         continue;
       }
 
+      if (row.tokensOfItsEnvironment) {
+        it(`${key}: an admin restricted to Testing reaches only the tokens restricted to Testing; others answer as another account's`, async () => {
+          const testingTokenIds = new Set(
+            (await t.handle.db.selectFrom('api_tokens').select('id').where('allowed_environment', '=', 'Testing').execute()).map((r) => Number(r.id)),
+          );
+          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
+          if (key === 'DELETE /api/api_tokens/:id') {
+            // The probe's token is unrestricted: not this admin's to see, so not found, and still active.
+            assert.equal(res.status, 404, res.text);
+            assert.equal(res.body.error.code, 'api_token_not_found');
+            const customerOnly = await t.issueToken({ account: 'caller', env: 'Customer', scopes: ['read'] });
+            await assertRefused({ method: 'DELETE', url: `/api/api_tokens/${customerOnly.id}` }, { token: tokens.testingOnly }, 404, 'api_token_not_found');
+            const testingOwn = await t.issueToken({ account: 'caller', env: 'Testing', scopes: ['read'] });
+            const revoked = await send({ method: 'DELETE', url: `/api/api_tokens/${testingOwn.id}` }, { token: tokens.testingOnly });
+            assert.equal(revoked.status, 200, revoked.text);
+            return;
+          }
+          assert.equal(res.status, 200, res.text);
+          const ids: number[] = key === 'GET /api/api_tokens' ? res.body.api_tokens.map((token: { id: number }) => token.id) : res.body.entries.map((entry: { api_token_id: number }) => entry.api_token_id);
+          assert.ok(ids.length > 0, `${key} shows the Testing tokens`);
+          for (const id of ids) assert.ok(testingTokenIds.has(id), `${key} shows token ${id}, which is not restricted to Testing`);
+        });
+        continue;
+      }
+
       if (row.inactiveWhenForbidden) {
         it(`${key}: an API token restricted to Testing, used on Customer -> active: false`, async () => {
           const before = await snapshot();
@@ -332,4 +359,20 @@ forEachBackend('authorization matrix', (backend) => {
     const solo = await t.issueToken({ account: 'solo-admin', scopes: ['admin'] });
     await assertRefused({ method: 'DELETE', url: `/api/api_tokens/${solo.id}` }, { token: solo.token }, 409, 'last_admin_token');
   });
+
+  it('DELETE /api/api_tokens/:id: admins that expire or are restricted to one environment do not count as the last admin -> 409 last_admin_token', async () => {
+    const lasting = await t.issueToken({ account: 'expiring-admins', scopes: ['admin'] });
+    const expiring = await t.issueToken({ account: 'expiring-admins', scopes: ['admin'], expiresInMs: 3_600_000 });
+    const restricted = await t.issueToken({ account: 'expiring-admins', scopes: ['admin'], env: 'Testing' });
+    // Expiry alone would otherwise leave the account without a working admin token.
+    await assertRefused({ method: 'DELETE', url: `/api/api_tokens/${lasting.id}` }, { token: expiring.token }, 409, 'last_admin_token');
+    await assertRefused({ method: 'DELETE', url: `/api/api_tokens/${lasting.id}` }, { token: lasting.token }, 409, 'last_admin_token');
+    // The restricted admin cannot even see the unrestricted one.
+    await assertRefused({ method: 'DELETE', url: `/api/api_tokens/${lasting.id}` }, { token: restricted.token }, 404, 'api_token_not_found');
+    // Another lasting admin: now the first may go.
+    await t.issueToken({ account: 'expiring-admins', scopes: ['admin', 'read'] });
+    const revoked = await send({ method: 'DELETE', url: `/api/api_tokens/${lasting.id}` }, { token: expiring.token });
+    assert.equal(revoked.status, 200, revoked.text);
+  });
+
 });

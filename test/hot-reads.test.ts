@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { inTransaction } from '../src/db/transaction.ts';
 import { ensureAccount } from '../src/accounts/accounts.repository.ts';
-import { findUserGroup, insertUserGroupIfAbsent, type UserGroupKey } from '../src/user-groups/user-groups.repository.ts';
+import { findUserGroup, insertUserGroupIfAbsent, type GroupIdentity } from '../src/user-groups/user-groups.repository.ts';
 import { forEachBackend, openTestDatabase, useTestApp, type OpenDatabase } from './helpers/harness.ts';
 
 forEachBackend('hot reads', (backend) => {
@@ -52,7 +52,7 @@ forEachBackend('hot reads', (backend) => {
     return { finish, done };
   }
 
-  const key = (providedId: string): UserGroupKey => ({ accountId, environment: 'Customer', providedId });
+  const key = (providedId: string): GroupIdentity => ({ accountId, environment: 'Customer', providedId });
 
   it('a lookup does not see a group inserted by a transaction that is still open, and sees it once committed', async () => {
     const insert = await openInsert('open-then-commit');

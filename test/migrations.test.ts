@@ -18,7 +18,7 @@ forEachBackend('migrations', (backend) => {
       const appliers = runs.filter((r) => r.stdout.includes('applied: 0001-initial'));
       assert.equal(appliers.length, 1, `exactly one process applied it:\n${runs.map((r) => r.stdout).join('')}`);
       const rows = await sql<{ name: string }>`select name from kysely_migration`.execute(handle.db);
-      assert.deepEqual(rows.rows.map((r) => r.name), ['0001-initial', '0002-plans-without-statistics', '0003-hierarchy-and-tags', '0004-embed-signing-keys']);
+      assert.deepEqual(rows.rows.map((r) => r.name), ['0001-initial', '0002-plans-without-statistics', '0003-hierarchy-and-tags', '0004-embed-signing-keys', '0005-tenant-columns']);
       const again = await migrateToLatest(handle);
       assert.deepEqual(again.applied, [], 'a later start finds nothing to do');
     } finally {

@@ -46,9 +46,10 @@ export function listAccounts(db: Kysely<Database>): Promise<AccountRow[]> {
   return db.selectFrom('accounts').selectAll().orderBy('id').execute();
 }
 
-/** The slugs of accounts by id, each read once: slugs never change. */
+/** The slugs of accounts by id and their ids by slug, each read once: neither ever changes. */
 export class AccountSlugs {
   private readonly slugs = new BoundedMap<number, string>(10_000);
+  private readonly ids = new BoundedMap<string, number>(10_000);
 
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -60,4 +61,15 @@ export class AccountSlugs {
     }
     return slug;
   }
+
+  /** The id of the account an embed token names; undefined if there is none (an unknown slug is not remembered). */
+  async idOf(slug: string): Promise<number | undefined> {
+    let id = this.ids.get(slug);
+    if (id === undefined) {
+      id = (await findAccountBySlug(this.db, slug))?.id;
+      if (id !== undefined) this.ids.set(slug, id);
+    }
+    return id;
+  }
 }
+

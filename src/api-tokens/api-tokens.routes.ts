@@ -6,10 +6,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { DatabaseHandle } from '../db/database.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { requireScope, type Principal } from '../auth/principal.ts';
-import { createApiTokenAs, revokeApiTokenAs } from '../auth/api-tokens.service.ts';
-import { apiTokenHistory } from '../audit/audit.repository.ts';
+import { apiTokenHistoryAs, createApiTokenAs, currentApiToken, listApiTokensAs, revokeApiTokenAs } from '../auth/api-tokens.service.ts';
 import { apiTokenHistoryOperation, createApiTokenOperation, currentApiTokenOperation, listApiTokensOperation, revokeApiTokenOperation } from './api-tokens.operations.ts';
-import { findAccountApiToken, listApiTokenRows } from '../auth/api-tokens.repository.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import { apiTokenHistoryEntryJson, apiTokenJson } from './api-tokens.json.ts';
 
@@ -31,7 +29,7 @@ export function registerApiTokenRoutes(app: FastifyInstance, deps: ApiTokenRoute
   api.get('/api/api_tokens', { schema: listApiTokensOperation }, async (request) => {
     const principal = admin(request);
     const now = deps.now();
-    const tokens = await listApiTokenRows(deps.database.db, principal.accountId);
+    const tokens = await listApiTokensAs(deps.database, principal);
     return { success: 1 as const, api_tokens: tokens.map((token) => apiTokenJson(token, now)) };
   });
 
@@ -58,13 +56,13 @@ export function registerApiTokenRoutes(app: FastifyInstance, deps: ApiTokenRoute
 
   api.get('/api/api_tokens/current', { schema: currentApiTokenOperation }, async (request) => {
     const principal = principalOf(request);
-    const token = await findAccountApiToken(deps.database.db, principal.accountId, principal.tokenId);
-    if (!token) throw new Error(`the authenticated API token ${principal.tokenId} is not in its account`);
+    const token = await currentApiToken(deps.database, principal);
     return { success: 1 as const, account: await deps.accountSlugs.get(principal.accountId), api_token: apiTokenJson(token, deps.now()) };
   });
 
   api.get('/api/api_tokens/history', { schema: apiTokenHistoryOperation }, async (request) => {
-    const entries = await apiTokenHistory(deps.database.db, admin(request).accountId, request.query.limit ?? 100);
+    const entries = await apiTokenHistoryAs(deps.database, admin(request), request.query.limit ?? 100);
+
     return { success: 1 as const, entries: entries.map(apiTokenHistoryEntryJson) };
   });
 

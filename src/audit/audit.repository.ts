@@ -3,6 +3,7 @@
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
+import { ownedBy, type Tenant } from '../db/tenant.ts';
 
 export interface AuditEntry {
   accountId: number;
@@ -61,11 +62,7 @@ function auditRow(entry: AuditEntry) {
  * A group's history, newest first. A group that exists is followed by its team_id, so its
  * history survives a rename; a deleted one is found by the user_group_id it had.
  */
-export async function userGroupHistory(
-  db: Kysely<Database>,
-  key: { accountId: number; environment: Environment; providedId: string },
-  limit: number,
-): Promise<AuditLogRow[]> {
+export async function userGroupHistory(db: Kysely<Database>, key: Tenant & { providedId: string }, limit: number): Promise<AuditLogRow[]> {
   const group = await db
     .selectFrom('user_groups')
     .select('team_id')
@@ -79,6 +76,7 @@ export async function userGroupHistory(
       .selectAll()
       .where('subject_type', '=', 'user_group')
       .where('subject_id', '=', String(group.team_id))
+      .where(ownedBy('audit_log', key))
       .orderBy('id', 'desc')
       .limit(limit)
       .execute();
@@ -100,17 +98,27 @@ export function accountHistory(db: Kysely<Database>, accountId: number, limit: n
 }
 
 /**
- * The issues and revocations of an account's API tokens, newest first. Found by the tokens'
- * ids on the (subject_type, subject_id) index: an account's group history may be millions
- * of entries, its token history a few.
+ * The issues and revocations of an account's API tokens, newest first; with `environment`,
+ * only of the tokens restricted to it. Found by the tokens' ids on the (subject_type,
+ * subject_id) index: an account's group history may be millions of entries, its token
+ * history a few.
  */
-export function apiTokenHistory(db: Kysely<Database>, accountId: number, limit: number): Promise<AuditLogRow[]> {
+export function apiTokenHistory(db: Kysely<Database>, accountId: number, environment: Environment | null, limit: number): Promise<AuditLogRow[]> {
+  const tokenIds = db
+    .selectFrom('api_tokens')
+    .select(sql<string>`cast(id as text)`.as('id'))
+    .where('account_id', '=', accountId)
+    .$if(environment !== null, (q) => q.where('allowed_environment', '=', environment!));
   return db
     .selectFrom('audit_log')
     .selectAll()
     .where('subject_type', '=', 'api_token')
-    .where('subject_id', 'in', db.selectFrom('api_tokens').select(sql<string>`cast(id as text)`.as('id')).where('account_id', '=', accountId))
+    .where('subject_id', 'in', tokenIds)
+    // "+ 0": a filter on the entries the index found, never a range of the account's whole history.
+    .where(sql<boolean>`audit_log.account_id + 0 = ${accountId}`)
+    .$if(environment !== null, (q) => q.where('audit_log.environment', '=', environment!))
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();
 }
+

@@ -1,6 +1,6 @@
 // Queries on API tokens. Only a SHA-256 of each token is stored (token-format.ts).
 import type { Insertable, Kysely } from 'kysely';
-import type { ApiTokenRow, ApiTokensTable, Database } from '../db/schema.ts';
+import type { ApiTokenRow, ApiTokensTable, Database, Environment } from '../db/schema.ts';
 import { preparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 
@@ -32,6 +32,17 @@ export function insertApiTokenRow(db: Kysely<Database>, values: Insertable<ApiTo
 
 export type ApiTokenListing = Omit<ApiTokenRow, 'token_hash'>;
 
+/**
+ * The tokens a caller may see and manage: its account's, and when the caller is restricted
+ * to an environment, only those restricted to the same one (docs/api.md, "API tokens over HTTP").
+ */
+export interface VisibleTokens {
+  accountId: number;
+  environment: Environment | null;
+}
+
+const LISTED_COLUMNS = API_TOKEN_COLUMNS.filter((column) => column !== 'token_hash');
+
 export type ApiTokenStatus = 'active' | 'expired' | 'revoked';
 
 /** Whether a token works at `now` (docs/api.md, "Tokens": expiry is checked on every request). */
@@ -40,37 +51,48 @@ export function apiTokenStatus(token: Pick<ApiTokenRow, 'revoked_at' | 'expires_
   return token.expires_at !== null && Date.parse(token.expires_at) <= now.getTime() ? 'expired' : 'active';
 }
 
-export function listApiTokenRows(db: Kysely<Database>, accountId: number): Promise<ApiTokenListing[]> {
+export function listApiTokenRows(db: Kysely<Database>, visible: VisibleTokens): Promise<ApiTokenListing[]> {
   return db
     .selectFrom('api_tokens')
-    .select(API_TOKEN_COLUMNS.filter((column) => column !== 'token_hash'))
-    .where('account_id', '=', accountId)
+    .select(LISTED_COLUMNS)
+    .where('account_id', '=', visible.accountId)
+    .$if(visible.environment !== null, (q) => q.where('allowed_environment', '=', visible.environment!))
     .orderBy('id')
     .execute();
 }
 
-/** Marks a token revoked unless it already is; returns it, or undefined. */
-export function markApiTokenRevoked(db: Kysely<Database>, id: number, at: string): Promise<{ id: number; account_id: number } | undefined> {
+/** One token the caller may see, or undefined (another account's, or another environment's, is not found either). */
+export function findVisibleApiToken(db: Kysely<Database>, visible: VisibleTokens, id: number): Promise<ApiTokenListing | undefined> {
+  return db
+    .selectFrom('api_tokens')
+    .select(LISTED_COLUMNS)
+    .where('account_id', '=', visible.accountId)
+    .$if(visible.environment !== null, (q) => q.where('allowed_environment', '=', visible.environment!))
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** A token of any account by its id, for the command-line tool, which acts for every account. */
+export function findApiTokenById(db: Kysely<Database>, id: number): Promise<ApiTokenListing | undefined> {
+  return db.selectFrom('api_tokens').select(LISTED_COLUMNS).where('id', '=', id).executeTakeFirst();
+}
+
+/** Marks a token the caller may see revoked unless it already is; returns it, or undefined. */
+export function markApiTokenRevoked(db: Kysely<Database>, visible: VisibleTokens, id: number, at: string): Promise<ApiTokenListing | undefined> {
   return db
     .updateTable('api_tokens')
     .set({ revoked_at: at })
     .where('id', '=', id)
+    .where('account_id', '=', visible.accountId)
+    .$if(visible.environment !== null, (q) => q.where('allowed_environment', '=', visible.environment!))
     .where('revoked_at', 'is', null)
-    .returning(['id', 'account_id'])
-    .executeTakeFirst();
-}
 
-/** One token of an account, or undefined (another account's token is not found either). */
-export function findAccountApiToken(db: Kysely<Database>, accountId: number, id: number): Promise<ApiTokenListing | undefined> {
-  return db
-    .selectFrom('api_tokens')
-    .select(API_TOKEN_COLUMNS.filter((column) => column !== 'token_hash'))
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
+    .returning(LISTED_COLUMNS)
     .executeTakeFirst();
 }
 
 /** The account's tokens that are not revoked (expired ones included: the caller knows the time). */
-export function unrevokedApiTokens(db: Kysely<Database>, accountId: number): Promise<Pick<ApiTokenRow, 'id' | 'scopes' | 'expires_at' | 'revoked_at'>[]> {
-  return db.selectFrom('api_tokens').select(['id', 'scopes', 'expires_at', 'revoked_at']).where('account_id', '=', accountId).where('revoked_at', 'is', null).execute();
+export function unrevokedApiTokens(db: Kysely<Database>, accountId: number): Promise<ApiTokenListing[]> {
+  return db.selectFrom('api_tokens').select(LISTED_COLUMNS).where('account_id', '=', accountId).where('revoked_at', 'is', null).execute();
 }
+

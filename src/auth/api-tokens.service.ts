@@ -12,13 +12,17 @@ import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenStart } from './token-format.ts';
 import {
   apiTokenStatus,
-  findAccountApiToken,
+  findApiTokenById,
+  findVisibleApiToken,
   insertApiTokenRow,
   listApiTokenRows,
   markApiTokenRevoked,
   unrevokedApiTokens,
   type ApiTokenListing,
+  type VisibleTokens,
 } from './api-tokens.repository.ts';
+import type { AuditLogRow } from '../db/schema.ts';
+import { apiTokenHistory } from '../audit/audit.repository.ts';
 import { hasScope, type Principal, type Scope } from './principal.ts';
 
 export interface IssueApiTokenInput {
@@ -78,6 +82,7 @@ export async function insertApiToken(
     accountId: account.id,
     subjectType: 'api_token',
     subjectId: row.id,
+    environment: input.allowedEnvironment,
     action: 'api_token.issue',
     actorTokenId: actor.tokenId,
     requestId: actor.requestId,
@@ -101,28 +106,57 @@ export type { ApiTokenListing };
 export async function listApiTokens(db: Kysely<Database>, accountSlug: string): Promise<ApiTokenListing[] | undefined> {
   const account = await findAccountBySlug(db, accountSlug);
   if (!account) return undefined;
-  return listApiTokenRows(db, account.id);
+  return listApiTokenRows(db, { accountId: account.id, environment: null });
 }
 
-/** Revokes a token; returns false if there is no such token or it was already revoked. */
+/**
+ * Revokes a token of any account, with no rule beyond "not already revoked": the command-line
+ * tool is the break-glass, run by whoever holds the database (it may revoke the last admin
+ * token, which HTTP refuses). False if there is no such token or it was already revoked.
+ */
 export async function revokeApiToken(handle: DatabaseHandle, id: number, actor: Actor, now: Date): Promise<boolean> {
-  return inTransaction(handle, (trx) => revokeApiTokenRow(trx, id, actor, now));
+  return inTransaction(handle, async (trx) => {
+    const token = await findApiTokenById(trx, id);
+    return token !== undefined && (await revokeApiTokenRow(trx, { accountId: token.account_id, environment: null }, id, actor, now)) !== undefined;
+  });
 }
 
-/** Marks a token revoked and audits it, inside the caller's transaction; false if it already was. */
-async function revokeApiTokenRow(trx: Kysely<Database>, id: number, actor: Actor, now: Date): Promise<boolean> {
-  const row = await markApiTokenRevoked(trx, id, now.toISOString());
-  if (!row) return false;
+/** Marks a token revoked and audits it, inside the caller's transaction; undefined if it already was. */
+async function revokeApiTokenRow(trx: Kysely<Database>, visible: VisibleTokens, id: number, actor: Actor, now: Date): Promise<ApiTokenListing | undefined> {
+  const row = await markApiTokenRevoked(trx, visible, id, now.toISOString());
+  if (!row) return undefined;
   await appendAudit(trx, {
     accountId: row.account_id,
     subjectType: 'api_token',
     subjectId: row.id,
+    environment: row.allowed_environment,
     action: 'api_token.revoke',
     actorTokenId: actor.tokenId,
     requestId: actor.requestId,
     at: now,
   });
-  return true;
+  return row;
+}
+
+/** The tokens a principal may see and manage (VisibleTokens). */
+function visibleTo(principal: Principal): VisibleTokens {
+  return { accountId: principal.accountId, environment: principal.allowedEnvironment };
+}
+
+export function listApiTokensAs(handle: DatabaseHandle, principal: Principal): Promise<ApiTokenListing[]> {
+  return listApiTokenRows(handle.db, visibleTo(principal));
+}
+
+/** The issues and revocations of the tokens a principal may see, newest first. */
+export function apiTokenHistoryAs(handle: DatabaseHandle, principal: Principal, limit: number): Promise<AuditLogRow[]> {
+  return apiTokenHistory(handle.db, principal.accountId, principal.allowedEnvironment, limit);
+}
+
+/** The principal's own token, as a listing (any token may ask who it is). */
+export async function currentApiToken(handle: DatabaseHandle, principal: Principal): Promise<ApiTokenListing> {
+  const token = await findVisibleApiToken(handle.db, visibleTo(principal), principal.tokenId);
+  if (!token) throw new Error(`the authenticated API token ${principal.tokenId} is not in its account`);
+  return token;
 }
 
 /** What an admin token asks for when it creates a token over HTTP. */
@@ -172,33 +206,44 @@ export async function createApiTokenAs(
   return inTransaction(handle, async (trx) => {
     const account = await lockAccount(trx, creator.accountId);
     const issued = await insertApiToken(trx, account, { scopes: request.scopes, allowedEnvironment, defaultEnvironment, expiresAt, name: request.name }, actor, now);
-    const listing = await findAccountApiToken(trx, creator.accountId, issued.id);
+    const listing = await findVisibleApiToken(trx, visibleTo(creator), issued.id);
     if (!listing) throw new Error(`API token ${issued.id} vanished in its own transaction`);
     return { token: issued.token, listing };
   });
 }
 
-const isActiveAdmin = (token: Pick<ApiTokenListing, 'scopes' | 'expires_at' | 'revoked_at'>, now: Date) =>
-  token.scopes.split(',').includes('admin') && apiTokenStatus(token, now) === 'active';
+/**
+ * An admin token that keeps the account manageable whatever happens to the others: active,
+ * unrestricted (it sees every token) and without an expiry (time alone cannot end it).
+ */
+const isLastingAdmin = (token: ApiTokenListing, now: Date) =>
+  token.scopes.split(',').includes('admin') && token.allowed_environment === null && token.expires_at === null && apiTokenStatus(token, now) === 'active';
 
 /**
- * Revokes a token of the revoker's account. The account keeps at least one active admin
- * token: revoking the last one (the revoker itself, or one a concurrent request left last)
- * is refused, with the account locked so that two such revocations cannot both pass.
+ * Revokes a token the revoker may see (VisibleTokens: others answer 404, as another account's
+ * do). The account keeps one lasting admin token (isLastingAdmin): revoking the last one (the
+ * revoker itself, or one a concurrent request left last) is refused, with the account locked
+ * so that two such revocations cannot both pass. The command-line tool is the break-glass.
  */
 export async function revokeApiTokenAs(handle: DatabaseHandle, revoker: Principal, id: number, actor: Actor, now: Date): Promise<ApiTokenListing> {
   return inTransaction(handle, async (trx) => {
     await lockAccount(trx, revoker.accountId);
-    const target = await findAccountApiToken(trx, revoker.accountId, id);
+    const target = await findVisibleApiToken(trx, visibleTo(revoker), id);
     if (!target) throw new AppError('api_token_not_found', `no API token with id ${id} in this account`);
     if (target.revoked_at !== null) throw new AppError('api_token_revoked', `API token ${id} was already revoked at ${target.revoked_at}`);
-    if (isActiveAdmin(target, now)) {
-      const otherAdmins = (await unrevokedApiTokens(trx, revoker.accountId)).filter((token) => token.id !== id && isActiveAdmin(token, now));
-      if (otherAdmins.length === 0) {
-        throw new AppError('last_admin_token', `API token ${id} is the account's last active token with the admin scope: create another admin token before revoking it`);
+    if (isLastingAdmin(target, now)) {
+      const others = (await unrevokedApiTokens(trx, revoker.accountId)).filter((token) => token.id !== id && isLastingAdmin(token, now));
+      if (others.length === 0) {
+        throw new AppError(
+          'last_admin_token',
+          `API token ${id} is the account's last admin token that is unrestricted and never expires: create another such token before revoking it (or revoke it with the command-line tool, ugs token revoke)`,
+        );
       }
     }
-    await revokeApiTokenRow(trx, id, actor, now);
-    return { ...target, revoked_at: now.toISOString() };
+    const revoked = await revokeApiTokenRow(trx, visibleTo(revoker), id, actor, now);
+
+    if (!revoked) throw new Error(`API token ${id} could not be revoked in its own transaction`);
+    return revoked;
   });
 }
+

@@ -39,7 +39,10 @@ export function resolveEnvironment(principal: Principal, requested: Environment 
 }
 
 export function assertEnvironmentAllowed(principal: Principal, environment: Environment): void {
-  if (principal.allowedEnvironment && principal.allowedEnvironment !== environment) {
-    throw new AppError('environment_forbidden', `this API token may only be used in the ${principal.allowedEnvironment} environment`);
-  }
+  if (principal.allowedEnvironment && principal.allowedEnvironment !== environment) throw environmentForbidden(principal.allowedEnvironment);
 }
+
+export function environmentForbidden(allowed: Environment): AppError {
+  return new AppError('environment_forbidden', `this API token may only be used in the ${allowed} environment`);
+}
+

@@ -202,7 +202,10 @@ export function buildCli(): Command {
     });
   token
     .command('revoke')
-    .description('revoke an API token: refused on every instance within a second')
+    .description(
+      'revoke an API token: refused on every instance within a second. The break-glass: it revokes any token, even the last admin token that HTTP refuses to revoke',
+    )
+
     .argument('<id>', 'token id (see: ugs token list)', tokenId)
     .option('--json', 'print JSON')
     .action(async (id: number, opts: { json?: boolean }) => {

@@ -11,6 +11,7 @@ import { initial } from './migrations/0001-initial.ts';
 import { plansWithoutStatistics } from './migrations/0002-plans-without-statistics.ts';
 import { hierarchyAndTags } from './migrations/0003-hierarchy-and-tags.ts';
 import { embedSigningKeys } from './migrations/0004-embed-signing-keys.ts';
+import { tenantColumns } from './migrations/0005-tenant-columns.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -22,6 +23,7 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0002-plans-without-statistics': plansWithoutStatistics(dialect),
     '0003-hierarchy-and-tags': hierarchyAndTags(dialect),
     '0004-embed-signing-keys': embedSigningKeys(),
+    '0005-tenant-columns': tenantColumns(dialect),
   };
 }
 

@@ -67,6 +67,9 @@ export interface UserGroupTagsTable {
 export interface RetiredTokensTable {
   token_hash: string;
   team_id: number;
+  /** The group's account and environment (migration 0005): every statement names them. */
+  account_id: number;
+  environment: Environment;
   expires_at: string;
 }
 
@@ -77,6 +80,7 @@ export interface AuditLogTable {
   subject_type: string;
   /** team_id or API token id, as text. */
   subject_id: string;
+  /** A group's environment; for an API token, the environment it is restricted to (null: none). */
   environment: Environment | null;
   provided_id: string | null;
   action: string;

@@ -4,8 +4,9 @@
 import { sql } from '../db/kysely.ts';
 import { preparedRead, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
-import type { UserGroupRow } from '../db/schema.ts';
-import { batchedWithAncestry, chainStatement, resolveHotRow, withAncestry } from '../user-groups/user-groups.repository.ts';
+import type { Environment, UserGroupRow } from '../db/schema.ts';
+import type { Tenant } from '../db/tenant.ts';
+import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, withAncestry } from '../user-groups/user-groups.repository.ts';
 import type { Ancestry, ResolvedGroup } from '../user-groups/group-chain.ts';
 
 /** What the embed side reads of a group: never its token hash or ciphertext. */
@@ -52,25 +53,36 @@ const selectByRetiredTokenHash = preparedRead((db, tokenHash: string, now: strin
   return { compile: () => raw.compile(db) };
 });
 
-/** The group an embed token names. Batched like the token lookups: every page view asks it. */
+/** The group an embed token names, in the tenant it names. Batched like the token lookups: every page view asks it. */
 const selectByTeamId = preparedRead(
-  (db, teamId: number) => {
-    const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`);
+  (db, accountId: number, environment: Environment, teamId: number) => {
+    const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId));
     return { compile: () => raw.compile(db) };
   },
   {
-    batched: (teamIds) =>
+    batched: (accountIds, environments, teamIds) =>
       batchedWithAncestry<EmbedGroupRow>(
         EMBED_FIELDS,
-        sql`unnest(${teamIds}::int8[]) with ordinality as k(team_id, batch_index)`,
-        sql`user_groups.team_id = k.team_id`,
+        sql`unnest(${accountIds}::int8[], ${environments}::text[], ${teamIds}::int8[]) with ordinality as k(account_id, environment, team_id, batch_index)`,
+        sql`user_groups.team_id = k.team_id and user_groups.account_id + 0 = k.account_id and user_groups.environment = k.environment`,
       ),
   },
 );
 
+/**
+ * The group of an HS256 embed token, which names no account: only versions before embed
+ * tokens had signing keys of their own issued them, each for 30 days at most. Its team_id,
+ * signed with the service's own secret, is the credential, as a token's hash is.
+ */
+
+const selectByLegacyTeamId = preparedRead((db, teamId: number) => {
+  const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`);
+  return { compile: () => raw.compile(db) };
+});
+
 /** A hierarchy deeper than the ancestry reaches: the whole chain (UGS_MAX_HIERARCHY_DEPTH above 3). */
-const selectChainByTeamId = preparedRead((db, teamId: number) => {
-  const raw = chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`);
+const selectChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) => {
+  const raw = chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId));
   return { compile: () => raw.compile(db) };
 });
 
@@ -92,7 +104,13 @@ export function findGroupByRetiredTokenHash(reads: HotReads, tokenHash: string, 
   return resolved(reads, selectByRetiredTokenHash, tokenHash, now);
 }
 
-/** The group an embed token names (primary key; batched on PostgreSQL). */
-export function findGroupByTeamId(reads: HotReads, teamId: number): Promise<EmbedGroup | undefined> {
-  return resolved(reads, selectByTeamId, teamId);
+/** The group an embed token names, if it is in `tenant` (primary key; batched on PostgreSQL). */
+export function findGroupByTeamId(reads: HotReads, tenant: Tenant, teamId: number): Promise<EmbedGroup | undefined> {
+  return resolved(reads, selectByTeamId, tenant.accountId, tenant.environment, teamId);
 }
+
+/** The group of an HS256 embed token (see selectByLegacyTeamId). */
+export function findGroupByLegacyTeamId(reads: HotReads, teamId: number): Promise<EmbedGroup | undefined> {
+  return resolved(reads, selectByLegacyTeamId, teamId);
+}
+

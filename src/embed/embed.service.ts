@@ -11,7 +11,8 @@ import { requireScope, resolveEnvironment, type Principal } from '../auth/princi
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
-import { findGroupByCurrentTokenHash, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroup } from './embed.repository.ts';
+import { findGroupByCurrentTokenHash, findGroupByLegacyTeamId, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroup } from './embed.repository.ts';
+import type { Environment } from '../db/schema.ts';
 import { EmbedTokenTooLarge, MAX_EMBED_TOKEN_BYTES, type EmbedClaims, type EmbedTokens } from './embed-token.ts';
 import { variablesJson } from './embed-context.json.ts';
 import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
@@ -78,14 +79,38 @@ async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedC
   if (claims.embedId !== undefined && caller.embedId !== claims.embedId) {
     throw new AppError('embed_id_forbidden', 'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)');
   }
-  const group = await currentGroupOf(deps, claims);
+  const named = namedTenant(claims);
+  const tenant = named && { accountId: await deps.accountSlugs.idOf(named.accountSlug), environment: named.environment };
+  const group = await currentGroupOf(deps, claims, tenant);
+
   if (!group) throw invalidToken();
   return group;
 }
 
-/** The token's group, unless it was deleted (team ids are never reused) or rotated since the token was issued. */
-async function currentGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<EmbedGroup | undefined> {
-  const group = await findGroupByTeamId(deps.database.reads, claims.teamId);
+/** The account and environment an embed token names (ugs_account, ugs_environment); undefined for an HS256 token, which names none. */
+function namedTenant(claims: EmbedClaims): { accountSlug: string; environment: Environment } | undefined {
+  const { ugs_account: accountSlug, ugs_environment: environment } = claims.payload;
+  if (typeof accountSlug !== 'string' || (environment !== 'Customer' && environment !== 'Testing')) return undefined;
+  return { accountSlug, environment };
+}
+
+/**
+ * The token's group in the tenant given (undefined for an HS256 token), unless it was deleted
+ * (team ids are never reused) or rotated since the token was issued.
+ */
+async function currentGroupOf(
+  deps: EmbedDeps,
+  claims: EmbedClaims,
+  tenant: { accountId: number | undefined; environment: Environment } | undefined,
+): Promise<EmbedGroup | undefined> {
+  if (tenant?.accountId === undefined && claims.kid.startsWith('hs256:')) return legacyGroupOf(deps, claims);
+  if (tenant?.accountId === undefined) return undefined;
+  const group = await findGroupByTeamId(deps.database.reads, { accountId: tenant.accountId, environment: tenant.environment }, claims.teamId);
+  return group && group.row.token_generation === claims.generation ? group : undefined;
+}
+
+async function legacyGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<EmbedGroup | undefined> {
+  const group = await findGroupByLegacyTeamId(deps.database.reads, claims.teamId);
   return group && group.row.token_generation === claims.generation ? group : undefined;
 }
 
@@ -136,11 +161,16 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
 export async function introspectEmbedToken(deps: EmbedDeps, principal: Principal, token: string): Promise<EmbedClaims | undefined> {
   requireScope(principal, 'read', 'introspecting an embed token');
   const claims = await deps.embedTokens.verify(token, deps.now());
-  const group = claims && (await currentGroupOf(deps, claims));
+  if (!claims) return undefined;
+  const named = namedTenant(claims);
+  // Only the caller's own account and the environments it may use are looked in.
+  if (named && principal.allowedEnvironment !== null && named.environment !== principal.allowedEnvironment) return undefined;
+  const group = await currentGroupOf(deps, claims, named && { accountId: principal.accountId, environment: named.environment });
   if (!group || group.row.account_id !== principal.accountId) return undefined;
   if (principal.allowedEnvironment !== null && principal.allowedEnvironment !== group.row.environment) return undefined;
   return claims;
 }
+
 
 /** Browsers send an origin in one serialized form; a token bound to any other spelling could never be used. */
 function assertBrowserOrigin(origin: string): void {

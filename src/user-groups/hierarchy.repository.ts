@@ -8,28 +8,29 @@ import { sql } from '../db/kysely.ts';
 import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
+import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
 import { CHAIN_GUARD } from './user-groups.repository.ts';
 
 const HIERARCHY_LOCK_CLASS = 726_415_002; // arbitrary, fixed: "ugs hierarchy" (726_415_001 is the migrations')
 
-export async function lockHierarchy(trx: Kysely<Database>, dialect: Dialect, scope: string): Promise<void> {
-  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(HIERARCHY_LOCK_CLASS)}, hashtext(${scope}))`.execute(trx);
+export async function lockHierarchy(trx: Kysely<Database>, dialect: Dialect, tenant: Tenant): Promise<void> {
+  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(HIERARCHY_LOCK_CLASS)}, hashtext(${scopeOf(tenant)}))`.execute(trx);
 }
 
-/** The team_ids of a group and all its descendants (children index, level by level). */
-function subtree(teamId: number) {
+/** The team_ids of a group of the tenant and all its descendants (children index, level by level). */
+function subtree(tenant: Tenant, teamId: number) {
   return sql`with recursive subtree(team_id, depth) as (
-      select team_id, 1 from user_groups where team_id = ${teamId}
+      select team_id, 1 from user_groups where team_id = ${teamId} and ${ownedBy('user_groups', tenant)}
       union all
       select user_groups.team_id, subtree.depth + 1 from subtree
-      join user_groups on user_groups.parent_team_id = subtree.team_id
+      join user_groups on user_groups.parent_team_id = subtree.team_id and ${ownedBy('user_groups', tenant)}
       where subtree.depth < ${CHAIN_GUARD}
     )`;
 }
 
 /** How many levels a group and its descendants span: 1 for a group without children. */
-export async function subtreeHeight(trx: Kysely<Database>, teamId: number): Promise<number> {
-  const { rows } = await sql<{ height: number | string }>`${subtree(teamId)} select max(depth) as height from subtree`.execute(trx);
+export async function subtreeHeight(trx: Kysely<Database>, tenant: Tenant, teamId: number): Promise<number> {
+  const { rows } = await sql<{ height: number | string }>`${subtree(tenant, teamId)} select max(depth) as height from subtree`.execute(trx);
   return Number(rows[0]?.height ?? 1);
 }
 
@@ -42,38 +43,50 @@ const DELETE_CHUNK = 500;
  * Two steps rather than one DELETE over the recursive query: a planner without statistics
  * joins that query to a scan of the whole table.
  */
-export async function deleteSubtree(trx: Kysely<Database>, teamId: number): Promise<UserGroupRow[]> {
-  const { rows } = await sql<{ team_id: number }>`${subtree(teamId)} select team_id from subtree order by depth desc`.execute(trx);
+export async function deleteSubtree(trx: Kysely<Database>, tenant: Tenant, teamId: number): Promise<UserGroupRow[]> {
+  const { rows } = await sql<{ team_id: number }>`${subtree(tenant, teamId)} select team_id from subtree order by depth desc`.execute(trx);
   const deleted: UserGroupRow[] = [];
   for (let start = 0; start < rows.length; start += DELETE_CHUNK) {
     const ids = rows.slice(start, start + DELETE_CHUNK).map((row) => Number(row.team_id));
-    deleted.push(...(await trx.deleteFrom('user_groups').where('team_id', 'in', ids).returningAll().execute()));
+    deleted.push(...(await trx.deleteFrom('user_groups').where('team_id', 'in', ids).where(ownedBy('user_groups', tenant)).returningAll().execute()));
   }
   return deleted;
 }
 
-export async function hasChildren(trx: Kysely<Database>, teamId: number): Promise<boolean> {
-  const row = await trx.selectFrom('user_groups').select('team_id').where('parent_team_id', '=', teamId).limit(1).executeTakeFirst();
+export async function hasChildren(trx: Kysely<Database>, tenant: Tenant, teamId: number): Promise<boolean> {
+  const row = await trx
+    .selectFrom('user_groups')
+    .select('team_id')
+    .where('parent_team_id', '=', teamId)
+    .where(ownedBy('user_groups', tenant))
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
 /** The distinct levels of a group's children (null levels left out). */
-export async function childLevels(trx: Kysely<Database>, teamId: number): Promise<string[]> {
+export async function childLevels(trx: Kysely<Database>, tenant: Tenant, teamId: number): Promise<string[]> {
   const rows = await trx
     .selectFrom('user_groups')
     .select('hierarchy_level')
     .distinct()
     .where('parent_team_id', '=', teamId)
+    .where(ownedBy('user_groups', tenant))
     .where('hierarchy_level', 'is not', null)
     .execute();
   return rows.map((row) => row.hierarchy_level!);
 }
 
-/** Replaces a group's rows in the tag table (the filter's index) with `tags`. */
-export async function replaceTagRows(trx: Kysely<Database>, teamId: number, scope: string, tags: readonly string[]): Promise<void> {
-  await trx.deleteFrom('user_group_tags').where('team_id', '=', teamId).execute();
+/** Replaces a group's rows in the tag table (the filter's index) with `tags`; the table's scope column names the tenant. */
+export async function replaceTagRows(trx: Kysely<Database>, tenant: Tenant, teamId: number, tags: readonly string[]): Promise<void> {
+  const scope = scopeOf(tenant);
+  // "|| ''": the scope as a value, a filter on the group's rows: as an index condition it would
+  // walk the key (scope, tag, team_id) through every tag of the tenant.
+  await trx.deleteFrom('user_group_tags').where('team_id', '=', teamId).where(sql`scope || ''`, '=', scope).execute();
+
   if (tags.length > 0) await trx.insertInto('user_group_tags').values(tags.map((tag) => ({ team_id: teamId, scope, tag }))).execute();
 }
+
 
 /** The account's level names, shallowest first, or null when it declared none. */
 export async function accountLevels(db: Kysely<Database>, accountId: number): Promise<string[] | null> {

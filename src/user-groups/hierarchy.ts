@@ -7,7 +7,7 @@ import { sql } from '../db/kysely.ts';
 import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import { AppError, validationFailed } from '../errors.ts';
-import { chainStatement, USER_GROUP_COLUMNS, type UserGroupKey } from './user-groups.repository.ts';
+import { chainStatement, USER_GROUP_COLUMNS, type GroupIdentity } from './user-groups.repository.ts';
 import { accountLevels } from './hierarchy.repository.ts';
 
 /** What a request says about the parent: nothing (keep it), null (none) or a user_group_id. */
@@ -20,7 +20,7 @@ export type ParentChoice = { given: false } | { given: true; providedId: string 
  */
 export async function parentChainFor(
   trx: Kysely<Database>,
-  key: UserGroupKey,
+  key: GroupIdentity,
   parent: ParentChoice,
   rules: { height: number; maxDepth: number; moving?: UserGroupRow },
 ): Promise<UserGroupRow[]> {

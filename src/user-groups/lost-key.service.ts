@@ -56,7 +56,8 @@ export async function reissueTokensOfLostKey(
           .returning(['team_id', 'account_id', 'environment', 'provided_id'])
           .executeTakeFirst();
         if (!replaced) continue;
-        await dropRetiredTokens(trx, row.team_id);
+        await dropRetiredTokens(trx, { accountId: replaced.account_id, environment: replaced.environment }, row.team_id);
+
         await appendAudit(trx, {
           accountId: replaced.account_id,
           subjectType: 'user_group',

@@ -6,11 +6,11 @@ import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db
 import { preparedRead, type BatchedRow, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import { dialectOf, type Dialect } from '../db/database.ts';
+import { ownedBy, sameTenant, scopeOf, type Tenant } from '../db/tenant.ts';
 import { resolveAncestry, resolveChain, resolveEach, type Ancestry, type ChainRow, type ResolvedGroup } from './group-chain.ts';
 
-export interface UserGroupKey {
-  accountId: number;
-  environment: Environment;
+/** A user group's identity: its tenant and the caller's user_group_id (the unique key). */
+export interface GroupIdentity extends Tenant {
   providedId: string;
 }
 
@@ -46,16 +46,21 @@ export const CHAIN_GUARD = sql.lit(16);
 
 const qualified = (table: string, columns: readonly string[]) => sql.join(columns.map((column) => sql.ref(`${table}.${column}`)));
 
+/** What the chain carries of each row: the columns asked for and the tenant, which ties each step to the last. */
+const withTenant = (columns: readonly string[]) => [...new Set([...columns, 'account_id', 'environment'])];
+
 /**
- * A group and its ancestors, nearest first: the rows `seed` selects from user_groups, then
- * each one's parent by primary key, up the chain, in one statement. For writes, pages and
- * hierarchies deeper than the hot reads' three levels (see withAncestry).
+ * A group and its ancestors, nearest first: the rows `seed` selects from user_groups (its
+ * condition names the tenant), then each one's parent by primary key within the same tenant,
+ * up the chain, in one statement. For writes, pages and hierarchies deeper than the hot
+ * reads' three levels (see withAncestry).
  */
 export function chainStatement<R>(db: Kysely<Database>, columns: readonly string[], seed: RawBuilder<unknown>): RawBuilder<R> {
+  const carried = withTenant(columns);
   return sql<R>`with recursive chain as (
-      select 0 as chain_depth, ${qualified('user_groups', columns)} from user_groups where ${seed}
+      select 0 as chain_depth, ${qualified('user_groups', carried)} from user_groups where ${seed}
       union all
-      ${parentStep(db, columns)}
+      ${parentStep(db, carried)}
     )
     select ${qualified('chain', columns)} from chain order by chain_depth`;
 }
@@ -70,11 +75,11 @@ function parentStep(db: Kysely<Database>, columns: readonly string[]): RawBuilde
   const guard = sql`where chain.chain_depth < ${CHAIN_GUARD}`;
   if (dialectOf(db) === 'sqlite') {
     return sql`select chain.chain_depth + 1, ${qualified('user_groups', columns)} from chain
-      join user_groups on user_groups.team_id = chain.parent_team_id ${guard}`;
+      join user_groups on user_groups.team_id = chain.parent_team_id and ${sameTenant('user_groups', 'chain')} ${guard}`;
   }
   return sql`select chain.chain_depth + 1, ${qualified('parent', columns)} from chain
     cross join lateral (select ${sql.join(columns.map((column) => sql.ref(column)))} from user_groups
-      where user_groups.team_id = chain.parent_team_id limit 1) parent ${guard}`;
+      where user_groups.team_id = chain.parent_team_id and ${sameTenant('user_groups', 'chain')} limit 1) parent ${guard}`;
 }
 
 /**
@@ -89,8 +94,8 @@ export function withAncestry<R>(columns: readonly string[], where: RawBuilder<un
       p1.provided_id as parent_provided_id, p1.mapping as parent_mapping, p1.properties as parent_properties,
       p2.mapping as grandparent_mapping, p2.properties as grandparent_properties, p2.parent_team_id as beyond_team_id
     from user_groups
-    left join user_groups p1 on p1.team_id = user_groups.parent_team_id
-    left join user_groups p2 on p2.team_id = p1.parent_team_id
+    left join user_groups p1 on p1.team_id = user_groups.parent_team_id and ${sameTenant('p1', 'user_groups')}
+    left join user_groups p2 on p2.team_id = p1.parent_team_id and ${sameTenant('p2', 'p1')}
     where ${where}`;
 }
 
@@ -123,32 +128,42 @@ const selectUserGroupByKey = preparedRead(
   },
 );
 
-const selectUserGroupChainByTeamId = preparedRead((db, teamId: number) => {
-  const raw = chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, sql`user_groups.team_id = ${teamId}`);
+/** A group's chain by its team_id, within its tenant (the seed of a prepared chain read). */
+export function teamIdInTenant(accountId: number, environment: Environment, teamId: number): RawBuilder<boolean> {
+  return sql<boolean>`user_groups.team_id = ${teamId} and ${ownedBy('user_groups', { accountId, environment })}`;
+}
+
+const selectUserGroupChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) => {
+  const raw = chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, teamIdInTenant(accountId, environment, teamId));
   return { compile: () => raw.compile(db) };
 });
 
+/** What a hot read's row must carry to read its chain: its key and its tenant. */
+type HotRow = ChainRow & Pick<UserGroupRow, 'account_id' | 'environment'>;
+
 /**
  * A hot read's row, resolved from the ancestry joined to it, or, in a hierarchy deeper than
- * the ancestry reaches, from its whole chain (`chainByTeamId`, a prepared recursive read).
+ * the ancestry reaches, from its whole chain (`chainByTeamId`, a prepared recursive read in
+ * the row's own tenant).
  */
-export async function resolveHotRow<R extends ChainRow>(
+export async function resolveHotRow<R extends HotRow>(
   reads: HotReads,
   row: R & Ancestry,
-  chainByTeamId: PreparedRead<[teamId: number], R>,
+  chainByTeamId: PreparedRead<[accountId: number, environment: Environment, teamId: number], R>,
 ): Promise<ResolvedGroup<R>> {
-  return resolveAncestry(row) ?? resolveChain(await reads.all(chainByTeamId, Number(row.team_id)));
+  return resolveAncestry(row) ?? resolveChain(await reads.all(chainByTeamId, Number(row.account_id), row.environment, Number(row.team_id)));
 }
 
 /** The hot path of get-or-create: the group by its identity (unique index) with its ancestors' values, committed rows. */
-export async function findUserGroup(reads: HotReads, key: UserGroupKey): Promise<ResolvedGroup | undefined> {
+export async function findUserGroup(reads: HotReads, key: GroupIdentity): Promise<ResolvedGroup | undefined> {
   const row = await reads.first(selectUserGroupByKey, key.accountId, key.environment, key.providedId);
   return row && resolveHotRow(reads, row, selectUserGroupChainByTeamId);
 }
 
-/** A group and its ancestors by team_id, inside a transaction (what a write answers with). */
-export async function findUserGroupChain(db: Kysely<Database>, teamId: number): Promise<UserGroupRow[]> {
-  const { rows } = await chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, sql`user_groups.team_id = ${teamId}`).execute(db);
+/** A group of the tenant and its ancestors by team_id, inside a transaction (what a write answers with). */
+export async function findUserGroupChain(db: Kysely<Database>, tenant: Tenant, teamId: number): Promise<UserGroupRow[]> {
+  const seed = teamIdInTenant(tenant.accountId, tenant.environment, teamId);
+  const { rows } = await chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, seed).execute(db);
   return rows;
 }
 
@@ -157,19 +172,18 @@ const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'p
 
 /**
  * The chain above a page's group (from its parent up), prepared once: a statement Kysely
- * prepared anew for each page cost more than the page's own query (SQLite: ~200 µs against
- * 9 µs for the same statement prepared once).
+ * prepared anew for each page cost more than the page's own query (docs/performance.md).
  */
-const selectAncestors = preparedRead((db, teamId: number) => {
-  const raw = chainStatement<ChainRow>(db, CHAIN_COLUMNS, sql`user_groups.team_id = ${teamId}`);
+const selectAncestors = preparedRead((db, accountId: number, environment: Environment, teamId: number) => {
+  const raw = chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId));
   return { compile: () => raw.compile(db) };
 });
 
-/** The groups of a page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
-export async function resolvePage<R extends ChainRow>(reads: HotReads, rows: R[]): Promise<ResolvedGroup<R>[]> {
+/** The groups of a tenant's page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
+export async function resolvePage<R extends ChainRow>(reads: HotReads, tenant: Tenant, rows: R[]): Promise<ResolvedGroup<R>[]> {
   const ancestors = new Map<number, ChainRow>(rows.map((row) => [Number(row.team_id), row]));
   const missing = [...new Set(rows.map((row) => row.parent_team_id))].filter((id): id is number => id !== null && !ancestors.has(Number(id)));
-  const chains = await Promise.all(missing.map((teamId) => reads.all(selectAncestors, Number(teamId))));
+  const chains = await Promise.all(missing.map((teamId) => reads.all(selectAncestors, tenant.accountId, tenant.environment, Number(teamId))));
   for (const row of chains.flat()) ancestors.set(Number(row.team_id), row);
   return resolveEach(rows, ancestors);
 }
@@ -178,7 +192,7 @@ export async function resolvePage<R extends ChainRow>(reads: HotReads, rows: R[]
  * The group, inside a write transaction, safe from concurrent writers until it ends: SQLite's
  * BEGIN IMMEDIATE already excludes them; PostgreSQL needs the row lock.
  */
-export function findUserGroupForUpdate(trx: Kysely<Database>, dialect: Dialect, key: UserGroupKey): Promise<UserGroupRow | undefined> {
+export function findUserGroupForUpdate(trx: Kysely<Database>, dialect: Dialect, key: GroupIdentity): Promise<UserGroupRow | undefined> {
   return trx
     .selectFrom('user_groups')
     .select(USER_GROUP_COLUMNS)
@@ -199,10 +213,13 @@ export function insertUserGroupIfAbsent(db: Kysely<Database>, values: NewUserGro
     .executeTakeFirst();
 }
 
-/** Compare-and-swap: replaces the token only if `oldHash` is still the current one. */
+/**
+ * Compare-and-swap: replaces the token only if `oldHash` is still the current one of a group of
+ * the account, in `environment` when the caller may use only that one.
+ */
 export function swapUserGroupToken(
   db: Kysely<Database>,
-  swap: { accountId: number; oldHash: string; newHash: string; newCiphertext: string; at: string },
+  swap: { accountId: number; environment: Environment | null; oldHash: string; newHash: string; newCiphertext: string; at: string },
 ): Promise<UserGroupRow | undefined> {
   return db
     .updateTable('user_groups')
@@ -214,59 +231,61 @@ export function swapUserGroupToken(
     }))
     .where('account_id', '=', swap.accountId)
     .where('token_hash', '=', swap.oldHash)
+    .$if(swap.environment !== null, (q) => q.where('environment', '=', swap.environment!))
     .returningAll()
     .executeTakeFirst();
+}
+
+/** Whether `tokenHash` is the current token of a group of the account in any environment (what a refused rotation reports). */
+export async function accountHasCurrentToken(db: Kysely<Database>, accountId: number, tokenHash: string): Promise<boolean> {
+  const row = await db.selectFrom('user_groups').select('team_id').where('account_id', '=', accountId).where('token_hash', '=', tokenHash).executeTakeFirst();
+  return row !== undefined;
 }
 
 export function updateUserGroupFields(
   db: Kysely<Database>,
+  tenant: Tenant,
   teamId: number,
   fields: Updateable<UserGroupsTable>,
 ): Promise<UserGroupRow | undefined> {
-  return db.updateTable('user_groups').set(fields).where('team_id', '=', teamId).returningAll().executeTakeFirst();
-}
-
-export function deleteUserGroup(db: Kysely<Database>, key: UserGroupKey): Promise<UserGroupRow | undefined> {
-  return db
-    .deleteFrom('user_groups')
-    .where('account_id', '=', key.accountId)
-    .where('environment', '=', key.environment)
-    .where('provided_id', '=', key.providedId)
-    .returningAll()
-    .executeTakeFirst();
+  return db.updateTable('user_groups').set(fields).where('team_id', '=', teamId).where(ownedBy('user_groups', tenant)).returningAll().executeTakeFirst();
 }
 
 /** Drops a group's retired tokens whose grace period is over, so the table holds only live ones. */
-export async function purgeExpiredRetiredTokens(db: Kysely<Database>, teamId: number, now: string): Promise<void> {
-  await db.deleteFrom('retired_tokens').where('team_id', '=', teamId).where('expires_at', '<=', now).execute();
+export async function purgeExpiredRetiredTokens(db: Kysely<Database>, tenant: Tenant, teamId: number, now: string): Promise<void> {
+  await db.deleteFrom('retired_tokens').where('team_id', '=', teamId).where(ownedBy('retired_tokens', tenant)).where('expires_at', '<=', now).execute();
 }
 
 /** Drops every retired token of a group, in its grace period or not. */
-export async function dropRetiredTokens(db: Kysely<Database>, teamId: number): Promise<void> {
-  await db.deleteFrom('retired_tokens').where('team_id', '=', teamId).execute();
+export async function dropRetiredTokens(db: Kysely<Database>, tenant: Tenant, teamId: number): Promise<void> {
+  await db.deleteFrom('retired_tokens').where('team_id', '=', teamId).where(ownedBy('retired_tokens', tenant)).execute();
 }
 
-export async function retireToken(db: Kysely<Database>, tokenHash: string, teamId: number, expiresAt: string): Promise<void> {
-  await db.insertInto('retired_tokens').values({ token_hash: tokenHash, team_id: teamId, expires_at: expiresAt }).execute();
+export async function retireToken(db: Kysely<Database>, tenant: Tenant, retired: { tokenHash: string; teamId: number; expiresAt: string }): Promise<void> {
+  await db
+    .insertInto('retired_tokens')
+    .values({ token_hash: retired.tokenHash, team_id: retired.teamId, account_id: tenant.accountId, environment: tenant.environment, expires_at: retired.expiresAt })
+    .execute();
 }
 
 /**
  * The scope of a group, account and environment as one text: the listing and the name
- * search index it (migration 0002), so that no other query can pick their indexes.
+ * search index it (migration 0002), so that no other query can pick their indexes. They are
+ * index ranges only: every statement also names the tenant (ownedBy).
  */
 const scope = sql<string>`(cast(account_id as text) || '/' || environment)`;
 const scopedName = sql<string>`(cast(account_id as text) || '/' || environment || '/' || name)`;
 /** The level index's expression (migration 0003). */
 const scopedLevel = sql<string>`(cast(account_id as text) || '/' || environment || '#' || hierarchy_level)`;
 
-/** The scope as the listing index and the tag table spell it: `<account_id>/<environment>`. */
-export function scopeOf(filter: { accountId: number; environment: Environment }): string {
-  return `${filter.accountId}/${filter.environment}`;
-}
+/**
+ * Above every scoped text of the tenant (`<scope>/…`): '0' is the code point after '/'. The
+ * upper end of a name range whose prefix has none (a prefix of U+10FFFF only), so that the
+ * range never runs on into the scopes that sort after this one.
+ */
+const scopeEnd = (tenant: Tenant) => `${scopeOf(tenant)}0`;
 
-export interface ListFilter {
-  accountId: number;
-  environment: Environment;
+export interface ListFilter extends Tenant {
   afterTeamId: number;
   limit: number;
   /** user_group_id or name starts with this. */
@@ -281,16 +300,15 @@ export interface ListFilter {
  * A page of groups in team_id order after `afterTeamId`: keyset pagination, the same cost at
  * any depth. One filter drives the page, on its own index (migrations 0002 and 0003), in this
  * order: `prefix` (two index ranges), `tag` (the tag table's key), `parentTeamId` (the
- * children index), `level` (the level index), else the listing index. The others are
- * conditions on the rows it walks, written so that no planner takes them for an index
- * condition (an index chosen without statistics could be the wrong one).
+ * children index), `level` (the level index), else the listing index. The others, and the
+ * tenant, are conditions on the rows it walks, written so that no planner takes them for an
+ * index condition (an index chosen without statistics could be the wrong one).
  */
 export function listUserGroups(db: Kysely<Database>, filter: ListFilter): Promise<UserGroupRow[]> {
   if (filter.prefix !== undefined) return listByPrefix(db, filter, filter.prefix);
   if (filter.tag !== undefined) return listByTag(db, filter, filter.tag);
-  let page = db.selectFrom('user_groups').select(USER_GROUP_COLUMNS);
+  let page = db.selectFrom('user_groups').select(USER_GROUP_COLUMNS).where(ownedBy('user_groups', filter));
   if (filter.parentTeamId !== undefined) {
-    // A parent's team_id implies its account and environment.
     page = page.where('parent_team_id', '=', filter.parentTeamId).where(otherFilters(filter, 'parent'));
   } else if (filter.level !== undefined) {
     page = page.where(scopedLevel, '=', `${scopeOf(filter)}#${filter.level}`);
@@ -343,7 +361,8 @@ function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string):
     .selectFrom('user_groups')
     .select(USER_GROUP_COLUMNS)
     .where(scopedName, '>=', scopedPrefix)
-    .$if(end !== undefined, (q) => q.where(scopedName, '<', `${scopeOf(filter)}/${end}`))
+    .where(scopedName, '<', end === undefined ? scopeEnd(filter) : `${scopeOf(filter)}/${end}`)
+    .where(ownedBy('user_groups', filter))
     .where(afterCursor)
     .where(others)
     // Those the first range found already: the two halves never share a row.
@@ -360,6 +379,7 @@ function listByTag(db: Kysely<Database>, filter: ListFilter, tag: string): Promi
     .where('user_group_tags.scope', '=', scopeOf(filter))
     .where('user_group_tags.tag', '=', tag)
     .where('user_group_tags.team_id', '>', filter.afterTeamId)
+    .where(ownedBy('user_groups', filter))
     .where(otherFilters(filter, 'tag'))
     .orderBy('user_group_tags.team_id')
     .limit(filter.limit)

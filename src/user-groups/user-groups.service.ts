@@ -13,8 +13,9 @@ import type { PutUser, UserGroupInput } from './user-groups.schemas.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { appendAudit, appendAudits, type Actor, type AuditDetails, type AuditEntry } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
-import { assertEnvironmentAllowed, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import { environmentForbidden, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import {
+  accountHasCurrentToken,
   findUserGroup,
   findUserGroupChain,
   findUserGroupForUpdate,
@@ -24,11 +25,11 @@ import {
   purgeExpiredRetiredTokens,
   resolvePage,
   retireToken,
-  scopeOf,
   swapUserGroupToken,
   updateUserGroupFields,
-  type UserGroupKey,
+  type GroupIdentity,
 } from './user-groups.repository.ts';
+import type { Tenant } from '../db/tenant.ts';
 import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
 import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy.ts';
 import { SETTABLE_FIELDS, checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
@@ -50,7 +51,7 @@ function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): UserGroupWit
   return { ...group, token: tokens.tokenOf(group.row) };
 }
 
-function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): UserGroupKey {
+function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): GroupIdentity {
   return {
     accountId: principal.accountId,
     environment: resolveEnvironment(principal, input.api_environment_tag),
@@ -67,14 +68,14 @@ function parentChoice(input: UserGroupInput): ParentChoice {
 const tagsOf = (row: { group_tags: string }) => JSON.parse(row.group_tags) as string[];
 
 /** Inserts a new group with a fresh token (input already checked); undefined if the identity already exists. */
-async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGroupInput, actor: Actor): Promise<ResolvedGroup | undefined> {
+async function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGroupInput, actor: Actor): Promise<ResolvedGroup | undefined> {
   const token = generateToken('user_group');
   const at = deps.now();
   const parent = parentChoice(input);
   const fields = storedFields(input);
   return inTransaction(deps.database, async (trx) => {
     // A new group has no descendants: it can close no cycle, only be too deep or at the wrong level.
-    if (parent.given && parent.providedId !== null) await lockHierarchy(trx, deps.database.dialect, scopeOf(key));
+    if (parent.given && parent.providedId !== null) await lockHierarchy(trx, deps.database.dialect, key);
     const parentChain = await parentChainFor(trx, key, parent, { height: 1, maxDepth: deps.maxHierarchyDepth });
     await checkLevel(trx, key.accountId, fields.hierarchy_level ?? null, parentChain[0]?.hierarchy_level ?? null, []);
     const row = await insertUserGroupIfAbsent(trx, {
@@ -96,7 +97,7 @@ async function insertNew(deps: UserGroupDeps, key: UserGroupKey, input: UserGrou
     });
     if (!row) return undefined;
     const tags = tagsOf(row);
-    if (tags.length > 0) await replaceTagRows(trx, row.team_id, scopeOf(key), tags);
+    if (tags.length > 0) await replaceTagRows(trx, key, row.team_id, tags);
     const details: AuditDetails = {};
     if (parentChain.length > 0) details.parent_user_group_id = { old: null, new: parentChain[0].provided_id };
     if (tags.length > 0) details.group_tags = { old: [], new: tags };
@@ -163,22 +164,22 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
     // The hierarchy lock before any row lock (hierarchy.repository.ts), and only when the
     // change could break a rule of the hierarchy.
     const reshapes = parent.given || changes.hierarchy_level !== undefined;
-    if (reshapes) await lockHierarchy(trx, deps.database.dialect, scopeOf(key));
+    if (reshapes) await lockHierarchy(trx, deps.database.dialect, key);
     const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
     if (!current) throw notFound(key);
     const details: AuditDetails = {};
     const changed: string[] = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
     let parentTeamId = current.parent_team_id;
     // The group and its ancestors as they are: the old parent, and the parent chain when it stays.
-    const currentChain = reshapes ? await findUserGroupChain(trx, current.team_id) : undefined;
+    const currentChain = reshapes ? await findUserGroupChain(trx, key, current.team_id) : undefined;
     if (currentChain) {
-      const height = parent.given ? await subtreeHeight(trx, current.team_id) : 0;
+      const height = parent.given ? await subtreeHeight(trx, key, current.team_id) : 0;
       const parentChain = parent.given
         ? await parentChainFor(trx, key, parent, { height, maxDepth: deps.maxHierarchyDepth, moving: current })
         : currentChain.slice(1);
       parentTeamId = parentChain[0]?.team_id ?? null;
       const level = changes.hierarchy_level !== undefined ? changes.hierarchy_level : current.hierarchy_level;
-      await checkLevel(trx, key.accountId, level, parentChain[0]?.hierarchy_level ?? null, await childLevelsIfChanged(trx, current, level));
+      await checkLevel(trx, key.accountId, level, parentChain[0]?.hierarchy_level ?? null, await childLevelsIfChanged(trx, key, current, level));
       if (parentTeamId !== current.parent_team_id) {
         changed.push('parent_user_group_id');
         details.parent_user_group_id = { old: currentChain[1]?.provided_id ?? null, new: parentChain[0]?.provided_id ?? null };
@@ -189,10 +190,10 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
       details.user_group_id = { old: current.provided_id, new: newId };
     }
     if (changed.includes('group_tags')) details.group_tags = { old: tagsOf(current), new: JSON.parse(changes.group_tags!) };
-    if (changed.length === 0) return resolveChain(currentChain ?? (await findUserGroupChain(trx, current.team_id)));
+    if (changed.length === 0) return resolveChain(currentChain ?? (await findUserGroupChain(trx, key, current.team_id)));
     let updated: UserGroupRow | undefined;
     try {
-      updated = await updateUserGroupFields(trx, current.team_id, {
+      updated = await updateUserGroupFields(trx, key, current.team_id, {
         ...changes,
         parent_team_id: parentTeamId,
         ...(newId === undefined ? {} : { provided_id: newId }),
@@ -204,17 +205,17 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
       throw err;
     }
     if (!updated) throw notFound(key);
-    if (details.group_tags) await replaceTagRows(trx, updated.team_id, scopeOf(key), tagsOf(updated));
+    if (details.group_tags) await replaceTagRows(trx, key, updated.team_id, tagsOf(updated));
     await audit(trx, updated, 'user_group.update', actor, at, changed, details);
-    return resolveChain(await findUserGroupChain(trx, updated.team_id));
+    return resolveChain(await findUserGroupChain(trx, key, updated.team_id));
   });
   return withToken(group, deps.tokens);
 }
 
 /** The levels of a group's children, when its level changes to a named one (they must stay deeper). */
-async function childLevelsIfChanged(trx: Kysely<Database>, group: UserGroupRow, level: string | null): Promise<string[]> {
+async function childLevelsIfChanged(trx: Kysely<Database>, tenant: Tenant, group: UserGroupRow, level: string | null): Promise<string[]> {
   if (level === null || level === group.hierarchy_level) return [];
-  return childLevels(trx, group.team_id);
+  return childLevels(trx, tenant, group.team_id);
 }
 
 export async function rotateUserGroupToken(
@@ -233,25 +234,33 @@ export async function rotateUserGroupToken(
   const group = await inTransaction(deps.database, async (trx) => {
     const swapped = await swapUserGroupToken(trx, {
       accountId: principal.accountId,
+      environment: principal.allowedEnvironment,
       oldHash,
       newHash: hashToken(token),
       newCiphertext: deps.tokens.seal(token),
       at: at.toISOString(),
     });
     if (!swapped) return undefined;
-    assertEnvironmentAllowed(principal, swapped.environment); // throws: the swap is rolled back
+    const tenant: Tenant = { accountId: swapped.account_id, environment: swapped.environment };
     if (grace > 0) {
-      await purgeExpiredRetiredTokens(trx, swapped.team_id, at.toISOString());
-      await retireToken(trx, oldHash, swapped.team_id, new Date(at.getTime() + grace * 1000).toISOString());
+      await purgeExpiredRetiredTokens(trx, tenant, swapped.team_id, at.toISOString());
+      await retireToken(trx, tenant, { tokenHash: oldHash, teamId: swapped.team_id, expiresAt: new Date(at.getTime() + grace * 1000).toISOString() });
     } else {
       // No grace: the answer to a leak. Every earlier token ends now, those still in the
       // grace period of an earlier rotation too (docs/api.md, "Rotation").
-      await dropRetiredTokens(trx, swapped.team_id);
+      await dropRetiredTokens(trx, tenant, swapped.team_id);
     }
     await audit(trx, swapped, 'user_group.rotate', actor, at);
-    return resolveChain(await findUserGroupChain(trx, swapped.team_id));
+    return resolveChain(await findUserGroupChain(trx, tenant, swapped.team_id));
   });
-  if (!group) throw tokenNotFound;
+  if (!group) {
+    // The current token of a group in an environment this API token may not use: forbidden,
+    // not unknown (docs/api.md, "Environments"). Asked only when the swap found nothing.
+    if (principal.allowedEnvironment !== null && (await accountHasCurrentToken(deps.database.db, principal.accountId, oldHash))) {
+      throw environmentForbidden(principal.allowedEnvironment);
+    }
+    throw tokenNotFound;
+  }
   deps.events.userGroupTokenIssued('rotate');
   return withToken(group, deps.tokens);
 }
@@ -273,17 +282,17 @@ export async function removeUserGroup(
   const at = deps.now();
   return inTransaction(deps.database, async (trx) => {
     // Under the hierarchy lock, no child can be added while we look.
-    await lockHierarchy(trx, deps.database.dialect, scopeOf(key));
+    await lockHierarchy(trx, deps.database.dialect, key);
     const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
     if (!current) throw notFound(key);
-    const group = resolveChain(await findUserGroupChain(trx, current.team_id));
-    if (!input.cascade && (await hasChildren(trx, current.team_id))) {
+    const group = resolveChain(await findUserGroupChain(trx, key, current.team_id));
+    if (!input.cascade && (await hasChildren(trx, key, current.team_id))) {
       throw new AppError(
         'user_group_has_children',
         `user group "${key.providedId}" has children: delete or move them first, or delete the whole subtree with cascade=true`,
       );
     }
-    const deleted = await deleteSubtree(trx, current.team_id);
+    const deleted = await deleteSubtree(trx, key, current.team_id);
     await appendAudits(trx, deleted.map((row) => auditEntry(row, 'user_group.delete', actor, at)));
     return { group, deletedCount: deleted.length };
   });
@@ -305,19 +314,18 @@ export async function listUserGroupsPage(
   query: ListInput,
 ): Promise<{ groups: ResolvedGroup[]; nextCursor: string | null }> {
   requireScope(principal, 'read', 'listing user groups');
-  const environment = resolveEnvironment(principal, query.api_environment_tag);
+  const tenant: Tenant = { accountId: principal.accountId, environment: resolveEnvironment(principal, query.api_environment_tag) };
   const limit = query.limit ?? 100;
   const afterTeamId = query.cursor === undefined ? 0 : decodeCursor(query.cursor);
   let parentTeamId: number | undefined;
   if (query.parent_user_group_id !== undefined) {
-    const parent = await findUserGroup(deps.database.reads, { accountId: principal.accountId, environment, providedId: query.parent_user_group_id });
+    const parent = await findUserGroup(deps.database.reads, { ...tenant, providedId: query.parent_user_group_id });
     // No such group has no children: an empty page, as for any filter that matches nothing.
     if (!parent) return { groups: [], nextCursor: null };
     parentTeamId = parent.row.team_id;
   }
   const rows = await listUserGroups(deps.database.db, {
-    accountId: principal.accountId,
-    environment,
+    ...tenant,
     afterTeamId,
     limit: limit + 1,
     prefix: query.q,
@@ -328,7 +336,8 @@ export async function listUserGroupsPage(
   const page = rows.slice(0, limit);
   const more = rows.length > limit;
   return {
-    groups: await resolvePage(deps.database.reads, page),
+    groups: await resolvePage(deps.database.reads, tenant, page),
+
     nextCursor: more ? encodeCursor(page[page.length - 1].team_id) : null,
   };
 }
@@ -347,11 +356,11 @@ function decodeCursor(cursor: string): number {
   throw new AppError('validation_failed', 'cursor is not one this service returned', { details: [{ field: 'cursor', issue: 'invalid' }] });
 }
 
-function groupExists(key: UserGroupKey, providedId: string): AppError {
+function groupExists(key: GroupIdentity, providedId: string): AppError {
   return new AppError('user_group_exists', `a user group with user_group_id "${providedId}" already exists in ${key.environment}`);
 }
 
-function notFound(key: UserGroupKey): AppError {
+function notFound(key: GroupIdentity): AppError {
   return new AppError('user_group_not_found', `no user group with user_group_id "${key.providedId}" in ${key.environment}`);
 }
 

@@ -1,0 +1,80 @@
+// A workload of every operation of the API, run by one caller in one environment, for the
+// suites that capture the statements a request sends: test/query-plans.test.ts (each finds
+// its index) and test/tenant-isolation.test.ts (each names the caller's account). The hot
+// reads run concurrently, so that they batch as they do under load.
+import assert from 'node:assert/strict';
+import type { Environment } from '../../src/db/schema.ts';
+import type { BuiltApp, RequestOptions, ResponseBody } from './harness.ts';
+
+export interface WorkloadCaller {
+  request: BuiltApp['request'];
+  /** An API token with read, write and admin, in `environment` (restricted to it or not). */
+  token: string;
+  environment: Environment;
+  /** At least 60 user_group_ids of the caller's groups in `environment`, without parents. */
+  existing: readonly string[];
+  /** A prefix of some existing names and ids, for the search. */
+  search: { id: string; name: string };
+  /** Makes the ids this run creates its own, so that a caller can run the workload twice. */
+  run: string;
+}
+
+/** Runs every operation once (the hot reads twenty times at once); every answer must succeed. */
+export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
+  const { token, environment: env, existing, run } = caller;
+  const request = (method: string, path: string, options: RequestOptions = {}): Promise<ResponseBody> =>
+    caller.request(method, path, { token, ...options }).then((answer) => {
+      assert.ok(answer.status < 300, `${method} ${path}: ${answer.status} ${answer.text}`);
+      return answer.body;
+    });
+  const id = (name: string) => `${run}-${name}`;
+  const hits = await Promise.all(existing.slice(0, 20).map((user_group_id) => request('GET', '/api/user', { body: { user_group_id, api_environment_tag: env } })));
+  await Promise.all(existing.slice(20, 40).map((user_group_id) => request('GET', '/api/user', { query: { user_group_id, api_environment_tag: env } })));
+  const tokens: string[] = hits.map((hit) => hit.user_group.token);
+  await Promise.all(tokens.map((bearer) => caller.request('GET', '/api/embed/context', { bearer })));
+  await request('GET', '/api/user', { body: { user_group_id: id('new'), properties: { a: 1 }, api_environment_tag: env } });
+  await request('POST', '/api/user', { body: { user_group_id: id('created'), api_environment_tag: env } });
+  await request('PUT', '/api/user', { body: { user_group_id: id('created'), name: 'Renamed', api_environment_tag: env } });
+  const rotated = await request('POST', '/api/user', { body: { current_token: tokens[0], grace_period_seconds: 60 } });
+  assert.equal((await caller.request('GET', '/api/embed/context', { bearer: tokens[0] })).status, 200, 'a retired token in its grace period');
+  await request('POST', '/api/user', { body: { current_token: rotated.user_group.token, grace_period_seconds: 60 } });
+  const embeds = await Promise.all(
+    existing.slice(40, 50).map((user_group_id) => request('POST', '/api/embed_token', { body: { user_group_id, api_environment_tag: env } })),
+  );
+  await Promise.all(embeds.map(({ embed_token }) => caller.request('GET', '/api/embed/context', { bearer: embed_token })));
+  const introspected = await Promise.all(embeds.map(({ embed_token }) => request('POST', '/api/embed/introspect', { body: { token: embed_token } })));
+  assert.ok(introspected.every((answer) => answer.active === true), 'the embed tokens are active');
+  const page = await request('GET', '/api/users', { query: { limit: '20', api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { limit: '20', cursor: page.next_cursor, api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { q: caller.search.id, api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { q: caller.search.name, api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { q: '\u{10FFFF}', api_environment_tag: env } });
+  await request('GET', '/api/user/history', { query: { user_group_id: id('created'), api_environment_tag: env } });
+  await request('DELETE', '/api/user', { query: { user_group_id: id('created'), api_environment_tag: env } });
+  await request('GET', '/api/user/history', { query: { user_group_id: id('created'), api_environment_tag: env } }); // a deleted group's
+  // The hierarchy: a parent and a child with tags and levels, read, renamed, moved, listed
+  // by each filter and all of them at once, and deleted with its subtree.
+  const parent = id('parent');
+  const child = id('child');
+  await request('POST', '/api/user', { body: { user_group_id: parent, group_tags: ['vip'], hierarchy_level: 'Customer', properties: { p: 1 }, api_environment_tag: env } });
+  await request('POST', '/api/user', { body: { user_group_id: child, parent_user_group_id: parent, group_tags: ['vip'], hierarchy_level: 'User', api_environment_tag: env } });
+  const family = await Promise.all([child, child, parent].map((user_group_id) => request('GET', '/api/user', { body: { user_group_id, api_environment_tag: env } })));
+  await Promise.all(family.map((member) => caller.request('GET', '/api/embed/context', { bearer: member.user_group.token })));
+  await request('PUT', '/api/user', { body: { user_group_id: child, group_tags: ['vip', 'new'], new_user_group_id: `${child}-2`, api_environment_tag: env } });
+  await request('PUT', '/api/user', { body: { user_group_id: `${child}-2`, parent_user_group_id: null, api_environment_tag: env } });
+  await request('PUT', '/api/user', { body: { user_group_id: `${child}-2`, parent_user_group_id: parent, hierarchy_level: 'User', api_environment_tag: env } });
+  await request('PUT', '/api/user', { body: { user_group_id: parent, hierarchy_level: 'Customer', parent_user_group_id: null, api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { tag: 'vip', api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { parent_user_group_id: parent, api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { hierarchy_level: 'User', api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { q: run, tag: 'vip', parent_user_group_id: parent, hierarchy_level: 'User', api_environment_tag: env } });
+  await request('GET', '/api/users', { query: { parent_user_group_id: parent, tag: 'vip', hierarchy_level: 'User', api_environment_tag: env } });
+  await request('GET', '/api/user/history', { query: { user_group_id: `${child}-2`, api_environment_tag: env } });
+  await request('DELETE', '/api/user', { query: { user_group_id: parent, cascade: 'true', api_environment_tag: env } });
+  // API tokens over HTTP: list, who am I, create, revoke, their history.
+  await request('GET', '/api/api_tokens');
+  await request('GET', '/api/api_tokens/current');
+  const created = await request('POST', '/api/api_tokens', { body: { scopes: ['read'], allowed_environment: env, name: id('token') } });
+  await request('DELETE', `/api/api_tokens/${created.api_token.id}`);
+  await request('GET', '/api/api_tokens/history');
+}
