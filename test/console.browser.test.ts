@@ -307,7 +307,19 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.deepEqual(gone.body.user_groups, []);
   });
 
+  it('console: a malformed or unknown fragment shows the not-found view, not a blank page', async () => {
+    for (const fragment of ['#/group/Customer/%E0%A4%A', '#/nowhere', '#/group/Customer']) {
+      await page.goto(`${server.baseUrl}/console${fragment}`);
+      await page.getByRole('heading', { name: 'No such page' }).waitFor();
+    }
+    await assertAccessible('not found');
+    await shot('not-found');
+    await page.getByRole('link', { name: 'Go to the user groups' }).click();
+    await page.getByText('Page 1: 25 user groups').waitFor();
+  });
+
   it('console: create an API token (its value shown once) and revoke it; the last admin token cannot be revoked', async () => {
+
     await page.getByRole('link', { name: 'API tokens' }).click();
     await page.getByRole('heading', { name: 'API tokens of acme' }).waitFor();
     await page.getByLabel('Name').fill('reporting backend');

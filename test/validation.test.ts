@@ -338,7 +338,45 @@ forEachBackend('field rules of request bodies', (backend) => {
     assert.deepEqual(fields, ['bogus', 'is_demo_group', 'name', 'user_group_id']);
   });
 
+  // ---- numbers ----
+
+  it('numbers: one a double cannot hold as written (1e400, 1e-400, 200,000 digits, an integer beyond ±(2^53−1)) is refused naming its path, and nothing is stored', async () => {
+    const cases: [string, string, string][] = [
+      ['{"properties":{"big":1e400,"tiny":1e-400}}', 'properties.big', 'number_too_large'],
+      ['{"properties":{"tiny":1e-400}}', 'properties.tiny', 'number_too_small'],
+      ['{"properties":{"deep":{"list":[1,2,-1e400]}}}', 'properties.deep.list.2', 'number_too_large'],
+      [`{"properties":{"n":${'9'.repeat(200_000)}}}`, 'properties.n', 'number_too_large'],
+      ['{"properties":{"id":9007199254740993}}', 'properties.id', 'integer_out_of_range'],
+      ['{"properties":{"id":-9007199254740992}}', 'properties.id', 'integer_out_of_range'],
+      ['{"mapping":{"40":12345678901234567890}}', 'mapping.40', 'integer_out_of_range'],
+      ['{"user_group_id":9007199254740993}', 'user_group_id', 'integer_out_of_range'],
+    ];
+    for (const [fields, field, issue] of cases) {
+      const id = uid('num');
+      const raw = `{"user_group_id":"${id}",${fields.slice(1)}`;
+      for (const method of ['POST', 'PUT', 'GET']) {
+        const res = await t.request(method, '/api/user', { token: t.token, rawBody: method === 'PUT' ? raw.replace(`"${id}"`, '"val-num-existing"') : raw });
+        assertRefused(res, field, issue);
+        assert.match(res.body.error.message, /send it as a string/);
+      }
+      assert.equal(await countStored(id), 0, `${fields.slice(0, 60)}: nothing stored`);
+    }
+  });
+
+  it('numbers: doubles written with a fraction or an exponent, and integers within ±(2^53−1), are stored and returned as given', async () => {
+    const properties = { a: 1.5e300, b: 1e-300, c: 9007199254740991, d: -9007199254740991, e: 0.1, f: 0, g: 5e-324 };
+    const res = await post({ user_group_id: uid('num-ok'), properties, mapping: { 40: 9007199254740991 } });
+    assert.equal(res.status, 201, res.text);
+    assert.deepEqual(res.body.user_group.properties, properties);
+    assert.deepEqual(res.body.user_group.mapping, { 40: 9007199254740991 });
+    // A string that merely looks like such a number is text.
+    const text = await post({ user_group_id: uid('num-text'), properties: { big: '1e400', id: '9007199254740993' } });
+    assert.equal(text.status, 201, text.text);
+    assert.deepEqual(text.body.user_group.properties, { big: '1e400', id: '9007199254740993' });
+  });
+
   it('a body that is a JSON array, string, number or null answers 400 validation_failed (body must be an object)', async () => {
+
     for (const raw of ['[]', `[{"user_group_id":"${uid('arr')}"}]`, '"text"', '42', 'null']) {
       for (const [method, headers] of BODY_METHODS) {
         const res = await t.request(method, '/api/user', { token: t.token, rawBody: raw, headers });
@@ -348,5 +386,33 @@ forEachBackend('field rules of request bodies', (backend) => {
       }
     }
     assert.equal(await countStored('val-arr'), 0);
+  });
+});
+
+forEachBackend('integers in query strings and paths', (backend) => {
+  const t = useTestApp(backend);
+
+  it('query and path integers are decimal digits only: 0x10, 1e2, " 500", 5.0, +5 and 1e0 are refused, 0042 is 42', async () => {
+    for (const limit of ['0x10', '1e2', ' 500', '%20500', '5.0', '+5', '-1', '']) {
+      for (const path of ['/api/users', '/api/user/history', '/api/api_tokens/history']) {
+        const query: Record<string, string> = { limit };
+        if (path === '/api/user/history') query.user_group_id = 'anything';
+        const res = await t.request('GET', path, { token: t.token, query });
+        assertRefused(res, 'limit');
+      }
+    }
+    const leadingZeros = await t.request('GET', '/api/users', { token: t.token, query: { limit: '0042' } });
+    assert.equal(leadingZeros.status, 200, leadingZeros.text);
+  });
+
+  it('DELETE /api/api_tokens/1e0 is refused (400), and token 1 stays active', async () => {
+    const admin = await t.issueToken({ scopes: ['read', 'write', 'admin'] });
+    const other = await t.issueToken({ scopes: ['read'] });
+    for (const id of [`${other.id}e0`, `0x${other.id.toString(16)}`, ` ${other.id}`, `${other.id}.0`]) {
+      const res = await t.request('DELETE', `/api/api_tokens/${encodeURIComponent(id)}`, { token: admin.token });
+      assertRefused(res, 'id', 'wrong_type');
+    }
+    const still = await t.request('GET', '/api/users', { token: other.token });
+    assert.equal(still.status, 200, 'the token is still active');
   });
 });

@@ -49,15 +49,24 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   };
   const current = route.page === 'tokens' ? 'tokens' : 'groups';
   useEffect(() => {
-    const titles = { groups: 'User groups', 'new-group': 'New user group', group: 'User group', 'edit-group': 'Edit user group', tokens: 'API tokens' };
+    const titles = { groups: 'User groups', 'new-group': 'New user group', group: 'User group', 'edit-group': 'Edit user group', tokens: 'API tokens', 'not-found': 'Not found' };
     document.title = `${titles[route.page]} · Console · User Group Service`;
   }, [route.page]);
 
   return (
     <>
-      <a class="skip-link" href="#main">
+      {/* Focus moves without a new fragment: the fragment names the page (router.ts). */}
+      <a
+        class="skip-link"
+        href="#main"
+        onClick={(event) => {
+          event.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
         Skip to content
       </a>
+
       <header class="top">
         <div class="brand">
           User Group Service <span>console</span>
@@ -110,5 +119,22 @@ function Page({ route, session, environment }: { route: Route; session: Session;
         );
       case 'tokens':
         return session.isAdmin ? <TokensPage session={session} /> : <ErrorAlert error={new Error('managing API tokens needs an API token with the admin scope')} />;
+      case 'not-found':
+        return <NotFound fragment={route.fragment} />;
     }
+}
+
+function NotFound({ fragment }: { fragment: string }) {
+  return (
+    <section aria-labelledby="not-found-title">
+      <h1 id="not-found-title">No such page</h1>
+      <p>
+        The console has no page at <code>#{fragment}</code>. A link to a user group may have been cut short or mistyped.
+      </p>
+      <p>
+        <a href="#/groups">Go to the user groups</a>
+      </p>
+    </section>
+  );
+
 }

@@ -7,18 +7,27 @@ export type Route =
   | { page: 'new-group' }
   | { page: 'group'; environment: string; id: string }
   | { page: 'edit-group'; environment: string; id: string }
-  | { page: 'tokens' };
+  | { page: 'tokens' }
+  | { page: 'not-found'; fragment: string };
 
+/** The page a fragment names; a fragment that names none, or is not valid percent-encoding, is the not-found page. */
 export function parseRoute(hash: string): Route {
-  const [path, query = ''] = hash.replace(/^#/, '').split('?');
-  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
-  if (parts[0] === 'groups' && parts[1] === 'new') return { page: 'new-group' };
-  if (parts[0] === 'group' && parts.length >= 3) {
-    return parts[3] === 'edit' ? { page: 'edit-group', environment: parts[1], id: parts[2] } : { page: 'group', environment: parts[1], id: parts[2] };
+  const fragment = hash.replace(/^#/, '');
+  const [path, query = ''] = fragment.split('?');
+  let parts: string[];
+  try {
+    parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    return { page: 'not-found', fragment }; // e.g. #/group/Customer/%E0%A4%A: a URIError
   }
-  if (parts[0] === 'tokens') return { page: 'tokens' };
-  return { page: 'groups', params: new URLSearchParams(query) };
+  if (parts.length === 0 || (parts[0] === 'groups' && parts.length === 1)) return { page: 'groups', params: new URLSearchParams(query) };
+  if (parts[0] === 'groups' && parts[1] === 'new' && parts.length === 2) return { page: 'new-group' };
+  if (parts[0] === 'group' && parts.length === 3) return { page: 'group', environment: parts[1], id: parts[2] };
+  if (parts[0] === 'group' && parts.length === 4 && parts[3] === 'edit') return { page: 'edit-group', environment: parts[1], id: parts[2] };
+  if (parts[0] === 'tokens' && parts.length === 1) return { page: 'tokens' };
+  return { page: 'not-found', fragment };
 }
+
 
 export const groupHref = (environment: string, id: string, edit = false) =>
   `#/group/${encodeURIComponent(environment)}/${encodeURIComponent(id)}${edit ? '/edit' : ''}`;

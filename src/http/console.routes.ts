@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
+import { pageHeaders } from './page-headers.ts';
 
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/dist/', import.meta.url));
 
@@ -33,12 +34,8 @@ function readConsole(): { page: Buffer; assets: Map<string, Buffer> } | undefine
 
 export function registerConsoleRoutes(app: FastifyInstance): void {
   const built = readConsole();
-  const secure = (reply: FastifyReply) =>
-    reply
-      .header('content-security-policy', CONSOLE_CONTENT_SECURITY_POLICY)
-      .header('x-content-type-options', 'nosniff')
-      .header('x-frame-options', 'DENY')
-      .header('referrer-policy', 'no-referrer');
+  const secure = (reply: FastifyReply) => pageHeaders(reply, CONSOLE_CONTENT_SECURITY_POLICY);
+
   const notBuilt = () => new AppError('unavailable', 'the console is not built: run npm run build', { headers: { 'retry-after': '60' } });
 
   const page = (_request: unknown, reply: FastifyReply) => {

@@ -7,6 +7,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
+import { pageHeaders } from './page-headers.ts';
+
 
 const PAGE_DIR = fileURLToPath(new URL('../../static/docs/', import.meta.url));
 
@@ -44,7 +46,7 @@ function readAssets(): Record<string, Asset> {
 export function registerDocsRoutes(app: FastifyInstance): void {
   const page = fs.readFileSync(`${PAGE_DIR}index.html`);
   const assets = readAssets();
-  const secure = (reply: FastifyReply) => reply.header('content-security-policy', CONTENT_SECURITY_POLICY).header('x-content-type-options', 'nosniff');
+  const secure = (reply: FastifyReply) => pageHeaders(reply, CONTENT_SECURITY_POLICY);
 
   app.get('/docs', { schema: { hide: true } }, (_request, reply) => secure(reply).type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(page));
 

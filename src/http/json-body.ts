@@ -6,13 +6,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { AppError } from '../errors.ts';
 import { atEndOfTurn } from '../end-of-turn.ts';
+import { findUnrepresentableNumber, type UnrepresentableNumber } from './json-numbers.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
 export function parseJsonText(text: string): unknown {
   if (text.trim() === '') return undefined;
+  let body: unknown;
   try {
-    return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+    body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch (err) {
     const poisoned = /prototype/i.test((err as Error).message);
     throw new AppError(
@@ -20,7 +22,22 @@ export function parseJsonText(text: string): unknown {
       poisoned ? 'request body holds a forbidden key (__proto__ or constructor.prototype)' : 'request body is not valid JSON',
     );
   }
+  const unrepresentable = findUnrepresentableNumber(text);
+  if (unrepresentable) throw numberRefused(unrepresentable);
+  return body;
 }
+
+const NUMBER_RULES: Record<UnrepresentableNumber['issue'], string> = {
+  number_too_large: 'is a number too large for a double (it would become Infinity)',
+  number_too_small: 'is a non-zero number too small for a double (it would become 0)',
+  integer_out_of_range: 'is an integer outside ±(2^53−1), which a double cannot hold exactly',
+};
+
+function numberRefused({ field, issue, literal }: UnrepresentableNumber): AppError {
+  const shown = literal.length > 40 ? `${literal.slice(0, 20)}…(${literal.length} characters)` : literal;
+  return new AppError('validation_failed', `${field} ${NUMBER_RULES[issue]}: ${shown}; send it as a string to keep it exactly`, { details: [{ field, issue }] });
+}
+
 
 function isJsonMediaType(contentType: string | undefined): boolean {
   if (!contentType) return false;

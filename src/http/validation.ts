@@ -26,9 +26,35 @@ export function getBodyOf<T extends TSchema>(schema: T): (body: unknown) => Stat
 
 export function registerValidation(app: FastifyInstance): void {
   app.setValidatorCompiler(({ schema, httpPart }) => {
-    const ajv = httpPart === 'querystring' || httpPart === 'params' || httpPart === 'headers' ? queryAjv : bodyAjv;
+    if (httpPart === 'querystring' || httpPart === 'params') return withDecimalIntegers(schema as TSchema, queryAjv.compile(schema));
+    const ajv = httpPart === 'headers' ? queryAjv : bodyAjv;
     return ajv.compile(schema) as ValidateFunction;
   });
+}
+
+const DECIMAL_DIGITS = /^[0-9]+$/;
+
+/**
+ * Integers in a query string or a path are written in decimal digits only (docs/api.md,
+ * "Requests"). Ajv's coercion reads text as JavaScript does, so `0x10`, `1e2`, ` 500` and
+ * `5.0` would pass as numbers and `DELETE /api/api_tokens/1e0` would act on token 1: such
+ * text is refused before Ajv sees it.
+ */
+function withDecimalIntegers(schema: TSchema, validate: ValidateFunction): ValidateFunction {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  const integers = Object.keys(properties).filter((name) => properties[name].type === 'integer');
+  if (integers.length === 0) return validate;
+  const strict = ((data: Record<string, unknown> | undefined) => {
+    const loose = integers.filter((name) => typeof data?.[name] === 'string' && !DECIMAL_DIGITS.test(data[name] as string));
+    if (loose.length > 0) {
+      strict.errors = loose.map((name) => ({ keyword: 'decimalDigits', instancePath: `/${name}`, schemaPath: '', params: {}, message: 'must be decimal digits' }));
+      return false;
+    }
+    const valid = validate(data);
+    strict.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  return strict;
 }
 
 const ISSUE_BY_KEYWORD: Record<string, string> = {
@@ -47,12 +73,17 @@ const ISSUE_BY_KEYWORD: Record<string, string> = {
   propertyNames: 'invalid_key',
   anyOf: 'wrong_type',
   format: 'invalid_format',
+  decimalDigits: 'wrong_type',
 };
 
 const RULE_BY_ISSUE: Record<string, (e: ErrorObject) => string> = {
   unknown_field: () => 'is not a known field',
   required: () => 'is required',
-  wrong_type: (e) => (e.keyword === 'type' ? `must be of type ${String(e.params.type).replace(',', ' or ')}` : 'has the wrong type'),
+  wrong_type: (e) =>
+    e.keyword === 'decimalDigits' ? 'must be a whole number written in decimal digits'
+    : e.keyword === 'type' ? `must be of type ${String(e.params.type).replace(',', ' or ')}`
+    : 'has the wrong type',
+
   too_short: (e) => `must be at least ${e.params.limit} characters`,
   too_long: (e) => `must be at most ${e.params.limit} characters`,
   invalid_characters: () => 'must be plain text: no control characters or unpaired surrogates, and not only white space',
