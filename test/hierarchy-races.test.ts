@@ -8,6 +8,8 @@ import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { openMigratedDatabase } from '../src/runtime.ts';
+import { declareAccountLevels } from '../src/user-groups/account-levels.service.ts';
 
 const ROUNDS = 15;
 
@@ -103,6 +105,38 @@ forEachBackend('hierarchy races across two server processes', (backend) => {
       assert.deepEqual(read.body.user_group.computed_properties, { region: 'emea', version, seat: 1 }, `version ${version} on instance ${reader}`);
       const ctx = await httpRequest(on(reader), 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${child.token}` } });
       assert.equal(ctx.body.variables.version, version);
+    }
+  });
+
+  it(`ugs account levels under races: dropping a level while a create or a PUT sets it on two instances never leaves a group at an undeclared level (${ROUNDS} rounds)`, async () => {
+    // What the CLI runs (its service), in this process on a connection of its own: a third process beside the two servers.
+    const { handle } = await openMigratedDatabase({ databaseUrl: database.url });
+    try {
+      const declare = (levels: string[]) => declareAccountLevels(handle, 'acme', levels);
+      for (let round = 0; round < ROUNDS; round++) {
+        assert.equal((await declare(['L1', 'L2', 'X'])).outcome, 'declared');
+        const [created, existing] = [`lv-new-${round}`, `lv-put-${round}`];
+        await create(round, { user_group_id: existing, hierarchy_level: 'L1' });
+        const [post, change, drop] = await Promise.all([
+          httpRequest(on(round), 'POST', '/api/user', { token, body: { user_group_id: created, hierarchy_level: 'X' } }),
+          put(round + 1, { user_group_id: existing, hierarchy_level: 'X' }),
+          declare(['L1', 'L2']),
+        ]);
+        const atX = (await httpRequest(on(round), 'GET', '/api/users?hierarchy_level=X&limit=500', { token })).body.user_groups.map((g) => g.provided_id);
+        const why = `round ${round}: POST ${post.status}, PUT ${change.status}, levels ${drop.outcome}; groups at X: ${atX}`;
+        if (drop.outcome === 'declared') {
+          // The declaration won: every write that set X either ran before it (and then the drop would have been refused) or was refused after it.
+          assert.deepEqual(atX, [], why);
+          assert.equal(post.status, 400, why);
+          assert.equal(change.status, 400, why);
+        } else {
+          assert.equal(drop.outcome, 'in_use', why);
+          assert.ok(atX.length > 0, why);
+        }
+        for (const id of [created, existing]) await httpRequest(on(round), 'DELETE', `/api/user?user_group_id=${id}`, { token });
+      }
+    } finally {
+      await handle.close();
     }
   });
 });

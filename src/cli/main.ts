@@ -15,7 +15,7 @@ import { reencryptUserGroupTokens, tokensPerKey } from '../crypto/reencrypt.ts';
 import { reissueTokensOfLostKey } from '../user-groups/lost-key.service.ts';
 import { DEFAULT_ACTIVATION_SECONDS, reencryptSigningKeys, replaceSigningKeysOfLostKey, rotateSigningKey } from '../embed/signing-keys.ts';
 import { allSigningKeys } from '../embed/signing-keys.repository.ts';
-import { accountLevels, levelsInUseOutside, setAccountLevels } from '../user-groups/hierarchy.repository.ts';
+import { declareAccountLevels, readAccountLevels } from '../user-groups/account-levels.service.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
 import fs from 'node:fs';
 
@@ -122,19 +122,11 @@ export function buildCli(): Command {
     .option('--json', 'print JSON')
     .action(async (name: string, levels: string[] | undefined, opts: { clear?: boolean; json?: boolean }) => {
       if (levels && opts.clear) throw new UsageError('give levels or --clear, not both');
-      const result = await withDatabase(async (h) => {
-        const acct = await findAccountBySlug(h.db, name);
-        if (!acct) throw new UsageError(`no account "${name}"`);
-        if (levels === undefined && !opts.clear) return accountLevels(h.db, acct.id);
-        const next = opts.clear ? null : levels!;
-        if (next !== null) {
-          // Groups already at a level outside the new list would break the rule at their next write.
-          const outside = await levelsInUseOutside(h.db, acct.id, next);
-          if (outside.length > 0) throw new UsageError(`groups of account "${name}" use levels not in the list: ${outside.join(', ')}`);
-        }
-        await setAccountLevels(h.db, acct.id, next);
-        return next;
-      });
+      const done = await withDatabase((h) => (levels === undefined && !opts.clear ? readAccountLevels(h, name) : declareAccountLevels(h, name, opts.clear ? null : levels!)));
+      if (done.outcome === 'no_account') throw new UsageError(`no account "${name}"`);
+      if (done.outcome === 'in_use') throw new UsageError(`groups of account "${name}" use levels not in the list: ${done.levels.join(', ')}`);
+      const result = done.levels;
+
       print(!!opts.json, { account: name, levels: result }, result === null ? `account ${name} declares no levels` : `account ${name} levels: ${result.join(' > ')}`);
     });
 

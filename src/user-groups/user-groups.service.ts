@@ -74,8 +74,11 @@ async function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGro
   const parent = parentChoice(input);
   const fields = storedFields(input);
   return inTransaction(deps.database, async (trx) => {
-    // A new group has no descendants: it can close no cycle, only be too deep or at the wrong level.
-    if (parent.given && parent.providedId !== null) await lockHierarchy(trx, deps.database.dialect, key);
+    // A new group has no descendants: it can close no cycle, only be too deep or at the wrong
+    // level. The lock when it has a parent or a level: a declaration of the account's levels
+    // (account-levels.service.ts) takes it too.
+    if ((parent.given && parent.providedId !== null) || fields.hierarchy_level) await lockHierarchy(trx, deps.database.dialect, key);
+
     const parentChain = await parentChainFor(trx, key, parent, { height: 1, maxDepth: deps.maxHierarchyDepth });
     await checkLevel(trx, key.accountId, fields.hierarchy_level ?? null, parentChain[0]?.hierarchy_level ?? null, []);
     const row = await insertUserGroupIfAbsent(trx, {
