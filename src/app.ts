@@ -10,7 +10,8 @@ import { registerApiTokenAuth } from './auth/authenticate.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodyParsing } from './http/json-body.ts';
 import { methodOverrideStrategy, refuseOtherOverrides } from './http/method-override.ts';
-import { generateRequestId, registerRequestContext } from './http/request-context.ts';
+import { generateRequestId, logRequest, registerRequestContext } from './http/request-context.ts';
+import { onRequestEnd } from './http/request-end.ts';
 import { refuseMalformedQuery, registerValidation } from './http/validation.ts';
 import { operationalCodeSamples, registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
@@ -30,7 +31,7 @@ import { refuseRequestsWhileClosing } from './http/closing.ts';
 import { registerDocsRoutes } from './http/docs.routes.ts';
 import { registerConsoleRoutes } from './http/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
-import { registerMetrics } from './metrics/metrics.routes.ts';
+import { countRequest, registerMetrics } from './metrics/metrics.routes.ts';
 
 export interface AppDependencies {
   config: Config;
@@ -49,7 +50,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const app = Fastify({
     logger: deps.logger ?? false,
     genReqId: generateRequestId,
-    // One log line a request, written by registerRequestContext, instead of Fastify's two.
+    // One log line a request (request-context.ts, logRequest), instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     // HEAD on get-or-create would create groups from a "safe" method: answer 405 instead.
     exposeHeadRoutes: false,
@@ -75,6 +76,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.addHook('preValidation', refuseOtherOverrides);
   app.addHook('preValidation', refuseMalformedQuery);
   const metrics = deps.metrics ?? createMetrics();
+  onRequestEnd(app, [logRequest, countRequest(metrics)]);
+
   await registerRateLimits(app, config, metrics); // before every route, so that each one inherits it
 
   await app.register(swagger, {

@@ -8,6 +8,8 @@ import http from 'node:http';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend, type HttpResult } from './helpers/harness.ts';
 import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -139,6 +141,67 @@ forEachBackend('durability and shutdown', (backend) => {
     assert.equal(one.status, 200);
     assert.equal(one.body.user_group.token, seeded[0].body.user_group.token);
     await restarted.stop('SIGTERM');
+  });
+
+  /** Holds the database's write lock (SQLite) or user_groups' (PostgreSQL) until release() is called. */
+  async function holdWrites(): Promise<{ release(): Promise<void> }> {
+    if (backend === 'sqlite') {
+      const connection = new SQLite(database.url.slice('sqlite:'.length));
+      connection.exec('begin immediate');
+      return {
+        async release() {
+          connection.exec('rollback');
+          connection.close();
+        },
+      };
+    }
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    await client.query('begin');
+    await client.query('lock table user_groups in share row exclusive mode');
+    return {
+      async release() {
+        await client.query('rollback');
+        await client.end();
+      },
+    };
+  }
+
+  it('a create whose client hangs up before the answer still commits, and its one log line says so (status 201, client_gone)', async () => {
+    const server = await start();
+    const hold = await holdWrites();
+    const payload = JSON.stringify({ user_group_id: 'gone-client' });
+    const req = http.request(new URL('/api/user', server.baseUrl), {
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Token ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) },
+    });
+    req.on('error', () => undefined); // the hang-up below
+    req.end(payload);
+    await sleep(500); // the create is waiting for the database
+    req.destroy();
+    await sleep(200);
+    await hold.release();
+    let created: Awaited<ReturnType<typeof listAll>> = new Map();
+    for (let i = 0; i < 50 && !created.has('gone-client'); i++) {
+      await sleep(100);
+      created = await listAll(server.baseUrl, token);
+    }
+    assert.ok(created.has('gone-client'), 'the write committed');
+    let line: Record<string, unknown> | undefined;
+    for (let i = 0; i < 50 && !line; i++) {
+      await sleep(100);
+      line = server
+        .output()
+        .split('\n')
+        .filter((text) => text.startsWith('{'))
+        .map((text) => JSON.parse(text) as Record<string, unknown>)
+        .find((entry) => entry.msg === 'request' && entry.method === 'POST' && entry.route === '/api/user');
+    }
+    assert.ok(line, `no request line for the create:\n${server.output()}`);
+    assert.equal(line.status, 201);
+    assert.equal(line.client_gone, true);
+    await server.stop('SIGTERM');
   });
 
   it('SIGTERM finishes in-flight requests, refuses new connections, and exits 0', async () => {

@@ -4,7 +4,7 @@
 // can reach them.
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 const CALLER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // Ids need to be unique, not secret: a random prefix per process (so instances and restarts
@@ -37,16 +37,22 @@ export function registerRequestContext(app: FastifyInstance): void {
     if (request.raw.complete === false) reply.header('connection', 'close');
     done(null, payload);
   });
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? '(no route)',
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 100) / 100,
-      },
-      'request',
-    );
-    done();
-  });
 }
+
+/**
+ * The one log line of a request (onRequestEnd). `client_gone`: the client went away before the
+ * answer reached it; `status` is still what the request did (a 201 created its group).
+ */
+export function logRequest(request: FastifyRequest, reply: FastifyReply, clientGone: boolean): void {
+  request.log.info(
+    {
+      method: request.method,
+      route: request.routeOptions.url ?? '(no route)',
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100,
+      ...(clientGone ? { client_gone: true } : {}),
+    },
+    'request',
+  );
+}
+

@@ -2,7 +2,7 @@
 // strings cannot create series) and serves GET /metrics. Business events (tokens issued,
 // requests rate limited) are counted where they happen (ServiceEvents in metrics.ts). /metrics takes no API token, like
 // /healthz: keep it off the public network (bind a private port or block it at the proxy).
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Metrics } from './metrics.ts';
 
 /** The label for requests no route matched (404 and 405): one series, whatever the URL. */
@@ -12,14 +12,16 @@ function routeOf(request: FastifyRequest): string {
   return request.is404 ? UNMATCHED_ROUTE : (request.routeOptions.url ?? UNMATCHED_ROUTE);
 }
 
-export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onResponse', (request, reply, done) => {
+/** Counts a request when it ends (http/request-end.ts), its client still there or not. */
+export function countRequest(metrics: Metrics): (request: FastifyRequest, reply: FastifyReply) => void {
+  return (request, reply) => {
     const route = routeOf(request);
-    const status = reply.statusCode;
-    metrics.httpRequests.inc({ method: request.method, route, status: String(status) });
+    metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
     metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
-    done();
-  });
+  };
+}
+
+export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
 
   app.get(
     '/metrics',
