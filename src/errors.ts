@@ -34,6 +34,7 @@ export const errorStatus = {
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,
+  storage_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;

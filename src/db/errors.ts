@@ -48,7 +48,18 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * The database's storage refused a write: the disk is full or failing (SQLite's SQLITE_FULL and
+ * SQLITE_IOERR family; PostgreSQL's disk_full 53100 and io_error 58030). Reads may still work,
+ * and writes work again once there is room, without a restart.
+ */
+export function isStorageFault(err: unknown): boolean {
+  const code = (err as DriverError)?.code;
+  return typeof code === 'string' && (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code === '53100' || code === '58030');
+}
+
 /** A unique constraint refused the write (PostgreSQL 23505; SQLite's UNIQUE and PRIMARY KEY constraints). */
+
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as DriverError)?.code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';

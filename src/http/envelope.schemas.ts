@@ -26,11 +26,12 @@ export const ErrorEnvelope = Type.Object(
 
 /**
  * The error answers of a route, by status, for the codes it can answer with; every route can
- * also answer internal_error and unavailable (a database outage, a shutdown). The codes ride
+ * also answer internal_error, unavailable (a database outage, a shutdown) and storage_unavailable
+ * (a full disk: a write, or a get-or-create that creates). The codes ride
  * along as `x-error-codes`, from which the OpenAPI document gets one example per code.
  */
 export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
-  const all: ErrorCode[] = [...new Set<ErrorCode>([...codes, 'internal_error', 'unavailable'])];
+  const all: ErrorCode[] = [...new Set<ErrorCode>([...codes, 'internal_error', 'unavailable', 'storage_unavailable'])];
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of all) byStatus.set(errorStatus[code], [...(byStatus.get(errorStatus[code]) ?? []), code]);
   return Object.fromEntries(

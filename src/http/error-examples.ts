@@ -81,4 +81,8 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   headers_too_large: { summary: 'Headers over 16 KiB', message: 'the request headers are larger than the server accepts (16 KiB)' },
   internal_error: { summary: 'A fault of the service', message: 'internal error; quote the request id when reporting it' },
   unavailable: { summary: 'The database cannot be reached', message: 'the database is unavailable; retry shortly' },
+  storage_unavailable: {
+    summary: 'The database cannot write: its storage is full or failing',
+    message: 'the database cannot write right now (its storage is full or failing); nothing was changed: retry later',
+  },
 };

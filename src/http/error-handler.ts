@@ -3,13 +3,15 @@
 // generic 500 whose details go only to the log, under the request id.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
-import { isDatabaseUnavailable } from '../db/errors.ts';
+import { isDatabaseUnavailable, isStorageFault } from '../db/errors.ts';
 import { validationError } from './validation.ts';
 import { BODY_LIMIT_BYTES } from './json-body.ts';
 import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
+/** A full disk is freed by a person or a job, not in two seconds. */
+export const STORAGE_RETRY_AFTER_SECONDS = 30;
 
 export function errorBody(error: AppError, requestId: string) {
   return {
@@ -33,7 +35,12 @@ function clientHungUp(request: FastifyRequest): boolean {
   return request.raw.destroyed && request.raw.complete === false;
 }
 
-function translate(err: FastifyError, request: FastifyRequest, warnUnavailable: ThrottledWarning): AppError {
+interface Alarms {
+  unavailable: ThrottledWarning;
+  storage: ThrottledWarning;
+}
+
+function translate(err: FastifyError, request: FastifyRequest, alarms: Alarms): AppError {
   if (err instanceof AppError) return err;
   // Before the driver-error checks: a reset of the client's own socket is not the database's.
   if (clientHungUp(request)) return new AppError('bad_request', 'the client closed the connection before the request arrived');
@@ -47,8 +54,14 @@ function translate(err: FastifyError, request: FastifyRequest, warnUnavailable: 
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('invalid_json', 'request body is not valid JSON');
   }
+  if (isStorageFault(err)) {
+    alarms.storage(err, 'database storage full or failing: writes answer 503 storage_unavailable until there is room', request);
+    return new AppError('storage_unavailable', 'the database cannot write right now (its storage is full or failing); nothing was changed: retry later', {
+      headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) },
+    });
+  }
   if (isDatabaseUnavailable(err)) {
-    warnUnavailable(err, 'database unavailable: answering 503', request);
+    alarms.unavailable(err, 'database unavailable: answering 503', request);
     return new AppError('unavailable', 'the database is unavailable; retry shortly', {
       headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
     });
@@ -61,8 +74,9 @@ function translate(err: FastifyError, request: FastifyRequest, warnUnavailable: 
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
-  const warnUnavailable = throttledWarning(app.log);
-  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, request, translate(err, request, warnUnavailable)));
+  const alarms: Alarms = { unavailable: throttledWarning(app.log), storage: throttledWarning(app.log, 'error') };
+  app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, request, translate(err, request, alarms)));
+
 
   app.setNotFoundHandler(notFoundHandler(app));
 }

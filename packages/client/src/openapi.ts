@@ -514,7 +514,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -933,7 +933,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -1015,7 +1015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1160,7 +1160,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1283,7 +1283,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1355,7 +1355,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1454,7 +1454,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1622,7 +1622,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1724,7 +1724,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1871,7 +1871,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2045,7 +2045,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2205,7 +2205,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2380,7 +2380,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2551,7 +2551,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2656,7 +2656,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2776,7 +2776,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2820,7 +2820,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
@@ -2883,7 +2883,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: unavailable */
+            /** @description Error: unavailable, storage_unavailable */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["RetryAfter"];
