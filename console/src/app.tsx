@@ -47,7 +47,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
     storeEnvironment(value);
     setEnvironment(value);
   };
-  const current = route.page === 'tokens' ? 'tokens' : 'groups';
+  const current = route.page === 'tokens' ? 'tokens' : route.page === 'not-found' ? null : 'groups';
   useEffect(() => {
     const titles = { groups: 'User groups', 'new-group': 'New user group', group: 'User group', 'edit-group': 'Edit user group', tokens: 'API tokens', 'not-found': 'Not found' };
     document.title = `${titles[route.page]} · Console · User Group Service`;
