@@ -84,7 +84,13 @@ const ROUTES: Record<string, RouteRow> = {
     probe: (t) => ({ method: 'GET', url: '/api/users', query: { api_environment_tag: t.env, q: t.id } }),
     otherAccount: { status: 200 },
   },
+  'GET /api/user/lookup': {
+    kind: 'api',
+    probe: (t) => ({ method: 'GET', url: '/api/user/lookup', query: { user_group_id: t.id, api_environment_tag: t.env } }),
+    otherAccount: { status: 404, code: 'user_group_not_found' },
+  },
   'GET /api/user/history': {
+
     kind: 'api',
     probe: (t) => ({ method: 'GET', url: '/api/user/history', query: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 200 },

@@ -214,13 +214,21 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
   });
 
   it('console: a group shows its fields, computed properties, parent, children, history and the variables a dashboard gets', async () => {
+    const callsBefore = apiCalls.length;
     await page.getByRole('link', { name: 'acme-corp:jane' }).click();
     await page.getByRole('heading', { name: 'jane at ACME' }).waitFor();
     const computed = page.locator('figure', { hasText: "Computed properties (with ancestors')" }).locator('pre');
     assert.deepEqual(JSON.parse((await computed.textContent()) ?? ''), { region: 'emea', plan: 'enterprise', seat: 'jane' });
     assert.equal(await page.getByRole('link', { name: 'acme-corp', exact: true }).count(), 1, 'the parent, as a link');
+    // Read with GET /api/user/lookup, which never creates; no embed token until asked for.
+    const paths = () => apiCalls.slice(callsBefore).map((call) => new URL(call.url).pathname);
+    assert.ok(paths().includes('/api/user/lookup'), 'the group is read with the lookup');
+    assert.ok(!paths().includes('/api/user'), 'never through get-or-create');
+    assert.equal(paths().filter((p) => p === '/api/embed_token').length, 0, 'no embed token minted on view');
+    await page.getByRole('button', { name: 'Show the dashboard variables' }).click();
     const variables = page.locator('table.variables tbody tr');
     await variables.first().waitFor();
+    assert.equal(paths().filter((p) => p === '/api/embed_token').length, 1, 'one embed token, when asked');
     const shown = Object.fromEntries(await variables.evaluateAll((rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td')!.textContent])));
     assert.deepEqual(shown, { user_group_id: 'acme-corp:jane', user_group_name: 'jane at ACME', region: 'emea', plan: 'enterprise', seat: 'jane' });
     await page.locator('ol.timeline li').first().waitFor();
@@ -365,6 +373,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.equal(await page.getByRole('link', { name: 'API tokens' }).count(), 0);
     await page.getByRole('link', { name: 'customer-01' }).click();
     await page.getByRole('heading', { name: 'Customer 1' }).waitFor();
+    await page.getByRole('button', { name: 'Show the dashboard variables' }).click();
     await page.locator('table.variables tbody tr').first().waitFor();
     for (const name of ['Edit', 'Rotate token', 'Delete']) assert.equal(await page.getByRole(name === 'Edit' ? 'link' : 'button', { name, exact: true }).count(), 0, name);
     await assertAccessible('read-only group');

@@ -6,6 +6,7 @@ import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schem
 import type { CodeSample } from '../http/openapi.ts';
 import {
   DeletedResponse,
+  LookupQuery,
   GetOrCreateResponse,
   GetUserBody,
   GetUserQuery,
@@ -114,6 +115,20 @@ export const listOperation = {
   response: { 200: { ...ListResponse, 'x-response-description': 'One page of groups, without tokens.' }, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
 };
 
+export const lookupOperation = {
+  tags,
+  operationId: 'lookupUserGroup',
+  summary: 'Look a user group up, never creating it',
+  description:
+    'The group with this user_group_id in the environment (`api_environment_tag`, else the API token\'s default), with its current token: `200`, or `404 user_group_not_found`. Unlike `GET /api/user` it never creates: the read scope is always enough, and a group deleted meanwhile stays deleted.',
+  security,
+  querystring: LookupQuery,
+  response: {
+    200: { ...UserGroupResponse, 'x-response-description': 'The group and its current token.' },
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'user_group_not_found'),
+  },
+};
+
 export const historyOperation = {
   tags,
   operationId: 'getUserGroupHistory',
@@ -147,7 +162,12 @@ export const userGroupCodeSamples: Record<string, CodeSample[]> = {
     curl('curl -X DELETE "$UGS/api/user?user_group_id=example_2" -H "Authorization: Token $TOKEN"'),
     typescript(`${client}await ugs.deleteUserGroup({ user_group_id: 'example_2' });`),
   ],
+  lookupUserGroup: [
+    curl('curl "$UGS/api/user/lookup?user_group_id=example_1" -H "Authorization: Token $TOKEN"'),
+    typescript(`${client}const { user_group } = await ugs.lookupUserGroup({ user_group_id: 'example_1' });`),
+  ],
   listUserGroups: [
+
     curl('curl "$UGS/api/users?limit=50&q=exa" -H "Authorization: Token $TOKEN"'),
     typescript(`${client}const { user_groups, next_cursor } = await ugs.listUserGroups({ limit: 50, q: 'exa' });`),
   ],

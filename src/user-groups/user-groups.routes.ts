@@ -1,4 +1,4 @@
-// /api/user, /api/users and /api/user/history: HTTP in, service call, HTTP out. Which mode a
+// /api/user, /api/user/lookup, /api/users and /api/user/history: HTTP in, service call, HTTP out. Which mode a
 // request is in (create or rotate; body or query string) is decided here; the rules live in
 // the service, the descriptions in user-groups.operations.ts.
 import type { FastifyInstance } from 'fastify';
@@ -17,12 +17,14 @@ import {
   getOrCreateOverrideOperation,
   historyOperation,
   listOperation,
+  lookupOperation,
   updateOperation,
 } from './user-groups.operations.ts';
 import {
   createUserGroup,
   getOrCreateUserGroup,
   listUserGroupsPage,
+  lookupUserGroup,
   removeUserGroup,
   rotateUserGroupToken,
   updateUserGroup,
@@ -125,7 +127,13 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
     return sendJson(reply, 200, listResponseJson(page.groups, page.nextCursor));
   });
 
+  api.get('/api/user/lookup', { schema: lookupOperation }, async (request, reply) => {
+    const group = await lookupUserGroup(deps, principalOf(request), request.query);
+    return sendJson(reply, 200, userGroupResponseJson(group));
+  });
+
   api.get('/api/user/history', { schema: historyOperation }, async (request) => ({
+
     success: 1 as const,
     ...(await userGroupHistoryEntries(deps, principalOf(request), request.query)),
   }));

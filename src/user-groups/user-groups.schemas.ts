@@ -208,7 +208,14 @@ export const UserGroupKeyQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** GET /api/user/lookup: which group. By query string, as every id can be (a path could not hold "." or ".."). */
+export const LookupQuery = Type.Object(
+  { user_group_id: UserGroupIdString, api_environment_tag: Type.Optional(EnvironmentTag) },
+  { additionalProperties: false },
+);
+
 export const HistoryQuery = Type.Object(
+
   {
     user_group_id: UserGroupIdString,
     api_environment_tag: Type.Optional(EnvironmentTag),

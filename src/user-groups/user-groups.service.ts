@@ -143,7 +143,21 @@ export async function getOrCreateUserGroup(
   throw new Error('get-or-create did not settle after 3 attempts (the group is being created and deleted concurrently)');
 }
 
+/** A group by its identity, never creating it (docs/api.md, "GET /api/user/lookup"). */
+export async function lookupUserGroup(
+  deps: UserGroupDeps,
+  principal: Principal,
+  input: { user_group_id: string; api_environment_tag?: Environment },
+): Promise<UserGroupWithToken> {
+  requireScope(principal, 'read', 'reading a user group');
+  const key = keyFor(principal, input);
+  const group = await findUserGroup(deps.database.reads, key);
+  if (!group) throw notFound(key);
+  return withToken(group, deps.tokens);
+}
+
 const UPDATABLE = [...SETTABLE_FIELDS, 'parent_user_group_id', 'new_user_group_id'];
+
 
 export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: PutUser): Promise<UserGroupWithToken> {
   requireScope(principal, 'write', 'updating a user group');

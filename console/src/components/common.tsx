@@ -78,21 +78,25 @@ export interface Loaded<T> {
 
 /** Runs `load` when `deps` change (and on reload()); the last answer wins. */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
   const [version, setVersion] = useState(0);
+  // What the data was loaded for: in the render right after the deps change (before the
+  // effect below runs) the data is still the previous one's, and must not pass for the new.
+  const key = JSON.stringify([...deps, version]);
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean; key?: string }>({ loading: true });
   useEffect(() => {
     let current = true;
     setState((previous) => ({ ...previous, loading: true }));
     load().then(
-      (data) => current && setState({ data, loading: false }),
-      (error) => current && setState({ error, loading: false }),
+      (data) => current && setState({ data, loading: false, key }),
+      (error) => current && setState({ error, loading: false, key }),
     );
     return () => {
       current = false;
     };
-  }, [...deps, version]);
-  return { data: state.data, error: state.error, loading: state.loading, reload: () => setVersion((v) => v + 1) };
+  }, [key]);
+  return { data: state.data, error: state.error, loading: state.loading || state.key !== key, reload: () => setVersion((v) => v + 1) };
 }
+
 
 /** A history, newest first: each entry's time, then what `children` says happened. */
 export function Timeline<T extends { id: number; created_at: string }>({ entries, children }: { entries: T[] | undefined; children: (entry: T) => ComponentChildren }) {

@@ -1,13 +1,16 @@
 // One user group: its fields (own and computed), parent and children, the variables a
-// dashboard gets (from a real embed token, through the embed route), its history as a
-// timeline, and, for a write token, edit, rotate and delete.
-import { useState } from 'preact/hooks';
-import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
+// dashboard gets (from a real embed token, through the embed route, when asked), its history
+// as a timeline, and, for a write token, edit, rotate and delete.
+import { useEffect, useState } from 'preact/hooks';
+import type { EmbedContextResponse, EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
-import { findGroup, currentToken, pretty } from '../groups.ts';
+import { findGroup, pretty } from '../groups.ts';
 import { Dialog, ErrorAlert, ShownOnce, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
-import { isUserGroupServiceError } from '../../../packages/client/src/index.ts';
+import { isUserGroupServiceError, requestFieldLimits } from '../../../packages/client/src/index.ts';
+
+/** The longest grace period the service takes (docs/api.md, "POST /api/user: rotate"). */
+const GRACE = requestFieldLimits.CreateOrRotateRequest.grace_period_seconds;
 
 interface Props {
   session: Session;
@@ -36,10 +39,7 @@ function GroupView({ session, environment, group, reload }: { session: Session; 
   const id = group.provided_id;
   const children = useLoad(() => session.client.listUserGroups({ api_environment_tag: environment, parent_user_group_id: id, limit: 25 }), [environment, id, group.updated_at]);
   const history = useLoad(() => session.client.userGroupHistory({ user_group_id: id, api_environment_tag: environment, limit: 50 }), [environment, id, group.updated_at]);
-  const preview = useLoad(async () => {
-    const { embed_token } = await session.client.createEmbedToken({ user_group_id: id, api_environment_tag: environment, expires_in_seconds: 60 });
-    return session.client.getEmbedContext(embed_token);
-  }, [environment, id, group.updated_at]);
+  const preview = usePreview(session, environment, id, group.updated_at);
   const [dialog, setDialog] = useState<'rotate' | 'delete' | null>(null);
 
   return (
@@ -116,7 +116,10 @@ function GroupView({ session, environment, group, reload }: { session: Session; 
 
       <section aria-labelledby="preview-title">
         <h2 id="preview-title">Embed preview</h2>
-        <p class="hint">Exactly what a dashboard gets: the variables of GET /api/embed/context, called with a fresh one-minute embed token.</p>
+        <p class="hint">Exactly what a dashboard gets: the variables of GET /api/embed/context, called with a fresh one-minute embed token, minted when you ask.</p>
+        <button type="button" class="secondary" onClick={preview.show} disabled={preview.loading}>
+          {preview.data ? 'Show again' : 'Show the dashboard variables'}
+        </button>
         {preview.error ? <ErrorAlert error={preview.error} /> : null}
         {preview.data && (
           <table class="variables">
@@ -179,6 +182,26 @@ function JsonBlock({ title, value }: { title: string; value: unknown }) {
   );
 }
 
+/**
+ * The embed preview, minted only when asked: every embed token minted is a signature and a
+ * claim on the rate budget, and a person reading a group rarely needs one. Forgotten when the
+ * group changes (its variables may have).
+ */
+function usePreview(session: Session, environment: EnvironmentTag, id: string, version: string) {
+  const [state, setState] = useState<{ data?: EmbedContextResponse; error?: unknown; loading: boolean }>({ loading: false });
+  useEffect(() => setState({ loading: false }), [environment, id, version]);
+  const show = async () => {
+    setState({ loading: true });
+    try {
+      const { embed_token } = await session.client.createEmbedToken({ user_group_id: id, api_environment_tag: environment, expires_in_seconds: 60 });
+      setState({ data: await session.client.getEmbedContext(embed_token), loading: false });
+    } catch (error) {
+      setState({ error, loading: false });
+    }
+  };
+  return { ...state, show };
+}
+
 function RotateDialog(props: { open: boolean; onClose: () => void; session: Session; environment: EnvironmentTag; id: string; onRotated: () => void }) {
   const [grace, setGrace] = useState('0');
   const [error, setError] = useState<unknown>(null);
@@ -194,9 +217,11 @@ function RotateDialog(props: { open: boolean; onClose: () => void; session: Sess
     setBusy(true);
     setError(null);
     try {
-      const current_token = await currentToken(props.session.client, props.environment, props.id);
-      const { user_group } = await props.session.client.rotateToken({ current_token, grace_period_seconds: Number(grace) });
-      setNewToken(user_group.token);
+      // The token as it is now, read without get-or-create: a group deleted meanwhile stays deleted (404).
+      const { user_group } = await props.session.client.lookupUserGroup({ user_group_id: props.id, api_environment_tag: props.environment });
+      const current_token = user_group.token;
+      const rotated = await props.session.client.rotateToken({ current_token, grace_period_seconds: Number(grace) });
+      setNewToken(rotated.user_group.token);
       props.onRotated();
     } catch (err) {
       setError(err);
@@ -215,9 +240,9 @@ function RotateDialog(props: { open: boolean; onClose: () => void; session: Sess
           </p>
           <div class="field">
             <label for="grace">Grace period (seconds)</label>
-            <input id="grace" type="number" min={0} max={604800} value={grace} onInput={(event) => setGrace(event.currentTarget.value)} aria-describedby="grace-hint" />
+            <input id="grace" type="number" min={GRACE.minimum} max={GRACE.maximum} value={grace} onInput={(event) => setGrace(event.currentTarget.value)} aria-describedby="grace-hint" />
             <p class="hint" id="grace-hint">
-              0 to 604,800 (a week). 0: the old token stops at once.
+              {GRACE.minimum} to {GRACE.maximum.toLocaleString('en-US')} ({GRACE.maximum / 3600} hours). 0: the old token stops at once.
             </p>
           </div>
           <ErrorAlert error={error} />

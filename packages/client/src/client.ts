@@ -3,6 +3,7 @@
 // (Node 18+, browsers, Deno, Bun).
 import { UserGroupServiceError, type UserGroupServiceErrorCode } from './errors.js';
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, type RetryOptions } from './retry.js';
+import { operationQueryParameters } from './openapi.js';
 import type {
   ApiTokenHistoryParams,
   ApiTokenHistoryResponse,
@@ -24,6 +25,7 @@ import type {
   GetOrCreateUserGroupResponse,
   ListUserGroupsParams,
   ListUserGroupsResponse,
+  LookupUserGroupParams,
   RotateTokenParams,
   UpdateUserGroupParams,
   UserGroupHistoryParams,
@@ -86,7 +88,15 @@ interface RequestSpec {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 const RETRY_STATUSES = new Set([429, 503]);
-const QUERY_FIELDS = new Set(['user_group_id', 'name', 'api_environment_tag', 'is_demo_group', 'parent_user_group_id', 'hierarchy_level']);
+/** What get-or-create may take as a query string (from the OpenAPI document, openapi.ts). */
+const GET_OR_CREATE_QUERY: ReadonlySet<string> = new Set(operationQueryParameters.getOrCreateUserGroup);
+
+/** The parameters as a query string, when every one may go there (null and objects cannot). */
+function asGetOrCreateQuery(params: object): Record<string, string | number | boolean | undefined> | undefined {
+  const entries = Object.entries(params);
+  const fits = entries.every(([field, value]) => GET_OR_CREATE_QUERY.has(field) && (value === undefined || (value !== null && typeof value !== 'object')));
+  return fits ? Object.fromEntries(entries) : undefined;
+}
 
 export class UserGroupServiceClient {
   readonly #baseUrl: string;
@@ -119,16 +129,17 @@ export class UserGroupServiceClient {
    */
   getOrCreateUserGroup(params: GetOrCreateUserGroupParams, options?: CallOptions): Promise<GetOrCreateUserGroupResponse> {
     // A null parent or level means "none", which a query string cannot say: those go in a body.
-    const fitsQuery = Object.entries(params).every(([field, value]) => QUERY_FIELDS.has(field) && value !== null);
-    if (fitsQuery) {
-      const { user_group_id, name, api_environment_tag, is_demo_group, parent_user_group_id, hierarchy_level } = params;
-      const query = { user_group_id, name, api_environment_tag, is_demo_group, parent_user_group_id: parent_user_group_id ?? undefined, hierarchy_level: hierarchy_level ?? undefined };
-      return this.#call({ method: 'GET', path: '/api/user', query, auth: 'api', retry: 'idempotent' }, options);
-    }
+    const query = asGetOrCreateQuery(params);
+    if (query) return this.#call({ method: 'GET', path: '/api/user', query, auth: 'api', retry: 'idempotent' }, options);
     return this.#call(
       { method: 'POST', path: '/api/user', body: params, headers: { 'x-http-method-override': 'GET' }, auth: 'api', retry: 'idempotent' },
       options,
     );
+  }
+
+  /** The group and its current token; never creates it: `user_group_not_found` (404) if it does not exist. */
+  lookupUserGroup(params: LookupUserGroupParams, options?: CallOptions): Promise<UserGroupResponse> {
+    return this.#call({ method: 'GET', path: '/api/user/lookup', query: params, auth: 'api', retry: 'idempotent' }, options);
   }
 
   /**

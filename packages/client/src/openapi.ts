@@ -218,6 +218,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/user/lookup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look a user group up, never creating it
+         * @description The group with this user_group_id in the environment (`api_environment_tag`, else the API token's default), with its current token: `200`, or `404 user_group_not_found`. Unlike `GET /api/user` it never creates: the read scope is always enough, and a group deleted meanwhile stays deleted.
+         */
+        get: operations["lookupUserGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users": {
         parameters: {
             query?: never;
@@ -2671,6 +2691,122 @@ export interface operations {
             };
         };
     };
+    lookupUserGroup: {
+        parameters: {
+            query: {
+                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                api_environment_tag?: components["schemas"]["EnvironmentTag"];
+                /**
+                 * @description Your id for this user group: 1-256 characters, no control characters, not only white space. Case-sensitive, never trimmed.
+                 * @example example_1
+                 */
+                user_group_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group and its current token. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserGroupResponse"];
+                };
+            };
+            /** @description Error: validation_failed */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: user_group_not_found */
+            404: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable, storage_unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listUserGroups: {
         parameters: {
             query?: {
@@ -2897,3 +3033,185 @@ export interface operations {
         };
     };
 }
+
+/** The query parameters each operation takes, by operationId. */
+export const operationQueryParameters = {
+  "deleteUserGroup": [
+    "api_environment_tag",
+    "cascade",
+    "user_group_id"
+  ],
+  "getApiTokenHistory": [
+    "limit"
+  ],
+  "getEmbedContext": [
+    "embed_id"
+  ],
+  "getOrCreateUserGroup": [
+    "api_environment_tag",
+    "hierarchy_level",
+    "is_demo_group",
+    "name",
+    "parent_user_group_id",
+    "user_group_id"
+  ],
+  "getUserGroupHistory": [
+    "api_environment_tag",
+    "limit",
+    "user_group_id"
+  ],
+  "listUserGroups": [
+    "api_environment_tag",
+    "cursor",
+    "hierarchy_level",
+    "limit",
+    "parent_user_group_id",
+    "q",
+    "tag"
+  ],
+  "lookupUserGroup": [
+    "api_environment_tag",
+    "user_group_id"
+  ]
+} as const;
+
+/** The limits of each request body field (minimum, maximum, minLength, maxLength, maxItems, maxProperties), by request schema. */
+export const requestFieldLimits = {
+  "CreateApiTokenRequest": {
+    "expires_in_seconds": {
+      "minimum": 60,
+      "maximum": 315360000
+    },
+    "name": {
+      "minLength": 1,
+      "maxLength": 100
+    }
+  },
+  "CreateOrRotateRequest": {
+    "current_token": {
+      "minLength": 1,
+      "maxLength": 512
+    },
+    "grace_period_seconds": {
+      "minimum": 0,
+      "maximum": 86400
+    },
+    "group_tags": {
+      "maxItems": 50
+    },
+    "hierarchy_level": {
+      "minLength": 1,
+      "maxLength": 64
+    },
+    "mapping": {
+      "maxProperties": 100
+    },
+    "name": {
+      "minLength": 1,
+      "maxLength": 256
+    },
+    "parent_user_group_id": {
+      "minLength": 1,
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991
+    },
+    "user_group_id": {
+      "minLength": 1,
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991
+    }
+  },
+  "EmbedTokenRequest": {
+    "embed_id": {
+      "minLength": 1,
+      "maxLength": 256
+    },
+    "expires_in_seconds": {
+      "minimum": 60,
+      "maximum": 2592000
+    },
+    "origin": {
+      "minLength": 1,
+      "maxLength": 2048
+    },
+    "user_group_id": {
+      "minLength": 1,
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991
+    }
+  },
+  "GetOrCreateRequest": {
+    "group_tags": {
+      "maxItems": 50
+    },
+    "hierarchy_level": {
+      "minLength": 1,
+      "maxLength": 64
+    },
+    "mapping": {
+      "maxProperties": 100
+    },
+    "name": {
+      "minLength": 1,
+      "maxLength": 256
+    },
+    "parent_user_group_id": {
+      "minLength": 1,
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991
+    },
+    "user_group_id": {
+      "minLength": 1,
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991
+    }
+  },
+  "IntrospectionRequest": {
+    "token": {
+      "minLength": 1,
+      "maxLength": 16384
+    },
+    "token_type_hint": {
+      "maxLength": 64
+    }
+  },
+  "UpdateUserGroupRequest": {
+    "group_tags": {
+      "maxItems": 50
+    },
+    "hierarchy_level": {
+      "minLength": 1,
+      "maxLength": 64
+    },
+    "mapping": {
+      "maxProperties": 100
+    },
+    "name": {
+      "minLength": 1,
+      "maxLength": 256
+    },
+    "new_user_group_id": {
+      "minLength": 1,
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991
+    },
+    "parent_user_group_id": {
+      "minLength": 1,
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991
+    },
+    "user_group_id": {
+      "minLength": 1,
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991
+    }
+  }
+} as const;

@@ -22,6 +22,7 @@ export type RotateTokenParams = Required<Pick<Schemas['CreateOrRotateRequest'], 
 export type DeleteUserGroupParams = WithId<Schemas['UserGroupKey']>;
 export type ListUserGroupsParams = QueryOf<'listUserGroups'>;
 export type UserGroupHistoryParams = QueryOf<'getUserGroupHistory'>;
+export type LookupUserGroupParams = QueryOf<'lookupUserGroup'>;
 export type CreateEmbedTokenParams = Schemas['EmbedTokenRequest'];
 export type EmbedContextParams = QueryOf<'getEmbedContext'>;
 export type CreateApiTokenParams = Schemas['CreateApiTokenRequest'];
