@@ -11,7 +11,7 @@ import { issueApiToken } from '../src/auth/api-tokens.service.ts';
 import { generateToken, hashToken } from '../src/auth/token-format.ts';
 import type { Keyring } from '../src/crypto/keyring.ts';
 import type { NewUserGroup } from '../src/user-groups/user-groups.repository.ts';
-import { createTestDatabase, type Backend } from '../test/helpers/backends.ts';
+import { createScratchDatabase, type Backend } from '../scripts/scratch-database.ts';
 import { benchLayout, treeParent } from './scenarios.ts';
 
 export type { Backend };
@@ -27,11 +27,11 @@ export interface BenchDatabase {
 /** `adminUrl`: --database-url, a PostgreSQL database to create the benchmark's next to; SQLite when absent or sqlite:. */
 export async function createBenchDatabase(adminUrl: string | undefined): Promise<BenchDatabase> {
   if (!adminUrl || adminUrl.startsWith('sqlite:')) {
-    const database = await createTestDatabase('sqlite', { prefix: 'ugs_bench' });
+    const database = await createScratchDatabase('sqlite', { prefix: 'ugs_bench' });
     return { backend: 'sqlite', ...database, description: database.url };
   }
   if (!/^postgres(ql)?:\/\//.test(adminUrl)) throw new Error(`--database-url must be postgres://… (or sqlite:), got ${adminUrl}`);
-  const database = await createTestDatabase('postgres', { prefix: 'ugs_bench', adminUrl });
+  const database = await createScratchDatabase('postgres', { prefix: 'ugs_bench', adminUrl });
   const url = new URL(database.url);
   return { backend: 'postgres', ...database, description: `${url.protocol}//${url.host}${url.pathname}` };
 }

@@ -86,3 +86,12 @@ describe('how src/ loads its dependencies', () => {
     assert.deepEqual(offenders, [], "import values from src/db/kysely.ts; `import type { … } from 'kysely'` is fine");
   });
 });
+
+describe('what the tools around src/ may import', () => {
+  it('architecture: bench/ and scripts/ import nothing from test/ (what both need lives in scripts/)', () => {
+    const offenders = ['bench', 'scripts']
+      .flatMap((dir) => sourceFiles(path.join(ROOT, dir)))
+      .flatMap((file) => importsOf(file).filter((imported) => imported.startsWith(path.join(ROOT, 'test') + path.sep)).map((imported) => `${path.relative(ROOT, file)} -> ${path.relative(ROOT, imported)}`));
+    assert.deepEqual(offenders, []);
+  });
+});

@@ -1,0 +1,53 @@
+// A new, empty database that its caller drops when done: a SQLite file in a temporary
+// directory, or a PostgreSQL database created next to an existing one. The tests make theirs
+// here (test/helpers/backends.ts), and so does the benchmark (bench/seed.ts), so that runs
+// never collide and leave nothing behind on a shared server.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+export type Backend = 'sqlite' | 'postgres';
+
+export interface ScratchDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+export interface DatabasePlace {
+  /** Starts the database's name (PostgreSQL) or temporary directory (SQLite), to tell whose it is. */
+  prefix: string;
+  /** PostgreSQL: a database to connect to for creating and dropping; the new one is made next to it. */
+  adminUrl?: string;
+}
+
+export async function createScratchDatabase(backend: Backend, { prefix, adminUrl }: DatabasePlace): Promise<ScratchDatabase> {
+  if (backend === 'sqlite') {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix.replaceAll('_', '-')}-`));
+    return {
+      url: `sqlite:${path.join(dir, 'ugs.sqlite')}`,
+      drop: async () => fs.rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  if (!adminUrl) throw new Error('a PostgreSQL scratch database needs the URL of an existing database to create it next to');
+  const name = `${prefix}_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
+  await onAdminConnection(adminUrl, `create database ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: () => onAdminConnection(adminUrl, `drop database if exists ${name} with (force)`),
+  };
+}
+
+/** Runs one statement on a connection of its own (a database cannot be dropped from a connection to it). */
+async function onAdminConnection(adminUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
