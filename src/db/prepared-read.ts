@@ -30,6 +30,11 @@ export interface PreparedRead<A extends unknown[], R> {
 
 type Columns<A extends unknown[]> = { [K in keyof A]: A[K][] };
 
+/** What a prepared read is built from: a query builder, or raw SQL (sql``). */
+type Statement<R> = Compilable<R> | RawBuilder<R>;
+
+const isRawBuilder = <R>(statement: Statement<R>): statement is RawBuilder<R> => 'isRawBuilder' in statement && statement.isRawBuilder === true;
+
 interface Template<R> {
   compiled: CompiledQuery<R>;
   /** For each compiled parameter, the index of the call argument it takes, or -1 for a constant. */
@@ -42,9 +47,11 @@ interface Template<R> {
  * SQL text, or dropped, a call would bind its arguments to the wrong places, so that fails
  * here, at the first call, rather than as a wrong answer.
  */
-function template<R>(build: (...placeholders: string[]) => Compilable<R>, arity: number): Template<R> {
+function template<R>(db: Kysely<Database>, build: (...placeholders: string[]) => Statement<R>, arity: number): Template<R> {
   const placeholders = Array.from({ length: arity }, (_, i) => `\u0000ugs-parameter-${i}`);
-  const compiled = build(...placeholders).compile();
+  const statement = build(...placeholders);
+  // A query builder compiles itself; a raw statement (sql``) needs the database's dialect.
+  const compiled = isRawBuilder(statement) ? statement.compile(db) : statement.compile();
   const slots = compiled.parameters.map((p) => placeholders.indexOf(p as string));
   placeholders.forEach((placeholder, i) => {
     const uses = slots.filter((slot) => slot === i).length;
@@ -75,18 +82,15 @@ function bind<R>({ compiled, slots }: Template<R>, args: readonly unknown[]): Co
  * those arrays (`unnest(...) with ordinality`). Without it, PostgreSQL runs each call alone.
  */
 export function preparedRead<A extends unknown[], R>(
-  build: (db: Kysely<Database>, ...args: A) => Compilable<R>,
+  build: (db: Kysely<Database>, ...args: A) => Statement<R>,
   options: { batched?: (...columns: Columns<A>) => RawBuilder<BatchedRow<R>> } = {},
 ): PreparedRead<A, R> {
   const compiledFor = new WeakMap<Kysely<Database>, { single: Template<R>; batch?: BatchedStatement<R> }>();
   const compile = (db: Kysely<Database>, arity: number) => {
-    const single = template((...p) => build(db, ...(p as A)), arity);
+    const single = template(db, (...p) => build(db, ...(p as A)), arity);
     const batchedBuild = options.batched;
     if (!batchedBuild) return { single };
-    const batchedTemplate = template((...p) => {
-      const raw = batchedBuild(...(p as Columns<A>));
-      return { compile: () => raw.compile(db) };
-    }, arity);
+    const batchedTemplate = template(db, (...p) => batchedBuild(...(p as Columns<A>)), arity);
     // Argument i of the batched statement is the column of every call's argument i.
     const batch: BatchedStatement<R> = {
       compile: (argLists) => bind(batchedTemplate, Array.from({ length: arity }, (_, i) => argLists.map((a) => a[i]))),

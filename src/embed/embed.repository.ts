@@ -6,7 +6,7 @@ import { preparedRead, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { Environment, UserGroupRow } from '../db/schema.ts';
 import type { Tenant } from '../db/tenant.ts';
-import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, withAncestry } from '../user-groups/user-groups.repository.ts';
+import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, withAncestry } from '../user-groups/group-sql.ts';
 import type { Ancestry, ResolvedGroup } from '../user-groups/group-chain.ts';
 
 /** What the embed side reads of a group: never its token hash or ciphertext. */
@@ -29,10 +29,8 @@ export type EmbedGroup = ResolvedGroup<EmbedGroupRow>;
 
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */
 const selectByCurrentTokenHash = preparedRead(
-  (db, tokenHash: string) => {
-    const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.token_hash = ${tokenHash}`);
-    return { compile: () => raw.compile(db) };
-  },
+  (_db, tokenHash: string) =>
+    withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.token_hash = ${tokenHash}`),
   {
     batched: (tokenHashes) =>
       batchedWithAncestry<EmbedGroupRow>(
@@ -43,22 +41,18 @@ const selectByCurrentTokenHash = preparedRead(
   },
 );
 
-const selectByRetiredTokenHash = preparedRead((db, tokenHash: string, now: string) => {
-  const raw = withAncestry<EmbedGroupRow>(
+const selectByRetiredTokenHash = preparedRead((_db, tokenHash: string, now: string) =>
+    withAncestry<EmbedGroupRow>(
     EMBED_FIELDS,
     // ISO-8601 UTC strings of one fixed width compare as the instants they name.
     sql`user_groups.team_id = (select retired_tokens.team_id from retired_tokens
       where retired_tokens.token_hash = ${tokenHash} and retired_tokens.expires_at > ${now})`,
-  );
-  return { compile: () => raw.compile(db) };
-});
+  ));
 
 /** The group an embed token names, in the tenant it names. Batched like the token lookups: every page view asks it. */
 const selectByTeamId = preparedRead(
-  (db, accountId: number, environment: Environment, teamId: number) => {
-    const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId));
-    return { compile: () => raw.compile(db) };
-  },
+  (_db, accountId: number, environment: Environment, teamId: number) =>
+    withAncestry<EmbedGroupRow>(EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId)),
   {
     batched: (accountIds, environments, teamIds) =>
       batchedWithAncestry<EmbedGroupRow>(
@@ -75,16 +69,12 @@ const selectByTeamId = preparedRead(
  * signed with the service's own secret, is the credential, as a token's hash is.
  */
 
-const selectByLegacyTeamId = preparedRead((db, teamId: number) => {
-  const raw = withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`);
-  return { compile: () => raw.compile(db) };
-});
+const selectByLegacyTeamId = preparedRead((_db, teamId: number) =>
+    withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`));
 
 /** A hierarchy deeper than the ancestry reaches: the whole chain (UGS_MAX_HIERARCHY_DEPTH above 3). */
-const selectChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) => {
-  const raw = chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId));
-  return { compile: () => raw.compile(db) };
-});
+const selectChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
+    chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId)));
 
 async function resolved<A extends unknown[]>(
   reads: HotReads,

@@ -9,7 +9,7 @@ import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
-import { CHAIN_GUARD } from './user-groups.repository.ts';
+import { CHAIN_GUARD } from './group-sql.ts';
 
 const HIERARCHY_LOCK_CLASS = 726_415_002; // arbitrary, fixed: "ugs hierarchy" (726_415_001 is the migrations')
 

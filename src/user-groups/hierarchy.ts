@@ -3,11 +3,10 @@
 // same account and environment, the group is not its own ancestor, the hierarchy is at most
 // UGS_MAX_HIERARCHY_DEPTH levels deep, and, when the account declared its levels, each
 // group's level is one of them and deeper than its parent's.
-import { sql } from '../db/kysely.ts';
 import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import { AppError, validationFailed } from '../errors.ts';
-import { chainStatement, USER_GROUP_COLUMNS, type GroupIdentity } from './user-groups.repository.ts';
+import { findUserGroupChainByIdentity, type GroupIdentity } from './user-groups.repository.ts';
 import { accountLevels } from './hierarchy.repository.ts';
 
 /** What a request says about the parent: nothing (keep it), null (none) or a user_group_id. */
@@ -25,11 +24,7 @@ export async function parentChainFor(
   rules: { height: number; maxDepth: number; moving?: UserGroupRow },
 ): Promise<UserGroupRow[]> {
   if (!parent.given || parent.providedId === null) return [];
-  const { rows: chain } = await chainStatement<UserGroupRow>(
-    trx,
-    USER_GROUP_COLUMNS,
-    sql`user_groups.account_id = ${key.accountId} and user_groups.environment = ${key.environment} and user_groups.provided_id = ${parent.providedId}`,
-  ).execute(trx);
+  const chain = await findUserGroupChainByIdentity(trx, { ...key, providedId: parent.providedId });
   if (chain.length === 0) {
     throw new AppError('parent_not_found', `no user group with user_group_id "${parent.providedId}" in ${key.environment} to be the parent`, {
       details: [{ field: 'parent_user_group_id', issue: 'not_found' }],

@@ -5,8 +5,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { generateToken, hashToken } from '../auth/token-format.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import type { Keyring } from '../crypto/keyring.ts';
-import { sealingKeyId } from '../crypto/stored-keys.ts';
-import { dropRetiredTokens } from './user-groups.repository.ts';
+import { dropRetiredTokens, groupsSealedBy, replaceSealedToken } from './user-groups.repository.ts';
 
 export interface ReissueOutcome {
   key_id: string;
@@ -30,31 +29,14 @@ export async function reissueTokensOfLostKey(
   if (keyring.keyIds.includes(keyId)) throw new Error(`key ${keyId} is configured: its tokens can be read (use: ugs keys reencrypt)`);
   let reissued = 0;
   for (;;) {
-    const rows = await handle.db
-      .selectFrom('user_groups')
-      .select(['team_id', 'token_ciphertext'])
-      .where(sealingKeyId, '=', keyId)
-      .orderBy('team_id')
-      .limit(batchSize)
-      .execute();
+    const rows = await groupsSealedBy(handle.db, keyId, batchSize);
     if (rows.length === 0) return { key_id: keyId, reissued };
     reissued += await inTransaction(handle, async (trx) => {
       let count = 0;
       const at = now();
       for (const row of rows) {
         const token = generateToken('user_group');
-        const replaced = await trx
-          .updateTable('user_groups')
-          .set((eb) => ({
-            token_hash: hashToken(token),
-            token_ciphertext: keyring.seal(token),
-            token_generation: eb('token_generation', '+', 1),
-            updated_at: at.toISOString(),
-          }))
-          .where('team_id', '=', row.team_id)
-          .where('token_ciphertext', '=', row.token_ciphertext)
-          .returning(['team_id', 'account_id', 'environment', 'provided_id'])
-          .executeTakeFirst();
+        const replaced = await replaceSealedToken(trx, row, { hash: hashToken(token), ciphertext: keyring.seal(token), at: at.toISOString() });
         if (!replaced) continue;
         await dropRetiredTokens(trx, { accountId: replaced.account_id, environment: replaced.environment }, row.team_id);
 

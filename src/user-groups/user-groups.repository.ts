@@ -3,11 +3,13 @@
 import { sql } from '../db/kysely.ts';
 import type { Kysely, RawBuilder, Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
-import { preparedRead, type BatchedRow, type PreparedRead } from '../db/prepared-read.ts';
+import { preparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
-import { dialectOf, type Dialect } from '../db/database.ts';
-import { ownedBy, sameTenant, scopeOf, type Tenant } from '../db/tenant.ts';
-import { resolveAncestry, resolveChain, resolveEach, type Ancestry, type ChainRow, type ResolvedGroup } from './group-chain.ts';
+import type { Dialect } from '../db/database.ts';
+import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
+import { sealingKeyId } from '../crypto/stored-keys.ts';
+import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
+import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, USER_GROUP_COLUMNS, withAncestry } from './group-sql.ts';
 
 /** A user group's identity: its tenant and the caller's user_group_id (the unique key). */
 export interface GroupIdentity extends Tenant {
@@ -16,107 +18,12 @@ export interface GroupIdentity extends Tenant {
 
 export type NewUserGroup = Omit<UserGroupRow, 'team_id' | 'token_generation'>;
 
-/**
- * Every column, named: prepared statements must not depend on `select *` (see preparedRead).
- * A record rather than a list, so that a column added to the table type and not here fails
- * to compile.
- */
-const EVERY_COLUMN: Record<keyof UserGroupRow, true> = {
-  team_id: true,
-  account_id: true,
-  environment: true,
-  provided_id: true,
-  name: true,
-  mapping: true,
-  properties: true,
-  is_demo_group: true,
-  parent_team_id: true,
-  hierarchy_level: true,
-  group_tags: true,
-  token_hash: true,
-  token_ciphertext: true,
-  token_generation: true,
-  created_at: true,
-  updated_at: true,
-};
-export const USER_GROUP_COLUMNS = Object.keys(EVERY_COLUMN) as (keyof UserGroupRow)[];
-
-/** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
-export const CHAIN_GUARD = sql.lit(16);
-
-const qualified = (table: string, columns: readonly string[]) => sql.join(columns.map((column) => sql.ref(`${table}.${column}`)));
-
-/** What the chain carries of each row: the columns asked for and the tenant, which ties each step to the last. */
-const withTenant = (columns: readonly string[]) => [...new Set([...columns, 'account_id', 'environment'])];
-
-/**
- * A group and its ancestors, nearest first: the rows `seed` selects from user_groups (its
- * condition names the tenant), then each one's parent by primary key within the same tenant,
- * up the chain, in one statement. For writes, pages and hierarchies deeper than the hot
- * reads' three levels (see withAncestry).
- */
-export function chainStatement<R>(db: Kysely<Database>, columns: readonly string[], seed: RawBuilder<unknown>): RawBuilder<R> {
-  const carried = withTenant(columns);
-  return sql<R>`with recursive chain as (
-      select 0 as chain_depth, ${qualified('user_groups', carried)} from user_groups where ${seed}
-      union all
-      ${parentStep(db, carried)}
-    )
-    select ${qualified('chain', columns)} from chain order by chain_depth`;
-}
-
-/**
- * The recursive step: each row's parent, by primary key. On PostgreSQL a lateral probe, as
- * for the batched lookups: a plain join there may become a hash join over a scan of the whole
- * table when the planner lacks statistics (seen on a 3,000-group table never analyzed).
- * SQLite has no LATERAL, and probes the primary key for a join like this one anyway.
- */
-function parentStep(db: Kysely<Database>, columns: readonly string[]): RawBuilder<unknown> {
-  const guard = sql`where chain.chain_depth < ${CHAIN_GUARD}`;
-  if (dialectOf(db) === 'sqlite') {
-    return sql`select chain.chain_depth + 1, ${qualified('user_groups', columns)} from chain
-      join user_groups on user_groups.team_id = chain.parent_team_id and ${sameTenant('user_groups', 'chain')} ${guard}`;
-  }
-  return sql`select chain.chain_depth + 1, ${qualified('parent', columns)} from chain
-    cross join lateral (select ${sql.join(columns.map((column) => sql.ref(column)))} from user_groups
-      where user_groups.team_id = chain.parent_team_id and ${sameTenant('user_groups', 'chain')} limit 1) parent ${guard}`;
-}
-
-/**
- * A hot read's group with what its two nearest ancestors give it (three levels: the default
- * depth), joined to its row by primary key. One row of fixed shape, as cheap as the flat read
- * within a couple of microseconds, where a recursive query cost twice the flat read at three
- * levels (measured on SQLite: 8.4 against 20 µs). A deeper hierarchy (UGS_MAX_HIERARCHY_DEPTH
- * above 3) shows in `beyond_team_id`, and its chain is then read whole.
- */
-export function withAncestry<R>(columns: readonly string[], where: RawBuilder<unknown>): RawBuilder<R & Ancestry> {
-  return sql<R & Ancestry>`select ${qualified('user_groups', columns)},
-      p1.provided_id as parent_provided_id, p1.mapping as parent_mapping, p1.properties as parent_properties,
-      p2.mapping as grandparent_mapping, p2.properties as grandparent_properties, p2.parent_team_id as beyond_team_id
-    from user_groups
-    left join user_groups p1 on p1.team_id = user_groups.parent_team_id and ${sameTenant('p1', 'user_groups')}
-    left join user_groups p2 on p2.team_id = p1.parent_team_id and ${sameTenant('p2', 'p1')}
-    where ${where}`;
-}
-
-/**
- * The batched form (PostgreSQL): `unnest` gives each call's key as `k`, and `where` finds its
- * group from k; a lateral subquery per key, so each is one index probe whatever the planner
- * believes about the table's size (a join may become a hash join over a scan).
- */
-export function batchedWithAncestry<R>(columns: readonly string[], unnest: RawBuilder<unknown>, where: RawBuilder<unknown>): RawBuilder<BatchedRow<R & Ancestry>> {
-  return sql<BatchedRow<R & Ancestry>>`select k.batch_index, g.* from ${unnest}
-    cross join lateral (${withAncestry(columns, where)} limit 1) g`;
-}
-
 const selectUserGroupByKey = preparedRead(
-  (db, accountId: number, environment: Environment, providedId: string) => {
-    const raw = withAncestry<UserGroupRow>(
+  (_db, accountId: number, environment: Environment, providedId: string) =>
+    withAncestry<UserGroupRow>(
       USER_GROUP_COLUMNS,
       sql`user_groups.account_id = ${accountId} and user_groups.environment = ${environment} and user_groups.provided_id = ${providedId}`,
-    );
-    return { compile: () => raw.compile(db) };
-  },
+    ),
   {
     batched: (accountIds, environments, providedIds) =>
       batchedWithAncestry<UserGroupRow>(
@@ -128,36 +35,22 @@ const selectUserGroupByKey = preparedRead(
   },
 );
 
-/** A group's chain by its team_id, within its tenant (the seed of a prepared chain read). */
-export function teamIdInTenant(accountId: number, environment: Environment, teamId: number): RawBuilder<boolean> {
-  return sql<boolean>`user_groups.team_id = ${teamId} and ${ownedBy('user_groups', { accountId, environment })}`;
-}
 
-const selectUserGroupChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) => {
-  const raw = chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, teamIdInTenant(accountId, environment, teamId));
-  return { compile: () => raw.compile(db) };
-});
+const selectUserGroupChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
+    chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, teamIdInTenant(accountId, environment, teamId)));
 
-/** What a hot read's row must carry to read its chain: its key and its tenant. */
-type HotRow = ChainRow & Pick<UserGroupRow, 'account_id' | 'environment'>;
-
-/**
- * A hot read's row, resolved from the ancestry joined to it, or, in a hierarchy deeper than
- * the ancestry reaches, from its whole chain (`chainByTeamId`, a prepared recursive read in
- * the row's own tenant).
- */
-export async function resolveHotRow<R extends HotRow>(
-  reads: HotReads,
-  row: R & Ancestry,
-  chainByTeamId: PreparedRead<[accountId: number, environment: Environment, teamId: number], R>,
-): Promise<ResolvedGroup<R>> {
-  return resolveAncestry(row) ?? resolveChain(await reads.all(chainByTeamId, Number(row.account_id), row.environment, Number(row.team_id)));
-}
 
 /** The hot path of get-or-create: the group by its identity (unique index) with its ancestors' values, committed rows. */
 export async function findUserGroup(reads: HotReads, key: GroupIdentity): Promise<ResolvedGroup | undefined> {
   const row = await reads.first(selectUserGroupByKey, key.accountId, key.environment, key.providedId);
   return row && resolveHotRow(reads, row, selectUserGroupChainByTeamId);
+}
+
+/** A group and its ancestors by the group's identity, inside a transaction (a parent a write names); empty when there is none. */
+export async function findUserGroupChainByIdentity(db: Kysely<Database>, key: GroupIdentity): Promise<UserGroupRow[]> {
+  const seed = sql`user_groups.account_id = ${key.accountId} and user_groups.environment = ${key.environment} and user_groups.provided_id = ${key.providedId}`;
+  const { rows } = await chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, seed).execute(db);
+  return rows;
 }
 
 /** A group of the tenant and its ancestors by team_id, inside a transaction (what a write answers with). */
@@ -174,10 +67,8 @@ const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'p
  * The chain above a page's group (from its parent up), prepared once: a statement Kysely
  * prepared anew for each page cost more than the page's own query (docs/performance.md).
  */
-const selectAncestors = preparedRead((db, accountId: number, environment: Environment, teamId: number) => {
-  const raw = chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId));
-  return { compile: () => raw.compile(db) };
-});
+const selectAncestors = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
+    chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)));
 
 /** The groups of a tenant's page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
 export async function resolvePage<R extends ChainRow>(reads: HotReads, tenant: Tenant, rows: R[]): Promise<ResolvedGroup<R>[]> {
@@ -233,6 +124,29 @@ export function swapUserGroupToken(
     .where('token_hash', '=', swap.oldHash)
     .$if(swap.environment !== null, (q) => q.where('environment', '=', swap.environment!))
     .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * The groups of every account whose token a secret key sealed, a batch at a time: for the
+ * operator's `ugs keys reissue`, which acts on every account (docs/security.md, "Tenant isolation").
+ */
+export function groupsSealedBy(db: Kysely<Database>, keyId: string, limit: number): Promise<Pick<UserGroupRow, 'team_id' | 'token_ciphertext'>[]> {
+  return db.selectFrom('user_groups').select(['team_id', 'token_ciphertext']).where(sealingKeyId, '=', keyId).orderBy('team_id').limit(limit).execute();
+}
+
+/** A new token for a group, as a rotation without grace gives it, only if its ciphertext is still the one read. */
+export function replaceSealedToken(
+  db: Kysely<Database>,
+  read: Pick<UserGroupRow, 'team_id' | 'token_ciphertext'>,
+  token: { hash: string; ciphertext: string; at: string },
+): Promise<Pick<UserGroupRow, 'team_id' | 'account_id' | 'environment' | 'provided_id'> | undefined> {
+  return db
+    .updateTable('user_groups')
+    .set((eb) => ({ token_hash: token.hash, token_ciphertext: token.ciphertext, token_generation: eb('token_generation', '+', 1), updated_at: token.at }))
+    .where('team_id', '=', read.team_id)
+    .where('token_ciphertext', '=', read.token_ciphertext)
+    .returning(['team_id', 'account_id', 'environment', 'provided_id'])
     .executeTakeFirst();
 }
 
