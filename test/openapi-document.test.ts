@@ -9,7 +9,8 @@ import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { errorStatus, type ErrorCode } from '../src/errors.ts';
 import { openApiDocument } from '../scripts/openapi-document.ts';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- an OpenAPI document, walked by path
+// biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document, walked by path
+type Json = Record<string, any>;
 
 const OPERATIONS = ['get', 'post', 'put', 'delete'];
 
