@@ -30,6 +30,7 @@ import { refuseRequestsWhileClosing } from './http/closing.ts';
 import { registerDocsRoutes } from './http/docs.routes.ts';
 import { registerConsoleRoutes } from './http/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import type { Tracing } from './tracing/trace-context.ts';
 import { registerMetrics } from './metrics/metrics.routes.ts';
 
 export interface AppDependencies {
@@ -41,6 +42,8 @@ export interface AppDependencies {
   logger?: FastifyServerOptions['logger'] | false;
   /** The metrics registry (created before the database, to time its queries); a new one if absent. */
   metrics?: Metrics;
+  /** Spans exported over OTLP (tracing/otel.ts); absent when tracing is off. */
+  tracing?: Tracing;
 }
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
@@ -68,14 +71,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   registerValidation(app);
   registerErrorHandling(app);
-  registerRequestContext(app);
+  registerRequestContext(app, deps.tracing);
   refuseRequestsWhileClosing(app);
   registerJsonBodyParsing(app);
   // After authentication, like every 400.
   app.addHook('preValidation', refuseOtherOverrides);
   app.addHook('preValidation', refuseMalformedQuery);
   const metrics = deps.metrics ?? createMetrics();
-  await registerRateLimits(app, config, metrics); // before every route, so that each one inherits it
+  await registerRateLimits(app, config, metrics, deps.tracing); // before every route, so that each one inherits it
 
   await app.register(swagger, {
     openapi: openApiInfo,

@@ -40,6 +40,13 @@ export interface Config {
   redisUrl: string;
   /** Prefix of every Redis key this service writes, so that services can share a Redis. */
   rateLimitRedisPrefix: string;
+  /** Where OTLP/HTTP trace exports go (…/v1/traces); empty: tracing is off and nothing of OpenTelemetry is loaded. */
+  otlpTracesUrl: string;
+  otlpProtocol: 'http/protobuf' | 'http/json';
+  /** Sent with every export (an API key of the collector, say): never logged. */
+  otlpHeaders: Record<string, string>;
+  /** The service.name of the spans. */
+  serviceName: string;
 }
 
 export class ConfigError extends Error {}
@@ -73,6 +80,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxHierarchyDepth: integer(env, 'UGS_MAX_HIERARCHY_DEPTH', 3, 1, 10),
     publicUrl: '',
     embedAudience: env.UGS_EMBED_AUDIENCE || 'ugs:embed',
+    otlpTracesUrl: otlpTracesUrl(env),
+    otlpProtocol: otlpProtocol(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL),
+    otlpHeaders: otlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS),
+    serviceName: env.OTEL_SERVICE_NAME || 'user-group-service',
   };
   config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -94,6 +105,49 @@ function publicUrl(value: string | undefined, { host, port }: Pick<Config, 'host
     throw new ConfigError(`UGS_PUBLIC_URL must be an http(s) URL without credentials, query or fragment, not "${value}"`);
   }
   return url.href.replace(/\/+$/, '');
+}
+
+/**
+ * The standard OpenTelemetry variables (https://opentelemetry.io/docs/specs/otel/protocol/exporter/):
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as it is; OTEL_EXPORTER_OTLP_ENDPOINT is a base
+ * to which /v1/traces is added. OTEL_SDK_DISABLED=true turns tracing off whatever they say.
+ */
+function otlpTracesUrl(env: NodeJS.ProcessEnv): string {
+  if (boolean(env, 'OTEL_SDK_DISABLED', false)) return '';
+  const [name, value] = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+    ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT]
+    : ['OTEL_EXPORTER_OTLP_ENDPOINT', env.OTEL_EXPORTER_OTLP_ENDPOINT];
+  if (!value) return '';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL such as http://collector:4318, not "${value}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol)) throw new ConfigError(`${name} must be an http(s) URL (OTLP over HTTP), not "${value}"`);
+  if (name === 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') return url.href;
+  return `${url.href.replace(/\/+$/, '')}/v1/traces`;
+}
+
+function otlpProtocol(value: string | undefined): Config['otlpProtocol'] {
+  if (!value || value === 'http/protobuf') return 'http/protobuf';
+  if (value === 'http/json') return 'http/json';
+  throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (grpc is not supported), not "${value}"`);
+}
+
+/** `key1=value1,key2=value2`, values URL-encoded (the W3C baggage format the spec names). */
+function otlpHeaders(value: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of list(value)) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new ConfigError('OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs separated by commas');
+    try {
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError('OTEL_EXPORTER_OTLP_HEADERS holds a malformed percent-encoding');
+    }
+  }
+  return headers;
 }
 
 function list(value: string | undefined): string[] {

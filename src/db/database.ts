@@ -9,6 +9,7 @@ import type { LogEvent, SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
 import { BoundedMap } from '../bounded-map.ts';
 import { postgresHotReads, sqliteHotReads, type HotReads } from './hot-reads.ts';
+import type { QueryTracing } from '../tracing/trace-context.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -40,6 +41,17 @@ export interface DatabaseOptions {
   onQuery?: (event: LogEvent) => void;
   /** SQLite: how long a write waits for another process's write lock before failing (default 5 s). */
   lockWaitMs?: number;
+  /** Statements as spans of the request that sent them; absent when tracing is off. */
+  tracing?: QueryTracing;
+}
+
+/** Kysely's log hook: onQuery, and a span per statement when tracing is on (nothing more when it is off). */
+function queryLog({ onQuery, tracing }: DatabaseOptions): ((event: LogEvent) => void) | undefined {
+  if (!tracing) return onQuery;
+  return (event) => {
+    onQuery?.(event);
+    tracing.statement(event);
+  };
 }
 
 const INT8_OID = 20;
@@ -67,8 +79,8 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   connection.pragma('synchronous = FULL');
   connection.pragma('busy_timeout = 0');
   connection.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: options.onQuery });
-  const reads = sqliteHotReads(db, file, options.onQuery);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: queryLog(options) });
+  const reads = sqliteHotReads(db, file, options.onQuery, options.tracing);
   return {
     db,
     reads,
@@ -104,10 +116,10 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   // drops the broken client when it is released.
   pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
   pool.on('error', () => undefined); // already reported by the client's own listener above
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLog(options) });
   return {
     db,
-    reads: postgresHotReads(db, pool, options.onQuery),
+    reads: postgresHotReads(db, pool, options.onQuery, options.tracing),
     dialect: 'postgres',
     description: redactUrl(url),
     pool,
