@@ -26,8 +26,22 @@ async function main(): Promise<void> {
   const { keyring, createdKeyFile } = loadKeyring(config.secretKeys, config.keyFile);
   const metrics = createMetrics();
   const logs = createLogStream();
-  // Loaded only when an OTLP endpoint is configured: with tracing off, nothing of OpenTelemetry is.
   let tracing: Tracing | undefined;
+  // A bug that escapes every handler leaves the process in a state nobody knows: log it, write
+  // out the lines still batched (they are what tells what happened) and the spans, and exit
+  // non-zero for the supervisor to restart it. Without this, the batched lines were lost.
+  let crashLog: { fatal: (obj: object, msg: string) => void } = { fatal: (obj, msg) => console.error(msg, obj) };
+  let crashing = false;
+  const crash = (kind: string) => (err: unknown) => {
+    if (crashing) return;
+    crashing = true;
+    crashLog.fatal({ err, kind }, `${kind}: exiting`);
+    const flushed = Promise.all([logs.finish(LOG_FLUSH_AT_EXIT_MS), tracing?.shutdown(SPAN_FLUSH_AT_EXIT_MS)]);
+    void flushed.finally(() => process.exit(1));
+  };
+  process.on('uncaughtException', crash('uncaught exception'));
+  process.on('unhandledRejection', crash('unhandled rejection'));
+  // Loaded only when an OTLP endpoint is configured: with tracing off, nothing of OpenTelemetry is.
   if (config.otlpTracesUrl) {
     const { startTracing } = await import('./tracing/otel.ts');
     const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -66,6 +80,7 @@ async function main(): Promise<void> {
     },
   });
   log = app.log;
+  crashLog = app.log;
   const connections = trackConnections(app.server);
   app.log.info({ database: handle.description, applied: migrations.applied }, 'database ready');
   if (tracing) {
