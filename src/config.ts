@@ -6,6 +6,13 @@ export interface Config {
   port: number;
   /** `sqlite:<path>` or `postgres://…`. */
   databaseUrl: string;
+  /** PostgreSQL: connections each instance keeps at most. */
+  dbPoolSize: number;
+  /**
+   * PostgreSQL behind PgBouncer in transaction pool mode: unnamed statements instead of named
+   * prepared ones, and no statement_timeout startup parameter (docs/operations.md).
+   */
+  pgbouncerTransactionMode: boolean;
   /** Base64 (or hex) 32-byte keys, newest first; empty means "use the key file". */
   secretKeys: string[];
   keyFile: string;
@@ -47,6 +54,10 @@ export interface Config {
   otlpHeaders: Record<string, string>;
   /** The service.name of the spans. */
   serviceName: string;
+  /** Which traces are recorded (OTEL_TRACES_SAMPLER): `parentbased_*` keep a caller's decision. */
+  traceSampler: 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
+  /** The share of traces recorded by the traceidratio samplers, 0 to 1. */
+  traceSamplerRatio: number;
 }
 
 export class ConfigError extends Error {}
@@ -60,6 +71,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 3000, 0, 65535),
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    dbPoolSize: integer(env, 'UGS_DB_POOL_SIZE', 10, 1, 1000),
+    pgbouncerTransactionMode: boolean(env, 'UGS_PGBOUNCER_TRANSACTION_MODE', false),
     secretKeys: list(env.UGS_SECRET_KEY),
     keyFile: env.UGS_KEY_FILE || './data/secret.key',
     bootstrap: boolean(env, 'UGS_BOOTSTRAP', true),
@@ -84,6 +97,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otlpProtocol: otlpProtocol(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL),
     otlpHeaders: otlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS),
     serviceName: env.OTEL_SERVICE_NAME || 'user-group-service',
+    traceSampler: traceSampler(env.OTEL_TRACES_SAMPLER),
+    traceSamplerRatio: ratio(env, 'OTEL_TRACES_SAMPLER_ARG', 1),
   };
   config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -127,6 +142,22 @@ function otlpTracesUrl(env: NodeJS.ProcessEnv): string {
   if (!['http:', 'https:'].includes(url.protocol)) throw new ConfigError(`${name} must be an http(s) URL (OTLP over HTTP), not "${value}"`);
   if (name === 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') return url.href;
   return `${url.href.replace(/\/+$/, '')}/v1/traces`;
+}
+
+const SAMPLERS: Config['traceSampler'][] = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+
+function traceSampler(value: string | undefined): Config['traceSampler'] {
+  if (!value) return 'parentbased_always_on';
+  if ((SAMPLERS as string[]).includes(value)) return value as Config['traceSampler'];
+  throw new ConfigError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}, not "${value}"`);
+}
+
+function ratio(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > 1) throw new ConfigError(`${name} must be a number from 0 to 1, got "${raw}"`);
+  return value;
 }
 
 function otlpProtocol(value: string | undefined): Config['otlpProtocol'] {

@@ -36,7 +36,15 @@ export interface DatabaseHandle {
 export interface DatabaseOptions {
   /** Called for errors of idle pooled connections, which would otherwise crash the process. */
   onPoolError?: (err: Error) => void;
+  /** PostgreSQL: connections kept at most (default 10). */
   poolSize?: number;
+  /**
+   * PostgreSQL behind PgBouncer in transaction pool mode, where consecutive statements of one
+   * client may run on different server connections: the hot reads use unnamed statements (a
+   * named one is prepared on one server connection only), and no statement_timeout startup
+   * parameter is sent (PgBouncer refuses unknown ones; set it on the role instead).
+   */
+  pgbouncerTransactionMode?: boolean;
   /** Called after every query with its duration (Kysely's log event), e.g. for metrics. */
   onQuery?: (event: LogEvent) => void;
   /** SQLite: how long a write waits for another process's write lock before failing (default 5 s). */
@@ -55,6 +63,8 @@ function queryLog({ onQuery, tracing }: DatabaseOptions): ((event: LogEvent) => 
 }
 
 const INT8_OID = 20;
+/** PostgreSQL: a statement running longer is cancelled by the server; the client gives up a second later. */
+const STATEMENT_TIMEOUT_MS = 5000;
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
   if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
@@ -101,8 +111,8 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     // Bounded waits everywhere: a request never hangs on an unreachable database.
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: 5000,
-    query_timeout: 6000,
+    ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
+    query_timeout: STATEMENT_TIMEOUT_MS + 1000,
     // bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
@@ -119,7 +129,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLog(options) });
   return {
     db,
-    reads: postgresHotReads(db, pool, options.onQuery, options.tracing),
+    reads: postgresHotReads(db, pool, options.onQuery, options.tracing, { namedStatements: !options.pgbouncerTransactionMode }),
     dialect: 'postgres',
     description: redactUrl(url),
     pool,

@@ -163,7 +163,14 @@ export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQu
   );
 }
 
-export function postgresHotReads(db: Kysely<Database>, pool: pg.Pool, onQuery: OnQuery, tracing?: QueryTracing): HotReads {
+/** `namedStatements: false`: unnamed statements, parsed and planned on every call (PgBouncer's transaction mode, database.ts). */
+export function postgresHotReads(
+  db: Kysely<Database>,
+  pool: pg.Pool,
+  onQuery: OnQuery,
+  tracing?: QueryTracing,
+  { namedStatements = true }: { namedStatements?: boolean } = {},
+): HotReads {
   const sinks: QuerySinks = { onQuery, tracing };
   const names = new Map<string, string>();
   const nameOf = (text: string) => {
@@ -177,7 +184,9 @@ export function postgresHotReads(db: Kysely<Database>, pool: pg.Pool, onQuery: O
   const execute = async <R>(query: CompiledQuery<R>, askedBy: Pending | Pending[]): Promise<R[]> => {
     const started = performance.now();
     try {
-      const result = await pool.query({ name: nameOf(query.sql), text: query.sql, values: query.parameters as unknown[] });
+      const text = query.sql;
+      const values = query.parameters as unknown[];
+      const result = await pool.query(namedStatements ? { name: nameOf(text), text, values } : { text, values });
       report(sinks, query, started, askedBy);
       return result.rows as R[];
     } catch (err) {

@@ -20,7 +20,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { TraceIds, Tracing } from './trace-context.ts';
 
-export type TracingSettings = Pick<Config, 'otlpTracesUrl' | 'otlpProtocol' | 'otlpHeaders' | 'serviceName'> & {
+export type TracingSettings = Pick<Config, 'otlpTracesUrl' | 'otlpProtocol' | 'otlpHeaders' | 'serviceName' | 'traceSampler' | 'traceSamplerRatio'> & {
   serviceVersion: string;
   /** `sqlite` or `postgresql`, as OpenTelemetry's db.system.name spells them. */
   dbSystem: string;
@@ -42,7 +42,9 @@ export function startTracing(settings: TracingSettings): Tracing {
   const { W3CTraceContextPropagator } = requireCjs('@opentelemetry/core') as typeof Core;
   const { AsyncLocalStorageContextManager } = requireCjs('@opentelemetry/context-async-hooks') as typeof ContextAsyncHooks;
   const { resourceFromAttributes } = requireCjs('@opentelemetry/resources') as typeof Resources;
-  const { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider } = requireCjs('@opentelemetry/sdk-trace') as typeof SdkTrace;
+  const { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider } = requireCjs(
+    '@opentelemetry/sdk-trace',
+  ) as typeof SdkTrace;
   // Both packages export the same class name; their options are the same too.
   const exporterPackage = settings.otlpProtocol === 'http/json' ? '@opentelemetry/exporter-trace-otlp-http' : '@opentelemetry/exporter-trace-otlp-proto';
   const { OTLPTraceExporter } = requireCjs(exporterPackage) as typeof OtlpHttp;
@@ -53,12 +55,21 @@ export function startTracing(settings: TracingSettings): Tracing {
   api.propagation.setGlobalPropagator(propagator);
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': settings.serviceVersion }),
-    // A caller's decision is kept (an unsampled trace stays unsampled); new traces are sampled.
-    sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+    sampler: samplerOf(settings),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: settings.otlpTracesUrl, headers: settings.otlpHeaders }) })],
   });
   api.trace.setGlobalTracerProvider(provider);
   const tracer = provider.getTracer('user-group-service', settings.serviceVersion);
+
+  /** OTEL_TRACES_SAMPLER's names. By default a caller's decision is kept and new traces are all recorded. */
+  function samplerOf({ traceSampler, traceSamplerRatio }: TracingSettings): SdkTrace.Sampler {
+    const own = traceSampler.endsWith('always_off')
+      ? new AlwaysOffSampler()
+      : traceSampler.endsWith('traceidratio')
+        ? new TraceIdRatioBasedSampler(traceSamplerRatio)
+        : new AlwaysOnSampler();
+    return traceSampler.startsWith('parentbased_') ? new ParentBasedSampler({ root: own }) : own;
+  }
   const headerGetter: Api.TextMapGetter<FastifyRequest['headers']> = {
     keys: (headers) => Object.keys(headers),
     get: (headers, key) => headers[key],
