@@ -29,7 +29,7 @@ describe('container files', () => {
   });
 
   it('Dockerfile: the final stage runs as a user other than root, with a health check on /healthz and the server as its command', () => {
-    const final = instructions.slice(instructions.findLastIndex((line) => line.startsWith('FROM ')));
+    const final = instructions.slice(instructions.map((line) => line.startsWith('FROM ')).lastIndexOf(true));
     const user = final.filter((line) => line.startsWith('USER ')).at(-1);
     assert.ok(user && !/^USER (root|0)\b/.test(user), `USER in the final stage: ${user}`);
     assert.ok(final.some((line) => line.startsWith('HEALTHCHECK ') && line.includes('/healthz')));
