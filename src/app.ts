@@ -10,7 +10,7 @@ import { registerApiTokenAuth } from './auth/authenticate.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodyParsing } from './http/json-body.ts';
 import { methodOverrideStrategy, refuseOtherOverrides } from './http/method-override.ts';
-import { generateRequestId, logRequest, registerRequestContext } from './http/request-context.ts';
+import { generateRequestId, registerRequestContext, requestLogger } from './http/request-context.ts';
 import { onRequestEnd } from './http/request-end.ts';
 import { refuseMalformedQuery, registerValidation } from './http/validation.ts';
 import { operationalCodeSamples, registerOperationalRoutes } from './http/operational.routes.ts';
@@ -31,6 +31,7 @@ import { refuseRequestsWhileClosing } from './http/closing.ts';
 import { registerDocsRoutes } from './http/docs.routes.ts';
 import { registerConsoleRoutes } from './http/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import type { Tracing } from './tracing/trace-context.ts';
 import { countRequest, registerMetrics } from './metrics/metrics.routes.ts';
 
 export interface AppDependencies {
@@ -42,6 +43,8 @@ export interface AppDependencies {
   logger?: FastifyServerOptions['logger'] | false;
   /** The metrics registry (created before the database, to time its queries); a new one if absent. */
   metrics?: Metrics;
+  /** Spans exported over OTLP (tracing/otel.ts); absent when tracing is off. */
+  tracing?: Tracing;
 }
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
@@ -69,16 +72,16 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   registerValidation(app);
   registerErrorHandling(app);
-  registerRequestContext(app);
+  registerRequestContext(app, deps.tracing);
   refuseRequestsWhileClosing(app);
   registerJsonBodyParsing(app);
   // After authentication, like every 400.
   app.addHook('preValidation', refuseOtherOverrides);
   app.addHook('preValidation', refuseMalformedQuery);
   const metrics = deps.metrics ?? createMetrics();
-  onRequestEnd(app, [logRequest, countRequest(metrics)]);
+  onRequestEnd(app, [requestLogger(deps.tracing), countRequest(metrics)]);
 
-  await registerRateLimits(app, config, metrics); // before every route, so that each one inherits it
+  await registerRateLimits(app, config, metrics, deps.tracing); // before every route, so that each one inherits it
 
   await app.register(swagger, {
     openapi: openApiInfo,

@@ -6,6 +6,13 @@ export interface Config {
   port: number;
   /** `sqlite:<path>` or `postgres://…`. */
   databaseUrl: string;
+  /** PostgreSQL: connections each instance keeps at most. */
+  dbPoolSize: number;
+  /**
+   * PostgreSQL behind PgBouncer in transaction pool mode: unnamed statements instead of named
+   * prepared ones, and no statement_timeout startup parameter (docs/operations.md).
+   */
+  pgbouncerTransactionMode: boolean;
   /** Base64 (or hex) 32-byte keys, newest first; empty means "use the key file". */
   secretKeys: string[];
   keyFile: string;
@@ -40,6 +47,17 @@ export interface Config {
   redisUrl: string;
   /** Prefix of every Redis key this service writes, so that services can share a Redis. */
   rateLimitRedisPrefix: string;
+  /** Where OTLP/HTTP trace exports go (…/v1/traces); empty: tracing is off and nothing of OpenTelemetry is loaded. */
+  otlpTracesUrl: string;
+  otlpProtocol: 'http/protobuf' | 'http/json';
+  /** Sent with every export (an API key of the collector, say): never logged. */
+  otlpHeaders: Record<string, string>;
+  /** The service.name of the spans. */
+  serviceName: string;
+  /** Which traces are recorded (OTEL_TRACES_SAMPLER): `parentbased_*` keep a caller's decision. */
+  traceSampler: 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
+  /** The share of traces recorded by the traceidratio samplers, 0 to 1. */
+  traceSamplerRatio: number;
 }
 
 export class ConfigError extends Error {}
@@ -53,6 +71,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 3000, 0, 65535),
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    dbPoolSize: integer(env, 'UGS_DB_POOL_SIZE', 10, 1, 1000),
+    pgbouncerTransactionMode: boolean(env, 'UGS_PGBOUNCER_TRANSACTION_MODE', false),
     secretKeys: list(env.UGS_SECRET_KEY),
     keyFile: env.UGS_KEY_FILE || './data/secret.key',
     bootstrap: boolean(env, 'UGS_BOOTSTRAP', true),
@@ -73,6 +93,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxHierarchyDepth: integer(env, 'UGS_MAX_HIERARCHY_DEPTH', 3, 1, 10),
     publicUrl: '',
     embedAudience: env.UGS_EMBED_AUDIENCE || 'ugs:embed',
+    otlpTracesUrl: otlpTracesUrl(env),
+    otlpProtocol: otlpProtocol(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL),
+    otlpHeaders: otlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS),
+    serviceName: env.OTEL_SERVICE_NAME || 'user-group-service',
+    traceSampler: traceSampler(env.OTEL_TRACES_SAMPLER),
+    traceSamplerRatio: ratio(env, 'OTEL_TRACES_SAMPLER_ARG', 1),
   };
   config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -94,6 +120,65 @@ function publicUrl(value: string | undefined, { host, port }: Pick<Config, 'host
     throw new ConfigError(`UGS_PUBLIC_URL must be an http(s) URL without credentials, query or fragment, not "${value}"`);
   }
   return url.href.replace(/\/+$/, '');
+}
+
+/**
+ * The standard OpenTelemetry variables (https://opentelemetry.io/docs/specs/otel/protocol/exporter/):
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as it is; OTEL_EXPORTER_OTLP_ENDPOINT is a base
+ * to which /v1/traces is added. OTEL_SDK_DISABLED=true turns tracing off whatever they say.
+ */
+function otlpTracesUrl(env: NodeJS.ProcessEnv): string {
+  if (boolean(env, 'OTEL_SDK_DISABLED', false)) return '';
+  const [name, value] = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+    ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT]
+    : ['OTEL_EXPORTER_OTLP_ENDPOINT', env.OTEL_EXPORTER_OTLP_ENDPOINT];
+  if (!value) return '';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL such as http://collector:4318, not "${value}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol)) throw new ConfigError(`${name} must be an http(s) URL (OTLP over HTTP), not "${value}"`);
+  if (name === 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') return url.href;
+  return `${url.href.replace(/\/+$/, '')}/v1/traces`;
+}
+
+const SAMPLERS: Config['traceSampler'][] = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+
+function traceSampler(value: string | undefined): Config['traceSampler'] {
+  if (!value) return 'parentbased_always_on';
+  if ((SAMPLERS as string[]).includes(value)) return value as Config['traceSampler'];
+  throw new ConfigError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}, not "${value}"`);
+}
+
+function ratio(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || value > 1) throw new ConfigError(`${name} must be a number from 0 to 1, got "${raw}"`);
+  return value;
+}
+
+function otlpProtocol(value: string | undefined): Config['otlpProtocol'] {
+  if (!value || value === 'http/protobuf') return 'http/protobuf';
+  if (value === 'http/json') return 'http/json';
+  throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (grpc is not supported), not "${value}"`);
+}
+
+/** `key1=value1,key2=value2`, values URL-encoded (the W3C baggage format the spec names). */
+function otlpHeaders(value: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of list(value)) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new ConfigError('OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs separated by commas');
+    try {
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError('OTEL_EXPORTER_OTLP_HEADERS holds a malformed percent-encoding');
+    }
+  }
+  return headers;
 }
 
 function list(value: string | undefined): string[] {

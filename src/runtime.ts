@@ -6,10 +6,10 @@ import { isDatabaseUnavailable } from './db/errors.ts';
 import { migrateToLatest, type MigrationOutcome } from './db/migrate.ts';
 
 export async function openMigratedDatabase(
-  config: Pick<Config, 'databaseUrl'>,
+  config: Pick<Config, 'databaseUrl'> & Partial<Pick<Config, 'dbPoolSize' | 'pgbouncerTransactionMode'>>,
   options: DatabaseOptions & { waitMs?: number; onWait?: (err: unknown) => void } = {},
 ): Promise<{ handle: DatabaseHandle; migrations: MigrationOutcome }> {
-  const handle = openDatabase(config.databaseUrl, options);
+  const handle = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, pgbouncerTransactionMode: config.pgbouncerTransactionMode, ...options });
   const deadline = Date.now() + (options.waitMs ?? 0);
   for (;;) {
     try {

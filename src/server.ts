@@ -9,10 +9,14 @@ import { createMetrics } from './metrics/metrics.ts';
 import { createLogStream } from './log-stream.ts';
 import { missingKeysMessage, missingSealingKeys } from './crypto/stored-keys.ts';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import { trackConnections } from './http/connections.ts';
+import type { Tracing } from './tracing/trace-context.ts';
 
 /** How long the exit waits for buffered log lines to be written. */
 const LOG_FLUSH_AT_EXIT_MS = 2000;
+/** How long the exit waits for buffered spans to be exported. */
+const SPAN_FLUSH_AT_EXIT_MS = 2000;
 
 /** A start that must not go on; its message says why and what to do. */
 class StartRefused extends Error {}
@@ -22,12 +26,34 @@ async function main(): Promise<void> {
   const { keyring, createdKeyFile } = loadKeyring(config.secretKeys, config.keyFile);
   const metrics = createMetrics();
   const logs = createLogStream();
+  let tracing: Tracing | undefined;
+  // A bug that escapes every handler leaves the process in a state nobody knows: log it, write
+  // out the lines still batched (they are what tells what happened) and the spans, and exit
+  // non-zero for the supervisor to restart it. Without this, the batched lines were lost.
+  let crashLog: { fatal: (obj: object, msg: string) => void } = { fatal: (obj, msg) => console.error(msg, obj) };
+  let crashing = false;
+  const crash = (kind: string) => (err: unknown) => {
+    if (crashing) return;
+    crashing = true;
+    crashLog.fatal({ err, kind }, `${kind}: exiting`);
+    const flushed = Promise.all([logs.finish(LOG_FLUSH_AT_EXIT_MS), tracing?.shutdown(SPAN_FLUSH_AT_EXIT_MS)]);
+    void flushed.finally(() => process.exit(1));
+  };
+  process.on('uncaughtException', crash('uncaught exception'));
+  process.on('unhandledRejection', crash('unhandled rejection'));
+  // Loaded only when an OTLP endpoint is configured: with tracing off, nothing of OpenTelemetry is.
+  if (config.otlpTracesUrl) {
+    const { startTracing } = await import('./tracing/otel.ts');
+    const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+    tracing = startTracing({ ...config, serviceVersion: version, dbSystem: config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql' });
+  }
   let log: { warn: (obj: object, msg: string) => void } = { warn: (obj, msg) => console.error(msg, obj) };
   const { handle, migrations } = await openMigratedDatabase(config, {
     waitMs: 30_000,
     onWait: (err) => log.warn({ code: (err as { code?: string }).code }, 'database not reachable yet; retrying'),
     onPoolError: (err) => log.warn({ code: (err as { code?: string }).code, message: err.message }, 'idle database connection failed'),
     onQuery: metrics.observeQuery,
+    tracing,
   });
 
   // Keys that cannot open the stored tokens would answer every existing group with a 500:
@@ -45,6 +71,7 @@ async function main(): Promise<void> {
     keyring,
     config,
     metrics,
+    tracing,
     logger: {
       level: config.logLevel,
       redact: ['req.headers.authorization', 'headers.authorization'],
@@ -53,8 +80,13 @@ async function main(): Promise<void> {
     },
   });
   log = app.log;
+  crashLog = app.log;
   const connections = trackConnections(app.server);
   app.log.info({ database: handle.description, applied: migrations.applied }, 'database ready');
+  if (tracing) {
+    const { origin, pathname } = new URL(config.otlpTracesUrl); // never credentials a URL may carry
+    app.log.info({ endpoint: `${origin}${pathname}`, protocol: config.otlpProtocol }, 'exporting traces over OTLP');
+  }
   if (createdKeyFile) app.log.warn({ keyFile: config.keyFile }, 'created a new secret key file (mode 0600); back it up: without it stored user group tokens cannot be read');
   const exposure = config.secretKeys.length === 0 ? keyFileExposure(config.keyFile) : null;
   if (exposure) app.log.warn(`the key file ${config.keyFile} can be read by other users (mode ${exposure}): chmod 600 it`);
@@ -80,6 +112,7 @@ async function main(): Promise<void> {
     await app.close();
     clearTimeout(unanswerable);
     await handle.close();
+    await tracing?.shutdown(SPAN_FLUSH_AT_EXIT_MS);
     app.log.info('stopped');
     await logs.finish(LOG_FLUSH_AT_EXIT_MS);
     process.exit(0);

@@ -11,7 +11,7 @@ const SRC = path.join(ROOT, 'src');
 
 /** Bottom to top. A file's layer is the first entry whose prefix its path (relative to src/) starts with. */
 const LAYERS: [layer: string, prefixes: string[]][] = [
-  ['foundations', ['errors.ts', 'config.ts', 'bounded-map.ts', 'end-of-turn.ts']],
+  ['foundations', ['errors.ts', 'config.ts', 'bounded-map.ts', 'end-of-turn.ts', 'tracing/']],
   ['database', ['db/']],
   ['keys', ['crypto/']],
   ['records', ['accounts/', 'audit/', 'metrics/']],
@@ -84,6 +84,17 @@ describe('how src/ loads its dependencies', () => {
       .filter((file) => /^\s*import\s+(?!type\b)[^;]*from\s+'kysely'/m.test(fs.readFileSync(file, 'utf8')))
       .map((file) => path.relative(ROOT, file));
     assert.deepEqual(offenders, [], "import values from src/db/kysely.ts; `import type { … } from 'kysely'` is fine");
+  });
+
+  it('architecture: OpenTelemetry is loaded only when tracing is on: types alone are imported, tracing/otel.ts only dynamically', () => {
+    const offenders = sourceFiles(SRC).flatMap((file) => {
+      const text = fs.readFileSync(file, 'utf8');
+      const found: string[] = [];
+      if (/^\s*import\s+(?!type\b)[^;]*from\s+'@opentelemetry\//m.test(text)) found.push(`${path.relative(ROOT, file)} imports an OpenTelemetry value`);
+      if (/^\s*(?:import|export)\s+(?!type\b)[^;]*from\s+'[./]+(?:tracing\/)?otel\.ts'/m.test(text)) found.push(`${path.relative(ROOT, file)} imports tracing/otel.ts statically`);
+      return found;
+    });
+    assert.deepEqual(offenders, []);
   });
 });
 

@@ -77,10 +77,18 @@ describe('@ugs/client, packed and installed outside this repository', () => {
     const [{ filename, files }] = JSON.parse(packed) as [{ filename: string; files: { path: string }[] }];
     const shipped = files.map((f) => f.path);
     assert.ok(shipped.includes('dist/index.js') && shipped.includes('dist/index.d.ts'), shipped.join(', '));
-    assert.ok(shipped.every((file) => file === 'package.json' || file === 'README.md' || file.startsWith('dist/')), `only dist, package.json and the README ship: ${shipped.join(', ')}`);
+    assert.ok(
+      shipped.every((file) => ['package.json', 'README.md', 'LICENSE'].includes(file) || file.startsWith('dist/')),
+      `only dist, package.json, the README and the license ship: ${shipped.join(', ')}`,
+    );
+    assert.equal(fs.readFileSync(path.join(ROOT, 'packages/client/LICENSE'), 'utf8'), fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8'), 'the client ships the project license');
+    assert.ok(shipped.includes('LICENSE'), 'the license is in the tarball');
+    // Source maps would point at src/, which does not ship: there are none.
+    assert.deepEqual(shipped.filter((file) => file.endsWith('.map')), []);
     for (const file of shipped.filter((f) => /\.(js|d\.ts)$/.test(f))) {
       const text = fs.readFileSync(path.join(ROOT, 'packages/client', file), 'utf8');
       assert.doesNotMatch(text, /from '\.\.\/\.\.|from "\.\.\/\.\.|typebox|\.ts'/, `${file} imports nothing outside the package`);
+      assert.doesNotMatch(text, /sourceMappingURL/, `${file} names no source map`);
     }
 
     const project = path.join(dir, 'consumer');

@@ -191,7 +191,7 @@ for (const backend of BACKENDS) {
 
     it('createEmbedToken and getEmbedContext: the dashboard side sees the group, never a token', async (ctx) => {
       const { user_group } = await client.createUserGroup({ user_group_id: `e-${run}`, name: 'Embedded', properties: { region: 'apac' } });
-      let embed;
+      let embed: Awaited<ReturnType<typeof client.createEmbedToken>>;
       try {
         embed = await client.createEmbedToken({ user_group_id: `e-${run}`, expires_in_seconds: 600 });
       } catch (err) {

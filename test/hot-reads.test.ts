@@ -135,7 +135,7 @@ forEachBackend('concurrent hot reads, answered in batches', (backend) => {
     const calls = [
       ...known.map((id, i) => ({ id, token: issued[i].body.embed_token })),
       ...known.map((id, i) => ({ id, token: issued[i].body.embed_token })), // each asked twice
-      ...known.slice(0, 20).map((id, i) => ({ id: undefined, token: flipLast(issued[i].body.embed_token) })), // altered
+      ...known.slice(0, 20).map((_id, i) => ({ id: undefined, token: flipLast(issued[i].body.embed_token) })), // altered
     ];
     const responses = await Promise.all(calls.map((c) => t.request('GET', '/api/embed/context', { headers: { authorization: `Bearer ${c.token}` } })));
     responses.forEach((res, i) => {

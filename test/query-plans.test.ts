@@ -36,7 +36,7 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[
   { statement: /with recursive chain/, postgres: 'user_groups_pkey', sqlite: 'USING INTEGER PRIMARY KEY' },
   { statement: /'\/' \|\| environment\) = /, postgres: 'user_groups_listing', sqlite: 'USING INDEX user_groups_listing' },
   { statement: /'\/' \|\| name\) >= /, postgres: 'user_groups_name_search', sqlite: 'USING INDEX user_groups_name_search' },
-  { statement: new RegExp(String.raw`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" >= `), postgres: 'user_groups_identity', sqlite: '(account_id=? AND environment=? AND provided_id>?' },
+  { statement: new RegExp(`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" >= `), postgres: 'user_groups_identity', sqlite: '(account_id=? AND environment=? AND provided_id>?' },
   { statement: /'#' \|\| hierarchy_level\) = /, postgres: 'user_groups_level', sqlite: 'USING INDEX user_groups_level' },
   { statement: /where "parent_team_id" = /, postgres: 'user_groups_children', sqlite: 'user_groups_children' },
   { statement: /with recursive subtree/, postgres: 'user_groups_children', sqlite: 'user_groups_children' },

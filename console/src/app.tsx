@@ -55,15 +55,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
 
   return (
     <>
-      {/* Focus moves without a new fragment: the fragment names the page (router.ts). */}
-      <a
-        class="skip-link"
-        href="#main"
-        onClick={(event) => {
-          event.preventDefault();
-          document.getElementById('main')?.focus();
-        }}
-      >
+      <a class="skip-link" href="#main">
         Skip to content
       </a>
 

@@ -10,9 +10,14 @@ export type Route =
   | { page: 'tokens' }
   | { page: 'not-found'; fragment: string };
 
-/** The page a fragment names; a fragment that names none, or is not valid percent-encoding, is the not-found page. */
-export function parseRoute(hash: string): Route {
+/**
+ * The page a fragment names; a fragment that names none, or is not valid percent-encoding, is
+ * the not-found page. A fragment without a leading slash (`#main`, the skip link's) is an
+ * anchor on the page, not a page: undefined.
+ */
+export function parseRoute(hash: string): Route | undefined {
   const fragment = hash.replace(/^#/, '');
+  if (fragment !== '' && !fragment.startsWith('/')) return undefined;
   const [path, query = ''] = fragment.split('?');
   let parts: string[];
   try {
@@ -37,9 +42,13 @@ export function navigate(href: string): void {
 }
 
 export function useRoute(): Route {
-  const [route, setRoute] = useState(() => parseRoute(location.hash));
+  const [route, setRoute] = useState<Route>(() => parseRoute(location.hash) ?? { page: 'groups', params: new URLSearchParams() });
   useEffect(() => {
-    const onChange = () => setRoute(parseRoute(location.hash));
+    // An in-page anchor (the skip link) moves focus and leaves the page as it is.
+    const onChange = () => {
+      const next = parseRoute(location.hash);
+      if (next) setRoute(next);
+    };
     addEventListener('hashchange', onChange);
     return () => removeEventListener('hashchange', onChange);
   }, []);

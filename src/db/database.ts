@@ -9,6 +9,7 @@ import type { LogEvent, SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
 import { BoundedMap } from '../bounded-map.ts';
 import { postgresHotReads, sqliteHotReads, type HotReads } from './hot-reads.ts';
+import type { QueryTracing } from '../tracing/trace-context.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -35,14 +36,35 @@ export interface DatabaseHandle {
 export interface DatabaseOptions {
   /** Called for errors of idle pooled connections, which would otherwise crash the process. */
   onPoolError?: (err: Error) => void;
+  /** PostgreSQL: connections kept at most (default 10). */
   poolSize?: number;
+  /**
+   * PostgreSQL behind PgBouncer in transaction pool mode, where consecutive statements of one
+   * client may run on different server connections: the hot reads use unnamed statements (a
+   * named one is prepared on one server connection only), and no statement_timeout startup
+   * parameter is sent (PgBouncer refuses unknown ones; set it on the role instead).
+   */
+  pgbouncerTransactionMode?: boolean;
   /** Called after every query with its duration (Kysely's log event), e.g. for metrics. */
   onQuery?: (event: LogEvent) => void;
   /** SQLite: how long a write waits for another process's write lock before failing (default 5 s). */
   lockWaitMs?: number;
+  /** Statements as spans of the request that sent them; absent when tracing is off. */
+  tracing?: QueryTracing;
+}
+
+/** Kysely's log hook: onQuery, and a span per statement when tracing is on (nothing more when it is off). */
+function queryLog({ onQuery, tracing }: DatabaseOptions): ((event: LogEvent) => void) | undefined {
+  if (!tracing) return onQuery;
+  return (event) => {
+    onQuery?.(event);
+    tracing.statement(event);
+  };
 }
 
 const INT8_OID = 20;
+/** PostgreSQL: a statement running longer is cancelled by the server; the client gives up a second later. */
+const STATEMENT_TIMEOUT_MS = 5000;
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
   if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
@@ -67,8 +89,8 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   connection.pragma('synchronous = FULL');
   connection.pragma('busy_timeout = 0');
   connection.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: options.onQuery });
-  const reads = sqliteHotReads(db, file, options.onQuery);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: queryLog(options) });
+  const reads = sqliteHotReads(db, file, options.onQuery, options.tracing);
   return {
     db,
     reads,
@@ -89,8 +111,8 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     // Bounded waits everywhere: a request never hangs on an unreachable database.
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: 5000,
-    query_timeout: 6000,
+    ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
+    query_timeout: STATEMENT_TIMEOUT_MS + 1000,
     // bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
@@ -104,10 +126,10 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   // drops the broken client when it is released.
   pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
   pool.on('error', () => undefined); // already reported by the client's own listener above
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLog(options) });
   return {
     db,
-    reads: postgresHotReads(db, pool, options.onQuery),
+    reads: postgresHotReads(db, pool, options.onQuery, options.tracing, { namedStatements: !options.pgbouncerTransactionMode }),
     dialect: 'postgres',
     description: redactUrl(url),
     pool,

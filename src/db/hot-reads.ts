@@ -24,6 +24,7 @@ import type { CompiledQuery, Kysely, LogEvent } from 'kysely';
 import type { BatchedRow, BatchedStatement, BoundRead, PreparedRead } from './prepared-read.ts';
 import type { Database } from './schema.ts';
 import { atEndOfTurn } from '../end-of-turn.ts';
+import type { QueryTracing } from '../tracing/trace-context.ts';
 
 /** A database's hot reads: committed rows only, never a transaction's. */
 export interface HotReads {
@@ -36,6 +37,12 @@ export interface HotReads {
 
 type OnQuery = ((event: LogEvent) => void) | undefined;
 
+/** Who hears of each finished read: the metrics (onQuery) and, when tracing is on, the trace of the request that asked. */
+interface QuerySinks {
+  onQuery: OnQuery;
+  tracing: QueryTracing | undefined;
+}
+
 interface Pending {
   read: BoundRead;
   /** Whether the caller wants every row (all) or the first (first). */
@@ -43,6 +50,8 @@ interface Pending {
   /** Called with a row or undefined (first), or with an array of rows (all). */
   resolve(answer: unknown): void;
   reject(err: unknown): void;
+  /** The asking request's trace context (tracing on), for the statement's span. */
+  trace: unknown;
 }
 
 const READER_MMAP_BYTES = 1024 * 1024 * 1024;
@@ -50,17 +59,20 @@ const READER_MMAP_BYTES = 1024 * 1024 * 1024;
 /** PostgreSQL statements take at most this many calls; a larger batch is split. */
 const MAX_BATCH = 100;
 
-function report(onQuery: OnQuery, query: CompiledQuery, started: number, error?: unknown): void {
-  if (!onQuery) return;
+/** `askedBy`: the call, or the calls of a batch, that the statement answered; each gets a span when tracing is on. */
+function report({ onQuery, tracing }: QuerySinks, query: CompiledQuery, started: number, askedBy: Pending | Pending[], error?: unknown): void {
+  if (!onQuery && !tracing) return;
   const queryDurationMillis = performance.now() - started;
-  onQuery(error === undefined ? { level: 'query', query, queryDurationMillis } : { level: 'error', error, query, queryDurationMillis });
+  const event: LogEvent = error === undefined ? { level: 'query', query, queryDurationMillis } : { level: 'error', error, query, queryDurationMillis };
+  onQuery?.(event);
+  if (tracing) for (const { trace } of Array.isArray(askedBy) ? askedBy : [askedBy]) tracing.statement(event, trace);
 }
 
 /**
  * Collects the reads of one event-loop turn and hands them to `run` together, at its end.
  * `db` compiles them: the database's own Kysely instance, for its dialect.
  */
-function batchingReads(db: Kysely<Database>, run: (batch: Pending[]) => void, close: () => Promise<void>): HotReads {
+function batchingReads(db: Kysely<Database>, run: (batch: Pending[]) => void, close: () => Promise<void>, tracing: QueryTracing | undefined): HotReads {
   let pending: Pending[] = [];
   const flush = () => {
     const batch = pending;
@@ -70,7 +82,7 @@ function batchingReads(db: Kysely<Database>, run: (batch: Pending[]) => void, cl
   const enqueue = <T>(read: BoundRead, many: boolean) =>
     new Promise<T>((resolve, reject) => {
       if (pending.length === 0) atEndOfTurn(flush);
-      pending.push({ read, many, resolve: resolve as (answer: unknown) => void, reject });
+      pending.push({ read, many, resolve: resolve as (answer: unknown) => void, reject, trace: tracing?.capture() });
     });
   return {
     first: <A extends unknown[], R>(prepared: PreparedRead<A, R>, ...args: A) => enqueue<R | undefined>(prepared.bind(db, args), false),
@@ -79,7 +91,8 @@ function batchingReads(db: Kysely<Database>, run: (batch: Pending[]) => void, cl
   };
 }
 
-export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQuery): HotReads {
+export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQuery, tracing?: QueryTracing): HotReads {
+  const sinks: QuerySinks = { onQuery, tracing };
   const connection = new SQLite(file);
   // No busy timeout (sqlite-lock.ts): in WAL mode a read never waits for a writer.
   connection.pragma('busy_timeout = 0');
@@ -114,16 +127,17 @@ export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQu
     }
   };
 
-  const runOne = ({ read, many, resolve, reject }: Pending) => {
+  const runOne = (pending: Pending) => {
+    const { read, many, resolve, reject } = pending;
     const started = performance.now();
     try {
       const prepared = statement(read.query.sql);
       const parameters = read.query.parameters as unknown[];
       const answer = many ? prepared.all(parameters) : prepared.get(parameters);
-      report(onQuery, read.query, started);
+      report(sinks, read.query, started, pending);
       resolve(answer);
     } catch (err) {
-      report(onQuery, read.query, started, err);
+      report(sinks, read.query, started, pending, err);
       reject(err);
     }
   };
@@ -145,10 +159,19 @@ export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQu
       }
     },
     async () => void connection.close(),
+    tracing,
   );
 }
 
-export function postgresHotReads(db: Kysely<Database>, pool: pg.Pool, onQuery: OnQuery): HotReads {
+/** `namedStatements: false`: unnamed statements, parsed and planned on every call (PgBouncer's transaction mode, database.ts). */
+export function postgresHotReads(
+  db: Kysely<Database>,
+  pool: pg.Pool,
+  onQuery: OnQuery,
+  tracing?: QueryTracing,
+  { namedStatements = true }: { namedStatements?: boolean } = {},
+): HotReads {
+  const sinks: QuerySinks = { onQuery, tracing };
   const names = new Map<string, string>();
   const nameOf = (text: string) => {
     let name = names.get(text);
@@ -158,25 +181,30 @@ export function postgresHotReads(db: Kysely<Database>, pool: pg.Pool, onQuery: O
     }
     return name;
   };
-  const execute = async <R>(query: CompiledQuery<R>): Promise<R[]> => {
+  const execute = async <R>(query: CompiledQuery<R>, askedBy: Pending | Pending[]): Promise<R[]> => {
     const started = performance.now();
     try {
-      const result = await pool.query({ name: nameOf(query.sql), text: query.sql, values: query.parameters as unknown[] });
-      report(onQuery, query, started);
+      const text = query.sql;
+      const values = query.parameters as unknown[];
+      const result = await pool.query(namedStatements ? { name: nameOf(text), text, values } : { text, values });
+      report(sinks, query, started, askedBy);
       return result.rows as R[];
     } catch (err) {
-      report(onQuery, query, started, err);
+      report(sinks, query, started, askedBy, err);
       throw err;
     }
   };
 
-  const runAlone = ({ read, many, resolve, reject }: Pending) => execute(read.query).then((rows) => resolve(many ? rows : rows[0]), reject);
+  const runAlone = (pending: Pending) => execute(pending.read.query, pending).then((rows) => pending.resolve(pending.many ? rows : rows[0]), pending.reject);
 
   // The rows of a batch come back in batch_index order (each batched statement says so); a
   // call that wants every row gets all of its own, in their order.
   const runTogether = (statement: BatchedStatement<unknown>, calls: Pending[]) => {
     const answers = calls.map(({ many }) => (many ? [] : undefined)) as unknown[];
-    execute(statement.compile(calls.map(({ read }) => read.args))).then((rows) => {
+    execute(
+      statement.compile(calls.map(({ read }) => read.args)),
+      calls,
+    ).then((rows) => {
       for (const row of rows as BatchedRow<unknown>[]) {
         const i = Number(row.batch_index) - 1;
         if (calls[i].many) (answers[i] as unknown[]).push(row);
@@ -209,5 +237,6 @@ export function postgresHotReads(db: Kysely<Database>, pool: pg.Pool, onQuery: O
       }
     },
     async () => undefined, // the pool belongs to the database handle
+    tracing,
   );
 }

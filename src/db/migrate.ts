@@ -1,7 +1,10 @@
 // One migration set for both dialects, listed explicitly (no directory scanning, so it
 // survives bundling). Several instances may start at once on an empty database: on
-// PostgreSQL a session advisory lock lets one migrate while the others wait; on SQLite the
-// write lock, taken up front, does the same.
+// PostgreSQL a transaction-level advisory lock lets one migrate while the others wait; on
+// SQLite the write lock, taken up front, does the same. Either way the whole run is one
+// transaction on one connection, which is also what PgBouncer in transaction pool mode keeps
+// on one server connection: a session-level lock there could be taken on one server
+// connection and released on another.
 import { Migrator, sql } from './kysely.ts';
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { Database } from './schema.ts';
@@ -40,18 +43,13 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<Migration
   };
 
   return handle.db.connection().execute(async (conn) => {
-    if (handle.dialect === 'postgres') {
-      await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
-      try {
-        return await run(handle.db, false);
-      } finally {
-        await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);
-      }
-    }
-    // SQLite: hold the write lock from before the first read of the migration table to the
-    // end, so a second process waits and then finds the work done.
-    await retryWhileLocked(() => sql`begin immediate`.execute(conn), MIGRATION_LOCK_WAIT_MS);
+    // Hold the lock from before the first read of the migration table to the end, so a
+    // second process waits and then finds the work done. (Kysely's Migrator takes a session
+    // lock of its own inside; it is released before the commit, on the same connection.)
+    if (handle.dialect === 'postgres') await sql`begin`.execute(conn);
+    else await retryWhileLocked(() => sql`begin immediate`.execute(conn), MIGRATION_LOCK_WAIT_MS);
     try {
+      if (handle.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
       const outcome = await run(conn, true);
       await sql`commit`.execute(conn);
       return outcome;

@@ -1,9 +1,10 @@
 // GET /docs: the API reference page, rendered by RapiDoc from GET /openapi.json, with this
 // service's name and colours, the code samples of each operation and "Try" against this
 // server. Everything it loads comes from this server (no CDN: it works offline); the page's
-// files are read once, at start.
+// files are read once, at start. RapiDoc's bundle and its licenses are copied into
+// static/docs/vendor/ by `npm run build` (scripts/build-docs-assets.mjs), so that the
+// production install needs no RapiDoc package.
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
@@ -33,13 +34,15 @@ interface Asset {
 }
 
 function readAssets(): Record<string, Asset> {
-  const rapidoc = createRequire(import.meta.url).resolve('rapidoc/dist/rapidoc-min.js');
   const file = (name: string) => fs.readFileSync(`${PAGE_DIR}${name}`);
+  const text = 'text/plain; charset=utf-8';
   return {
     'docs.css': { body: file('docs.css'), type: 'text/css; charset=utf-8' },
     'docs.js': { body: file('docs.js'), type: 'text/javascript; charset=utf-8' },
     'logo.svg': { body: file('logo.svg'), type: 'image/svg+xml' },
-    'rapidoc-min.js': { body: fs.readFileSync(rapidoc), gzipped: fs.readFileSync(`${rapidoc}.gz`), type: 'text/javascript; charset=utf-8' },
+    'rapidoc-min.js': { body: file('vendor/rapidoc-min.js'), gzipped: file('vendor/rapidoc-min.js.gz'), type: 'text/javascript; charset=utf-8' },
+    'rapidoc-min.js.LICENSE.txt': { body: file('vendor/rapidoc-min.js.LICENSE.txt'), type: text },
+    'rapidoc-LICENSE.txt': { body: file('vendor/rapidoc-LICENSE.txt'), type: text },
   };
 }
 

@@ -25,6 +25,7 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
       'The full reference: docs/api.md in the repository.',
     ].join('\n\n'),
     contact: { name: 'The maintainers of this deployment' },
+    license: { name: 'MIT', identifier: 'MIT' },
   },
   servers: [{ url: '/', description: 'This server' }],
   components: {
@@ -127,6 +128,9 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
   }
   const operationId = operation.operationId as string | undefined;
   if (operationId && codeSamples[operationId]) operation['x-codeSamples'] = codeSamples[operationId];
+  // The document has no root-level security: an operation that names none (the probes,
+  // metrics, the JWKS) needs no token, and says so rather than leaving readers to guess.
+  operation.security ??= [];
 
   if (path === '/api/user' && (method === 'get' || method === 'delete')) {
     const body = operation.requestBody as Json | undefined;

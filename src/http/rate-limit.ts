@@ -17,6 +17,7 @@ import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError } from '../errors.ts';
 import { credentialFromAuthorization, hashToken } from '../auth/token-format.ts';
 import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
+import type { Tracing } from '../tracing/trace-context.ts';
 
 export type RateLimitSettings = Pick<
   Config,
@@ -47,7 +48,7 @@ function credentialHash(request: FastifyRequest): string | null {
   return credential ? hashToken(credential) : null;
 }
 
-async function connectRedis(app: FastifyInstance, url: string, warn: ThrottledWarning): Promise<Redis> {
+async function connectRedis(app: FastifyInstance, url: string, warn: ThrottledWarning, tracing: Tracing | undefined): Promise<Redis> {
   const redis = new Redis(url, {
     // Fail fast instead of queueing commands while disconnected: the request goes on unlimited.
     enableOfflineQueue: false,
@@ -57,6 +58,7 @@ async function connectRedis(app: FastifyInstance, url: string, warn: ThrottledWa
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });
   redis.on('error', (err) => warn(err, 'rate limit store (Redis) unreachable: rate limits are not enforced until it is back'));
+  tracing?.instrumentRedis(redis);
   app.addHook('onClose', async () => redis.disconnect());
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, REDIS_READY_WAIT_MS);
@@ -74,7 +76,12 @@ async function connectRedis(app: FastifyInstance, url: string, warn: ThrottledWa
  * It applies to every route under /api/ that is registered after it, including routes under
  * /api/embed/ that other modules add later.
  */
-export async function registerRateLimits(app: FastifyInstance, settings: RateLimitSettings, events: Pick<ServiceEvents, 'requestRateLimited'>): Promise<void> {
+export async function registerRateLimits(
+  app: FastifyInstance,
+  settings: RateLimitSettings,
+  events: Pick<ServiceEvents, 'requestRateLimited'>,
+  tracing?: Tracing,
+): Promise<void> {
   const management: Policy = { name: 'api-token', max: settings.rateLimitMax, windowMs: settings.rateLimitWindowMs, holder: 'API token' };
   const embed: Policy = { name: 'embed', max: settings.embedRateLimitMax, windowMs: settings.embedRateLimitWindowMs, holder: 'user group token' };
   const policyOf = (key: string) => (key.startsWith('embed:') ? embed : management);
@@ -82,7 +89,7 @@ export async function registerRateLimits(app: FastifyInstance, settings: RateLim
   if (management.max === 0 && embed.max === 0) return;
   const warn = throttledWarning(app.log);
 
-  const redis = settings.redisUrl ? await connectRedis(app, settings.redisUrl, warn) : undefined;
+  const redis = settings.redisUrl ? await connectRedis(app, settings.redisUrl, warn, tracing) : undefined;
   await app.register(rateLimit, {
     global: false, // only the hook below applies limits
     ...(redis ? { redis, nameSpace: settings.rateLimitRedisPrefix } : {}),

@@ -28,7 +28,7 @@ import type {
 import type { EmbedContextResponse, EmbedTokenResponse, IntrospectionResponse, JwksResponse } from '../../src/embed/embed.schemas.ts';
 import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
 import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
-import { ApiTokenHistoryResponse, ApiTokenListResponse, CreatedApiTokenResponse, CurrentApiTokenResponse } from '../../src/api-tokens/api-tokens.schemas.ts';
+import type { ApiTokenHistoryResponse, ApiTokenListResponse, CreatedApiTokenResponse, CurrentApiTokenResponse } from '../../src/api-tokens/api-tokens.schemas.ts';
 
 // ---- responses ----
 

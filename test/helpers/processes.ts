@@ -21,12 +21,16 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** `openFiles`: the open-files limit the server runs under (`ulimit -n`), as a host may set it. */
-export async function spawnServer(env: Record<string, string>, options: { openFiles?: number } = {}): Promise<ServerProcess> {
+/**
+ * `openFiles`: the open-files limit the server runs under (`ulimit -n`), as a host may set it.
+ * `nodeArgs`: options for Node itself, before the server's script (`--expose-gc`, `--import`).
+ */
+export async function spawnServer(env: Record<string, string>, options: { openFiles?: number; nodeArgs?: string[] } = {}): Promise<ServerProcess> {
+  const nodeArgs = [...(options.nodeArgs ?? []), SERVER_ENTRY];
   const [command, args] =
     options.openFiles === undefined
-      ? [process.execPath, [SERVER_ENTRY]]
-      : ['/bin/sh', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, SERVER_ENTRY]];
+      ? [process.execPath, nodeArgs]
+      : ['/bin/sh', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...nodeArgs]];
   const child = spawn(command, args, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env },
