@@ -7,7 +7,7 @@ import pg from 'pg';
 import { sql } from '../src/db/kysely.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
 import { inTransaction } from '../src/db/transaction.ts';
-import { issueApiToken } from '../src/auth/api-tokens.service.ts';
+import { issueApiToken } from '../src/api-tokens/api-tokens.service.ts';
 import { generateToken, hashToken } from '../src/auth/token-format.ts';
 import type { Keyring } from '../src/crypto/keyring.ts';
 import type { NewUserGroup } from '../src/user-groups/user-groups.repository.ts';

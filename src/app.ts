@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { Keyring } from './crypto/keyring.ts';
-import { ApiTokenAuthenticator } from './auth/api-token-authenticator.ts';
+import { ApiTokenAuthenticator } from './api-tokens/api-token-authenticator.ts';
 import { registerApiTokenAuth } from './auth/authenticate.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodyParsing } from './http/json-body.ts';

@@ -4,7 +4,7 @@
 import type { DatabaseHandle } from './db/database.ts';
 import { inTransaction } from './db/transaction.ts';
 import { countAccounts, ensureAccount } from './accounts/accounts.repository.ts';
-import { insertApiToken, type IssuedApiToken } from './auth/api-tokens.service.ts';
+import { insertApiToken, type IssuedApiToken } from './api-tokens/api-tokens.service.ts';
 
 export async function bootstrapIfEmpty(handle: DatabaseHandle, now: Date): Promise<IssuedApiToken | null> {
   return inTransaction(handle, async (trx) => {

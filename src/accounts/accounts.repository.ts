@@ -3,8 +3,6 @@ import type { Kysely } from 'kysely';
 import type { AccountRow, Database } from '../db/schema.ts';
 import { dialectOf } from '../db/database.ts';
 
-export const ACCOUNT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
-
 export function findAccountBySlug(db: Kysely<Database>, slug: string): Promise<AccountRow | undefined> {
   return db.selectFrom('accounts').selectAll().where('slug', '=', slug).executeTakeFirst();
 }

@@ -1,7 +1,8 @@
 // API tokens as the API answers them: an allow-list of fields, so neither a token value nor
 // its hash can reach a response.
 import type { AuditLogRow } from '../db/schema.ts';
-import { apiTokenStatus, type ApiTokenListing } from '../auth/api-tokens.repository.ts';
+import type { ApiTokenListing } from './api-tokens.repository.ts';
+import { apiTokenStatus } from './api-tokens.service.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { ApiTokenJson } from './api-tokens.schemas.ts';
 

@@ -1,8 +1,16 @@
 // The management API's authentication hook: every route behind it sees request.principal.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Actor } from '../audit/audit.repository.ts';
-import type { ApiTokenAuthenticator } from './api-token-authenticator.ts';
 import type { Principal } from './principal.ts';
+
+/**
+ * What verifies the API token of an Authorization header (api-tokens/api-token-authenticator.ts):
+ * synchronously when it can, with a promise when it must ask the database; throws (or
+ * rejects) with the 401.
+ */
+export interface Authenticator {
+  authenticate(authorization: string | undefined): Principal | Promise<Principal>;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -10,7 +18,7 @@ declare module 'fastify' {
   }
 }
 
-export function registerApiTokenAuth(app: FastifyInstance, authenticator: ApiTokenAuthenticator): void {
+export function registerApiTokenAuth(app: FastifyInstance, authenticator: Authenticator): void {
   app.decorateRequest('principal', null);
   // A callback hook: a token verified moments ago is answered synchronously, without the
   // promise an async hook costs on every request.

@@ -5,11 +5,10 @@ import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { openMigratedDatabase } from '../runtime.ts';
-import { ACCOUNT_SLUG, ensureAccount, findAccountBySlug, listAccounts } from '../accounts/accounts.repository.ts';
-import { issueApiToken, listApiTokens, revokeApiToken } from '../auth/api-tokens.service.ts';
-import { apiTokenStatus } from '../auth/api-tokens.repository.ts';
+import { ACCOUNT_SLUG, allAccounts, createAccount } from '../accounts/accounts.service.ts';
+import { historyOfAccount } from '../audit/history.service.ts';
+import { apiTokenStatus, issueApiToken, listApiTokens, revokeApiToken } from '../api-tokens/api-tokens.service.ts';
 import { SCOPES, type Scope } from '../auth/principal.ts';
-import { accountHistory, userGroupHistory } from '../audit/audit.repository.ts';
 import { parseDuration } from './duration.ts';
 import { reencryptUserGroupTokens, tokensPerKey } from '../crypto/reencrypt.ts';
 import { reissueTokensOfLostKey } from '../user-groups/lost-key.service.ts';
@@ -100,7 +99,7 @@ export function buildCli(): Command {
     .argument('<slug>', 'account slug: a-z, 0-9 and -', slug)
     .option('--json', 'print JSON')
     .action(async (name: string, opts: { json?: boolean }) => {
-      const { account: row, created } = await withDatabase((h) => ensureAccount(h.db, name, new Date()));
+      const { account: row, created } = await withDatabase((h) => createAccount(h, name, new Date()));
       if (!created) throw new UsageError(`account "${name}" already exists`);
       print(!!opts.json, { id: row.id, slug: row.slug, created_at: row.created_at }, `created account ${row.slug} (id ${row.id})`);
     });
@@ -109,7 +108,7 @@ export function buildCli(): Command {
     .description('list accounts')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const rows = await withDatabase((h) => listAccounts(h.db));
+      const rows = await withDatabase((h) => allAccounts(h));
       print(!!opts.json, rows, rows.map((r) => `${r.id}\t${r.slug}\t${r.created_at}`).join('\n') || '(no accounts)');
     });
 
@@ -224,13 +223,9 @@ export function buildCli(): Command {
     .option('--limit <n>', 'how many entries (1-10000)', integerIn(1, 10_000, 'the limit'), 100)
     .option('--json', 'print JSON')
     .action(async (opts: { account: string; userGroupId?: string; env: Environment; limit: number; json?: boolean }) => {
-      const rows = await withDatabase(async (h) => {
-        const acct = await findAccountBySlug(h.db, opts.account);
-        if (!acct) throw new UsageError(`no account "${opts.account}"`);
-        return opts.userGroupId === undefined
-          ? accountHistory(h.db, acct.id, opts.limit)
-          : userGroupHistory(h.db, { accountId: acct.id, environment: opts.env, providedId: opts.userGroupId }, opts.limit);
-      });
+      const userGroup = opts.userGroupId === undefined ? undefined : { environment: opts.env, providedId: opts.userGroupId };
+      const rows = await withDatabase((h) => historyOfAccount(h, { accountSlug: opts.account, userGroup, limit: opts.limit }));
+      if (!rows) throw new UsageError(`no account "${opts.account}"`);
       print(
         !!opts.json,
         rows,

@@ -6,9 +6,9 @@ import { AppError } from '../errors.ts';
 import type { ApiTokenRow } from '../db/schema.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import { BoundedMap } from '../bounded-map.ts';
-import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from './token-format.ts';
+import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
 import { findApiTokenByHash } from './api-tokens.repository.ts';
-import type { Principal, Scope } from './principal.ts';
+import type { Principal, Scope } from '../auth/principal.ts';
 
 /** The API token in an `Authorization: Token <token>` header (Bearer is accepted too). */
 function apiTokenFromAuthorization(header: string | undefined): string {

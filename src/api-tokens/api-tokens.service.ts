@@ -9,9 +9,8 @@ import { inTransaction } from '../db/transaction.ts';
 import { AppError, validationFailed } from '../errors.ts';
 import { ensureAccount, findAccountBySlug, lockAccount } from '../accounts/accounts.repository.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
-import { generateToken, hashToken, tokenStart } from './token-format.ts';
+import { generateToken, hashToken, tokenStart } from '../auth/token-format.ts';
 import {
-  apiTokenStatus,
   findApiTokenById,
   findVisibleApiToken,
   insertApiTokenRow,
@@ -23,7 +22,7 @@ import {
 } from './api-tokens.repository.ts';
 import type { AuditLogRow } from '../db/schema.ts';
 import { apiTokenHistory } from '../audit/audit.repository.ts';
-import { hasScope, type Principal, type Scope } from './principal.ts';
+import { hasScope, type Principal, type Scope } from '../auth/principal.ts';
 
 export interface IssueApiTokenInput {
   accountSlug: string;
@@ -157,6 +156,14 @@ export async function currentApiToken(handle: DatabaseHandle, principal: Princip
   const token = await findVisibleApiToken(handle.db, visibleTo(principal), principal.tokenId);
   if (!token) throw new Error(`the authenticated API token ${principal.tokenId} is not in its account`);
   return token;
+}
+
+export type ApiTokenStatus = 'active' | 'expired' | 'revoked';
+
+/** Whether a token works at `now` (docs/api.md, "Tokens": expiry is checked on every request). */
+export function apiTokenStatus(token: Pick<ApiTokenListing, 'revoked_at' | 'expires_at'>, now: Date): ApiTokenStatus {
+  if (token.revoked_at !== null) return 'revoked';
+  return token.expires_at !== null && Date.parse(token.expires_at) <= now.getTime() ? 'expired' : 'active';
 }
 
 /** What an admin token asks for when it creates a token over HTTP. */

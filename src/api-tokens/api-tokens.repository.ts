@@ -43,13 +43,6 @@ export interface VisibleTokens {
 
 const LISTED_COLUMNS = API_TOKEN_COLUMNS.filter((column) => column !== 'token_hash');
 
-export type ApiTokenStatus = 'active' | 'expired' | 'revoked';
-
-/** Whether a token works at `now` (docs/api.md, "Tokens": expiry is checked on every request). */
-export function apiTokenStatus(token: Pick<ApiTokenRow, 'revoked_at' | 'expires_at'>, now: Date): ApiTokenStatus {
-  if (token.revoked_at !== null) return 'revoked';
-  return token.expires_at !== null && Date.parse(token.expires_at) <= now.getTime() ? 'expired' : 'active';
-}
 
 export function listApiTokenRows(db: Kysely<Database>, visible: VisibleTokens): Promise<ApiTokenListing[]> {
   return db

@@ -1,0 +1,18 @@
+// Accounts, as the command-line tool manages them (README, "API tokens and accounts").
+import type { DatabaseHandle } from '../db/database.ts';
+import type { AccountRow } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
+import { ensureAccount, listAccounts } from './accounts.repository.ts';
+
+/** An account's slug: 1-63 characters of a-z, 0-9 and -, starting with a letter or digit. */
+export const ACCOUNT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** Creates the account unless it exists; says which. */
+export function createAccount(handle: DatabaseHandle, slug: string, now: Date): Promise<{ account: AccountRow; created: boolean }> {
+  return inTransaction(handle, (trx) => ensureAccount(trx, slug, now));
+}
+
+/** Every account, oldest first: the operator's view, across tenants. */
+export function allAccounts(handle: DatabaseHandle): Promise<AccountRow[]> {
+  return listAccounts(handle.db);
+}
