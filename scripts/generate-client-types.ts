@@ -1,8 +1,8 @@
 // `npm run generate:client`: writes packages/client/src/openapi.ts from the service's OpenAPI
 // document: the client's types (openapi-typescript), and the few facts of the document the
-// client and the console need at run time (the query parameters of each operation, the limits
-// of each request field), so that the published client needs nothing of this repository and
-// nothing is copied by hand. test/client-package.test.ts fails when the file is out of date.
+// client and the console need at run time (the query parameters of each operation, the fields
+// of each request with their types and limits), so that the published client needs nothing of
+// this repository and nothing is copied by hand. test/client-package.test.ts fails when the file is out of date.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,18 +24,31 @@ interface Operation {
 
 const LIMIT_KEYWORDS = ['minimum', 'maximum', 'minLength', 'maxLength', 'maxItems', 'maxProperties'] as const;
 
-/** A field's limits: its own keywords, or those of the branches of its union (a nullable field, an id as string or integer). */
-function limitsOf(schema: JsonSchema, schemas: Record<string, JsonSchema>): Record<string, number> {
-  const resolved = schema.$ref ? schemas[schema.$ref.split('/').pop()!] : schema;
-  const limits: Record<string, number> = {};
-  for (const branch of [resolved, ...(resolved.anyOf ?? [])]) {
-    const target = branch.$ref ? schemas[branch.$ref.split('/').pop()!] : branch;
-    for (const keyword of LIMIT_KEYWORDS) if (typeof target[keyword] === 'number' && limits[keyword] === undefined) limits[keyword] = target[keyword] as number;
-  }
-  return limits;
+interface FieldSpec {
+  /** The JSON type of its value, null aside (the first branch's, for a union such as an id as string or integer). */
+  type?: string;
+  nullable?: true;
+  description?: string;
+  [limit: string]: unknown;
 }
 
-/** The run-time facts: query parameters by operationId, and request field limits by schema and field. */
+const resolve = (schema: JsonSchema, schemas: Record<string, JsonSchema>) => (schema.$ref ? schemas[schema.$ref.split('/').pop()!] : schema);
+
+/** What a form needs of a field: its type, whether null is allowed, its description and limits (from it or the branches of its union). */
+function fieldSpec(schema: JsonSchema, schemas: Record<string, JsonSchema>): FieldSpec {
+  const resolved = resolve(schema, schemas);
+  const branches = [resolved, ...(resolved.anyOf ?? []).map((branch) => resolve(branch, schemas))];
+  const spec: FieldSpec = {};
+  for (const branch of branches) {
+    if (branch.type === 'null') spec.nullable = true;
+    else if (typeof branch.type === 'string') spec.type ??= branch.type;
+    for (const keyword of LIMIT_KEYWORDS) if (typeof branch[keyword] === 'number' && spec[keyword] === undefined) spec[keyword] = branch[keyword];
+  }
+  if (typeof resolved.description === 'string') spec.description = resolved.description;
+  return spec;
+}
+
+/** The run-time facts: query parameters by operationId, and request fields by schema and field. */
 function runtimeFacts(document: Record<string, unknown>): string {
   const paths = document.paths as Record<string, Record<string, Operation>>;
   const queryParameters: Record<string, string[]> = {};
@@ -46,20 +59,21 @@ function runtimeFacts(document: Record<string, unknown>): string {
     }
   }
   const schemas = (document.components as { schemas: Record<string, JsonSchema> }).schemas;
-  const fieldLimits: Record<string, Record<string, Record<string, number>>> = {};
+  const fields: Record<string, Record<string, FieldSpec>> = {};
   for (const name of Object.keys(schemas).filter((n) => n.endsWith('Request')).sort()) {
-    const fields = Object.entries(schemas[name].properties ?? {})
-      .map(([field, schema]) => [field, limitsOf(schema, schemas)] as const)
-      .filter(([, limits]) => Object.keys(limits).length > 0);
-    if (fields.length > 0) fieldLimits[name] = Object.fromEntries(fields.sort(([a], [b]) => a.localeCompare(b)));
+    fields[name] = Object.fromEntries(Object.entries(schemas[name].properties ?? {}).map(([field, schema]) => [field, fieldSpec(schema, schemas)]));
   }
   const sorted = (object: Record<string, unknown>) => Object.fromEntries(Object.entries(object).sort(([a], [b]) => a.localeCompare(b)));
   return `
 /** The query parameters each operation takes, by operationId. */
 export const operationQueryParameters = ${JSON.stringify(sorted(queryParameters), null, 2)} as const;
 
-/** The limits of each request body field (minimum, maximum, minLength, maxLength, maxItems, maxProperties), by request schema. */
-export const requestFieldLimits = ${JSON.stringify(fieldLimits, null, 2)} as const;
+/**
+ * The fields of each request body, in the schema's order, by request schema: the type of each
+ * value, whether it may be null, its description and its limits (minimum, maximum, minLength,
+ * maxLength, maxItems, maxProperties). What a form needs to offer and check a field.
+ */
+export const requestFields = ${JSON.stringify(fields, null, 2)} as const;
 `;
 }
 

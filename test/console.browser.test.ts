@@ -243,7 +243,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.deepEqual(await page.locator('ul.children a').allTextContents(), ['acme-corp:jane', 'acme-corp:joe']);
   });
 
-  it('console: edit shows a JSON error at its line and column, then the API\'s validation details next to the field, then saves', async () => {
+  it('console: edit shows a JSON error at its line and column, caps a field at the documented length, shows the API\'s details next to the field, then saves', async () => {
     await page.getByRole('link', { name: 'Edit' }).click();
     await page.getByRole('heading', { name: 'Edit acme-corp' }).waitFor();
     const callsBefore = apiCalls.length;
@@ -255,16 +255,22 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await shot('edit-json-error');
 
     await page.getByLabel('Properties').fill('{"region": "emea", "plan": "enterprise", "tier": 2}');
+    // The field's limit comes from the OpenAPI document: no more than 256 characters can be typed.
     await page.getByLabel('Name').fill('x'.repeat(300));
+    assert.equal(await page.getByLabel('Name').getAttribute('maxlength'), '256');
+    assert.equal((await page.getByLabel('Name').inputValue()).length, 256);
+    await page.getByLabel('Name').fill('ACME Corp.');
+    // What only the service can know: the details of its answer go next to the field they name.
+    await page.getByLabel('Parent').fill('no-such-parent');
     await page.getByRole('button', { name: 'Save' }).click();
-    await page.locator('#name-error').waitFor();
-    assert.equal(await page.locator('#name-error').textContent(), 'name must be at most 256 characters');
-    assert.equal(await page.getByLabel('Name').getAttribute('aria-invalid'), 'true');
-    assert.equal(await page.evaluate(() => document.activeElement?.id), 'name');
+    await page.locator('#parent_user_group_id-error').waitFor();
+    assert.match((await page.locator('#parent_user_group_id-error').textContent()) ?? '', /no user group with user_group_id "no-such-parent"/);
+    assert.equal(await page.getByLabel('Parent').getAttribute('aria-invalid'), 'true');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'parent_user_group_id');
     await assertAccessible('edit with errors');
     await shot('edit-validation-error');
 
-    await page.getByLabel('Name').fill('ACME Corp.');
+    await page.getByLabel('Parent').fill('');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('heading', { name: 'Saved acme-corp' }).waitFor();
     const stored = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: readToken });

@@ -5,24 +5,23 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
-import {
-  deletedResponseJson,
-  getOrCreateResponseJson,
-  listResponseJson,
-  publicUserGroupJson,
-  userGroupResponseJson,
-  type StoredUserGroup,
-} from '../src/user-groups/user-groups.json.ts';
-import { DeletedResponse, GetOrCreateResponse, ListResponse, UserGroupResponse } from '../src/user-groups/user-groups.schemas.ts';
+import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, publicUserGroupJson, userGroupResponseJson } from '../src/user-groups/user-groups.json.ts';
+import { DeletedResponse, GetOrCreateResponse, ListResponse, UserGroup, UserGroupResponse } from '../src/user-groups/user-groups.schemas.ts';
 import type { UserGroupRow } from '../src/db/schema.ts';
+import { USER_GROUP_COLUMNS } from '../src/user-groups/group-sql.ts';
 import { resolveChain, type ResolvedGroup } from '../src/user-groups/group-chain.ts';
 
 const ajv = new Ajv({ strict: false, allErrors: true, formats: { 'date-time': true } });
 
-/** A row as the database returns it, with the stored JSON text the service writes (JSON.stringify). */
+/**
+ * A row as the database returns it, with the stored JSON text the service writes
+ * (JSON.stringify). Every column is null unless given here: a column added later needs no
+ * edit of this fixture.
+ */
 function row(overrides: Partial<Omit<UserGroupRow, 'mapping' | 'properties'>> & { mapping?: unknown; properties?: unknown } = {}): UserGroupRow {
   const { mapping = { '40': '213' }, properties = { region: 'emea' }, ...rest } = overrides;
   return {
+    ...(Object.fromEntries(USER_GROUP_COLUMNS.map((column) => [column, null])) as unknown as UserGroupRow),
     team_id: 4812,
     account_id: 7,
     environment: 'Customer',
@@ -31,8 +30,6 @@ function row(overrides: Partial<Omit<UserGroupRow, 'mapping' | 'properties'>> & 
     mapping: mapping === null ? null : JSON.stringify(mapping),
     properties: properties === null ? null : JSON.stringify(properties),
     is_demo_group: 0,
-    parent_team_id: null,
-    hierarchy_level: null,
     group_tags: '[]',
     token_hash: 'f'.repeat(64),
     token_ciphertext: 'keyid.iv.body.tag',
@@ -45,25 +42,23 @@ function row(overrides: Partial<Omit<UserGroupRow, 'mapping' | 'properties'>> & 
 
 const parsed = (text: string | null) => (text === null ? null : JSON.parse(text));
 
-/** What the schema serializer would have been given: the view, keys in schema order. */
-function view({ row: r, parentId, computedMapping, computedProperties }: ResolvedGroup<StoredUserGroup>, token?: string) {
-  return {
-    team_id: r.team_id,
-    ...(token === undefined ? {} : { token }),
-    name: r.name,
-    provided_id: r.provided_id,
-    parent_user_group_id: parentId,
-    hierarchy_level: r.hierarchy_level,
-    group_tags: JSON.parse(r.group_tags),
-    mapping: parsed(r.mapping),
-    properties: parsed(r.properties),
-    computed_mapping: parsed(computedMapping),
-    computed_properties: parsed(computedProperties),
-    api_environment_tag: r.environment,
-    is_demo_group: r.is_demo_group === 1,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
+/**
+ * What a schema serializer would have been given: the view, keys in the UserGroup schema's
+ * order. Each field is its column, but for these, which the API shows otherwise.
+ */
+function view(g: ResolvedGroup, token?: string) {
+  const shown: Record<string, (g: ResolvedGroup) => unknown> = {
+    parent_user_group_id: (x) => x.parentProvidedId,
+    group_tags: (x) => JSON.parse(x.row.group_tags),
+    mapping: (x) => parsed(x.row.mapping),
+    properties: (x) => parsed(x.row.properties),
+    computed_mapping: (x) => parsed(x.computedMapping),
+    computed_properties: (x) => parsed(x.computedProperties),
+    api_environment_tag: (x) => x.row.environment,
+    is_demo_group: (x) => x.row.is_demo_group === 1,
   };
+  const fields = Object.keys(UserGroup.properties).filter((field) => field !== 'token' || token !== undefined);
+  return Object.fromEntries(fields.map((field) => [field, field === 'token' ? token : field in shown ? shown[field](g) : g.row[field as keyof UserGroupRow]]));
 }
 
 const COMPANY = row({ team_id: 100, provided_id: 'acme', name: 'Acme', mapping: { '40': 'acme-db' }, properties: { region: 'emea', plan: 'pro' } });

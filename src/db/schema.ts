@@ -31,30 +31,40 @@ export interface ApiTokensTable {
   created_at: string;
 }
 
-export interface UserGroupsTable {
-  team_id: Generated<number>;
-  account_id: number;
-  environment: Environment;
-  provided_id: string;
-  name: string;
+/** A column's type, written as a value so that the table's column list exists at run time too. */
+const column = <T>() => undefined as unknown as T;
+
+/**
+ * Every column of user_groups, named once: the table type (UserGroupsTable) and the column
+ * list that every prepared read names (USER_GROUP_COLUMNS in user-groups/group-sql.ts) both
+ * come from here.
+ */
+export const USER_GROUP_COLUMN_TYPES = {
+  team_id: column<Generated<number>>(),
+  account_id: column<number>(),
+  environment: column<Environment>(),
+  provided_id: column<string>(),
+  name: column<string>(),
   /** JSON text, exactly what the API returns; null until given. */
-  mapping: string | null;
-  properties: string | null;
-  is_demo_group: number;
+  mapping: column<string | null>(),
+  properties: column<string | null>(),
+  is_demo_group: column<number>(),
   /** The parent's team_id (same account and environment), or null for a root. */
-  parent_team_id: number | null;
-  hierarchy_level: string | null;
+  parent_team_id: column<number | null>(),
+  hierarchy_level: column<string | null>(),
   /** JSON array of distinct tags in code-point order, exactly what the API returns. */
-  group_tags: string;
+  group_tags: column<string>(),
   /** SHA-256 of the current user group token, for lookups by token. */
-  token_hash: string;
+  token_hash: column<string>(),
   /** The current token, AES-256-GCM encrypted under a versioned key. */
-  token_ciphertext: string;
+  token_ciphertext: column<string>(),
   /** Incremented on every rotation; short-lived embed tokens carry it. */
-  token_generation: Generated<number>;
-  created_at: string;
-  updated_at: string;
-}
+  token_generation: column<Generated<number>>(),
+  created_at: column<string>(),
+  updated_at: column<string>(),
+};
+
+export type UserGroupsTable = typeof USER_GROUP_COLUMN_TYPES;
 
 /** One row per tag of a group, for the tag filter; `scope` is `<account_id>/<environment>`. */
 export interface UserGroupTagsTable {

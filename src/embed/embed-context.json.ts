@@ -1,10 +1,12 @@
-// The embed context, written straight from the stored row, as user group responses are
-// (see user-groups.json.ts for why): mapping and properties are spliced in as stored, and so
-// are the variables, whenever the computed properties cannot hold a key that clashes with a
-// built-in. The output is what EmbedContextResponse describes; test/embed-context.json.test.ts
+// The embed context, written straight from the stored row, by the writer user group responses
+// use (user-groups.json.ts), from the EmbedUserGroup schema's fields: mapping and properties
+// are spliced in as stored, and so are the variables, whenever the computed properties cannot
+// hold a key that clashes with a built-in. The output is what EmbedContextResponse describes; test/embed-context.json.test.ts
 // holds it to the schema and to the clash rule.
 import type { UserGroupRow } from '../db/schema.ts';
 import type { EmbedGroup } from './embed.repository.ts';
+import { groupWriter } from '../user-groups/user-groups.json.ts';
+import { EmbedUserGroup } from './embed.schemas.ts';
 
 const quote = JSON.stringify;
 /** Stored text is JSON.stringify's, which never escapes these names: a key would appear literally. */
@@ -25,15 +27,9 @@ export function variablesJson({ row, computedProperties: properties }: { row: Pi
   return quote(variables);
 }
 
-/** EmbedContextResponse: the group's public fields and its dashboard variables; never a token or an internal id. */
+const embedUserGroupJson = groupWriter(EmbedUserGroup);
+
+/** EmbedContextResponse: the group's public fields (EmbedUserGroup) and its dashboard variables; never a token or an internal id. */
 export function embedContextJson(group: EmbedGroup): string {
-  const { row } = group;
-  return (
-    `{"success":1,"user_group":{"provided_id":${quote(row.provided_id)},"name":${quote(row.name)},` +
-    `"api_environment_tag":${quote(row.environment)},"is_demo_group":${row.is_demo_group === 1},` +
-    `"parent_user_group_id":${quote(group.parentId)},"hierarchy_level":${quote(row.hierarchy_level)},` +
-    `"mapping":${row.mapping ?? 'null'},"properties":${row.properties ?? 'null'},` +
-    `"computed_mapping":${group.computedMapping ?? 'null'},"computed_properties":${group.computedProperties ?? 'null'}},` +
-    `"variables":${variablesJson(group)}}`
-  );
+  return `{"success":1,"user_group":${embedUserGroupJson(group)},"variables":${variablesJson(group)}}`;
 }

@@ -6,25 +6,32 @@ import { preparedRead, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { Environment, UserGroupRow } from '../db/schema.ts';
 import type { Tenant } from '../db/tenant.ts';
-import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, withAncestry } from '../user-groups/group-sql.ts';
+import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, USER_GROUP_COLUMNS, withAncestry } from '../user-groups/group-sql.ts';
+import { EmbedUserGroup } from './embed.schemas.ts';
 import type { Ancestry, ResolvedGroup } from '../user-groups/group-chain.ts';
 
-/** What the embed side reads of a group: never its token hash or ciphertext. */
+/**
+ * What the embed side reads of a group: what it needs to find and check it and its ancestors,
+ * and every field of EmbedUserGroup that is a column (a field added there is read here too);
+ * never its token hash or ciphertext.
+ */
 const EMBED_FIELDS = [
-  'team_id',
-  'account_id',
-  'provided_id',
-  'name',
-  'environment',
-  'is_demo_group',
-  'parent_team_id',
-  'hierarchy_level',
-  'mapping',
-  'properties',
-  'token_generation',
-] as const satisfies readonly (keyof UserGroupRow)[];
+  ...new Set([
+    'team_id',
+    'account_id',
+    'environment',
+    'parent_team_id',
+    'token_generation',
+    'provided_id',
+    'name',
+    'mapping',
+    'properties',
+    ...USER_GROUP_COLUMNS.filter((column) => column in EmbedUserGroup.properties),
+  ] satisfies (keyof UserGroupRow)[]),
+];
 
-export type EmbedGroupRow = Pick<UserGroupRow, (typeof EMBED_FIELDS)[number]>;
+export type EmbedGroupRow = Pick<UserGroupRow, 'team_id' | 'account_id' | 'environment' | 'parent_team_id' | 'token_generation' | 'provided_id' | 'name' | 'mapping' | 'properties'> &
+  Partial<Omit<UserGroupRow, 'token_hash' | 'token_ciphertext'>>;
 export type EmbedGroup = ResolvedGroup<EmbedGroupRow>;
 
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */

@@ -12,7 +12,7 @@ export type ChainRow = Pick<UserGroupRow, 'team_id' | 'provided_id' | 'parent_te
 export interface ResolvedGroup<R extends ChainRow = UserGroupRow> {
   row: R;
   /** The parent's user_group_id, or null for a root. */
-  parentId: string | null;
+  parentProvidedId: string | null;
   /** JSON text, as stored: the group's own values over its ancestors', nearest winning. */
   computedMapping: string | null;
   computedProperties: string | null;
@@ -31,11 +31,11 @@ export interface Ancestry {
 
 /** A group from its row and its ancestry; undefined when the hierarchy goes deeper than the ancestry reaches (read the chain). */
 export function resolveAncestry<R extends ChainRow>(row: R & Ancestry): ResolvedGroup<R> | undefined {
-  if (row.parent_team_id === null) return { row, parentId: null, computedMapping: row.mapping, computedProperties: row.properties };
+  if (row.parent_team_id === null) return { row, parentProvidedId: null, computedMapping: row.mapping, computedProperties: row.properties };
   if (row.beyond_team_id !== null) return undefined;
   return {
     row,
-    parentId: row.parent_provided_id,
+    parentProvidedId: row.parent_provided_id,
     computedMapping: mergeNearestFirst([row.mapping, row.parent_mapping, row.grandparent_mapping]),
     computedProperties: mergeNearestFirst([row.properties, row.parent_properties, row.grandparent_properties]),
   };
@@ -46,11 +46,11 @@ export function resolveChain<R extends ChainRow>(chain: readonly R[]): ResolvedG
   const [row] = chain;
   if (chain.length === 1) {
     // A root: nothing to merge, and nothing parsed (the hot path of a flat account).
-    return { row, parentId: null, computedMapping: row.mapping, computedProperties: row.properties };
+    return { row, parentProvidedId: null, computedMapping: row.mapping, computedProperties: row.properties };
   }
   return {
     row,
-    parentId: chain[1].provided_id,
+    parentProvidedId: chain[1].provided_id,
     computedMapping: mergeNearestFirst(chain.map((r) => r.mapping)),
     computedProperties: mergeNearestFirst(chain.map((r) => r.properties)),
   };
@@ -93,7 +93,7 @@ export function resolveEach<R extends ChainRow>(rows: readonly R[], ancestors: R
   return rows.map((row) => {
     const { mapping, properties } = computedOf(row, 0);
     const parent = row.parent_team_id === null ? undefined : ancestors.get(Number(row.parent_team_id));
-    return { row, parentId: parent?.provided_id ?? null, computedMapping: mapping.text, computedProperties: properties.text };
+    return { row, parentProvidedId: parent?.provided_id ?? null, computedMapping: mapping.text, computedProperties: properties.text };
   });
 }
 

@@ -4,37 +4,15 @@
 // ancestry. Each statement names its tenant (db/tenant.ts).
 import { sql } from '../db/kysely.ts';
 import type { Kysely, RawBuilder } from 'kysely';
-import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
+import { USER_GROUP_COLUMN_TYPES, type Database, type Environment, type UserGroupRow } from '../db/schema.ts';
 import type { BatchedRow, PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import { dialectOf } from '../db/database.ts';
 import { ownedBy, sameTenant } from '../db/tenant.ts';
 import { resolveAncestry, resolveChain, type Ancestry, type ChainRow, type ResolvedGroup } from './group-chain.ts';
 
-/**
- * Every column, named: prepared statements must not depend on `select *` (see preparedRead).
- * A record rather than a list, so that a column added to the table type and not here fails
- * to compile.
- */
-const EVERY_COLUMN: Record<keyof UserGroupRow, true> = {
-  team_id: true,
-  account_id: true,
-  environment: true,
-  provided_id: true,
-  name: true,
-  mapping: true,
-  properties: true,
-  is_demo_group: true,
-  parent_team_id: true,
-  hierarchy_level: true,
-  group_tags: true,
-  token_hash: true,
-  token_ciphertext: true,
-  token_generation: true,
-  created_at: true,
-  updated_at: true,
-};
-export const USER_GROUP_COLUMNS = Object.keys(EVERY_COLUMN) as (keyof UserGroupRow)[];
+/** Every column, named: prepared statements must not depend on `select *` (see preparedRead). */
+export const USER_GROUP_COLUMNS = Object.keys(USER_GROUP_COLUMN_TYPES) as (keyof UserGroupRow)[];
 
 /** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
 export const CHAIN_GUARD = sql.lit(16);

@@ -1,32 +1,37 @@
 // What the schemas cannot say about a group's fields: the depth and serialized size of
 // properties, the one spelling of an id given as a JSON integer, and how each field a request
-// may set is stored (declared once, for create and update alike).
+// may set is stored (for create and update alike): a request field that is also a column is
+// stored as given unless STORED_AS says otherwise, so a plain field needs no code here.
 import { AppError } from '../errors.ts';
 import type { UserGroupsTable } from '../db/schema.ts';
-import type { UserGroupInput } from './user-groups.schemas.ts';
+import { UserGroupFieldsBody, type UserGroupInput } from './user-groups.schemas.ts';
+import { USER_GROUP_COLUMNS } from './group-sql.ts';
 
 const jsonOrNull = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
 
-/** Each field a request may set, and how it becomes its column. */
-const STORED_AS = {
-  name: (name: string) => name,
-  mapping: (mapping: Record<string, string | number> | null) => jsonOrNull(mapping),
-  properties: (properties: Record<string, unknown> | null) => jsonOrNull(properties),
-  is_demo_group: (demo: boolean) => (demo ? 1 : 0),
-  hierarchy_level: (level: string | null) => level,
-  group_tags: (tags: string[]) => JSON.stringify(normalizeTags(tags)),
-} satisfies { [F in keyof UserGroupInput & keyof UserGroupsTable]: (value: Exclude<UserGroupInput[F], undefined>) => UserGroupsTable[F] };
+/** The fields a request may set that are columns of their own (a field declared in groupFields and as a column is one). */
+export type SettableField = keyof UserGroupInput & keyof UserGroupsTable;
+export type StoredFields = { [F in SettableField]?: UserGroupsTable[F] };
 
-export type SettableField = keyof typeof STORED_AS;
-export type StoredFields = { [F in SettableField]?: ReturnType<(typeof STORED_AS)[F]> };
-export const SETTABLE_FIELDS = Object.keys(STORED_AS) as SettableField[];
+/** How a settable field becomes its column, where it is not stored as given. */
+const STORED_AS: { [F in SettableField]?: (value: Exclude<UserGroupInput[F], undefined>) => UserGroupsTable[F] } = {
+  mapping: (mapping) => jsonOrNull(mapping),
+  properties: (properties) => jsonOrNull(properties),
+  is_demo_group: (demo) => (demo ? 1 : 0),
+  group_tags: (tags) => JSON.stringify(normalizeTags(tags)),
+};
+
+const COLUMNS: ReadonlySet<string> = new Set(USER_GROUP_COLUMNS);
+export const SETTABLE_FIELDS = Object.keys(UserGroupFieldsBody.properties).filter((field): field is SettableField => COLUMNS.has(field));
 
 /** The columns for the settable fields the input gives (absent fields are left out). */
 export function storedFields(input: UserGroupInput): StoredFields {
   const stored: Record<string, unknown> = {};
   for (const field of SETTABLE_FIELDS) {
     const value = input[field];
-    if (value !== undefined) stored[field] = (STORED_AS[field] as (v: typeof value) => unknown)(value);
+    if (value === undefined) continue;
+    const convert = STORED_AS[field] as ((value: unknown) => unknown) | undefined;
+    stored[field] = convert ? convert(value) : value;
   }
   return stored as StoredFields;
 }

@@ -1,76 +1,81 @@
-// Responses that carry user groups, written straight from the stored rows. mapping and
-// properties are stored as the text JSON.stringify made of them, so parsing them only for
-// a serializer to write the same text again was pure cost: measured at one connection, the
-// parse, the view objects and the schema serializer took ~20 µs of a ~78 µs get-or-create
-// hit (docs/performance.md). The output is what the response schemas in
-// user-groups.schemas.ts describe, field for field and in their order; the schemas remain the
-// reference (OpenAPI, types, the client) and test/user-groups.json.test.ts holds this file to
-// them.
+// Responses that carry user groups, written straight from the stored rows: mapping and
+// properties are stored as the text JSON.stringify made of them, so parsing them only for a
+// serializer to write the same text again was the largest cost of a read (docs/performance.md).
+//
+// The writers are composed from the response schemas' field lists, in their order, so a field
+// is declared once (user-groups.schemas.ts): a field that is its own column of text, number or
+// null needs no code here; only the fields written otherwise are named below. A schema field
+// with neither a writer nor a column fails at start. test/user-groups.json.test.ts holds the
+// output to the schemas.
 import type { UserGroupRow } from '../db/schema.ts';
 import type { ResolvedGroup } from './group-chain.ts';
-
-/** The stored fields a response shows: never the token hash, the ciphertext or the account. */
-export type StoredUserGroup = Pick<
-  UserGroupRow,
-  | 'team_id'
-  | 'name'
-  | 'provided_id'
-  | 'parent_team_id'
-  | 'hierarchy_level'
-  | 'group_tags'
-  | 'mapping'
-  | 'properties'
-  | 'environment'
-  | 'is_demo_group'
-  | 'created_at'
-  | 'updated_at'
->;
-
-/** A group as responses show it: its row, its parent's id and its computed fields (group-chain.ts). */
-export type ShownUserGroup = ResolvedGroup<StoredUserGroup>;
+import { USER_GROUP_COLUMNS } from './group-sql.ts';
+import { UserGroup, UserGroupPublic } from './user-groups.schemas.ts';
 
 /** A group and its plaintext token, for the responses that hand the token out. */
-export type UserGroupWithToken = ShownUserGroup & { token: string };
+export type GroupWithToken = ResolvedGroup & { token: string };
+
+/** What the writers read of a group: its row (all columns or some) and its computed fields. */
+type Written = Pick<ResolvedGroup, 'parentProvidedId' | 'computedMapping' | 'computedProperties'> & { row: Partial<UserGroupRow>; token?: string };
+type FieldWriter = (group: Written) => string;
 
 const quote = JSON.stringify;
+const stored = (text: string | null | undefined) => text ?? 'null';
 
-function fieldsAfterToken({ row, parentId, computedMapping, computedProperties }: ShownUserGroup): string {
-  return (
-    `"name":${quote(row.name)},"provided_id":${quote(row.provided_id)},` +
-    `"parent_user_group_id":${quote(parentId)},"hierarchy_level":${quote(row.hierarchy_level)},"group_tags":${row.group_tags},` +
-    `"mapping":${row.mapping ?? 'null'},"properties":${row.properties ?? 'null'},` +
-    `"computed_mapping":${computedMapping ?? 'null'},"computed_properties":${computedProperties ?? 'null'},` +
-    `"api_environment_tag":${quote(row.environment)},"is_demo_group":${row.is_demo_group === 1},` +
-    `"created_at":${quote(row.created_at)},"updated_at":${quote(row.updated_at)}}`
-  );
+/** The response fields that are not their own column written as JSON. */
+const WRITTEN_AS: Record<string, FieldWriter> = {
+  token: (group) => quote(group.token),
+  parent_user_group_id: (group) => quote(group.parentProvidedId),
+  group_tags: (group) => group.row.group_tags!, // stored as its JSON array
+  mapping: (group) => stored(group.row.mapping),
+  properties: (group) => stored(group.row.properties),
+  computed_mapping: (group) => stored(group.computedMapping),
+  computed_properties: (group) => stored(group.computedProperties),
+  api_environment_tag: (group) => quote(group.row.environment),
+  is_demo_group: (group) => String(group.row.is_demo_group === 1),
+};
+
+const COLUMNS: ReadonlySet<string> = new Set(USER_GROUP_COLUMNS);
+
+/**
+ * A writer of the object `schema` describes, field by field in its order. Each field is its
+ * writer in WRITTEN_AS, else its column as JSON (a column the caller's rows must hold).
+ */
+export function groupWriter(schema: { properties: Record<string, unknown>; title?: string }): (group: Written) => string {
+  const fields = Object.keys(schema.properties).map((field, i) => {
+    const write = WRITTEN_AS[field] ?? (COLUMNS.has(field) ? (group: Written) => quote(group.row[field as keyof UserGroupRow]) : undefined);
+    if (!write) throw new Error(`${schema.title ?? 'a response'} has a field "${field}" that is neither a column nor written in user-groups.json.ts`);
+    return { prefix: `${i === 0 ? '{' : ','}${quote(field)}:`, write };
+  });
+  return (group) => {
+    let json = '';
+    for (const field of fields) json += field.prefix + field.write(group);
+    return `${json}}`;
+  };
 }
 
 /** The UserGroup schema: a group and its token. */
-export function userGroupJson(group: UserGroupWithToken): string {
-  return `{"team_id":${group.row.team_id},"token":${quote(group.token)},${fieldsAfterToken(group)}`;
-}
+export const userGroupJson: (group: GroupWithToken) => string = groupWriter(UserGroup);
 
 /** The UserGroupPublic schema: a group without its token. */
-export function publicUserGroupJson(group: ShownUserGroup): string {
-  return `{"team_id":${group.row.team_id},${fieldsAfterToken(group)}`;
-}
+export const publicUserGroupJson: (group: ResolvedGroup) => string = groupWriter(UserGroupPublic);
 
-/** UserGroupResponse (create, rotate, update). */
-export function userGroupResponseJson(group: UserGroupWithToken): string {
+/** UserGroupResponse (create, rotate, update, lookup). */
+export function userGroupResponseJson(group: GroupWithToken): string {
   return `{"success":1,"user_group":${userGroupJson(group)}}`;
 }
 
 /** GetOrCreateResponse. */
-export function getOrCreateResponseJson(created: boolean, group: UserGroupWithToken): string {
+export function getOrCreateResponseJson(created: boolean, group: GroupWithToken): string {
   return `{"success":1,"new_user_group":${created},"user_group":${userGroupJson(group)}}`;
 }
 
 /** DeletedResponse. */
-export function deletedResponseJson(group: ShownUserGroup, deletedCount: number): string {
+export function deletedResponseJson(group: ResolvedGroup, deletedCount: number): string {
   return `{"success":1,"user_group":${publicUserGroupJson(group)},"deleted_count":${deletedCount}}`;
 }
 
 /** ListResponse. */
-export function listResponseJson(groups: ShownUserGroup[], nextCursor: string | null): string {
+export function listResponseJson(groups: ResolvedGroup[], nextCursor: string | null): string {
   return `{"success":1,"user_groups":[${groups.map(publicUserGroupJson).join(',')}],"next_cursor":${quote(nextCursor)}}`;
 }

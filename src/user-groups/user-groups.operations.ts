@@ -16,6 +16,7 @@ import {
   ListResponse,
   PostUserBody,
   PutUserBody,
+  UPDATABLE_FIELDS,
   UserGroupKey,
   UserGroupKeyQuery,
   UserGroupResponse,
@@ -80,7 +81,11 @@ export const updateOperation = {
   operationId: 'updateUserGroup',
   summary: 'Update a user group',
   description:
-    'Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `name`, `mapping`, `properties`, `is_demo_group`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `new_user_group_id`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
+    [
+      'Identified by `user_group_id` (and `api_environment_tag`).',
+      `Give at least one of ${UPDATABLE_FIELDS.map((field) => `\`${field}\``).join(', ')}:`,
+      'given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
+    ].join(' '),
   security,
   body: PutUserBody,
   response: {

@@ -1,7 +1,7 @@
 // Queries on user groups. Every function takes the connection or a transaction as its first
 // argument; the service decides where a transaction begins and ends.
 import { sql } from '../db/kysely.ts';
-import type { Kysely, RawBuilder, Updateable } from 'kysely';
+import type { Insertable, Kysely, RawBuilder, Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
 import { preparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
@@ -16,7 +16,8 @@ export interface GroupIdentity extends Tenant {
   providedId: string;
 }
 
-export type NewUserGroup = Omit<UserGroupRow, 'team_id' | 'token_generation'>;
+/** A group to insert: columns that may be null (and those with defaults) may be left out. */
+export type NewUserGroup = Insertable<UserGroupsTable>;
 
 const selectUserGroupByKey = preparedRead(
   (_db, accountId: number, environment: Environment, providedId: string) =>

@@ -186,6 +186,8 @@ export const PutUserBody = Type.Object(
   },
 );
 export type PutUser = Static<typeof PutUserBody>;
+/** What a PUT may change: every field of its body but those that name the group. */
+export const UPDATABLE_FIELDS = Object.keys(PutUserBody.properties).filter((field) => field !== 'user_group_id' && field !== 'api_environment_tag');
 
 /** Identifies one user group (DELETE, history): by body or by query string. */
 const Cascade = Type.Boolean({ description: 'DELETE: also delete every descendant, in one transaction. Without it, a group that has children is not deleted.' });

@@ -9,7 +9,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { AppError } from '../errors.ts';
 import type { OpenedTokenCache } from './opened-tokens.ts';
-import type { PutUser, UserGroupInput } from './user-groups.schemas.ts';
+import { UPDATABLE_FIELDS, type PutUser, type UserGroupInput } from './user-groups.schemas.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { appendAudit, appendAudits, type Actor, type AuditDetails, type AuditEntry } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
@@ -32,9 +32,9 @@ import {
 import type { Tenant } from '../db/tenant.ts';
 import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
 import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy.ts';
-import { SETTABLE_FIELDS, checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
+import { checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
 import { resolveChain, type ResolvedGroup } from './group-chain.ts';
-import type { UserGroupWithToken } from './user-groups.json.ts';
+import type { GroupWithToken } from './user-groups.json.ts';
 
 export interface UserGroupDeps {
   database: DatabaseHandle;
@@ -47,7 +47,7 @@ export interface UserGroupDeps {
 }
 
 /** The group with its token; only for committed rows (see OpenedTokenCache). The routes write it as JSON (user-groups.json.ts). */
-function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): UserGroupWithToken {
+function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): GroupWithToken {
   return { ...group, token: tokens.tokenOf(group.row) };
 }
 
@@ -85,11 +85,9 @@ async function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGro
       account_id: key.accountId,
       environment: key.environment,
       provided_id: key.providedId,
+      // What the input leaves out: the name defaults to the id; columns that may be null are null.
       name: key.providedId,
-      mapping: null,
-      properties: null,
       is_demo_group: 0,
-      hierarchy_level: null,
       group_tags: '[]',
       ...fields,
       parent_team_id: parentChain[0]?.team_id ?? null,
@@ -109,7 +107,7 @@ async function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGro
   });
 }
 
-export async function createUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<UserGroupWithToken> {
+export async function createUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<GroupWithToken> {
   requireScope(principal, 'write', 'creating a user group');
   checkProperties(input.properties);
   const key = keyFor(principal, input);
@@ -124,7 +122,7 @@ export async function getOrCreateUserGroup(
   principal: Principal,
   actor: Actor,
   input: UserGroupInput,
-): Promise<{ created: boolean; group: UserGroupWithToken }> {
+): Promise<{ created: boolean; group: GroupWithToken }> {
   requireScope(principal, 'read', 'looking up a user group');
   checkProperties(input.properties); // the field rules hold whether or not the group exists
   const key = keyFor(principal, input);
@@ -148,7 +146,7 @@ export async function lookupUserGroup(
   deps: UserGroupDeps,
   principal: Principal,
   input: { user_group_id: string; api_environment_tag?: Environment },
-): Promise<UserGroupWithToken> {
+): Promise<GroupWithToken> {
   requireScope(principal, 'read', 'reading a user group');
   const key = keyFor(principal, input);
   const group = await findUserGroup(deps.database.reads, key);
@@ -156,10 +154,10 @@ export async function lookupUserGroup(
   return withToken(group, deps.tokens);
 }
 
-const UPDATABLE = [...SETTABLE_FIELDS, 'parent_user_group_id', 'new_user_group_id'];
 
 
-export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: PutUser): Promise<UserGroupWithToken> {
+
+export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: PutUser): Promise<GroupWithToken> {
   requireScope(principal, 'write', 'updating a user group');
   const key = keyFor(principal, input);
   checkProperties(input.properties);
@@ -167,7 +165,7 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
   const parent = parentChoice(input);
   const newId = input.new_user_group_id === undefined ? undefined : normalizeUserGroupId(input.new_user_group_id);
   if (Object.keys(changes).length === 0 && !parent.given && newId === undefined) {
-    throw new AppError('validation_failed', `give at least one of ${UPDATABLE.join(', ')} to update`, {
+    throw new AppError('validation_failed', `give at least one of ${UPDATABLE_FIELDS.join(', ')} to update`, {
       details: [{ field: 'body', issue: 'nothing_to_update' }],
     });
   }
@@ -240,7 +238,7 @@ export async function rotateUserGroupToken(
   principal: Principal,
   actor: Actor,
   input: { current_token: string; grace_period_seconds?: number },
-): Promise<UserGroupWithToken> {
+): Promise<GroupWithToken> {
   requireScope(principal, 'write', 'rotating a user group token');
   const tokenNotFound = new AppError('token_not_found', 'current_token is not the current token of any user group of this account');
   if (tokenKind(input.current_token) !== 'user_group') throw tokenNotFound;

@@ -7,10 +7,10 @@ import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
 import { Dialog, ErrorAlert, ShownOnce, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
-import { isUserGroupServiceError, requestFieldLimits } from '../../../packages/client/src/index.ts';
+import { isUserGroupServiceError, requestFields } from '../../../packages/client/src/index.ts';
 
 /** The longest grace period the service takes (docs/api.md, "POST /api/user: rotate"). */
-const GRACE = requestFieldLimits.CreateOrRotateRequest.grace_period_seconds;
+const GRACE = requestFields.CreateOrRotateRequest.grace_period_seconds;
 
 interface Props {
   session: Session;

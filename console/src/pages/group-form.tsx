@@ -3,28 +3,35 @@
 // anything is sent. A new group's token is shown once.
 import { useEffect, useState } from 'preact/hooks';
 import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
-import { isUserGroupServiceError } from '../../../packages/client/src/index.ts';
+import { isUserGroupServiceError, requestFields } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
 import { groupHref } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
 import { ErrorAlert, ShownOnce } from '../components/common.tsx';
 import { JsonEditor, jsonProblem } from '../components/json-editor.tsx';
 
-interface Draft {
-  user_group_id: string;
-  name: string;
-  is_demo_group: boolean;
-  parent_user_group_id: string;
-  hierarchy_level: string;
-  group_tags: string;
-  mapping: string;
-  properties: string;
+/** The request fields and their limits, from the OpenAPI document (docs/api.md, "The user group"). */
+const FIELDS = requestFields.UpdateUserGroupRequest;
+type FieldName = keyof typeof FIELDS;
+interface FieldSpec {
+  type?: string;
+  description?: string;
+  maxLength?: number;
 }
+const specOf = (field: string): FieldSpec => (FIELDS as Record<string, FieldSpec>)[field] ?? {};
+
+/** The fields this form has widgets of its own for; every other field of the request gets a plain input. */
+const OWN_WIDGETS = new Set<string>(['user_group_id', 'new_user_group_id', 'api_environment_tag', 'name', 'is_demo_group', 'parent_user_group_id', 'hierarchy_level', 'group_tags', 'mapping', 'properties']);
+const OTHER_FIELDS = (Object.keys(FIELDS) as FieldName[]).filter((field) => !OWN_WIDGETS.has(field));
+
+/** What the form holds: text for every field, a flag for the booleans. */
+type Draft = Record<string, string | boolean>;
 
 const EMPTY: Draft = { user_group_id: '', name: '', is_demo_group: false, parent_user_group_id: '', hierarchy_level: '', group_tags: '', mapping: '', properties: '' };
 
 function draftOf(group: UserGroupWithoutToken): Draft {
-  return {
+  const shown = group as unknown as Record<string, unknown>;
+  const draft: Draft = {
     user_group_id: group.provided_id,
     name: group.name,
     is_demo_group: group.is_demo_group,
@@ -34,21 +41,35 @@ function draftOf(group: UserGroupWithoutToken): Draft {
     mapping: pretty(group.mapping),
     properties: pretty(group.properties),
   };
+  for (const field of OTHER_FIELDS) {
+    const value = shown[field];
+    draft[field] = typeof value === 'boolean' ? value : value === null || value === undefined ? '' : String(value);
+  }
+  return draft;
 }
 
 /** The request body: empty optional fields are left out on create and cleared (null) on edit. */
 function bodyOf(draft: Draft, editing: boolean) {
-  const orNull = (text: string) => (text.trim() === '' ? (editing ? null : undefined) : text.trim());
-  const json = (text: string) => (text.trim() === '' ? (editing ? null : undefined) : JSON.parse(text));
-  return {
-    name: draft.name.trim() === '' ? undefined : draft.name,
+  const textOf = (field: string) => String(draft[field] ?? '');
+  const orNull = (field: string) => (textOf(field).trim() === '' ? (editing ? null : undefined) : textOf(field).trim());
+  const json = (field: string) => (textOf(field).trim() === '' ? (editing ? null : undefined) : JSON.parse(textOf(field)));
+  const body: Record<string, unknown> = {
+    name: textOf('name').trim() === '' ? undefined : draft.name,
     is_demo_group: draft.is_demo_group,
-    parent_user_group_id: orNull(draft.parent_user_group_id),
-    hierarchy_level: orNull(draft.hierarchy_level),
-    group_tags: draft.group_tags.split(',').map((tag) => tag.trim()).filter(Boolean),
-    mapping: json(draft.mapping),
-    properties: json(draft.properties),
+    parent_user_group_id: orNull('parent_user_group_id'),
+    hierarchy_level: orNull('hierarchy_level'),
+    group_tags: textOf('group_tags').split(',').map((tag) => tag.trim()).filter(Boolean),
+    mapping: json('mapping'),
+    properties: json('properties'),
   };
+  for (const field of OTHER_FIELDS) {
+    const spec = specOf(field);
+    const value = draft[field];
+    if (typeof value === 'boolean') body[field] = value;
+    else if (spec.type === 'integer' || spec.type === 'number') body[field] = value.trim() === '' ? (editing ? null : undefined) : Number(value);
+    else body[field] = orNull(field);
+  }
+  return body;
 }
 
 /** `properties.plan` and `properties` both belong to the properties editor. */
@@ -70,7 +91,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
     );
   }, [editId, environment]);
 
-  const problems = { mapping: jsonProblem(draft.mapping), properties: jsonProblem(draft.properties) };
+  const problems = { mapping: jsonProblem(String(draft.mapping)), properties: jsonProblem(String(draft.properties)) };
   const details = isUserGroupServiceError(error) ? error.details : [];
   const serverError = (field: string) => {
     const found = details.filter((detail) => fieldOf(detail.field) === field);
@@ -79,7 +100,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
     if (details.length === 1 && error instanceof Error) return error.message;
     return found.map((detail) => `${detail.field}: ${detail.issue.replace(/_/g, ' ')}`).join('; ');
   };
-  const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft({ ...draft, [key]: value });
+  const set = (key: string, value: string | boolean) => setDraft({ ...draft, [key]: value });
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -94,7 +115,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
         const { user_group } = await session.client.updateUserGroup({ user_group_id: editId, api_environment_tag: environment, ...bodyOf(draft, true) });
         setSaved({ id: user_group.provided_id });
       } else {
-        const { user_group } = await session.client.createUserGroup({ user_group_id: draft.user_group_id, api_environment_tag: environment, ...bodyOf(draft, false) });
+        const { user_group } = await session.client.createUserGroup({ user_group_id: String(draft.user_group_id), api_environment_tag: environment, ...bodyOf(draft, false) });
         setSaved({ id: user_group.provided_id, token: user_group.token });
       }
     } catch (err) {
@@ -122,8 +143,9 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
     );
   }
 
-  const text = (id: keyof Draft & string, label: string, hint: string, extra: Record<string, unknown> = {}) => {
+  const text = (id: string, label: string, hint: string, extra: Record<string, unknown> = {}) => {
     const message = serverError(id);
+    const spec = specOf(id);
     return (
       <div class="field">
         <label for={id}>{label}</label>
@@ -133,6 +155,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
           aria-invalid={message ? true : undefined}
           aria-describedby={`${id}-hint${message ? ` ${id}-error` : ''}`}
           onInput={(event) => set(id, event.currentTarget.value)}
+          maxLength={spec.maxLength}
           {...extra}
         />
         <p class="hint" id={`${id}-hint`}>
@@ -157,14 +180,26 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
         {!editing && text('user_group_id', 'user_group_id', 'Your id for the customer: 1-256 characters, unique in the environment.', { required: true, autoComplete: 'off' })}
         {text('name', 'Name', 'Shown to people; the user_group_id when empty.')}
         <div class="field checkbox">
-          <input id="is_demo_group" type="checkbox" checked={draft.is_demo_group} onChange={(event) => set('is_demo_group', event.currentTarget.checked)} />
+          <input id="is_demo_group" type="checkbox" checked={draft.is_demo_group === true} onChange={(event) => set('is_demo_group', event.currentTarget.checked)} />
           <label for="is_demo_group">Demo group (dashboards show a watermark)</label>
         </div>
         {text('parent_user_group_id', 'Parent', "The parent's user_group_id, or empty for none.")}
         {text('hierarchy_level', 'Level', "One of the account's level names, or empty.")}
         {text('group_tags', 'Tags', 'Comma-separated.')}
-        <JsonEditor id="properties" label="Properties" hint="A JSON object: the variables dashboards get (with the ancestors' properties)." value={draft.properties} onInput={(value) => set('properties', value)} serverError={serverError('properties')} />
-        <JsonEditor id="mapping" label="Mapping" hint="A JSON object mapping data-source keys to ids." value={draft.mapping} onInput={(value) => set('mapping', value)} serverError={serverError('mapping')} />
+        <JsonEditor id="properties" label="Properties" hint="A JSON object: the variables dashboards get (with the ancestors' properties)." value={draft.properties as string} onInput={(value) => set('properties', value)} serverError={serverError('properties')} />
+        <JsonEditor id="mapping" label="Mapping" hint="A JSON object mapping data-source keys to ids." value={draft.mapping as string} onInput={(value) => set('mapping', value)} serverError={serverError('mapping')} />
+        {OTHER_FIELDS.map((field) => {
+          const spec = specOf(field);
+          if (spec.type === 'boolean') {
+            return (
+              <div class="field checkbox">
+                <input id={field} type="checkbox" checked={draft[field] === true} onChange={(event) => set(field, event.currentTarget.checked)} />
+                <label for={field}>{field}</label>
+              </div>
+            );
+          }
+          return text(field, field, spec.description ?? '', spec.type === 'integer' || spec.type === 'number' ? { type: 'number' } : {});
+        })}
         {error ? (
           <p class="alert error" role="alert">
             {isUserGroupServiceError(error, 'validation_failed') ? 'The service refused some fields: see the messages next to them.' : null} {isUserGroupServiceError(error) ? `${error.message} (${error.code})` : String(error)}

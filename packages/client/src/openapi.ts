@@ -180,7 +180,7 @@ export interface paths {
         get: operations["getOrCreateUserGroup"];
         /**
          * Update a user group
-         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `name`, `mapping`, `properties`, `is_demo_group`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `new_user_group_id`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
+         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `new_user_group_id`, `name`, `mapping`, `properties`, `is_demo_group`, `parent_user_group_id`, `hierarchy_level`, `group_tags`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
          */
         put: operations["updateUserGroup"];
         /**
@@ -3075,143 +3075,261 @@ export const operationQueryParameters = {
   ]
 } as const;
 
-/** The limits of each request body field (minimum, maximum, minLength, maxLength, maxItems, maxProperties), by request schema. */
-export const requestFieldLimits = {
+/**
+ * The fields of each request body, in the schema's order, by request schema: the type of each
+ * value, whether it may be null, its description and its limits (minimum, maximum, minLength,
+ * maxLength, maxItems, maxProperties). What a form needs to offer and check a field.
+ */
+export const requestFields = {
   "CreateApiTokenRequest": {
-    "expires_in_seconds": {
-      "minimum": 60,
-      "maximum": 315360000
-    },
     "name": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 100
+      "maxLength": 100,
+      "description": "What the token is for, 1-100 characters."
+    },
+    "scopes": {
+      "type": "array",
+      "description": "Only scopes the creating token has itself."
+    },
+    "allowed_environment": {
+      "type": "string",
+      "nullable": true,
+      "description": "The only environment the new token may use, or null for both. Absent: the creating token's own restriction, which a restricted token cannot lift."
+    },
+    "default_environment": {
+      "type": "string",
+      "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
+    },
+    "expires_in_seconds": {
+      "type": "integer",
+      "minimum": 60,
+      "maximum": 315360000,
+      "description": "Lifetime, 60 s to ten years. Absent: the creating token's own expiry (none if it has none). Never beyond the creating token's expiry."
     }
   },
   "CreateOrRotateRequest": {
-    "current_token": {
+    "user_group_id": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 512
-    },
-    "grace_period_seconds": {
-      "minimum": 0,
-      "maximum": 86400
-    },
-    "group_tags": {
-      "maxItems": 50
-    },
-    "hierarchy_level": {
-      "minLength": 1,
-      "maxLength": 64
-    },
-    "mapping": {
-      "maxProperties": 100
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991,
+      "description": "Your id for this user group. A JSON integer is accepted and stored as its decimal string."
     },
     "name": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 256
+      "maxLength": 256,
+      "description": "Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation."
+    },
+    "mapping": {
+      "type": "object",
+      "maxProperties": 100,
+      "nullable": true
+    },
+    "properties": {
+      "type": "object",
+      "nullable": true
+    },
+    "is_demo_group": {
+      "type": "boolean",
+      "description": "A demo user group: its dashboards show a watermark."
     },
     "parent_user_group_id": {
+      "type": "string",
       "minLength": 1,
       "maxLength": 256,
       "minimum": -9007199254740991,
-      "maximum": 9007199254740991
+      "maximum": 9007199254740991,
+      "nullable": true,
+      "description": "The parent's user_group_id, in the same account and environment (a JSON integer is read as its decimal string, as for ids); null for none. A hierarchy is at most UGS_MAX_HIERARCHY_DEPTH levels deep (3 by default)."
     },
-    "user_group_id": {
+    "hierarchy_level": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 256,
-      "minimum": -9007199254740991,
-      "maximum": 9007199254740991
+      "maxLength": 64,
+      "nullable": true
+    },
+    "group_tags": {
+      "type": "array",
+      "maxItems": 50,
+      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+    },
+    "api_environment_tag": {
+      "type": "string",
+      "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
+    },
+    "current_token": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 512,
+      "description": "Rotate: the user group token to replace. Send with nothing but grace_period_seconds."
+    },
+    "grace_period_seconds": {
+      "type": "integer",
+      "minimum": 0,
+      "maximum": 86400,
+      "description": "Rotate: how long the old token keeps working on the embed side (default 0)."
     }
   },
   "EmbedTokenRequest": {
-    "embed_id": {
-      "minLength": 1,
-      "maxLength": 256
-    },
-    "expires_in_seconds": {
-      "minimum": 60,
-      "maximum": 2592000
-    },
-    "origin": {
-      "minLength": 1,
-      "maxLength": 2048
-    },
     "user_group_id": {
+      "type": "string",
       "minLength": 1,
       "maxLength": 256,
       "minimum": -9007199254740991,
-      "maximum": 9007199254740991
+      "maximum": 9007199254740991,
+      "description": "Your id for this user group. A JSON integer is accepted and stored as its decimal string."
+    },
+    "api_environment_tag": {
+      "type": "string",
+      "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
+    },
+    "expires_in_seconds": {
+      "type": "integer",
+      "minimum": 60,
+      "maximum": 2592000,
+      "description": "Lifetime in seconds, 60-2592000 (default 86400)."
+    },
+    "embed_id": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 256,
+      "description": "Limit the token to one dashboard: the context request must send the same `embed_id` query parameter. 1-256 characters, no control characters."
+    },
+    "origin": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 2048,
+      "description": "Limit the token to one browser origin (`scheme://host[:port]`, as browsers send it in the `Origin` header): requests without that exact Origin are refused."
     }
   },
   "GetOrCreateRequest": {
-    "group_tags": {
-      "maxItems": 50
-    },
-    "hierarchy_level": {
+    "user_group_id": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 64
-    },
-    "mapping": {
-      "maxProperties": 100
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991,
+      "description": "Your id for this user group. A JSON integer is accepted and stored as its decimal string."
     },
     "name": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 256
+      "maxLength": 256,
+      "description": "Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation."
+    },
+    "mapping": {
+      "type": "object",
+      "maxProperties": 100,
+      "nullable": true
+    },
+    "properties": {
+      "type": "object",
+      "nullable": true
+    },
+    "is_demo_group": {
+      "type": "boolean",
+      "description": "A demo user group: its dashboards show a watermark."
     },
     "parent_user_group_id": {
+      "type": "string",
       "minLength": 1,
       "maxLength": 256,
       "minimum": -9007199254740991,
-      "maximum": 9007199254740991
+      "maximum": 9007199254740991,
+      "nullable": true,
+      "description": "The parent's user_group_id, in the same account and environment (a JSON integer is read as its decimal string, as for ids); null for none. A hierarchy is at most UGS_MAX_HIERARCHY_DEPTH levels deep (3 by default)."
     },
-    "user_group_id": {
+    "hierarchy_level": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 256,
-      "minimum": -9007199254740991,
-      "maximum": 9007199254740991
+      "maxLength": 64,
+      "nullable": true
+    },
+    "group_tags": {
+      "type": "array",
+      "maxItems": 50,
+      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+    },
+    "api_environment_tag": {
+      "type": "string",
+      "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
     }
   },
   "IntrospectionRequest": {
     "token": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 16384
+      "maxLength": 16384,
+      "description": "The embed token to look at."
     },
     "token_type_hint": {
-      "maxLength": 64
+      "type": "string",
+      "maxLength": 64,
+      "description": "Accepted and ignored (RFC 7662): only embed tokens are introspected here."
     }
   },
   "UpdateUserGroupRequest": {
-    "group_tags": {
-      "maxItems": 50
-    },
-    "hierarchy_level": {
+    "user_group_id": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 64
-    },
-    "mapping": {
-      "maxProperties": 100
-    },
-    "name": {
-      "minLength": 1,
-      "maxLength": 256
+      "maxLength": 256,
+      "minimum": -9007199254740991,
+      "maximum": 9007199254740991,
+      "description": "Your id for this user group. A JSON integer is accepted and stored as its decimal string."
     },
     "new_user_group_id": {
+      "type": "string",
       "minLength": 1,
       "maxLength": 256,
       "minimum": -9007199254740991,
-      "maximum": 9007199254740991
+      "maximum": 9007199254740991,
+      "description": "Rename: the new user_group_id. The group keeps its token, team_id, children and history."
+    },
+    "name": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 256,
+      "description": "Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation."
+    },
+    "mapping": {
+      "type": "object",
+      "maxProperties": 100,
+      "nullable": true
+    },
+    "properties": {
+      "type": "object",
+      "nullable": true
+    },
+    "is_demo_group": {
+      "type": "boolean",
+      "description": "A demo user group: its dashboards show a watermark."
     },
     "parent_user_group_id": {
+      "type": "string",
       "minLength": 1,
       "maxLength": 256,
       "minimum": -9007199254740991,
-      "maximum": 9007199254740991
+      "maximum": 9007199254740991,
+      "nullable": true,
+      "description": "The parent's user_group_id, in the same account and environment (a JSON integer is read as its decimal string, as for ids); null for none. A hierarchy is at most UGS_MAX_HIERARCHY_DEPTH levels deep (3 by default)."
     },
-    "user_group_id": {
+    "hierarchy_level": {
+      "type": "string",
       "minLength": 1,
-      "maxLength": 256,
-      "minimum": -9007199254740991,
-      "maximum": 9007199254740991
+      "maxLength": 64,
+      "nullable": true
+    },
+    "group_tags": {
+      "type": "array",
+      "maxItems": 50,
+      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+    },
+    "api_environment_tag": {
+      "type": "string",
+      "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
     }
   }
 } as const;
