@@ -4,10 +4,11 @@
 // with jose and the JWKS the service answers, no secret.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, jwtVerify, type JSONWebKeySet } from 'jose';
+import crypto from 'node:crypto';
+import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, importJWK, jwtVerify, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
 import { rotateSigningKey, ensureSigningKey, DEFAULT_ACTIVATION_SECONDS } from '../src/embed/signing-keys.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
-import { countSigningKeys } from '../src/embed/signing-keys.repository.ts';
+import { allSigningKeys, countSigningKeys } from '../src/embed/signing-keys.repository.ts';
 import { createTestDatabase } from './helpers/backends.ts';
 import { buildTestApp, createGroup, forEachBackend, useTestApp, type HttpResult } from './helpers/harness.ts';
 
@@ -139,6 +140,42 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
       assert.equal((await introspect(token)).body.active, false, what);
     }
     assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${genuine}` } })).status, 200, 'the control');
+  });
+
+  it("times: a token signed with the service's own key is refused on the context (401) and in introspection (inactive) when its iat is over 60 s ahead or its exp beyond the longest lifetime issued (30 days)", async () => {
+    clock = START;
+    await createGroup(t, { user_group_id: 'jws-times' });
+    const genuine = await embedToken({ user_group_id: 'jws-times' });
+    const { kid } = decodeProtectedHeader(genuine);
+    // The signing key itself, as the database and the secret key give it: what a forger holding both could sign.
+    const row = (await allSigningKeys(t.handle.db)).find((key) => key.kid === kid)!;
+    const privateKey = await importJWK(JSON.parse(t.keyring.open(row.private_key_sealed, 'embed-signing-key')) as JWK, row.algorithm);
+    const now = Math.floor(clock.getTime() / 1000);
+    const sign = (times: Pick<JWTPayload, 'iat' | 'nbf' | 'exp'>) =>
+      new SignJWT({ ...decodeJwt(genuine), ...times, jti: crypto.randomUUID() }).setProtectedHeader(decodeProtectedHeader(genuine) as { alg: string }).sign(privateKey);
+    const refused = {
+      'iat an hour ahead (nbf now)': await sign({ iat: now + 3600, nbf: now, exp: now + 7200 }),
+      'iat 61 s ahead': await sign({ iat: now + 61, nbf: now, exp: now + 3600 }),
+      'exp 1e300': await sign({ iat: now, nbf: now, exp: 1e300 }),
+      'a lifetime of 30 days and 1 s': await sign({ iat: now, nbf: now, exp: now + 2_592_001 }),
+      'iat a year ago, exp tomorrow': await sign({ iat: now - 365 * 86_400, nbf: now - 365 * 86_400, exp: now + 86_400 }),
+    };
+    for (const [what, token] of Object.entries(refused)) {
+      const res = await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 401, `${what}: ${res.text}`);
+      assert.deepEqual((await introspect(token)).body, { success: 1, active: false }, what);
+      assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } })).status, 401, `${what}, asked again after introspection`);
+    }
+    // The limits themselves hold, so the forgeries above are refused for their times alone.
+    const accepted = {
+      'iat 60 s ahead (clock skew)': await sign({ iat: now + 60, nbf: now, exp: now + 3600 }),
+      'the longest lifetime issued': await sign({ iat: now, nbf: now, exp: now + 2_592_000 }),
+    };
+    for (const [what, token] of Object.entries(accepted)) {
+      assert.equal((await introspect(token)).body.active, true, what);
+      const res = await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 200, `${what}: ${res.text}`);
+    }
   });
 
   it('rotation: the new key is published at once and signs after its activation; older tokens verify until they expire, then the old key is dropped', async () => {

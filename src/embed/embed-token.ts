@@ -13,6 +13,7 @@ import type { Keyring } from '../crypto/keyring.ts';
 import { hashToken, isCanonicalJws } from '../auth/token-format.ts';
 import { BoundedMap } from '../bounded-map.ts';
 import { EMBED_ALGORITHM, type EmbedSigningKeys } from './signing-keys.ts';
+import { EMBED_TOKEN_MAX_SECONDS } from './embed.schemas.ts';
 
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
 export const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
@@ -21,6 +22,8 @@ export const MAX_EMBED_TOKEN_BYTES = 8192;
 /** ~250 bytes an entry: 25 MB at most. */
 const VERIFIED_CACHE_SIZE = 100_000;
 const DECIMAL_ID = /^[1-9][0-9]{0,15}$/;
+/** How far ahead of this instance's clock another host's `iat` may be. */
+const CLOCK_SKEW_SECONDS = 60;
 
 const LEGACY_PURPOSE = 'embed-token';
 const LEGACY_ISSUER = 'ugs';
@@ -116,7 +119,8 @@ export class EmbedTokens {
     } catch {
       return undefined;
     }
-    if (claims) this.verified.set(cacheKey, claims);
+    if (!claims || !issuableTimes(claims.payload, now)) return undefined;
+    this.verified.set(cacheKey, claims);
     return claims;
   }
 
@@ -181,4 +185,16 @@ export class EmbedTokens {
     }
     return this.legacyKeys.get(kid);
   }
+}
+
+/**
+ * Whether the service could have issued a token with these times: signed now or before (an
+ * `iat` at most CLOCK_SKEW_SECONDS ahead), for no longer than the longest lifetime it issues.
+ * A signature alone does not say so: a leaked or misused signing key could sign anything,
+ * and a token that names a far future `exp` would outlive every key rotation meant to end it.
+ * The same check serves the context and introspection, so both refuse the same tokens.
+ */
+function issuableTimes({ iat, exp }: JWTPayload, now: Date): boolean {
+  if (typeof iat !== 'number' || typeof exp !== 'number') return false;
+  return iat <= now.getTime() / 1000 + CLOCK_SKEW_SECONDS && exp - iat <= EMBED_TOKEN_MAX_SECONDS;
 }
