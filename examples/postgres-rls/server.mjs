@@ -44,7 +44,7 @@ async function viewer(req) {
   if (!match) throw new Refusal(401, 'missing_token', 'send the embed token as Authorization: Bearer <token>');
   let payload;
   try {
-    ({ payload } = await jwtVerify(match[1], jwks, { issuer: UGS_ISSUER, audience: AUDIENCE, algorithms: ['EdDSA'], typ: 'ugs-embed+jwt' }));
+    ({ payload } = await jwtVerify(match[1], jwks, { issuer: UGS_ISSUER, audience: AUDIENCE, algorithms: ['ES256', 'RS256', 'EdDSA'], typ: 'ugs-embed+jwt' }));
   } catch (err) {
     throw new Refusal(401, 'invalid_token', `the embed token is not valid (${err.code ?? 'ERR_JWT_INVALID'})`);
   }
