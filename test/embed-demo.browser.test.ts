@@ -7,12 +7,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import pg from 'pg';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, httpRequest, spawnServer, issueTokenWithCli, runNode, startExample, stopExample, type ExampleProcess, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, freePort, httpRequest, spawnServer, issueTokenWithCli, runNode, startExample, stopExample, type ExampleProcess, type ServerProcess } from './helpers/processes.ts';
 import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
 
 const DEMO = path.join(ROOT, 'examples', 'embed-demo');
@@ -22,17 +21,6 @@ const skip = missingBrowser('the embed demo browser test');
 const noDataApi = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the rows part of the demo needs the PostgreSQL data API';
 if (!skip && noDataApi) {
   process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the embed demo's rows from the data API: ${noDataApi}\n${'!'.repeat(78)}\n\n`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {

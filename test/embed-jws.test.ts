@@ -18,13 +18,13 @@ import {
   jwtVerify,
   type CryptoKey,
   type JSONWebKeySet,
-  type JWK,
   type JWTPayload,
 } from 'jose';
 import { EMBED_SIGNING_ALGORITHMS, type EmbedSigningAlgorithm } from '../src/config.ts';
 import { rotateSigningKey, ensureSigningKey, DEFAULT_ACTIVATION_SECONDS } from '../src/embed/signing-keys.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
-import { allSigningKeys, countSigningKeys } from '../src/embed/signing-keys.repository.ts';
+import { countSigningKeys } from '../src/embed/signing-keys.repository.ts';
+import { resignWithServiceKey } from './helpers/embed-keys.ts';
 import { createTestDatabase } from './helpers/backends.ts';
 import { buildTestApp, createGroup, forEachBackend, startTestApp, useTestApp, type HttpResult } from './helpers/harness.ts';
 
@@ -183,13 +183,8 @@ forEachBackend('embed tokens (default: ES256)', (backend) => {
     clock = START;
     await createGroup(t, { user_group_id: 'jws-times' });
     const genuine = await embedToken({ user_group_id: 'jws-times' });
-    const { kid } = decodeProtectedHeader(genuine);
-    // The signing key itself, as the database and the secret key give it: what a forger holding both could sign.
-    const row = (await allSigningKeys(t.handle.db)).find((key) => key.kid === kid)!;
-    const privateKey = await importJWK(JSON.parse(t.keyring.open(row.private_key_sealed, 'embed-signing-key')) as JWK, row.algorithm);
     const now = Math.floor(clock.getTime() / 1000);
-    const sign = (times: Pick<JWTPayload, 'iat' | 'nbf' | 'exp'>) =>
-      new SignJWT({ ...decodeJwt(genuine), ...times, jti: crypto.randomUUID() }).setProtectedHeader(decodeProtectedHeader(genuine) as { alg: string }).sign(privateKey);
+    const sign = (times: Pick<JWTPayload, 'iat' | 'nbf' | 'exp'>) => resignWithServiceKey(t.handle.db, t.keyring, genuine, { ...times, jti: crypto.randomUUID() });
     const refused = {
       'iat an hour ahead (nbf now)': await sign({ iat: now + 3600, nbf: now, exp: now + 7200 }),
       'iat 61 s ahead': await sign({ iat: now + 61, nbf: now, exp: now + 3600 }),

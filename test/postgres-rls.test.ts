@@ -1,6 +1,7 @@
 // examples/postgres-rls end to end, on the real PostgreSQL: the service issues embed tokens,
-// the example's data API (its own process, no secret, none of the service's code) verifies
-// them against the service's JWKS URL and queries as a role under row-level security.
+// the example's data API (its own Fastify process, no secret, none of the service's code)
+// verifies them with @fastify/jwt against the service's JWKS and queries as a role under
+// row-level security.
 // The service runs in-process on a real socket, so that its clock can issue a genuinely
 // expired token; key rotation is the real command-line tool.
 import { describe, it, before, after } from 'node:test';
@@ -11,7 +12,7 @@ import pg from 'pg';
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { startTestApp, type TestApp } from './helpers/harness.ts';
-import { ROOT, runNode, runUgs, startExample, stopExample, type ExampleProcess } from './helpers/processes.ts';
+import { ROOT, freePort, runNode, runUgs, startExample, stopExample, type ExampleProcess } from './helpers/processes.ts';
 
 const EXAMPLE = path.join(ROOT, 'examples', 'postgres-rls');
 const skip = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the row-level-security example needs PostgreSQL';
@@ -27,11 +28,11 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   let apiToken: string;
 
   before(async () => {
-    service = await startTestApp('postgres', { now: () => clock() });
-    await service.app.listen({ host: '127.0.0.1', port: 0 });
-    serviceUrl = `http://127.0.0.1:${(service.app.server.address() as { port: number }).port}`;
-    // The issuer is fixed when the app is built; the port is known only now. A deployment sets
-    // UGS_PUBLIC_URL; here the data API is told the issuer the tokens carry.
+    // The issuer is fixed when the app is built, so the port is chosen first.
+    const port = await freePort();
+    serviceUrl = `http://127.0.0.1:${port}`;
+    service = await startTestApp('postgres', { now: () => clock(), config: { publicUrl: serviceUrl } });
+    await service.app.listen({ host: '127.0.0.1', port });
     apiToken = (await service.issueToken()).token;
     for (const [id, region] of [['acme-corp', 'emea'], ['globex', 'amer']]) {
       const created = await service.request('POST', '/api/user', { token: apiToken, body: { user_group_id: id, properties: { region } } });
@@ -46,8 +47,7 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     dataApi = await startExample(path.join(EXAMPLE, 'server.mjs'), {
       PORT: '0',
       DATABASE_URL: asRole.href,
-      UGS_ISSUER: 'http://127.0.0.1:3000',
-      JWKS_URL: `${serviceUrl}/.well-known/jwks.json`,
+      UGS_ISSUER: serviceUrl,
       AUDIENCE: 'ugs:embed,sales',
       JWKS_CACHE_SECONDS: '1',
     });
@@ -92,12 +92,13 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     clock = realNow;
     const genuine = await embedToken({ user_group_id: 'acme-corp' });
     const otherDashboard = await embedToken({ user_group_id: 'acme-corp', embed_id: 'finance' });
-    const foreign = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    const { alg } = decodeProtectedHeader(genuine);
+    const foreign = await generateKeyPair(alg!);
     const unknownKey = await new SignJWT(decodeJwt(genuine))
-      .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: 'not-a-published-key' })
+      .setProtectedHeader({ alg: alg!, typ: 'ugs-embed+jwt', kid: 'not-a-published-key' })
       .sign(foreign.privateKey);
     const foreignUnderPublishedKid = await new SignJWT(decodeJwt(genuine))
-      .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: decodeProtectedHeader(genuine).kid })
+      .setProtectedHeader({ alg: alg!, typ: 'ugs-embed+jwt', kid: decodeProtectedHeader(genuine).kid })
       .sign(foreign.privateKey);
     const [header, , signature] = genuine.split('.');
     const altered = `${header}.${Buffer.from(JSON.stringify({ ...decodeJwt(genuine), sub: 'globex' })).toString('base64url')}.${signature}`;
