@@ -10,6 +10,7 @@ import { GroupList } from './pages/group-list.tsx';
 import { GroupDetail } from './pages/group-detail.tsx';
 import { GroupForm } from './pages/group-form.tsx';
 import { TokensPage } from './pages/tokens.tsx';
+import { SigningKeysPage } from './pages/signing-keys.tsx';
 
 export function App() {
   const [session, setSession] = useState<Session | null>(null);
@@ -47,9 +48,9 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
     storeEnvironment(value);
     setEnvironment(value);
   };
-  const current = route.page === 'tokens' ? 'tokens' : 'groups';
+  const current = route.page === 'tokens' || route.page === 'keys' ? route.page : 'groups';
   useEffect(() => {
-    const titles = { groups: 'User groups', 'new-group': 'New user group', group: 'User group', 'edit-group': 'Edit user group', tokens: 'API tokens' };
+    const titles = { groups: 'User groups', 'new-group': 'New user group', group: 'User group', 'edit-group': 'Edit user group', tokens: 'API tokens', keys: 'Signing keys' };
     document.title = `${titles[route.page]} · Console · User Group Service`;
   }, [route.page]);
 
@@ -71,6 +72,9 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
               API tokens
             </a>
           )}
+          <a href="#/keys" aria-current={current === 'keys' ? 'page' : undefined}>
+            Signing keys
+          </a>
         </nav>
         <div class="who">
           <label for="environment">Environment</label>
@@ -110,5 +114,7 @@ function Page({ route, session, environment }: { route: Route; session: Session;
         );
       case 'tokens':
         return session.isAdmin ? <TokensPage session={session} /> : <ErrorAlert error={new Error('managing API tokens needs an API token with the admin scope')} />;
+      case 'keys':
+        return <SigningKeysPage session={session} />;
     }
 }

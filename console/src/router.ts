@@ -7,7 +7,8 @@ export type Route =
   | { page: 'new-group' }
   | { page: 'group'; environment: string; id: string }
   | { page: 'edit-group'; environment: string; id: string }
-  | { page: 'tokens' };
+  | { page: 'tokens' }
+  | { page: 'keys' };
 
 export function parseRoute(hash: string): Route {
   const [path, query = ''] = hash.replace(/^#/, '').split('?');
@@ -17,6 +18,7 @@ export function parseRoute(hash: string): Route {
     return parts[3] === 'edit' ? { page: 'edit-group', environment: parts[1], id: parts[2] } : { page: 'group', environment: parts[1], id: parts[2] };
   }
   if (parts[0] === 'tokens') return { page: 'tokens' };
+  if (parts[0] === 'keys') return { page: 'keys' };
   return { page: 'groups', params: new URLSearchParams(query) };
 }
 
