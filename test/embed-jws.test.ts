@@ -26,7 +26,7 @@ import { openMigratedDatabase } from '../src/runtime.ts';
 import { countSigningKeys } from '../src/embed/signing-keys.repository.ts';
 import { resignWithServiceKey } from './helpers/embed-keys.ts';
 import { createTestDatabase } from './helpers/backends.ts';
-import { buildTestApp, createGroup, forEachBackend, startTestApp, useTestApp, type HttpResult } from './helpers/harness.ts';
+import { buildTestApp, createGroup, forEachBackend, issueTestToken, newSecretKey, openTestDatabase, startTestApp, useTestApp, type BuiltApp, type HttpResult } from './helpers/harness.ts';
 
 const START = new Date('2031-03-01T08:00:00.000Z');
 const ISSUER = 'https://ugs.example.com';
@@ -381,6 +381,39 @@ forEachBackend('embed signing algorithms', (backend) => {
       } finally {
         await t.close();
       }
+    }
+  });
+
+  it('an existing deployment keeps signing with its EdDSA key after an upgrade to ES256 as the default, until it rotates', async () => {
+    clock = START;
+    const database = await openTestDatabase(backend);
+    const secretKey = newSecretKey();
+    try {
+      const before = await buildTestApp(database, { keys: [secretKey], now: () => clock, config: { publicUrl: ISSUER, embedSigningAlgorithm: 'EdDSA' } });
+      const { token } = await issueTestToken(database.handle);
+      await createGroup({ request: before.request, token }, { user_group_id: 'upgraded' });
+      const mint = async (app: BuiltApp) => {
+        const res = await app.request('POST', '/api/embed_token', { token, body: { user_group_id: 'upgraded' } });
+        assert.equal(res.status, 200, res.text);
+        return res.body.embed_token as string;
+      };
+      const issuedBefore = await mint(before);
+      await before.app.close();
+
+      // The same database and secret key, restarted with today's defaults (UGS_EMBED_SIGNING_ALG unset: ES256).
+      const after = await buildTestApp(database, { keys: [secretKey], now: () => clock, config: { publicUrl: ISSUER } });
+      try {
+        assert.equal(decodeProtectedHeader(await mint(after)).alg, 'EdDSA', 'the existing key signs on');
+        assert.equal((await after.request('GET', CONTEXT, { bearer: issuedBefore })).status, 200);
+        await rotateSigningKey(database.handle, after.keyring, clock, 0, 'ES256');
+        clock = new Date(clock.getTime() + 1500);
+        assert.equal(decodeProtectedHeader(await mint(after)).alg, 'ES256', 'until a rotation');
+        assert.equal((await after.request('GET', CONTEXT, { bearer: issuedBefore })).status, 200, 'its EdDSA tokens keep working until they expire');
+      } finally {
+        await after.app.close();
+      }
+    } finally {
+      await database.close();
     }
   });
 
