@@ -15,18 +15,17 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { SignJWT, decodeJwt, decodeProtectedHeader, exportSPKI, generateKeyPair, importJWK, type CryptoKey, type JSONWebKeySet } from 'jose';
 import { Keyring } from '../src/crypto/keyring.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
 import { EMBED_SIGNING_ALGORITHMS, type EmbedSigningAlgorithm } from '../src/config.ts';
 import { BACKENDS, POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, freePort, httpRequest, issueTokenWithCli, runNode, runUgs, spawnServer, startExample, stopExample, type ExampleProcess, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, freePort, httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { startDataApi, type DataApi } from './helpers/data-api.ts';
 import { resignWithServiceKey } from './helpers/embed-keys.ts';
 
 const SNIPPETS = path.join(ROOT, 'examples', 'verify-embed-token');
-const DATA_API = path.join(ROOT, 'examples', 'postgres-rls');
 const AUDIENCE = 'ugs:embed';
 /** The group examples/postgres-rls has sample rows for (three orders). */
 const VIEWER = 'acme-corp';
@@ -214,9 +213,7 @@ for (const backend of BACKENDS) {
     let apiToken: string;
     let handle: DatabaseHandle;
     let keyring: Keyring;
-    let data: TestDatabase | undefined;
-    let dataApi: ExampleProcess | undefined;
-    const dataRole = `ugs_interop_${crypto.randomBytes(4).toString('hex')}`;
+    let dataApi: DataApi | undefined;
     let previous: string | undefined;
     let goVerifierPath = '';
 
@@ -246,28 +243,14 @@ for (const backend of BACKENDS) {
       // The test's own view of the database: the signing keys, to sign what the API never issues.
       handle = (await openMigratedDatabase({ databaseUrl: database.url })).handle;
 
-      if (!noDataApi) {
-        data = await createTestDatabase('postgres');
-        const setup = await runNode([path.join(DATA_API, 'setup.mjs')], { ADMIN_DATABASE_URL: data.url, APP_ROLE: dataRole });
-        assert.equal(setup.code, 0, setup.stderr);
-        const asRole = new URL(data.url);
-        asRole.username = dataRole;
-        dataApi = await startExample(path.join(DATA_API, 'server.mjs'), { PORT: '0', DATABASE_URL: asRole.href, UGS_ISSUER: issuer, AUDIENCE });
-      }
+      if (!noDataApi) dataApi = await startDataApi({ UGS_ISSUER: issuer, AUDIENCE });
     });
 
     after(async () => {
-      await stopExample(dataApi);
+      await dataApi?.stop();
       await server?.stop();
       await handle?.close();
       await database?.drop();
-      await data?.drop();
-      if (!noDataApi) {
-        const admin = new pg.Client({ connectionString: POSTGRES_URL });
-        await admin.connect();
-        await admin.query(`drop role if exists ${admin.escapeIdentifier(dataRole)}`);
-        await admin.end();
-      }
     });
 
     async function mint(body: Record<string, unknown> = {}): Promise<string> {

@@ -6,15 +6,13 @@
 // expired token; key rotation is the real command-line tool.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import path from 'node:path';
 import pg from 'pg';
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose';
-import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { POSTGRES_URL } from './helpers/backends.ts';
 import { startTestApp, type TestApp } from './helpers/harness.ts';
-import { ROOT, freePort, runNode, runUgs, startExample, stopExample, type ExampleProcess } from './helpers/processes.ts';
+import { freePort, runUgs } from './helpers/processes.ts';
+import { startDataApi, type DataApi } from './helpers/data-api.ts';
 
-const EXAMPLE = path.join(ROOT, 'examples', 'postgres-rls');
 const skip = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the row-level-security example needs PostgreSQL';
 if (skip) process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING examples/postgres-rls: ${skip}\n${'!'.repeat(78)}\n\n`);
 
@@ -22,9 +20,7 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   let clock = () => new Date();
   let service: TestApp;
   let serviceUrl: string;
-  let data: TestDatabase;
-  let dataApi: ExampleProcess;
-  const role = `ugs_rls_${crypto.randomBytes(4).toString('hex')}`;
+  let dataApi: DataApi;
   let apiToken: string;
 
   before(async () => {
@@ -39,28 +35,12 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
       assert.equal(created.status, 201, created.text);
     }
 
-    data = await createTestDatabase('postgres');
-    const setup = await runNode([path.join(EXAMPLE, 'setup.mjs')], { ADMIN_DATABASE_URL: data.url, APP_ROLE: role });
-    assert.equal(setup.code, 0, setup.stderr);
-    const asRole = new URL(data.url);
-    asRole.username = role;
-    dataApi = await startExample(path.join(EXAMPLE, 'server.mjs'), {
-      PORT: '0',
-      DATABASE_URL: asRole.href,
-      UGS_ISSUER: serviceUrl,
-      AUDIENCE: 'ugs:embed,sales',
-      JWKS_CACHE_SECONDS: '1',
-    });
+    dataApi = await startDataApi({ UGS_ISSUER: serviceUrl, AUDIENCE: 'ugs:embed,sales', JWKS_CACHE_SECONDS: '1' });
   });
 
   after(async () => {
-    await stopExample(dataApi);
+    await dataApi?.stop();
     await service?.close();
-    await data?.drop();
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
-    await admin.connect();
-    await admin.query(`drop role if exists ${admin.escapeIdentifier(role)}`);
-    await admin.end();
   });
 
   async function embedToken(body: Record<string, unknown>): Promise<string> {
@@ -132,9 +112,8 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   });
 
   it('the database role the example uses cannot bypass row-level security', async () => {
-    const asRole = new URL(data.url);
-    asRole.username = role;
-    const client = new pg.Client({ connectionString: asRole.href });
+    const { role } = dataApi;
+    const client = new pg.Client({ connectionString: dataApi.roleUrl });
     await client.connect();
     try {
       const { rows: [me] } = await client.query('select rolsuper, rolbypassrls from pg_roles where rolname = current_user');
