@@ -179,7 +179,7 @@ export async function primeGroups(baseUrl: string, apiToken: string, groups: num
   return failures;
 }
 
-/** Embed tokens (EdDSA) of `count` random flat groups, minted by the server as a backend would. */
+/** Embed tokens of `count` random flat groups, minted by the server as a backend would (with the key that signs now). */
 export async function mintEmbedTokens(baseUrl: string, apiToken: string, flatGroups: number, count: number): Promise<string[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });
   try {
@@ -201,4 +201,17 @@ export async function mintEmbedTokens(baseUrl: string, apiToken: string, flatGro
   } finally {
     agent.destroy();
   }
+}
+
+/** The algorithm the server signs embed tokens with now: the `alg` of one it mints for bench-0. */
+export async function signingAlgorithmOf(baseUrl: string, apiToken: string): Promise<string> {
+  const res = await httpRequest(baseUrl, {
+    method: 'POST',
+    path: '/api/embed_token',
+    headers: { authorization: `Token ${apiToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ user_group_id: 'bench-0', expires_in_seconds: 60 }),
+  });
+  if (res.status !== 200) throw new Error(`minting an embed token: ${res.status} ${res.body}`);
+  const [header] = (JSON.parse(res.body) as { embed_token: string }).embed_token.split('.');
+  return (JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { alg: string }).alg;
 }

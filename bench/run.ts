@@ -9,8 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Keyring } from '../src/crypto/keyring.ts';
+import type { EmbedSigningAlgorithm } from '../src/config.ts';
+import type { DatabaseHandle } from '../src/db/database.ts';
+import { openMigratedDatabase } from '../src/runtime.ts';
+import { rotateSigningKey } from '../src/embed/signing-keys.ts';
 import { createBenchDatabase, cursorAfter, plannerStatistics, seedDatabase, type BenchDatabase } from './seed.ts';
-import { REPO_ROOT, httpRequest, mintEmbedTokens, primeGroups, residentMemoryKb, runLoad, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
+import { REPO_ROOT, httpRequest, mintEmbedTokens, primeGroups, residentMemoryKb, runLoad, signingAlgorithmOf, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
 import { SCENARIO_NAMES, benchLayout, scenarioByName, type ScenarioData } from './scenarios.ts';
 import type { LoadResult } from './load.ts';
 
@@ -34,7 +38,7 @@ const USAGE = `npm run bench -- [options]
   --results-dir <dir>   where the JSON goes (default bench/results)`;
 
 const EMBED_SAMPLE = 10_000;
-/** Embed tokens (EdDSA) the embed-jws and introspect scenarios pick from: each is verified once, then remembered. */
+/** Embed tokens of each algorithm the embed-jws-* and introspect scenarios pick from: each is verified once, then remembered. */
 const JWS_SAMPLE = 2_000;
 const ROTATE_GROUPS_PER_CONNECTION = 4; // each stop of autocannon strands up to one group per connection
 
@@ -187,7 +191,7 @@ async function main() {
   }
   // Create ids: unique per target and round, and of the same length for ceiling and server.
   const layout = benchLayout(options.groups);
-  let jwsTokens: string[] = []; // minted by the server once it runs
+  const jwsTokens: Partial<Record<EmbedSigningAlgorithm, string[]>> = {}; // minted by the server once it runs
   const dataFor = (target: 'c' | 's' | 'p', round: number, tokens = rotateTokensOfRound(round)): ScenarioData => ({
     groups: layout.flat,
     treeSize: layout.tree,
@@ -231,9 +235,31 @@ async function main() {
     log(`primed: every seeded group asked for once in ${primeSeconds.toFixed(1)} s`);
   }
   const memoryPrimed = residentMemoryKb(server.pid);
-  if (options.scenarios.some((name) => scenarioByName(name).needsJwsTokens)) {
-    jwsTokens = await mintEmbedTokens(server.url, seed.apiToken, layout.flat, JWS_SAMPLE);
-    log(`minted ${JWS_SAMPLE.toLocaleString('en-US')} embed tokens`);
+  // The server signs with one key at a time: a rotation whose key signs at once (what
+  // `ugs keys embed rotate --alg <algorithm> --activate-in 0s` does) switches it. Every
+  // earlier key stays published while its tokens live, so the tokens of each algorithm,
+  // minted in turn, all stay valid for the whole run.
+  let keysHandle: DatabaseHandle | undefined;
+  const signWith = async (algorithm: EmbedSigningAlgorithm): Promise<void> => {
+    if ((await signingAlgorithmOf(server.url, seed.apiToken)) === algorithm) return;
+    if (!keysHandle) {
+      keysHandle = (await openMigratedDatabase({ databaseUrl: database.url })).handle;
+      const handle = keysHandle;
+      cleanups.push(() => handle.close());
+    }
+    await rotateSigningKey(keysHandle, keyring, new Date(), 0, algorithm);
+    // The server re-reads its key table when its copy is a second old.
+    for (let waited = 0; (await signingAlgorithmOf(server.url, seed.apiToken)) !== algorithm; waited += 100) {
+      if (waited > 10_000) throw new Error(`the server did not sign with ${algorithm} within 10 s of the rotation`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    log(`the server signs with ${algorithm}`);
+  };
+  const jwsAlgorithms = [...new Set(options.scenarios.map((name) => scenarioByName(name).jwsAlgorithm).filter((a) => a !== undefined))];
+  for (const algorithm of jwsAlgorithms) {
+    await signWith(algorithm);
+    jwsTokens[algorithm] = await mintEmbedTokens(server.url, seed.apiToken, layout.flat, JWS_SAMPLE);
+    log(`minted ${JWS_SAMPLE.toLocaleString('en-US')} ${algorithm} embed tokens`);
   }
 
   // 3. One real response per scenario: what the ceiling will answer.
@@ -243,6 +269,7 @@ async function main() {
     const scenario = scenarioByName(name);
     const outcome: ScenarioOutcome = { name, description: scenario.description, request: `${scenario.method} ${scenario.path}` };
     outcomes.push(outcome);
+    if (scenario.signingAlgorithm) await signWith(scenario.signingAlgorithm);
     const runner = scenario.make(dataFor('p', 0, [probeRotateToken]));
     const request = runner.next({})!;
     const response = await httpRequest(server.url, request);
@@ -279,6 +306,8 @@ async function main() {
       if (activated.status !== 200) throw new Error(`the ceiling could not switch to ${outcome.name}: ${activated.body}`);
       const job = { scenario: outcome.name, connections: options.connections, durationSeconds: options.duration, warmupSeconds: options.warmup };
       const ceilingResult = await runLoad(path.join(work, `${outcome.name}-${round}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c', round) });
+      const signingAlgorithm = scenarioByName(outcome.name).signingAlgorithm;
+      if (signingAlgorithm) await signWith(signingAlgorithm);
       const serverResult = await runLoad(path.join(work, `${outcome.name}-${round}-server.json`), { ...job, url: server.url, data: dataFor('s', round) });
       if (server.child.exitCode !== null || server.child.signalCode !== null) {
         throw new Error(`the server exited during ${outcome.name}:\n${server.stderrTail()}`);

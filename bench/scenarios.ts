@@ -1,3 +1,5 @@
+import type { EmbedSigningAlgorithm } from '../src/config.ts';
+
 // What each benchmark scenario sends. One definition serves three users: the load process
 // (autocannon's setupRequest/onResponse), the probe that measures a real response before the
 // ceiling is built, and the documentation (docs/performance.md). The ceiling and the real
@@ -42,8 +44,8 @@ export interface ScenarioData {
   apiToken: string;
   /** Current tokens of random seeded groups, for the embed scenario (never rotated). */
   embedTokens: string[];
-  /** Embed tokens (EdDSA) of random flat groups, minted by the server before the load. */
-  jwsTokens: string[];
+  /** Embed tokens of random flat groups, per signing algorithm, minted by the server before the load. */
+  jwsTokens: Partial<Record<EmbedSigningAlgorithm, string[]>>;
   /** Current tokens of other seeded groups, one per in-flight rotation (see rotate below). */
   rotateTokens: string[];
   /** A cursor ({"after": team_id}, base64url) pointing 90 % of the way into the listing. */
@@ -73,8 +75,10 @@ export interface ScenarioDefinition {
   /** The status a successful response has. */
   status: number;
   description: string;
-  /** Whether it needs ScenarioData.jwsTokens (minted through the running server). */
-  needsJwsTokens?: boolean;
+  /** The embed tokens it sends: ScenarioData.jwsTokens of this algorithm (minted through the running server). */
+  jwsAlgorithm?: EmbedSigningAlgorithm;
+  /** The algorithm the server must sign with while it runs (the mint scenarios). */
+  signingAlgorithm?: EmbedSigningAlgorithm;
   make(data: ScenarioData): ScenarioRunner;
 }
 
@@ -196,35 +200,50 @@ export const SCENARIOS: ScenarioDefinition[] = [
       }),
     }),
   },
-  {
-    name: 'embed-jws',
-    method: 'GET',
-    path: '/api/embed/context',
-    status: 200,
-    needsJwsTokens: true,
-    description: 'embed context with an EdDSA embed token of a random group (2,000 tokens, each verified once, then remembered): `GET /api/embed/context` with `Authorization: Bearer <embed token>`',
-    make: (data) => ({
-      next: () => ({
-        method: 'GET',
-        path: '/api/embed/context',
-        headers: { authorization: `Bearer ${data.jwsTokens[randomIndex(data.jwsTokens.length)]}` },
+  ...(['ES256', 'EdDSA', 'RS256'] as const).map(
+    (algorithm): ScenarioDefinition => ({
+      name: `embed-jws-${algorithm.toLowerCase()}`,
+      method: 'GET',
+      path: '/api/embed/context',
+      status: 200,
+      jwsAlgorithm: algorithm,
+      description: `embed context with an ${algorithm} embed token of a random group (2,000 tokens, each verified once, then remembered): \`GET /api/embed/context\` with \`Authorization: Bearer <embed token>\``,
+      make: (data) => ({
+        next: () => {
+          const tokens = data.jwsTokens[algorithm]!;
+          return { method: 'GET', path: '/api/embed/context', headers: { authorization: `Bearer ${tokens[randomIndex(tokens.length)]}` } };
+        },
       }),
     }),
-  },
+  ),
+  ...(['ES256', 'EdDSA', 'RS256'] as const).map(
+    (algorithm): ScenarioDefinition => ({
+      name: `mint-${algorithm.toLowerCase()}`,
+      method: 'POST',
+      path: '/api/embed_token',
+      status: 200,
+      signingAlgorithm: algorithm,
+      description: `an embed token for a random flat group, the server signing with ${algorithm}: \`POST /api/embed_token\` \`{"user_group_id":"bench-<i>"}\` with an API token`,
+      make: (data) => ({
+        next: () => {
+          const i = randomIndex(data.groups);
+          return { method: 'POST', path: '/api/embed_token', headers: { ...auth(data), ...json }, body: JSON.stringify({ user_group_id: `bench-${i}` }) };
+        },
+      }),
+    }),
+  ),
   {
     name: 'introspect',
     method: 'POST',
     path: '/api/embed/introspect',
     status: 200,
-    needsJwsTokens: true,
-    description: 'introspection of an EdDSA embed token of a random group (the same 2,000 tokens): `POST /api/embed/introspect` `{"token":"<embed token>"}` with an API token',
+    jwsAlgorithm: 'ES256',
+    description: 'introspection of an ES256 embed token of a random group (the same 2,000 tokens as embed-jws-es256): `POST /api/embed/introspect` `{"token":"<embed token>"}` with an API token',
     make: (data) => ({
-      next: () => ({
-        method: 'POST',
-        path: '/api/embed/introspect',
-        headers: { ...auth(data), ...json },
-        body: JSON.stringify({ token: data.jwsTokens[randomIndex(data.jwsTokens.length)] }),
-      }),
+      next: () => {
+        const tokens = data.jwsTokens.ES256!;
+        return { method: 'POST', path: '/api/embed/introspect', headers: { ...auth(data), ...json }, body: JSON.stringify({ token: tokens[randomIndex(tokens.length)] }) };
+      },
     }),
   },
   {

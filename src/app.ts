@@ -16,7 +16,7 @@ import { refuseMalformedQuery, registerValidation } from './http/validation.ts';
 import { operationalCodeSamples, registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
 import { OpenedTokenCache } from './user-groups/opened-tokens.ts';
-import { registerEmbedRoutes, registerEmbedTokenRoute, registerIntrospectionRoute, registerJwksRoute } from './embed/embed.routes.ts';
+import { registerEmbedRoutes, registerEmbedTokenRoute, registerIntrospectionRoute, registerWellKnownRoutes } from './embed/embed.routes.ts';
 import { EmbedSigningKeys } from './embed/signing-keys.ts';
 import { EmbedTokens } from './embed/embed-token.ts';
 import { AccountSlugs } from './accounts/accounts.repository.ts';
@@ -97,7 +97,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const tokens = new OpenedTokenCache(deps.keyring, config.tokenCacheSize);
   const authenticator = new ApiTokenAuthenticator(deps.database.reads, now, config.apiTokenCacheMs);
-  const signingKeys = new EmbedSigningKeys(deps.database, deps.keyring, now);
+  const signingKeys = new EmbedSigningKeys(deps.database, deps.keyring, now, config.embedSigningAlgorithm);
   const embed = {
     database: deps.database,
     embedTokens: new EmbedTokens(signingKeys, deps.keyring, { issuer: config.publicUrl, audience: config.embedAudience }),
@@ -113,7 +113,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     registerApiTokenRoutes(api, { database: deps.database, accountSlugs: embed.accountSlugs, now });
   });
   await registerEmbedRoutes(app, { ...embed, corsOrigins: config.corsOrigins });
-  await registerJwksRoute(app, signingKeys);
+  await registerWellKnownRoutes(app, signingKeys, config.publicUrl);
 
   return app;
 }

@@ -43,6 +43,8 @@ export interface Config {
   publicUrl: string;
   /** The `aud` of an embed token that is not bound to an embed_id. */
   embedAudience: string;
+  /** The algorithm of the first embed signing key of a new deployment, and of `ugs keys embed rotate` without --alg. */
+  embedSigningAlgorithm: EmbedSigningAlgorithm;
   /** Redis shared by all instances for the rate limits; empty means per-instance counters. */
   redisUrl: string;
   /** Prefix of every Redis key this service writes, so that services can share a Redis. */
@@ -61,6 +63,14 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+/**
+ * The algorithms embed tokens may be signed with (docs/api.md, "Embed tokens"). ES256 comes
+ * first, the default: every common JWT library verifies it, while EdDSA is refused by some
+ * (jsonwebtoken, get-jwks) and RS256 tokens and keys are several times larger.
+ */
+export const EMBED_SIGNING_ALGORITHMS = ['ES256', 'RS256', 'EdDSA'] as const;
+export type EmbedSigningAlgorithm = (typeof EMBED_SIGNING_ALGORITHMS)[number];
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/ugs.sqlite';
 /** Enough for every group of a million-group deployment: at most ~150 MB. */
@@ -99,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     serviceName: env.OTEL_SERVICE_NAME || 'user-group-service',
     traceSampler: traceSampler(env.OTEL_TRACES_SAMPLER),
     traceSamplerRatio: ratio(env, 'OTEL_TRACES_SAMPLER_ARG', 1),
+    embedSigningAlgorithm: oneOf(env, 'UGS_EMBED_SIGNING_ALG', EMBED_SIGNING_ALGORITHMS),
   };
   config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -193,6 +204,14 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+/** One of `choices`, spelled exactly; the first when unset. */
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, choices: readonly T[]): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return choices[0];
+  if (!(choices as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${choices.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {

@@ -322,7 +322,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
   // These two do not depend on the database: run once, on the first backend.
   const once = backend === BACKENDS[0] ? {} : { skip: 'does not depend on the database (run on the first backend)' };
 
-  it('keys embed rotate adds a signing key the running server publishes at once and signs with from its activation; list shows both', async () => {
+  it('keys embed rotate --alg adds a signing key of that algorithm, which the running server publishes at once and signs with from its activation; list shows both with their algorithms', async () => {
     const { token } = await createToken('--account', 'acme');
     await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'cli-embed' } });
     const embedToken = async () => {
@@ -330,12 +330,15 @@ forEachBackend('the ugs command-line tool', (backend) => {
       assert.equal(res.status, 200, JSON.stringify(res.body));
       return res.body.embed_token;
     };
-    const before = decodeProtectedHeader(await embedToken()).kid;
+    const first = decodeProtectedHeader(await embedToken());
+    const before = first.kid;
+    assert.equal(first.alg, 'ES256', 'a new deployment signs with ES256');
     const keysEnv = { ...env, UGS_SECRET_KEY: secretKey };
 
-    const rotated = await runUgs(['keys', 'embed', 'rotate', '--activate-in', '0s', '--json'], keysEnv);
+    const rotated = await runUgs(['keys', 'embed', 'rotate', '--alg', 'RS256', '--activate-in', '0s', '--json'], keysEnv);
     assert.equal(rotated.code, 0, rotated.stderr);
-    const { kid, activates_at } = JSON.parse(rotated.stdout);
+    const { kid, algorithm, activates_at } = JSON.parse(rotated.stdout);
+    assert.equal(algorithm, 'RS256');
     assert.ok(Math.abs(Date.parse(activates_at) - Date.now()) < 60_000);
     // Within the server's one-second copy of the key table: published, then signing.
     let signedBy = before;
@@ -344,13 +347,18 @@ forEachBackend('the ugs command-line tool', (backend) => {
       signedBy = decodeProtectedHeader(await embedToken()).kid;
     }
     assert.equal(signedBy, kid, 'the server signs with the new key');
+    assert.equal(decodeProtectedHeader(await embedToken()).alg, 'RS256');
     const jwks = await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json');
     assert.deepEqual(jwks.body.keys.map((key: { kid: string }) => key.kid).sort(), [before, kid].sort(), 'the old key stays published while its tokens live');
 
     const listed = await runUgs(['keys', 'embed', 'list', '--json'], keysEnv);
     assert.equal(listed.code, 0, listed.stderr);
-    const keys = JSON.parse(listed.stdout) as { kid: string; retired_at: string | null; signed_until: string }[];
+    const keys = JSON.parse(listed.stdout) as { kid: string; algorithm: string; retired_at: string | null; signed_until: string }[];
     assert.deepEqual(keys.map((k) => k.kid), [kid, before]);
+    assert.deepEqual(keys.map((k) => k.algorithm), ['RS256', 'ES256']);
+    const listedText = await runUgs(['keys', 'embed', 'list'], keysEnv);
+    assert.match(listedText.stdout, new RegExp(`^${kid}\tRS256\t`, 'm'));
+    assert.match(listedText.stdout, new RegExp(`^${before}\tES256\t`, 'm'));
     assert.equal(keys[0].retired_at, null);
     assert.equal(keys[1].retired_at, activates_at);
     assert.ok(Date.parse(keys[1].signed_until) >= Date.now() + 590_000, 'published until its last token expires');
@@ -359,6 +367,9 @@ forEachBackend('the ugs command-line tool', (backend) => {
     const bad = await runUgs(['keys', 'embed', 'rotate', '--activate-in', 'soon'], keysEnv);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /a duration is a number and a unit/);
+    const symmetric = await runUgs(['keys', 'embed', 'rotate', '--alg', 'HS256'], keysEnv);
+    assert.equal(symmetric.code, 2, 'only ES256, RS256 and EdDSA');
+    assert.match(symmetric.stderr, /Allowed choices are ES256, RS256, EdDSA/);
   });
 
   it('--help on every command exits 0 and prints its usage', once, async () => {

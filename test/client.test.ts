@@ -227,6 +227,15 @@ for (const backend of BACKENDS) {
       assert.equal(payload.sub, `i-${run}`);
     });
 
+    it('getJwks and getEmbedTokenDiscovery: the public key set and where to find it, without a token', async () => {
+      const anonymous = new UserGroupServiceClient({ baseUrl });
+      const { keys } = await anonymous.getJwks();
+      assert.ok(keys.length >= 1);
+      assert.deepEqual(keys.map((key) => [key.kty, key.alg, key.use]), keys.map(() => ['EC', 'ES256', 'sig']));
+      const discovery = await anonymous.getEmbedTokenDiscovery();
+      assert.deepEqual(discovery, { issuer: 'http://127.0.0.1:3000', jwks_uri: 'http://127.0.0.1:3000/.well-known/jwks.json', id_token_signing_alg_values_supported: ['ES256'] });
+    });
+
     it('API tokens: an admin client lists, creates (value once), revokes and reads the history; escalation is a typed 403', async () => {
       const admin = new UserGroupServiceClient({ baseUrl, apiToken: (await t.issueToken({ scopes: ['read', 'admin'] })).token, retry: { maxAttempts: 1 } });
       const { token: value, api_token } = await admin.createApiToken({ name: `c-${run}`, scopes: ['read'] });

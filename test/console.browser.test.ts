@@ -12,7 +12,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/http/console.routes.ts';
 
@@ -34,11 +34,13 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
   let readToken: string;
   const cspViolations: string[] = [];
   const apiCalls: ApiCall[] = [];
+  const wellKnownCalls: ApiCall[] = [];
+  let env: Record<string, string>;
 
   before(async () => {
     database = await createTestDatabase('sqlite');
     const secretKey = crypto.randomBytes(32).toString('base64');
-    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey };
+    env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey };
     adminToken = (await issueTokenWithCli(env, ['--account', 'acme', '--scopes', 'read,write,admin', '--name', 'support'])).token;
     readToken = (await issueTokenWithCli(env, ['--account', 'acme', '--scopes', 'read', '--name', 'viewer'])).token;
     server = await spawnServer(env);
@@ -59,6 +61,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     });
     page.on('request', (request) => {
       if (request.url().startsWith(`${server.baseUrl}/api/`)) apiCalls.push({ url: request.url(), authorization: request.headers().authorization });
+      if (request.url().startsWith(`${server.baseUrl}/.well-known/`)) wellKnownCalls.push({ url: request.url(), authorization: request.headers().authorization });
     });
   });
 
@@ -363,6 +366,38 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByText(/Token \d+ revoked by API token \d+/).first().waitFor();
   });
 
+  it('console: the signing keys page lists the published keys (kid, kty, alg) of every algorithm and what signs now, read from the public documents without the API token', async () => {
+    // A rotation to RS256 keeps the ES256 key of the first start published: two key types at once.
+    const rotated = await runUgs(['keys', 'embed', 'rotate', '--alg', 'RS256', '--activate-in', '0s', '--json'], env);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const { kid } = JSON.parse(rotated.stdout) as { kid: string };
+    for (let waited = 0; ; waited += 200) {
+      const discovery = await httpRequest(server.baseUrl, 'GET', '/.well-known/openid-configuration');
+      if ((discovery.body as unknown as { id_token_signing_alg_values_supported: string[] }).id_token_signing_alg_values_supported[0] === 'RS256') break;
+      assert.ok(waited < 5000, 'the server publishes the new key within its one-second copy of the key table');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const { keys } = JSON.parse((await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json')).text) as { keys: { kid: string; kty: string; alg: string }[] };
+    assert.deepEqual(keys.map((key) => key.alg).sort(), ['ES256', 'RS256']);
+
+    await page.getByRole('link', { name: 'Signing keys' }).click();
+    await page.getByRole('heading', { name: 'Embed signing keys' }).waitFor();
+    await page.locator(`table.signing-keys tbody tr[data-kid="${kid}"]`).waitFor();
+    const rows = await page.locator('table.signing-keys tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.deepEqual(
+      rows,
+      keys.map((key) => [key.kid, key.kty, key.alg, key.kty === 'RSA' ? '2048 bits' : 'P-256', 'sig']),
+      'every published key, in the order of the key set',
+    );
+    await page.getByText('RS256 (still published: ES256)').waitFor();
+    assert.equal(await page.getByRole('link', { name: 'Signing keys' }).getAttribute('aria-current'), 'page');
+    assert.ok(wellKnownCalls.length >= 2, 'the key set and the discovery document were read');
+    assert.deepEqual(wellKnownCalls.filter((call) => call.authorization !== undefined), [], 'public documents: the API token is not sent');
+    await assertAccessible('signing keys');
+    await assertKeyboardReachable('signing keys');
+    await shot('signing-keys');
+  });
+
   it('console: sign out forgets the token; a reload shows the sign-in form', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API token').waitFor();
@@ -377,6 +412,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByText('Page 1: 25 user groups').waitFor();
     assert.equal(await page.getByRole('link', { name: 'New user group' }).count(), 0);
     assert.equal(await page.getByRole('link', { name: 'API tokens' }).count(), 0);
+    assert.equal(await page.getByRole('link', { name: 'Signing keys' }).count(), 1, 'public keys: every token may look at them');
     await page.getByRole('link', { name: 'customer-01' }).click();
     await page.getByRole('heading', { name: 'Customer 1' }).waitFor();
     await page.getByRole('button', { name: 'Show the dashboard variables' }).click();

@@ -7,16 +7,14 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import pg from 'pg';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, httpRequest, spawnServer, issueTokenWithCli, runNode, startExample, stopExample, type ExampleProcess, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, freePort, httpRequest, spawnServer, issueTokenWithCli, startExample, stopExample, type ExampleProcess, type ServerProcess } from './helpers/processes.ts';
 import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { startDataApi, type DataApi } from './helpers/data-api.ts';
 
 const DEMO = path.join(ROOT, 'examples', 'embed-demo');
-const DATA_API = path.join(ROOT, 'examples', 'postgres-rls');
 
 const skip = missingBrowser('the embed demo browser test');
 const noDataApi = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the rows part of the demo needs the PostgreSQL data API';
@@ -24,25 +22,12 @@ if (!skip && noDataApi) {
   process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the embed demo's rows from the data API: ${noDataApi}\n${'!'.repeat(78)}\n\n`);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
   let database: TestDatabase;
   let service: ServerProcess;
   let backend: ExampleProcess;
   let pageServer: ExampleProcess;
-  let dataApi: ExampleProcess | undefined;
-  let data: TestDatabase | undefined;
-  const dataRole = `ugs_demo_${crypto.randomBytes(4).toString('hex')}`;
+  let dataApi: DataApi | undefined;
   let browser: Browser;
   let page: Page;
   let apiToken: string;
@@ -61,20 +46,9 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     apiToken = issued.token;
 
     if (!noDataApi) {
-      // The data API as its README runs it: its own database and role, the service's JWKS URL,
-      // the demo's dashboard as audience, and the page as the only browser origin.
-      data = await createTestDatabase('postgres');
-      const setup = await runNode([path.join(DATA_API, 'setup.mjs')], { ADMIN_DATABASE_URL: data.url, APP_ROLE: dataRole });
-      assert.equal(setup.code, 0, setup.stderr);
-      const asRole = new URL(data.url);
-      asRole.username = dataRole;
-      dataApi = await startExample(path.join(DATA_API, 'server.mjs'), {
-        DATABASE_URL: asRole.href,
-        UGS_ISSUER: service.baseUrl,
-        AUDIENCE: 'sales-overview',
-        ALLOWED_ORIGINS: pageOrigin,
-        PORT: '0',
-      });
+      // The data API as its README runs it: the service's issuer, the demo's dashboard as
+      // audience, and the page as the only browser origin.
+      dataApi = await startDataApi({ UGS_ISSUER: service.baseUrl, AUDIENCE: 'sales-overview', ALLOWED_ORIGINS: pageOrigin });
     }
     backend = await startExample(path.join(DEMO, 'backend.mjs'), { UGS_URL: service.baseUrl, UGS_API_TOKEN: apiToken, PAGE_ORIGIN: pageOrigin, PORT: String(backendPort) });
     pageServer = await startExample(path.join(DEMO, 'page-server.mjs'), { BACKEND_URL: backendUrl, DATA_API_URL: dataApi?.url ?? '', PORT: String(pagePort) });
@@ -87,16 +61,10 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
 
   after(async () => {
     await browser?.close();
-    await Promise.all([backend, pageServer, dataApi].map(stopExample));
+    await Promise.all([backend, pageServer].map(stopExample));
+    await dataApi?.stop();
     await service?.stop();
     await database?.drop();
-    await data?.drop();
-    if (data) {
-      const admin = new pg.Client({ connectionString: POSTGRES_URL });
-      await admin.connect();
-      await admin.query(`drop role if exists ${admin.escapeIdentifier(dataRole)}`);
-      await admin.end();
-    }
   });
 
   async function variablesShown(): Promise<Record<string, string>> {

@@ -1,22 +1,48 @@
-// Embed tokens anyone can verify (docs/api.md, "Embed tokens"): the published key set, key
-// rotation across instances, the 8 KiB limit, introspection (RFC 7662), and forgeries aimed
-// at an asymmetric scheme. Every token here is checked the way a data API would check it:
-// with jose and the JWKS the service answers, no secret.
+// Embed tokens anyone can verify (docs/api.md, "Embed tokens"): the published key set and
+// the discovery document, the three signing algorithms, key rotation across algorithms and
+// instances, the 8 KiB limit, introspection (RFC 7662), and forgeries aimed at an asymmetric
+// scheme. Every token here is checked the way a data API would check it: with jose and the
+// JWKS the service answers, no secret. (Other verifiers: test/embed-interop.test.ts.)
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, jwtVerify, type JSONWebKeySet } from 'jose';
+import crypto from 'node:crypto';
+import {
+  SignJWT,
+  calculateJwkThumbprint,
+  createLocalJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  exportSPKI,
+  generateKeyPair,
+  importJWK,
+  jwtVerify,
+  type CryptoKey,
+  type JSONWebKeySet,
+  type JWTPayload,
+} from 'jose';
+import { EMBED_SIGNING_ALGORITHMS, type EmbedSigningAlgorithm } from '../src/config.ts';
 import { rotateSigningKey, ensureSigningKey, DEFAULT_ACTIVATION_SECONDS } from '../src/embed/signing-keys.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
 import { countSigningKeys } from '../src/embed/signing-keys.repository.ts';
+import { resignWithServiceKey } from './helpers/embed-keys.ts';
 import { createTestDatabase } from './helpers/backends.ts';
-import { buildTestApp, createGroup, forEachBackend, useTestApp, type HttpResult } from './helpers/harness.ts';
+import { buildTestApp, createGroup, forEachBackend, issueTestToken, newSecretKey, openTestDatabase, startTestApp, useTestApp, type BuiltApp, type HttpResult } from './helpers/harness.ts';
 
 const START = new Date('2031-03-01T08:00:00.000Z');
 const ISSUER = 'https://ugs.example.com';
 const CONTEXT = '/api/embed/context';
 const INTROSPECT = '/api/embed/introspect';
 
-forEachBackend('embed tokens signed with EdDSA', (backend) => {
+const ALGORITHMS = [...EMBED_SIGNING_ALGORITHMS];
+/** What each algorithm's published key looks like, besides kid, alg and use. */
+const KEY_SHAPES: Record<EmbedSigningAlgorithm, { kty: string; members: string[]; crv?: string }> = {
+  ES256: { kty: 'EC', crv: 'P-256', members: ['crv', 'x', 'y'] },
+  RS256: { kty: 'RSA', members: ['e', 'n'] },
+  EdDSA: { kty: 'OKP', crv: 'Ed25519', members: ['crv', 'x'] },
+};
+const foreignKeyPair = (algorithm: EmbedSigningAlgorithm) => generateKeyPair(algorithm, algorithm === 'EdDSA' ? { crv: 'Ed25519', extractable: true } : { extractable: true });
+
+forEachBackend('embed tokens (default: ES256)', (backend) => {
   let clock = START;
   const t = useTestApp(backend, { now: () => clock, config: { publicUrl: ISSUER, rateLimitMax: 0 } });
 
@@ -34,7 +60,7 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
 
   /** What an offline verifier concludes: the claims, or the reason it refuses. */
   async function verifyOffline(token: string, audience = 'ugs:embed', at = clock) {
-    return jwtVerify(token, createLocalJWKSet(await jwks()), { issuer: ISSUER, audience, algorithms: ['EdDSA'], currentDate: at });
+    return jwtVerify(token, createLocalJWKSet(await jwks()), { issuer: ISSUER, audience, algorithms: ALGORITHMS, currentDate: at });
   }
 
   function introspect(token: string, options: { apiToken?: string; form?: boolean } = {}): Promise<HttpResult> {
@@ -49,7 +75,7 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
     return t.request('POST', INTROSPECT, { token: apiToken, body: { token } });
   }
 
-  it('jwks: needs no token, is cacheable for 300 s, open to any origin, and holds only public Ed25519 keys', async () => {
+  it('jwks: needs no token, is cacheable for 300 s, open to any origin, and holds only public keys, ES256 on a new deployment', async () => {
     clock = START;
     const res = await t.request('GET', '/.well-known/jwks.json', { headers: { origin: 'https://anywhere.example' } });
     assert.equal(res.status, 200);
@@ -59,8 +85,8 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
     const { keys } = JSON.parse(res.text) as JSONWebKeySet;
     assert.ok(keys.length >= 1);
     for (const key of keys) {
-      assert.deepEqual(Object.keys(key).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x']);
-      assert.deepEqual([key.kty, key.crv, key.alg, key.use], ['OKP', 'Ed25519', 'EdDSA', 'sig']);
+      assert.deepEqual(Object.keys(key).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y']);
+      assert.deepEqual([key.kty, key.crv, key.alg, key.use], ['EC', 'P-256', 'ES256', 'sig']);
       assert.equal(key.d, undefined, 'never the private part');
     }
     const preflight = await t.request('OPTIONS', '/.well-known/jwks.json', { headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
@@ -68,6 +94,16 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
     assert.equal(preflight.headers['access-control-allow-origin'], '*');
     const management = await t.request('OPTIONS', '/api/user', { headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
     assert.equal(management.headers['access-control-allow-origin'], undefined, 'the management API still sends no CORS header');
+  });
+
+  it('discovery: /.well-known/openid-configuration names the issuer, the JWKS and the algorithms of the published keys, public and cacheable like the keys', async () => {
+    clock = START;
+    const res = await t.request('GET', '/.well-known/openid-configuration', { headers: { origin: 'https://anywhere.example' } });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.headers['cache-control'], 'public, max-age=300');
+    assert.equal(res.headers['access-control-allow-origin'], '*');
+    assert.deepEqual(JSON.parse(res.text), { issuer: ISSUER, jwks_uri: `${ISSUER}/.well-known/jwks.json`, id_token_signing_alg_values_supported: ['ES256'] });
+    assert.equal(JSON.parse(res.text).jwks_uri, new URL('/.well-known/jwks.json', ISSUER).href, 'where the keys really are');
   });
 
   it('claims: iss is UGS_PUBLIC_URL, aud the embed_id when bound, and an offline verifier reads the variables the context shows', async () => {
@@ -111,24 +147,26 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
     assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${large}` } })).status, 200);
   });
 
-  it('forgery: a foreign Ed25519 key under a published kid, HS256 keyed with the public key, alg none, or a changed claim is 401 and inactive', async () => {
+  it('forgery: a foreign key under a published kid, HS256 keyed with the public key, another algorithm under its kid, alg none, or a changed claim is 401 and inactive', async () => {
     clock = START;
     await createGroup(t, { user_group_id: 'jws-forge' });
     const genuine = await embedToken({ user_group_id: 'jws-forge' });
-    const { kid } = decodeProtectedHeader(genuine);
+    const { kid, alg } = decodeProtectedHeader(genuine);
     const claims = decodeJwt(genuine);
     const published = (await jwks()).keys.find((key) => key.kid === kid)!;
-    const foreign = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+    const publicPem = await exportSPKI((await importJWK(published, published.alg)) as CryptoKey);
+    const foreign = await foreignKeyPair(alg as EmbedSigningAlgorithm);
+    const otherAlgorithm = await foreignKeyPair('EdDSA');
     const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const [header, , signature] = genuine.split('.');
     const forgeries = {
-      'foreign key, published kid': await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid }).sign(foreign.privateKey),
+      'foreign key, published kid': await new SignJWT(claims).setProtectedHeader({ alg: alg!, typ: 'ugs-embed+jwt', kid }).sign(foreign.privateKey),
       'foreign key, its own kid': await new SignJWT(claims)
-        .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })
+        .setProtectedHeader({ alg: alg!, typ: 'ugs-embed+jwt', kid: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })
         .sign(foreign.privateKey),
-      'HS256 keyed with the public key': await new SignJWT(claims)
-        .setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid })
-        .sign(Buffer.from(published.x!, 'base64url')),
+      'another algorithm under the published kid': await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid }).sign(otherAlgorithm.privateKey),
+      'HS256 keyed with the public key (PEM)': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid }).sign(Buffer.from(publicPem)),
+      'HS256 keyed with the public key (JWK)': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid }).sign(Buffer.from(JSON.stringify(published))),
       'alg none': `${b64({ alg: 'none', typ: 'ugs-embed+jwt', kid })}.${b64(claims)}.`,
       'team id changed': `${header}.${b64({ ...claims, ugs_team_id: Number(claims.ugs_team_id) + 1 })}.${signature}`,
       'variables changed': `${header}.${b64({ ...claims, ugs_variables: { user_group_id: 'someone-else' } })}.${signature}`,
@@ -141,13 +179,44 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
     assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${genuine}` } })).status, 200, 'the control');
   });
 
+  it("times: a token signed with the service's own key is refused on the context (401) and in introspection (inactive) when its iat is over 60 s ahead or its exp beyond the longest lifetime issued (30 days)", async () => {
+    clock = START;
+    await createGroup(t, { user_group_id: 'jws-times' });
+    const genuine = await embedToken({ user_group_id: 'jws-times' });
+    const now = Math.floor(clock.getTime() / 1000);
+    const sign = (times: Pick<JWTPayload, 'iat' | 'nbf' | 'exp'>) => resignWithServiceKey(t.handle.db, t.keyring, genuine, { ...times, jti: crypto.randomUUID() });
+    const refused = {
+      'iat an hour ahead (nbf now)': await sign({ iat: now + 3600, nbf: now, exp: now + 7200 }),
+      'iat 61 s ahead': await sign({ iat: now + 61, nbf: now, exp: now + 3600 }),
+      'exp 1e300': await sign({ iat: now, nbf: now, exp: 1e300 }),
+      'a lifetime of 30 days and 1 s': await sign({ iat: now, nbf: now, exp: now + 2_592_001 }),
+      'iat a year ago, exp tomorrow': await sign({ iat: now - 365 * 86_400, nbf: now - 365 * 86_400, exp: now + 86_400 }),
+    };
+    for (const [what, token] of Object.entries(refused)) {
+      const res = await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 401, `${what}: ${res.text}`);
+      assert.deepEqual((await introspect(token)).body, { success: 1, active: false }, what);
+      assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } })).status, 401, `${what}, asked again after introspection`);
+    }
+    // The limits themselves hold, so the forgeries above are refused for their times alone.
+    const accepted = {
+      'iat 60 s ahead (clock skew)': await sign({ iat: now + 60, nbf: now, exp: now + 3600 }),
+      'the longest lifetime issued': await sign({ iat: now, nbf: now, exp: now + 2_592_000 }),
+    };
+    for (const [what, token] of Object.entries(accepted)) {
+      assert.equal((await introspect(token)).body.active, true, what);
+      const res = await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 200, `${what}: ${res.text}`);
+    }
+  });
+
   it('rotation: the new key is published at once and signs after its activation; older tokens verify until they expire, then the old key is dropped', async () => {
     clock = START;
     await createGroup(t, { user_group_id: 'jws-rotate' });
     const before = await embedToken({ user_group_id: 'jws-rotate', expires_in_seconds: 3600 });
     const oldKid = decodeProtectedHeader(before).kid;
 
-    const rotation = await rotateSigningKey(t.handle, t.keyring, clock, DEFAULT_ACTIVATION_SECONDS * 1000);
+    const rotation = await rotateSigningKey(t.handle, t.keyring, clock, DEFAULT_ACTIVATION_SECONDS * 1000, 'ES256');
     assert.equal(rotation.activates_at, new Date(START.getTime() + 600_000).toISOString());
     clock = new Date(START.getTime() + 1500); // past this instance's one-second copy of the key table
     const kids = (await jwks()).keys.map((key) => key.kid);
@@ -163,7 +232,7 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
 
     // Every token of the old key has expired (the last one signed at START + 1.5 s, for a day).
     clock = new Date(START.getTime() + 86_400_000 + 3_600_000 + 2000);
-    const next = await rotateSigningKey(t.handle, t.keyring, clock, 0);
+    const next = await rotateSigningKey(t.handle, t.keyring, clock, 0, 'ES256');
     assert.ok(next.dropped.includes(oldKid!), `the old key is dropped: ${JSON.stringify(next)}`);
     clock = new Date(clock.getTime() + 1500);
     assert.ok(!(await jwks()).keys.some((key) => key.kid === oldKid), 'and no longer published');
@@ -175,7 +244,7 @@ forEachBackend('embed tokens signed with EdDSA', (backend) => {
     await embedToken({ user_group_id: 'jws-instances' }); // this instance has read the key table
     const other = await buildTestApp(t, { keys: [Buffer.from(t.secretKey, 'base64')], now: () => clock, config: { publicUrl: ISSUER } });
     try {
-      const rotation = await rotateSigningKey(t.handle, t.keyring, clock, 0);
+      const rotation = await rotateSigningKey(t.handle, t.keyring, clock, 0, 'RS256');
       const signedThere = await embedToken({ user_group_id: 'jws-instances' }, other.request);
       assert.equal(decodeProtectedHeader(signedThere).kid, rotation.kid);
       clock = new Date(clock.getTime() + 100); // well within this instance's one-second copy of the key table
@@ -273,11 +342,112 @@ forEachBackend('embed signing keys', (backend) => {
       for (let i = 0; i < 3; i++) handles.push((await openMigratedDatabase({ databaseUrl: database.url })).handle);
       const { Keyring } = await import('../src/crypto/keyring.ts');
       const keyring = new Keyring([Buffer.alloc(32, 7)]);
-      await Promise.all(handles.flatMap((handle) => [ensureSigningKey(handle, keyring, START), ensureSigningKey(handle, keyring, START)]));
+      await Promise.all(handles.flatMap((handle) => [ensureSigningKey(handle, keyring, START, 'ES256'), ensureSigningKey(handle, keyring, START, 'RS256')]));
       assert.equal(await countSigningKeys(handles[0].db), 1);
     } finally {
       for (const handle of handles) await handle.close();
       await database.drop();
+    }
+  });
+});
+
+forEachBackend('embed signing algorithms', (backend) => {
+  let clock = START;
+
+  it('first key: UGS_EMBED_SIGNING_ALG picks the algorithm of a new deployment\'s first key; its JWK carries kty, alg, use and its RFC 7638 thumbprint as kid', async () => {
+    for (const algorithm of ALGORITHMS) {
+      const t = await startTestApp(backend, { now: () => clock, config: { publicUrl: ISSUER, embedSigningAlgorithm: algorithm } });
+      try {
+        const { token } = await t.issueToken();
+        await createGroup({ ...t, token }, { user_group_id: 'first' });
+        const res = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'first' } });
+        assert.equal(res.status, 200, res.text);
+        const header = decodeProtectedHeader(res.body.embed_token);
+        assert.deepEqual(header, { alg: algorithm, typ: 'ugs-embed+jwt', kid: header.kid }, algorithm);
+        const { keys } = JSON.parse((await t.request('GET', '/.well-known/jwks.json')).text) as JSONWebKeySet;
+        assert.equal(keys.length, 1);
+        const [key] = keys;
+        const shape = KEY_SHAPES[algorithm];
+        assert.deepEqual(Object.keys(key).sort(), ['alg', 'kid', 'kty', 'use', ...shape.members].sort(), algorithm);
+        assert.deepEqual([key.kty, key.crv, key.alg, key.use], [shape.kty, shape.crv, algorithm, 'sig'], algorithm);
+        assert.equal(key.kid, header.kid);
+        assert.equal(key.kid, await calculateJwkThumbprint(key), `${algorithm}: the kid is the thumbprint`);
+        if (algorithm === 'RS256') assert.ok(Buffer.from(key.n!, 'base64url').length * 8 >= 2048, 'RSA keys have at least 2048 bits');
+        if (algorithm === 'ES256') assert.equal(Buffer.from(res.body.embed_token.split('.')[2], 'base64url').length, 64, 'an ES256 signature is r || s, 64 bytes (RFC 7518), not DER');
+        await jwtVerify(res.body.embed_token, createLocalJWKSet({ keys }), { issuer: ISSUER, audience: 'ugs:embed', algorithms: [algorithm], currentDate: clock });
+        const discovery = JSON.parse((await t.request('GET', '/.well-known/openid-configuration')).text);
+        assert.deepEqual(discovery.id_token_signing_alg_values_supported, [algorithm]);
+        assert.equal((await t.request('GET', CONTEXT, { bearer: res.body.embed_token })).status, 200);
+      } finally {
+        await t.close();
+      }
+    }
+  });
+
+  it('an existing deployment keeps signing with its EdDSA key after an upgrade to ES256 as the default, until it rotates', async () => {
+    clock = START;
+    const database = await openTestDatabase(backend);
+    const secretKey = newSecretKey();
+    try {
+      const before = await buildTestApp(database, { keys: [secretKey], now: () => clock, config: { publicUrl: ISSUER, embedSigningAlgorithm: 'EdDSA' } });
+      const { token } = await issueTestToken(database.handle);
+      await createGroup({ request: before.request, token }, { user_group_id: 'upgraded' });
+      const mint = async (app: BuiltApp) => {
+        const res = await app.request('POST', '/api/embed_token', { token, body: { user_group_id: 'upgraded' } });
+        assert.equal(res.status, 200, res.text);
+        return res.body.embed_token as string;
+      };
+      const issuedBefore = await mint(before);
+      await before.app.close();
+
+      // The same database and secret key, restarted with today's defaults (UGS_EMBED_SIGNING_ALG unset: ES256).
+      const after = await buildTestApp(database, { keys: [secretKey], now: () => clock, config: { publicUrl: ISSUER } });
+      try {
+        assert.equal(decodeProtectedHeader(await mint(after)).alg, 'EdDSA', 'the existing key signs on');
+        assert.equal((await after.request('GET', CONTEXT, { bearer: issuedBefore })).status, 200);
+        await rotateSigningKey(database.handle, after.keyring, clock, 0, 'ES256');
+        clock = new Date(clock.getTime() + 1500);
+        assert.equal(decodeProtectedHeader(await mint(after)).alg, 'ES256', 'until a rotation');
+        assert.equal((await after.request('GET', CONTEXT, { bearer: issuedBefore })).status, 200, 'its EdDSA tokens keep working until they expire');
+      } finally {
+        await after.app.close();
+      }
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('rotation across algorithms: EdDSA to ES256 to RS256 to EdDSA publishes keys of several types at once, and every token verifies (and works) until it expires', async () => {
+    clock = START;
+    const t = await startTestApp(backend, { now: () => clock, config: { publicUrl: ISSUER, embedSigningAlgorithm: 'EdDSA' } });
+    try {
+      const { token } = await t.issueToken();
+      await createGroup({ ...t, token }, { user_group_id: 'rotating' });
+      const mint = async () => {
+        const res = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'rotating', expires_in_seconds: 3600 } });
+        assert.equal(res.status, 200, res.text);
+        return res.body.embed_token as string;
+      };
+      const issued = [await mint()]; // an existing deployment's EdDSA token
+      for (const algorithm of ['ES256', 'RS256', 'EdDSA'] as const) {
+        await rotateSigningKey(t.handle, t.keyring, clock, 0, algorithm);
+        clock = new Date(clock.getTime() + 1500); // past this instance's one-second copy of the key table
+        issued.push(await mint());
+        assert.equal(decodeProtectedHeader(issued.at(-1)!).alg, algorithm);
+      }
+      const keySet = JSON.parse((await t.request('GET', '/.well-known/jwks.json')).text) as JSONWebKeySet;
+      assert.deepEqual(keySet.keys.map((key) => key.kty).sort(), ['EC', 'OKP', 'OKP', 'RSA'], 'every key that signed a live token');
+      const discovery = JSON.parse((await t.request('GET', '/.well-known/openid-configuration')).text);
+      assert.deepEqual(discovery.id_token_signing_alg_values_supported, ['EdDSA', 'RS256', 'ES256'], 'the signing key\'s algorithm first, then the newest keys\' first');
+      for (const embedToken of issued) {
+        const { alg } = decodeProtectedHeader(embedToken);
+        await jwtVerify(embedToken, createLocalJWKSet(keySet), { issuer: ISSUER, audience: 'ugs:embed', algorithms: ALGORITHMS, currentDate: clock });
+        assert.equal((await t.request('GET', CONTEXT, { bearer: embedToken })).status, 200, `${alg} token on the context`);
+        const introspection = await t.request('POST', INTROSPECT, { token, body: { token: embedToken } });
+        assert.equal(introspection.body.active, true, `${alg} token in introspection`);
+      }
+    } finally {
+      await t.close();
     }
   });
 });

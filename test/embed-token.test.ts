@@ -34,7 +34,7 @@ forEachBackend('embed tokens', (backend) => {
     });
   }
 
-  it('issue: answers a compact JWS signed with EdDSA, its kid in the JWKS, expiring after 86400 s by default, sent with Cache-Control: no-store', async () => {
+  it('issue: answers a compact JWS signed with ES256 (the default), its kid in the JWKS, expiring after 86400 s by default, sent with Cache-Control: no-store', async () => {
     clock = START;
     const group = await createGroup({ user_group_id: 'tok-1', name: 'Token One', properties: { region: 'emea', seats: 3 } });
     const res = await issue({ user_group_id: 'tok-1' });
@@ -46,7 +46,7 @@ forEachBackend('embed tokens', (backend) => {
     assert.equal(res.headers['cache-control'], 'no-store');
 
     const header = decodeProtectedHeader(res.body.embed_token);
-    assert.deepEqual(header, { alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: header.kid });
+    assert.deepEqual(header, { alg: 'ES256', typ: 'ugs-embed+jwt', kid: header.kid });
     const jwks = await t.request('GET', '/.well-known/jwks.json');
     assert.equal(jwks.status, 200);
     const keySet = JSON.parse(jwks.text) as JSONWebKeySet;
@@ -55,7 +55,7 @@ forEachBackend('embed tokens', (backend) => {
     const { payload } = await jwtVerify(res.body.embed_token, createLocalJWKSet(keySet), {
       issuer: 'http://127.0.0.1:3000',
       audience: 'ugs:embed',
-      algorithms: ['EdDSA'],
+      algorithms: ['ES256'],
       currentDate: START,
     });
     const iat = START.getTime() / 1000;
@@ -338,7 +338,7 @@ forEachBackend('embed tokens', (backend) => {
     }
   });
 
-  it('HS256 tokens issued before EdDSA keep working until they expire, and only with the secret key they were derived from', async () => {
+  it('HS256 tokens issued before embed tokens were signed by published keys keep working until they expire, and only with the secret key they were derived from', async () => {
     clock = START;
     const group = await createGroup({ user_group_id: 'tok-legacy', properties: { region: 'emea' } });
     const iat = Math.floor(START.getTime() / 1000);

@@ -1,19 +1,18 @@
 // examples/postgres-rls end to end, on the real PostgreSQL: the service issues embed tokens,
-// the example's data API (its own process, no secret, none of the service's code) verifies
-// them against the service's JWKS URL and queries as a role under row-level security.
+// the example's data API (its own Fastify process, no secret, none of the service's code)
+// verifies them with @fastify/jwt against the service's JWKS and queries as a role under
+// row-level security.
 // The service runs in-process on a real socket, so that its clock can issue a genuinely
 // expired token; key rotation is the real command-line tool.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import path from 'node:path';
 import pg from 'pg';
 import { SignJWT, decodeJwt, decodeProtectedHeader, generateKeyPair } from 'jose';
-import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { POSTGRES_URL } from './helpers/backends.ts';
 import { startTestApp, type TestApp } from './helpers/harness.ts';
-import { ROOT, runNode, runUgs, startExample, stopExample, type ExampleProcess } from './helpers/processes.ts';
+import { freePort, runUgs } from './helpers/processes.ts';
+import { startDataApi, type DataApi } from './helpers/data-api.ts';
 
-const EXAMPLE = path.join(ROOT, 'examples', 'postgres-rls');
 const skip = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the row-level-security example needs PostgreSQL';
 if (skip) process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING examples/postgres-rls: ${skip}\n${'!'.repeat(78)}\n\n`);
 
@@ -21,46 +20,27 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   let clock = () => new Date();
   let service: TestApp;
   let serviceUrl: string;
-  let data: TestDatabase;
-  let dataApi: ExampleProcess;
-  const role = `ugs_rls_${crypto.randomBytes(4).toString('hex')}`;
+  let dataApi: DataApi;
   let apiToken: string;
 
   before(async () => {
-    service = await startTestApp('postgres', { now: () => clock() });
-    await service.app.listen({ host: '127.0.0.1', port: 0 });
-    serviceUrl = `http://127.0.0.1:${(service.app.server.address() as { port: number }).port}`;
-    // The issuer is fixed when the app is built; the port is known only now. A deployment sets
-    // UGS_PUBLIC_URL; here the data API is told the issuer the tokens carry.
+    // The issuer is fixed when the app is built, so the port is chosen first.
+    const port = await freePort();
+    serviceUrl = `http://127.0.0.1:${port}`;
+    service = await startTestApp('postgres', { now: () => clock(), config: { publicUrl: serviceUrl } });
+    await service.app.listen({ host: '127.0.0.1', port });
     apiToken = (await service.issueToken()).token;
     for (const [id, region] of [['acme-corp', 'emea'], ['globex', 'amer']]) {
       const created = await service.request('POST', '/api/user', { token: apiToken, body: { user_group_id: id, properties: { region } } });
       assert.equal(created.status, 201, created.text);
     }
 
-    data = await createTestDatabase('postgres');
-    const setup = await runNode([path.join(EXAMPLE, 'setup.mjs')], { ADMIN_DATABASE_URL: data.url, APP_ROLE: role });
-    assert.equal(setup.code, 0, setup.stderr);
-    const asRole = new URL(data.url);
-    asRole.username = role;
-    dataApi = await startExample(path.join(EXAMPLE, 'server.mjs'), {
-      PORT: '0',
-      DATABASE_URL: asRole.href,
-      UGS_ISSUER: 'http://127.0.0.1:3000',
-      JWKS_URL: `${serviceUrl}/.well-known/jwks.json`,
-      AUDIENCE: 'ugs:embed,sales',
-      JWKS_CACHE_SECONDS: '1',
-    });
+    dataApi = await startDataApi({ UGS_ISSUER: serviceUrl, AUDIENCE: 'ugs:embed,sales', JWKS_CACHE_SECONDS: '1' });
   });
 
   after(async () => {
-    await stopExample(dataApi);
+    await dataApi?.stop();
     await service?.close();
-    await data?.drop();
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
-    await admin.connect();
-    await admin.query(`drop role if exists ${admin.escapeIdentifier(role)}`);
-    await admin.end();
   });
 
   async function embedToken(body: Record<string, unknown>): Promise<string> {
@@ -92,12 +72,13 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     clock = realNow;
     const genuine = await embedToken({ user_group_id: 'acme-corp' });
     const otherDashboard = await embedToken({ user_group_id: 'acme-corp', embed_id: 'finance' });
-    const foreign = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
+    const { alg } = decodeProtectedHeader(genuine);
+    const foreign = await generateKeyPair(alg!);
     const unknownKey = await new SignJWT(decodeJwt(genuine))
-      .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: 'not-a-published-key' })
+      .setProtectedHeader({ alg: alg!, typ: 'ugs-embed+jwt', kid: 'not-a-published-key' })
       .sign(foreign.privateKey);
     const foreignUnderPublishedKid = await new SignJWT(decodeJwt(genuine))
-      .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid: decodeProtectedHeader(genuine).kid })
+      .setProtectedHeader({ alg: alg!, typ: 'ugs-embed+jwt', kid: decodeProtectedHeader(genuine).kid })
       .sign(foreign.privateKey);
     const [header, , signature] = genuine.split('.');
     const altered = `${header}.${Buffer.from(JSON.stringify({ ...decodeJwt(genuine), sub: 'globex' })).toString('base64url')}.${signature}`;
@@ -131,9 +112,8 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   });
 
   it('the database role the example uses cannot bypass row-level security', async () => {
-    const asRole = new URL(data.url);
-    asRole.username = role;
-    const client = new pg.Client({ connectionString: asRole.href });
+    const { role } = dataApi;
+    const client = new pg.Client({ connectionString: dataApi.roleUrl });
     await client.connect();
     try {
       const { rows: [me] } = await client.query('select rolsuper, rolbypassrls from pg_roles where rolname = current_user');

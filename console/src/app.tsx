@@ -10,6 +10,7 @@ import { GroupList } from './pages/group-list.tsx';
 import { GroupDetail } from './pages/group-detail.tsx';
 import { GroupForm } from './pages/group-form.tsx';
 import { TokensPage } from './pages/tokens.tsx';
+import { SigningKeysPage } from './pages/signing-keys.tsx';
 
 export function App() {
   const [session, setSession] = useState<Session | null>(null);
@@ -47,9 +48,17 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
     storeEnvironment(value);
     setEnvironment(value);
   };
-  const current = route.page === 'tokens' ? 'tokens' : route.page === 'not-found' ? null : 'groups';
+  const current = route.page === 'tokens' || route.page === 'keys' ? route.page : route.page === 'not-found' ? null : 'groups';
   useEffect(() => {
-    const titles = { groups: 'User groups', 'new-group': 'New user group', group: 'User group', 'edit-group': 'Edit user group', tokens: 'API tokens', 'not-found': 'Not found' };
+    const titles = {
+      groups: 'User groups',
+      'new-group': 'New user group',
+      group: 'User group',
+      'edit-group': 'Edit user group',
+      tokens: 'API tokens',
+      keys: 'Signing keys',
+      'not-found': 'Not found',
+    };
     document.title = `${titles[route.page]} · Console · User Group Service`;
   }, [route.page]);
 
@@ -72,6 +81,9 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
               API tokens
             </a>
           )}
+          <a href="#/keys" aria-current={current === 'keys' ? 'page' : undefined}>
+            Signing keys
+          </a>
         </nav>
         <div class="who">
           <label for="environment">Environment</label>
@@ -111,6 +123,8 @@ function Page({ route, session, environment }: { route: Route; session: Session;
         );
       case 'tokens':
         return session.isAdmin ? <TokensPage session={session} /> : <ErrorAlert error={new Error('managing API tokens needs an API token with the admin scope')} />;
+      case 'keys':
+        return <SigningKeysPage session={session} />;
       case 'not-found':
         return <NotFound fragment={route.fragment} />;
     }

@@ -8,6 +8,7 @@ export type Route =
   | { page: 'group'; environment: string; id: string }
   | { page: 'edit-group'; environment: string; id: string }
   | { page: 'tokens' }
+  | { page: 'keys' }
   | { page: 'not-found'; fragment: string };
 
 /**
@@ -30,6 +31,7 @@ export function parseRoute(hash: string): Route | undefined {
   if (parts[0] === 'group' && parts.length === 3) return { page: 'group', environment: parts[1], id: parts[2] };
   if (parts[0] === 'group' && parts.length === 4 && parts[3] === 'edit') return { page: 'edit-group', environment: parts[1], id: parts[2] };
   if (parts[0] === 'tokens' && parts.length === 1) return { page: 'tokens' };
+  if (parts[0] === 'keys' && parts.length === 1) return { page: 'keys' };
   return { page: 'not-found', fragment };
 }
 

@@ -1,21 +1,24 @@
 // A data API for embedded dashboards: the dashboard calls it with the embed token it got
 // from its backend, and gets the viewer's rows. It holds no secret of the User Group
-// Service and imports none of its code: it verifies the token against the service's public
-// keys (JWKS), and lets PostgreSQL's row-level security decide which rows the viewer sees.
-// Its own SQL has no tenant filter.
+// Service and imports none of its code: @fastify/jwt verifies the token against the
+// service's public keys (JWKS, through get-jwks, as @fastify/jwt's own JWKS recipe does),
+// and PostgreSQL's row-level security decides which rows the viewer sees. Its own SQL has
+// no tenant filter.
 //
-//   JWKS_URL=http://127.0.0.1:3000/.well-known/jwks.json UGS_ISSUER=http://127.0.0.1:3000 \
-//   DATABASE_URL=postgres://ugs_reader@127.0.0.1:5432/analytics node server.mjs
-import http from 'node:http';
+//   UGS_ISSUER=http://127.0.0.1:3000 DATABASE_URL=postgres://ugs_reader@127.0.0.1:5432/analytics node server.mjs
+import Fastify from 'fastify';
+import cors from '@fastify/cors';
+import fastifyJwt from '@fastify/jwt';
+import buildGetJwks from 'get-jwks';
 import pg from 'pg';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
 
+// The service's UGS_PUBLIC_URL: the iss of its tokens, and where its keys are.
 const UGS_ISSUER = (process.env.UGS_ISSUER || 'http://127.0.0.1:3000').replace(/\/+$/, '');
-const JWKS_URL = process.env.JWKS_URL || `${UGS_ISSUER}/.well-known/jwks.json`;
 // The embed_id your backend binds tokens to, or the service's default audience.
 const AUDIENCE = (process.env.AUDIENCE || 'ugs:embed').split(',').map((a) => a.trim());
 // Never longer than the service's Cache-Control max-age (300 s), which is shorter than the
-// time a rotated-in key waits before it signs: the cached set always knows the signing key.
+// time a rotated-in key waits before it signs. get-jwks caches each key by kid, so a token
+// of a key it has not seen fetches the set again at once.
 const JWKS_CACHE_SECONDS = Number(process.env.JWKS_CACHE_SECONDS || 300);
 // Pages allowed to call this API from a browser (comma-separated); none by default.
 const ALLOWED_ORIGINS = (process.env.ALLOWED_ORIGINS || '').split(',').map((o) => o.trim()).filter(Boolean);
@@ -28,31 +31,43 @@ if (!process.env.DATABASE_URL) {
 }
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const jwks = createRemoteJWKSet(new URL(JWKS_URL), { cacheMaxAge: JWKS_CACHE_SECONDS * 1000 });
+const getJwks = buildGetJwks({ issuersWhitelist: [UGS_ISSUER], ttl: JWKS_CACHE_SECONDS * 1000 });
+const app = Fastify();
+
+await app.register(cors, { origin: ALLOWED_ORIGINS, methods: ['GET'], allowedHeaders: ['Authorization'] });
+await app.register(fastifyJwt, {
+  decode: { complete: true },
+  // The key the token's kid names, from the issuer you trust (never the token's own iss).
+  // get-jwks converts keys with jwk-to-pem, which has no EdDSA: ES256 (the service's
+  // default) and RS256 keys only.
+  secret: (_request, token) => getJwks.getPublicKey({ domain: UGS_ISSUER, kid: token.header.kid, alg: token.header.alg }),
+  verify: { algorithms: ['ES256', 'RS256'], allowedIss: UGS_ISSUER, allowedAud: AUDIENCE, requiredClaims: ['sub', 'exp', 'nbf'] },
+});
 
 class Refusal extends Error {
-  constructor(status, code, message) {
+  constructor(statusCode, code, message) {
     super(message);
-    this.status = status;
+    this.statusCode = statusCode;
     this.code = code;
   }
 }
 
 /** The verified claims of the request's embed token. */
-async function viewer(req) {
-  const match = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-  if (!match) throw new Refusal(401, 'missing_token', 'send the embed token as Authorization: Bearer <token>');
-  let payload;
+async function viewer(request) {
+  if (!/^Bearer\s+\S+$/i.test(request.headers.authorization ?? '')) {
+    throw new Refusal(401, 'missing_token', 'send the embed token as Authorization: Bearer <token>');
+  }
+  let claims;
   try {
-    ({ payload } = await jwtVerify(match[1], jwks, { issuer: UGS_ISSUER, audience: AUDIENCE, algorithms: ['EdDSA'], typ: 'ugs-embed+jwt' }));
+    claims = await request.jwtVerify();
   } catch (err) {
-    throw new Refusal(401, 'invalid_token', `the embed token is not valid (${err.code ?? 'ERR_JWT_INVALID'})`);
+    throw new Refusal(401, 'invalid_token', `the embed token is not valid (${err.code ?? 'FST_JWT_AUTHORIZATION_TOKEN_INVALID'})`);
   }
   // A token bound to a page is good only from that page.
-  if (payload.ugs_origin !== undefined && req.headers.origin !== undefined && req.headers.origin !== payload.ugs_origin) {
+  if (claims.ugs_origin !== undefined && request.headers.origin !== undefined && request.headers.origin !== claims.ugs_origin) {
     throw new Refusal(403, 'origin_forbidden', 'this embed token is bound to another origin');
   }
-  return payload;
+  return claims;
 }
 
 /** Runs `query` with the viewer's claims as transaction-local settings, which the policies read. */
@@ -83,38 +98,27 @@ const QUERIES = {
   '/notices': 'select id, region, notice from regional_notices order by id',
 };
 
-function send(req, res, status, body, extra = {}) {
-  const headers = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', vary: 'Origin', ...extra };
-  if (req.headers.origin && ALLOWED_ORIGINS.includes(req.headers.origin)) {
-    headers['access-control-allow-origin'] = req.headers.origin;
-    headers['access-control-allow-headers'] = 'Authorization';
-    headers['access-control-allow-methods'] = 'GET';
-  }
-  res.writeHead(status, headers);
-  res.end(status === 204 ? undefined : JSON.stringify(body));
+app.addHook('onSend', async (_request, reply) => {
+  reply.header('cache-control', 'no-store');
+});
+for (const [path, query] of Object.entries(QUERIES)) {
+  app.get(path, async (request) => {
+    const claims = await viewer(request);
+    return { user_group_id: claims.sub, rows: await asViewer(claims, query) };
+  });
 }
-
-const server = http.createServer(async (req, res) => {
-  const { pathname } = new URL(req.url, 'http://data-api');
-  if (req.method === 'OPTIONS') return send(req, res, 204);
-  const query = QUERIES[pathname];
-  if (req.method !== 'GET' || !query) return send(req, res, 404, { error: { code: 'not_found', message: 'GET /orders or GET /notices' } });
-  try {
-    const claims = await viewer(req);
-    send(req, res, 200, { user_group_id: claims.sub, rows: await asViewer(claims, query) });
-  } catch (err) {
-    if (err instanceof Refusal) {
-      return send(req, res, err.status, { error: { code: err.code, message: err.message } }, err.status === 401 ? { 'www-authenticate': 'Bearer' } : {});
-    }
-    console.error(err);
-    send(req, res, 500, { error: { code: 'internal_error', message: 'the query failed; see the data API log' } });
+app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: { code: 'not_found', message: 'GET /orders or GET /notices' } }));
+app.setErrorHandler((err, _request, reply) => {
+  if (err instanceof Refusal) {
+    if (err.statusCode === 401) reply.header('www-authenticate', 'Bearer');
+    return reply.code(err.statusCode).send({ error: { code: err.code, message: err.message } });
   }
+  console.error(err);
+  return reply.code(500).send({ error: { code: 'internal_error', message: 'the query failed; see the data API log' } });
 });
 
-server.listen(PORT, HOST, () => {
-  const { port } = server.address();
-  console.log(`data API listening on http://${HOST}:${port} (tokens of ${UGS_ISSUER}, audience ${AUDIENCE.join(', ')})`);
-});
-const stop = () => server.close(() => pool.end().then(() => process.exit(0)));
+const address = await app.listen({ host: HOST, port: PORT });
+console.log(`data API listening on ${address} (tokens of ${UGS_ISSUER}, audience ${AUDIENCE.join(', ')})`);
+const stop = () => app.close().then(() => pool.end()).then(() => process.exit(0));
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

@@ -1,7 +1,7 @@
 // `ugs`: the command-line tool for what the HTTP API does not do (accounts, API tokens,
 // migrations, history). It works on the same database as the server (DATABASE_URL).
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { loadConfig } from '../config.ts';
+import { EMBED_SIGNING_ALGORITHMS, loadConfig, type EmbedSigningAlgorithm } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { openMigratedDatabase } from '../runtime.ts';
@@ -289,7 +289,8 @@ export function buildCli(): Command {
         const done = [];
         for (const keyId of keyIds) {
           const reissued = await reissueTokensOfLostKey(h, keyring, keyId, CLI_ACTOR, () => new Date());
-          done.push({ ...reissued, replaced_signing_keys: await replaceSigningKeysOfLostKey(h, keyring, keyId, new Date()) });
+          const replaced = await replaceSigningKeysOfLostKey(h, keyring, keyId, new Date(), loadConfig().embedSigningAlgorithm);
+          done.push({ ...reissued, replaced_signing_keys: replaced });
         }
         return done;
       });
@@ -310,6 +311,11 @@ export function buildCli(): Command {
   embedKeys
     .command('rotate')
     .description('add a new signing key: published at once, it signs after --activate-in; older keys stay published until their tokens expire')
+    .addOption(
+      new Option('--alg <algorithm>', 'the algorithm of the new key (default: UGS_EMBED_SIGNING_ALG, else ES256); keys of other algorithms stay published until their tokens expire').choices(
+        EMBED_SIGNING_ALGORITHMS,
+      ),
+    )
     .option(
       '--activate-in <duration>',
       `how long the new key is published before it signs, so that verifiers' cached key sets learn it first (default ${DEFAULT_ACTIVATION_SECONDS / 60}m; 0s: at once)`,
@@ -317,13 +323,14 @@ export function buildCli(): Command {
       DEFAULT_ACTIVATION_SECONDS * 1000,
     )
     .option('--json', 'print JSON')
-    .action(async (opts: { activateIn: number; json?: boolean }) => {
+    .action(async (opts: { alg?: EmbedSigningAlgorithm; activateIn: number; json?: boolean }) => {
       const keyring = configuredKeyring();
-      const rotation = await withDatabase((h) => rotateSigningKey(h, keyring, new Date(), opts.activateIn));
+      const algorithm = opts.alg ?? loadConfig().embedSigningAlgorithm;
+      const rotation = await withDatabase((h) => rotateSigningKey(h, keyring, new Date(), opts.activateIn, algorithm));
       print(
         !!opts.json,
         rotation,
-        [`added embed signing key ${rotation.kid}; it signs from ${rotation.activates_at}`, ...rotation.dropped.map((kid) => `dropped key ${kid}: every token it signed has expired`)].join('\n'),
+        [`added embed signing key ${rotation.kid} (${rotation.algorithm}); it signs from ${rotation.activates_at}`, ...rotation.dropped.map((kid) => `dropped key ${kid}: every token it signed has expired`)].join('\n'),
       );
     });
   embedKeys

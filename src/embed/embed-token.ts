@@ -1,18 +1,21 @@
-// Embed tokens (docs/api.md, "Embed tokens"): compact JWS signed with EdDSA (Ed25519) by a
-// key of embed_signing_keys, so that anyone can verify them against the published JWKS
-// without a shared secret. Tokens signed before that change (HS256, with a key derived from
-// the secret key) keep verifying here until they expire; none are issued any more.
+// Embed tokens (docs/api.md, "Embed tokens"): compact JWS signed by a key of
+// embed_signing_keys (ES256 by default, RS256 or EdDSA), so that anyone can verify them
+// against the published JWKS without a shared secret. Tokens signed before that change
+// (HS256, with a key derived from the secret key) keep verifying here until they expire;
+// none are issued any more.
 //
-// Verifying an Ed25519 signature costs far more than the rest of an embed request, so the
-// outcome is remembered per token (by its SHA-256) until its `exp`. A remembered token is
-// still refused once its key is no longer published, and the caller still checks the
-// group's token generation on every request: rotation and deletion hold at once.
+// Verifying a signature costs far more than the rest of an embed request, so the outcome is
+// remembered per token (by its SHA-256) until its `exp`. A remembered token is still refused
+// once its key is no longer published, and the caller still checks the group's token
+// generation on every request: rotation and deletion hold at once.
 import crypto from 'node:crypto';
 import { SignJWT, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import type { Keyring } from '../crypto/keyring.ts';
 import { hashToken, isCanonicalJws } from '../auth/token-format.ts';
 import { BoundedMap } from '../bounded-map.ts';
-import { EMBED_ALGORITHM, type EmbedSigningKeys } from './signing-keys.ts';
+import type { EmbedSigningKeys } from './signing-keys.ts';
+import { EMBED_SIGNING_ALGORITHMS } from '../config.ts';
+import { EMBED_TOKEN_MAX_SECONDS } from './embed.schemas.ts';
 
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
 export const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
@@ -21,7 +24,10 @@ export const MAX_EMBED_TOKEN_BYTES = 8192;
 /** ~250 bytes an entry: 25 MB at most. */
 const VERIFIED_CACHE_SIZE = 100_000;
 const DECIMAL_ID = /^[1-9][0-9]{0,15}$/;
+/** How far ahead of this instance's clock another host's `iat` may be. */
+const CLOCK_SKEW_SECONDS = 60;
 
+const SIGNED = new Set<string | undefined>(EMBED_SIGNING_ALGORITHMS);
 const LEGACY_PURPOSE = 'embed-token';
 const LEGACY_ISSUER = 'ugs';
 const LEGACY_AUDIENCE = 'ugs:embed';
@@ -33,7 +39,7 @@ export interface EmbedClaims {
   embedId?: string;
   origin?: string;
   expiresAt: Date;
-  /** The key that signed it: an EdDSA key's kid, or `hs256:<secret key id>`. */
+  /** The key that signed it: a signing key's kid, or `hs256:<secret key id>`. */
   kid: string;
   /** Every claim of the token, as verified. */
   payload: JWTPayload;
@@ -78,7 +84,7 @@ export class EmbedTokens {
   async sign(subject: EmbedTokenSubject, issuedAt: Date, lifetimeSeconds: number): Promise<{ token: string; expiresAt: Date }> {
     const iat = Math.floor(issuedAt.getTime() / 1000);
     const expiresAt = new Date((iat + lifetimeSeconds) * 1000);
-    const { kid, privateKey } = await this.keys.signer(expiresAt);
+    const { kid, algorithm, privateKey } = await this.keys.signer(expiresAt);
     const claims: JWTPayload = {
       ugs_account: subject.accountSlug,
       ugs_environment: subject.environment,
@@ -88,7 +94,7 @@ export class EmbedTokens {
       ugs_variables: subject.variables,
     };
     const token = await new SignJWT(claims)
-      .setProtectedHeader({ alg: EMBED_ALGORITHM, typ: EMBED_TOKEN_TYPE, kid })
+      .setProtectedHeader({ alg: algorithm, typ: EMBED_TOKEN_TYPE, kid })
       .setIssuer(this.options.issuer)
       .setSubject(subject.userGroupId)
       .setAudience(subject.embedId ?? this.options.audience)
@@ -111,12 +117,13 @@ export class EmbedTokens {
     let claims: EmbedClaims | undefined;
     try {
       const { alg } = decodeProtectedHeader(token);
-      if (alg === EMBED_ALGORITHM) claims = await this.verifySigned(token, now);
+      if (SIGNED.has(alg)) claims = await this.verifySigned(token, now);
       else if (alg === 'HS256') claims = await this.verifyLegacy(token, now);
     } catch {
       return undefined;
     }
-    if (claims) this.verified.set(cacheKey, claims);
+    if (!claims || !issuableTimes(claims.payload, now)) return undefined;
+    this.verified.set(cacheKey, claims);
     return claims;
   }
 
@@ -129,11 +136,12 @@ export class EmbedTokens {
       token,
       async (header) => {
         const key = header.kid === undefined ? undefined : await this.keys.verificationKey(header.kid);
-        if (!key) throw new Error('unknown key id');
-        return key;
+        // A key verifies only its own algorithm: the header cannot choose another for it.
+        if (!key || key.algorithm !== header.alg) throw new Error('unknown key id');
+        return key.publicKey;
       },
       {
-        algorithms: [EMBED_ALGORITHM],
+        algorithms: [...EMBED_SIGNING_ALGORITHMS],
         typ: EMBED_TOKEN_TYPE,
         issuer: this.options.issuer,
         currentDate: now,
@@ -155,7 +163,7 @@ export class EmbedTokens {
     };
   }
 
-  /** Tokens issued before embed tokens were signed with EdDSA (docs/api.md, "Embed tokens"). */
+  /** Tokens issued before embed tokens were signed by published keys (docs/api.md, "Embed tokens"). */
   private async verifyLegacy(token: string, now: Date): Promise<EmbedClaims | undefined> {
     const { payload, protectedHeader } = await jwtVerify(
       token,
@@ -181,4 +189,16 @@ export class EmbedTokens {
     }
     return this.legacyKeys.get(kid);
   }
+}
+
+/**
+ * Whether the service could have issued a token with these times: signed now or before (an
+ * `iat` at most CLOCK_SKEW_SECONDS ahead), for no longer than the longest lifetime it issues.
+ * A signature alone does not say so: a leaked or misused signing key could sign anything,
+ * and a token that names a far future `exp` would outlive every key rotation meant to end it.
+ * The same check serves the context and introspection, so both refuse the same tokens.
+ */
+function issuableTimes({ iat, exp }: JWTPayload, now: Date): boolean {
+  if (typeof iat !== 'number' || typeof exp !== 'number') return false;
+  return iat <= now.getTime() / 1000 + CLOCK_SKEW_SECONDS && exp - iat <= EMBED_TOKEN_MAX_SECONDS;
 }

@@ -2,7 +2,16 @@
 // embed side"), and their code samples.
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import { EmbedContextQuery, EmbedContextResponse, EmbedTokenBody, EmbedTokenResponse, IntrospectionBody, IntrospectionResponse, JwksResponse } from './embed.schemas.ts';
+import {
+  DiscoveryResponse,
+  EmbedContextQuery,
+  EmbedContextResponse,
+  EmbedTokenBody,
+  EmbedTokenResponse,
+  IntrospectionBody,
+  IntrospectionResponse,
+  JwksResponse,
+} from './embed.schemas.ts';
 
 const tags = ['Embed'];
 
@@ -34,7 +43,7 @@ export const createEmbedTokenOperation = {
   operationId: 'createEmbedToken',
   summary: 'Issue a short-lived embed token for a user group',
   description: [
-    'Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with EdDSA (Ed25519) by the key its `kid` names,',
+    'Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with ES256 (the default; RS256 or EdDSA if the service is set so) by the key its `kid` names,',
     'which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id),',
     '`aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`,',
     "`ugs_origin` (when bound) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties). A token over 8,192 bytes is refused: `422 embed_token_too_large`.",
@@ -74,12 +83,27 @@ export const jwksOperation = {
   operationId: 'getJwks',
   summary: 'The public keys that verify embed tokens (RFC 7517)',
   description: [
-    'Needs no token; CORS is open to any origin. A verifier picks the key named by the token\'s `kid`.',
+    'Needs no token; CORS is open to any origin. A verifier picks the key named by the token\'s `kid`; keys of several algorithms (ES256, RS256, EdDSA) may be published at once, each with its `alg`.',
     'A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired.',
     'Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose\'s `createRemoteJWKSet` does both).',
   ].join(' '),
   response: {
     200: { ...JwksResponse, 'x-response-description': 'The published keys.' },
+    ...errorResponses('unavailable'),
+  },
+};
+
+export const discoveryOperation = {
+  tags,
+  operationId: 'getEmbedTokenDiscovery',
+  summary: 'Where a verifier that knows only the issuer finds the keys of embed tokens',
+  description: [
+    'Needs no token; CORS is open to any origin; cacheable like the key set (`max-age=300`). Answers `issuer` (UGS_PUBLIC_URL), `jwks_uri`',
+    'and `id_token_signing_alg_values_supported` (the algorithms of the published keys), under the names OpenID Connect Discovery uses, so that libraries',
+    "that discover keys from an issuer (get-jwks' `providerDiscovery`, OIDC clients) find them. It is not a login provider: it offers no login, authorization or ID token.",
+  ].join(' '),
+  response: {
+    200: { ...DiscoveryResponse, 'x-response-description': 'The issuer, where its keys are, and their algorithms.' },
     ...errorResponses('unavailable'),
   },
 };
@@ -94,13 +118,14 @@ export const embedCodeSamples: Record<string, CodeSample[]> = {
         "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.TOKEN! });\nconst { active, sub } = await ugs.introspectEmbedToken(embedToken);",
     },
   ],
+  getEmbedTokenDiscovery: [{ lang: 'Shell', label: 'curl', source: 'curl "$UGS/.well-known/openid-configuration"' }],
   getJwks: [
     { lang: 'Shell', label: 'curl', source: 'curl "$UGS/.well-known/jwks.json"' },
     {
       lang: 'JavaScript',
       label: 'jose',
       source:
-        "import { createRemoteJWKSet, jwtVerify } from 'jose';\nconst jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', process.env.UGS), { cacheMaxAge: 300_000 });\nconst { payload } = await jwtVerify(embedToken, jwks, { issuer: process.env.UGS, audience: 'ugs:embed', algorithms: ['EdDSA'] });",
+        "import { createRemoteJWKSet, jwtVerify } from 'jose';\nconst jwks = createRemoteJWKSet(new URL('/.well-known/jwks.json', process.env.UGS), { cacheMaxAge: 300_000 });\nconst { payload } = await jwtVerify(embedToken, jwks, { issuer: process.env.UGS, audience: 'ugs:embed', algorithms: ['ES256', 'RS256', 'EdDSA'] });",
     },
   ],
   getEmbedContext: [

@@ -1,15 +1,15 @@
 // The embed routes. /api/embed/* is called by browsers: it lives in its own encapsulated
 // plugin, with CORS for the configured origins, so the management API never sends CORS
 // headers. POST /api/embed_token and POST /api/embed/introspect belong to the management API
-// and are registered behind its API-token hook. /.well-known/jwks.json is public: its own
-// plugin, with CORS for any origin.
+// and are registered behind its API-token hook. /.well-known/jwks.json and the discovery
+// document beside it are public: their own plugin, with CORS for any origin.
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import cors from '@fastify/cors';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
-import { createEmbedTokenOperation, embedContextOperation, introspectOperation, jwksOperation } from './embed.operations.ts';
+import { createEmbedTokenOperation, discoveryOperation, embedContextOperation, introspectOperation, jwksOperation } from './embed.operations.ts';
 import { introspectEmbedToken, issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
 import { JWKS_MAX_AGE_SECONDS, type EmbedSigningKeys } from './signing-keys.ts';
 import { BODY_LIMIT_BYTES } from '../http/json-body.ts';
@@ -17,6 +17,7 @@ import { embedContextJson } from './embed-context.json.ts';
 import { INACTIVE_INTROSPECTION_JSON, activeIntrospectionJson } from './introspection.json.ts';
 import { sendJson } from '../http/json-reply.ts';
 import { notFoundHandler } from '../http/error-handler.ts';
+import type { DiscoveryView } from './embed.schemas.ts';
 
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
 const INTROSPECT_PATH = '/api/embed/introspect';
@@ -110,8 +111,12 @@ export function registerIntrospectionRoute(app: FastifyInstance, deps: EmbedDeps
   });
 }
 
-/** RFC 7517: the public keys of embed tokens, for verifiers anywhere. */
-export async function registerJwksRoute(app: FastifyInstance, keys: EmbedSigningKeys): Promise<void> {
+/**
+ * RFC 7517: the public keys of embed tokens, for verifiers anywhere; and the metadata that
+ * lets a verifier configured with only the issuer find them (OpenID Connect Discovery's path
+ * and field names, which libraries read; the service is no login provider).
+ */
+export async function registerWellKnownRoutes(app: FastifyInstance, keys: EmbedSigningKeys, issuer: string): Promise<void> {
   await app.register(
     async (plugin) => {
       // Public keys: any page may read them.
@@ -119,6 +124,10 @@ export async function registerJwksRoute(app: FastifyInstance, keys: EmbedSigning
       plugin.get('jwks.json', { schema: jwksOperation }, async (_request, reply) => {
         reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
         return sendJson(reply, 200, await keys.jwks());
+      });
+      plugin.get('openid-configuration', { schema: discoveryOperation }, async (_request, reply): Promise<DiscoveryView> => {
+        reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
+        return { issuer, jwks_uri: `${issuer}/.well-known/jwks.json`, id_token_signing_alg_values_supported: await keys.algorithms() };
       });
     },
     // As for /api/embed/: the cors plugin's `OPTIONS *` route must stay under this prefix.

@@ -93,7 +93,7 @@ export const EmbedTokenResponse = Type.Object(
     success: Type.Literal(1),
     embed_token: Type.String({
       description:
-        'A compact JWS signed with EdDSA (Ed25519), verifiable by anyone with the keys at `/.well-known/jwks.json`. Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`, or to your own data API.',
+        'A compact JWS signed with ES256 (the default), RS256 or EdDSA, verifiable by anyone with the keys at `/.well-known/jwks.json`. Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`, or to your own data API.',
     }),
     expires_at: Type.String({ format: 'date-time' }),
   },
@@ -158,23 +158,87 @@ export const IntrospectionResponse = Type.Object(
   },
 );
 
-export const PublicJwk = Type.Object(
-  {
-    kty: Type.Literal('OKP'),
-    crv: Type.Literal('Ed25519'),
-    x: Type.String({ description: 'The public key, base64url.' }),
-    kid: Type.String({ description: 'Its JWK thumbprint (RFC 7638), named by the `kid` of the tokens it signed.' }),
-    alg: Type.Literal('EdDSA'),
-    use: Type.Literal('sig'),
-  },
-  { title: 'PublicJwk', additionalProperties: false },
+const keyFields = {
+  kid: Type.String({ description: 'Its JWK thumbprint (RFC 7638), named by the `kid` of the tokens it signed.' }),
+  use: Type.Literal('sig'),
+};
+
+export const PublicJwk = Type.Union(
+  [
+    Type.Object(
+      {
+        kty: Type.Literal('EC'),
+        crv: Type.Literal('P-256'),
+        x: Type.String({ description: 'The public point, base64url.' }),
+        y: Type.String(),
+        ...keyFields,
+        alg: Type.Literal('ES256'),
+      },
+      { title: 'PublicEcJwk', additionalProperties: false },
+    ),
+    Type.Object(
+      {
+        kty: Type.Literal('RSA'),
+        e: Type.String({ description: 'The public exponent, base64url.' }),
+        n: Type.String({ description: 'The modulus (2048 bits or more), base64url.' }),
+        ...keyFields,
+        alg: Type.Literal('RS256'),
+      },
+      { title: 'PublicRsaJwk', additionalProperties: false },
+    ),
+    Type.Object(
+      {
+        kty: Type.Literal('OKP'),
+        crv: Type.Literal('Ed25519'),
+        x: Type.String({ description: 'The public key, base64url.' }),
+        ...keyFields,
+        alg: Type.Literal('EdDSA'),
+      },
+      { title: 'PublicOkpJwk', additionalProperties: false },
+    ),
+  ],
+  { title: 'PublicJwk', description: 'A public key: ES256 (P-256), RS256 (RSA) or EdDSA (Ed25519), always with `kid`, `alg` and `use`.' },
 );
 
 export const JwksResponse = Type.Object(
   { keys: Type.Array(PublicJwk) },
   {
     title: 'JsonWebKeySet',
-    description: 'RFC 7517: the keys that verify embed tokens, the key that signs now first among them.',
-    examples: [{ keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k', alg: 'EdDSA', use: 'sig' }] }],
+    description:
+      'RFC 7517: every key that signs now, will sign, or signed a token that may still be valid, of any of the three algorithms; a verifier picks the one the token\'s `kid` names.',
+    examples: [
+      {
+        keys: [
+          {
+            kty: 'EC',
+            crv: 'P-256',
+            x: 'vmmFu_3Sx093PxYQjFzfrq4-10fTyJMbW5i8Z9-U4rE',
+            y: '7Ia_A074ZgHGC-EhInYktfGZipkBM_Tvf4gqTXxh1q0',
+            kid: 'bIkzhf-vL2q1-MjlsZtYrdIjPF84v3_GsIO54Xutk14',
+            alg: 'ES256',
+            use: 'sig',
+          },
+          { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k', alg: 'EdDSA', use: 'sig' },
+        ],
+      },
+    ],
   },
 );
+
+export const DiscoveryResponse = Type.Object(
+  {
+    issuer: Type.String({ description: 'UGS_PUBLIC_URL: the `iss` of every embed token.', examples: ['https://ugs.example.com'] }),
+    jwks_uri: Type.String({ description: 'Where the keys are: `<issuer>/.well-known/jwks.json`.', examples: ['https://ugs.example.com/.well-known/jwks.json'] }),
+    id_token_signing_alg_values_supported: Type.Array(Type.Union([Type.Literal('ES256'), Type.Literal('RS256'), Type.Literal('EdDSA')]), {
+      description:
+        "The algorithms of the published keys, the signing key's first: what an embed token may be signed with now. Named as OpenID Connect names it, because that is where verifiers read it; the service issues no ID token.",
+    }),
+  },
+  {
+    title: 'EmbedTokenDiscovery',
+    additionalProperties: false,
+    description:
+      'The metadata a verifier configured with only the issuer reads (OpenID Connect Discovery 1.0 and RFC 8414 field names) to find the keys. This is not a login provider: no authorization, token or userinfo endpoint.',
+  },
+);
+export type DiscoveryView = Static<typeof DiscoveryResponse>;

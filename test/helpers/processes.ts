@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseBody, type ResponseBody } from './harness.ts';
@@ -161,4 +162,19 @@ export async function stopExample(example: ExampleProcess | undefined): Promise<
   const exited = new Promise((resolve) => example.child.once('exit', resolve));
   example.child.kill('SIGTERM');
   await exited;
+}
+
+/**
+ * A port nobody listens on now, for a process whose address must be known before it starts
+ * (its UGS_PUBLIC_URL, the issuer of its tokens, is http://HOST:PORT).
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }

@@ -18,9 +18,11 @@ import type {
   DeleteUserGroupResponse,
   EmbedContextParams,
   EmbedContextResponse,
+  EmbedTokenDiscovery,
   EmbedTokenResponse,
   ErrorDetail,
   IntrospectionResponse,
+  JsonWebKeySet,
   GetOrCreateUserGroupParams,
   GetOrCreateUserGroupResponse,
   ListUserGroupsParams,
@@ -81,9 +83,11 @@ interface RequestSpec {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
-  /** `api`: the API token; otherwise the user group token or embed token to send as Bearer. */
-  auth: 'api' | { bearer: string };
+  /** `api`: the API token; `none`: a public document; otherwise the user group token or embed token to send as Bearer. */
+  auth: 'api' | 'none' | { bearer: string };
   retry: RetryClass;
+  /** A standard document (a JWK set, discovery metadata): its answer has no `success` envelope. */
+  document?: true;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -238,6 +242,16 @@ export class UserGroupServiceClient {
     return this.#call({ method: 'GET', path: '/api/api_tokens/history', query: params, auth: 'api', retry: 'idempotent' }, options);
   }
 
+  /** The public keys that verify embed tokens (RFC 7517), of every algorithm published now. Needs no token. */
+  getJwks(options?: CallOptions): Promise<JsonWebKeySet> {
+    return this.#call({ method: 'GET', path: '/.well-known/jwks.json', auth: 'none', retry: 'idempotent', document: true }, options);
+  }
+
+  /** The issuer of embed tokens, where its keys are, and their algorithms (the signing key's first). Needs no token. */
+  getEmbedTokenDiscovery(options?: CallOptions): Promise<EmbedTokenDiscovery> {
+    return this.#call({ method: 'GET', path: '/.well-known/openid-configuration', auth: 'none', retry: 'idempotent', document: true }, options);
+  }
+
   /** Where this service publishes the public keys of its embed tokens. */
   jwksUrl(): URL {
     return jwksUrl(this.#baseUrl);
@@ -277,7 +291,7 @@ export class UserGroupServiceClient {
     if (spec.auth === 'api') {
       if (!this.#apiToken) throw new TypeError('this call needs an API token: pass apiToken to the UserGroupServiceClient');
       headers.authorization = `Token ${this.#apiToken}`;
-    } else {
+    } else if (spec.auth !== 'none') {
       headers.authorization = `Bearer ${spec.auth.bearer}`;
     }
     if (options.requestId) headers['x-request-id'] = options.requestId;
@@ -304,7 +318,7 @@ export class UserGroupServiceClient {
       json = undefined;
     }
     const envelope = json as { success?: unknown; error?: { code?: unknown; message?: unknown; details?: unknown; request_id?: unknown } } | undefined;
-    if (response.ok && envelope?.success === 1) return json as T;
+    if (response.ok && (envelope?.success === 1 || (spec.document && json !== undefined))) return json as T;
 
     const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
     const retryAfterSeconds = retryAfterMs === undefined ? undefined : retryAfterMs / 1000;

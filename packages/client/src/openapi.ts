@@ -11,9 +11,29 @@ export interface paths {
         };
         /**
          * The public keys that verify embed tokens (RFC 7517)
-         * @description Needs no token; CORS is open to any origin. A verifier picks the key named by the token's `kid`. A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired. Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose's `createRemoteJWKSet` does both).
+         * @description Needs no token; CORS is open to any origin. A verifier picks the key named by the token's `kid`; keys of several algorithms (ES256, RS256, EdDSA) may be published at once, each with its `alg`. A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired. Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose's `createRemoteJWKSet` does both).
          */
         get: operations["getJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/openid-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where a verifier that knows only the issuer finds the keys of embed tokens
+         * @description Needs no token; CORS is open to any origin; cacheable like the key set (`max-age=300`). Answers `issuer` (UGS_PUBLIC_URL), `jwks_uri` and `id_token_signing_alg_values_supported` (the algorithms of the published keys), under the names OpenID Connect Discovery uses, so that libraries that discover keys from an issuer (get-jwks' `providerDiscovery`, OIDC clients) find them. It is not a login provider: it offers no login, authorization or ID token.
+         */
+        get: operations["getEmbedTokenDiscovery"];
         put?: never;
         post?: never;
         delete?: never;
@@ -117,7 +137,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a short-lived embed token for a user group
-         * @description Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with EdDSA (Ed25519) by the key its `kid` names, which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id), `aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`, `ugs_origin` (when bound) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties). A token over 8,192 bytes is refused: `422 embed_token_too_large`. Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`, the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted; with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.
+         * @description Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with ES256 (the default; RS256 or EdDSA if the service is set so) by the key its `kid` names, which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id), `aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`, `ugs_origin` (when bound) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties). A token over 8,192 bytes is refused: `422 embed_token_too_large`. Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`, the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted; with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.
          */
         post: operations["createEmbedToken"];
         delete?: never;
@@ -463,12 +483,30 @@ export interface components {
         };
         /** EmbedToken */
         EmbedToken: {
-            /** @description A compact JWS signed with EdDSA (Ed25519), verifiable by anyone with the keys at `/.well-known/jwks.json`. Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`, or to your own data API. */
+            /** @description A compact JWS signed with ES256 (the default), RS256 or EdDSA, verifiable by anyone with the keys at `/.well-known/jwks.json`. Send it as `Authorization: Bearer <embed_token>` to `/api/embed/context`, or to your own data API. */
             embed_token: string;
             /** Format: date-time */
             expires_at: string;
             /** @enum {number} */
             success: 1;
+        };
+        /**
+         * EmbedTokenDiscovery
+         * @description The metadata a verifier configured with only the issuer reads (OpenID Connect Discovery 1.0 and RFC 8414 field names) to find the keys. This is not a login provider: no authorization, token or userinfo endpoint.
+         */
+        EmbedTokenDiscovery: {
+            /** @description The algorithms of the published keys, the signing key's first: what an embed token may be signed with now. Named as OpenID Connect names it, because that is where verifiers read it; the service issues no ID token. */
+            id_token_signing_alg_values_supported: ("ES256" | "RS256" | "EdDSA")[];
+            /**
+             * @description UGS_PUBLIC_URL: the `iss` of every embed token.
+             * @example https://ugs.example.com
+             */
+            issuer: string;
+            /**
+             * @description Where the keys are: `<issuer>/.well-known/jwks.json`.
+             * @example https://ugs.example.com/.well-known/jwks.json
+             */
+            jwks_uri: string;
         };
         /** EmbedTokenRequest */
         EmbedTokenRequest: {
@@ -658,7 +696,7 @@ export interface components {
         };
         /**
          * JsonWebKeySet
-         * @description RFC 7517: the keys that verify embed tokens, the key that signs now first among them.
+         * @description RFC 7517: every key that signs now, will sign, or signed a token that may still be valid, of any of the three algorithms; a verifier picks the one the token's `kid` names.
          */
         JsonWebKeySet: {
             keys: components["schemas"]["PublicJwk"][];
@@ -690,8 +728,29 @@ export interface components {
         Properties: {
             [key: string]: unknown;
         };
-        /** PublicJwk */
-        PublicJwk: {
+        /** PublicEcJwk */
+        PublicEcJwk: {
+            /** @enum {string} */
+            alg: "ES256";
+            /** @enum {string} */
+            crv: "P-256";
+            /** @description Its JWK thumbprint (RFC 7638), named by the `kid` of the tokens it signed. */
+            kid: string;
+            /** @enum {string} */
+            kty: "EC";
+            /** @enum {string} */
+            use: "sig";
+            /** @description The public point, base64url. */
+            x: string;
+            y: string;
+        };
+        /**
+         * PublicJwk
+         * @description A public key: ES256 (P-256), RS256 (RSA) or EdDSA (Ed25519), always with `kid`, `alg` and `use`.
+         */
+        PublicJwk: components["schemas"]["PublicEcJwk"] | components["schemas"]["PublicRsaJwk"] | components["schemas"]["PublicOkpJwk"];
+        /** PublicOkpJwk */
+        PublicOkpJwk: {
             /** @enum {string} */
             alg: "EdDSA";
             /** @enum {string} */
@@ -704,6 +763,21 @@ export interface components {
             use: "sig";
             /** @description The public key, base64url. */
             x: string;
+        };
+        /** PublicRsaJwk */
+        PublicRsaJwk: {
+            /** @enum {string} */
+            alg: "RS256";
+            /** @description The public exponent, base64url. */
+            e: string;
+            /** @description Its JWK thumbprint (RFC 7638), named by the `kid` of the tokens it signed. */
+            kid: string;
+            /** @enum {string} */
+            kty: "RSA";
+            /** @description The modulus (2048 bits or more), base64url. */
+            n: string;
+            /** @enum {string} */
+            use: "sig";
         };
         /** RevokedApiToken */
         RevokedApiToken: {
@@ -930,6 +1004,15 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
+                     *           "kty": "EC",
+                     *           "crv": "P-256",
+                     *           "x": "vmmFu_3Sx093PxYQjFzfrq4-10fTyJMbW5i8Z9-U4rE",
+                     *           "y": "7Ia_A074ZgHGC-EhInYktfGZipkBM_Tvf4gqTXxh1q0",
+                     *           "kid": "bIkzhf-vL2q1-MjlsZtYrdIjPF84v3_GsIO54Xutk14",
+                     *           "alg": "ES256",
+                     *           "use": "sig"
+                     *         },
+                     *         {
                      *           "kty": "OKP",
                      *           "crv": "Ed25519",
                      *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
@@ -941,6 +1024,48 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable, storage_unavailable */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEmbedTokenDiscovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The issuer, where its keys are, and their algorithms. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmbedTokenDiscovery"];
                 };
             };
             /** @description Error: internal_error */

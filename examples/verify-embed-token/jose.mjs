@@ -1,0 +1,18 @@
+// Verify an embed token with jose (docs/verify-embed-tokens.md). jose fetches the key set,
+// caches it, and fetches it again for a kid it does not know.
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+
+/** `issuer`: the service's UGS_PUBLIC_URL; `audience`: the embed_id your dashboards are bound to, or 'ugs:embed'. */
+export function embedTokenVerifier({ issuer, audience }) {
+  const keys = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`), { cacheMaxAge: 300_000 });
+  return async (token) => {
+    const { payload } = await jwtVerify(token, keys, {
+      issuer,
+      audience,
+      algorithms: ['ES256', 'RS256', 'EdDSA'],
+      typ: 'ugs-embed+jwt',
+      requiredClaims: ['exp', 'nbf'],
+    });
+    return payload; // sub: the user_group_id; ugs_variables: the dashboard variables
+  };
+}

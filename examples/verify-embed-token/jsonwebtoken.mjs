@@ -1,0 +1,15 @@
+// Verify an embed token with jsonwebtoken and jwks-rsa (docs/verify-embed-tokens.md).
+// jsonwebtoken does not implement EdDSA: this works for ES256 (the default) and RS256 keys.
+import jwt from 'jsonwebtoken';
+import jwksClient from 'jwks-rsa';
+
+/** `issuer`: the service's UGS_PUBLIC_URL; `audience`: the embed_id your dashboards are bound to, or 'ugs:embed'. */
+export function embedTokenVerifier({ issuer, audience }) {
+  // Keys are cached by kid; an unknown kid fetches the set again, at most 30 times a minute.
+  const keys = jwksClient({ jwksUri: `${issuer}/.well-known/jwks.json`, cache: true, cacheMaxAge: 300_000, rateLimit: true, jwksRequestsPerMinute: 30 });
+  const publicKey = (header, callback) => keys.getSigningKey(header.kid).then((key) => callback(null, key.getPublicKey()), callback);
+  return (token) =>
+    new Promise((resolve, reject) => {
+      jwt.verify(token, publicKey, { issuer, audience, algorithms: ['ES256', 'RS256'] }, (err, claims) => (err ? reject(err) : resolve(claims)));
+    });
+}

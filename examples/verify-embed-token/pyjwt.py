@@ -1,0 +1,41 @@
+"""Verify an embed token with PyJWT (docs/verify-embed-tokens.md).
+
+Finds the key set from the issuer alone (/.well-known/openid-configuration); PyJWKClient
+caches it for 5 minutes and fetches it again for a kid it does not know.
+
+    UGS_ISSUER=https://ugs.example.com python3 pyjwt.py   # then one token a line on stdin
+"""
+import json
+import os
+import sys
+import urllib.request
+
+import jwt
+
+ISSUER = os.environ.get("UGS_ISSUER", "http://127.0.0.1:3000")
+AUDIENCE = os.environ.get("UGS_AUDIENCE", "ugs:embed")
+
+with urllib.request.urlopen(f"{ISSUER}/.well-known/openid-configuration") as response:
+    jwks_client = jwt.PyJWKClient(json.load(response)["jwks_uri"], lifespan=300)
+
+
+def verify_embed_token(token):
+    """The claims of a genuine, current embed token for AUDIENCE; raises otherwise."""
+    signing_key = jwks_client.get_signing_key_from_jwt(token)
+    return jwt.decode(
+        token,
+        signing_key.key,
+        algorithms=["ES256", "RS256", "EdDSA"],
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        options={"require": ["iss", "aud", "exp", "nbf"]},
+    )
+
+
+if __name__ == "__main__":
+    # One token a line on stdin; one JSON line out for each: its claims, or why it was refused.
+    for line in sys.stdin:
+        try:
+            print(json.dumps({"claims": verify_embed_token(line.strip())}), flush=True)
+        except Exception as error:  # noqa: BLE001 (report every refusal, whatever its kind)
+            print(json.dumps({"error": f"{type(error).__name__}: {error}"}), flush=True)

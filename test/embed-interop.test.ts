@@ -1,0 +1,305 @@
+// Embed tokens every common verifier accepts, proven with the verifiers customers run: a real
+// server process with its defaults (ES256), then after `ugs keys embed rotate --alg` to each
+// algorithm, and each verifier exactly as docs/verify-embed-tokens.md shows it
+// (examples/verify-embed-token/): jose; jsonwebtoken + jwks-rsa; fast-jwt + get-jwks, which
+// finds the keys from the issuer alone (/.well-known/openid-configuration); @fastify/jwt in
+// examples/postgres-rls's data API, which answers the viewer's rows; PyJWT from Debian's
+// python3-jwt; golang-jwt with go-jose from Debian's Go packages. Each checks iss, aud, exp
+// and nbf. Each must accept the genuine tokens of the algorithms it implements (a token of the
+// key before the rotation included) and refuse every forgery below; the whole matrix is
+// compared at once, so a failure shows every cell that moved.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SignJWT, decodeJwt, decodeProtectedHeader, exportSPKI, generateKeyPair, importJWK, type CryptoKey, type JSONWebKeySet } from 'jose';
+import { Keyring } from '../src/crypto/keyring.ts';
+import { openMigratedDatabase } from '../src/runtime.ts';
+import type { DatabaseHandle } from '../src/db/database.ts';
+import { EMBED_SIGNING_ALGORITHMS, type EmbedSigningAlgorithm } from '../src/config.ts';
+import { BACKENDS, POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { ROOT, freePort, httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { startDataApi, type DataApi } from './helpers/data-api.ts';
+import { resignWithServiceKey } from './helpers/embed-keys.ts';
+
+const SNIPPETS = path.join(ROOT, 'examples', 'verify-embed-token');
+const AUDIENCE = 'ugs:embed';
+/** The group examples/postgres-rls has sample rows for (three orders). */
+const VIEWER = 'acme-corp';
+const PYTHON = '/usr/bin/python3'; // Debian's, where python3-jwt installs
+const GO = '/usr/bin/go';
+const GO_PACKAGES = ['github.com/golang-jwt/jwt', 'gopkg.in/square/go-jose.v2'].map((p) => path.join('/usr/share/gocode/src', p));
+
+// ---- which verifiers can run here ----
+
+/** Why a verifier cannot run on this machine, or false. CI installs all of them (.ci/run), so there a missing one fails. */
+function missing(name: string, reason: string | false): string | false {
+  if (!reason) return false;
+  assert.ok(!process.env.CI, `${name}: ${reason}; .ci/run installs it, so CI must have it`);
+  process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the ${name} verifier: ${reason}\n${'!'.repeat(78)}\n\n`);
+  return reason;
+}
+const noPyJwt = missing(
+  'PyJWT',
+  spawnSync(PYTHON, ['-c', 'import jwt, cryptography']).status === 0 ? false : `${PYTHON} cannot import jwt and cryptography: apt-get install -y python3-jwt`,
+);
+const noGo = missing(
+  'golang-jwt',
+  fs.existsSync(GO) && GO_PACKAGES.every((p) => fs.existsSync(p)) ? false : 'apt-get install -y golang-go golang-github-golang-jwt-jwt-dev golang-gopkg-square-go-jose.v2-dev',
+);
+const noDataApi = missing('@fastify/jwt data API', POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: examples/postgres-rls needs PostgreSQL');
+
+// ---- the verifiers ----
+
+/** What a verifier concluded about one token: the `sub` it accepted, or why it refused. */
+type Outcome = { accepted: true; sub: string; detail?: string } | { accepted: false; detail: string };
+
+interface Verifier {
+  name: string;
+  /** The algorithms it implements: a genuine token of another one is refused, and that is expected. */
+  algorithms: readonly EmbedSigningAlgorithm[];
+  /** Verifies the tokens in order; each call starts a verifier as a data API would after a deploy. */
+  run(tokens: string[]): Promise<Outcome[]>;
+}
+
+/** A Node snippet of docs/verify-embed-tokens.md, imported as it is. */
+function nodeVerifier(name: string, file: string, algorithms: readonly EmbedSigningAlgorithm[], issuer: () => string): Verifier {
+  return {
+    name,
+    algorithms,
+    async run(tokens) {
+      const { embedTokenVerifier } = (await import(path.join(SNIPPETS, file))) as { embedTokenVerifier(o: { issuer: string; audience: string }): (token: string) => Promise<{ sub?: string }> };
+      const verify = embedTokenVerifier({ issuer: issuer(), audience: AUDIENCE });
+      const outcomes: Outcome[] = [];
+      for (const token of tokens) {
+        try {
+          outcomes.push({ accepted: true, sub: String((await verify(token)).sub) });
+        } catch (err) {
+          outcomes.push({ accepted: false, detail: (err as Error).message });
+        }
+      }
+      return outcomes;
+    },
+  };
+}
+
+/** A program that reads one token a line and writes one JSON line each: {"claims": …} or {"error": …}. */
+function lineVerifier(name: string, algorithms: readonly EmbedSigningAlgorithm[], command: () => string[], issuer: () => string): Verifier {
+  return {
+    name,
+    algorithms,
+    run: (tokens) =>
+      new Promise((resolve, reject) => {
+        const [program, ...args] = command();
+        const child = spawn(program, args, { cwd: ROOT, env: { ...process.env, UGS_ISSUER: issuer(), UGS_AUDIENCE: AUDIENCE } });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c) => (stdout += c));
+        child.stderr.on('data', (c) => (stderr += c));
+        child.on('error', reject);
+        child.on('close', (code) => {
+          const lines = stdout.trim().split('\n').filter(Boolean);
+          if (code !== 0 || lines.length !== tokens.length) {
+            reject(new Error(`${name} exited ${code} with ${lines.length} answers for ${tokens.length} tokens:\n${stdout}\n${stderr}`));
+            return;
+          }
+          resolve(
+            lines.map((line) => {
+              const answer = JSON.parse(line) as { claims?: { sub?: string }; error?: string };
+              return answer.claims ? { accepted: true, sub: String(answer.claims.sub) } : { accepted: false, detail: String(answer.error) };
+            }),
+          );
+        });
+        child.stdin.end(tokens.join('\n') + '\n');
+      }),
+  };
+}
+
+/** Builds the Go snippet once, with Debian's packages only (GOPATH mode: no module proxy is reachable). */
+let goBinary: Promise<string> | undefined;
+function buildGoVerifier(): Promise<string> {
+  goBinary ??= (async () => {
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-go-verifier-'));
+    process.on('exit', () => fs.rmSync(work, { recursive: true, force: true }));
+    // Debian installs golang-jwt v4 at its import path without /v4: a second GOPATH entry gives it the module path the snippet imports.
+    const v4 = path.join(work, 'gopath/src/github.com/golang-jwt/jwt/v4');
+    fs.mkdirSync(path.dirname(v4), { recursive: true });
+    fs.symlinkSync('/usr/share/gocode/src/github.com/golang-jwt/jwt', v4);
+    const binary = path.join(work, 'verify');
+    const built = spawnSync(GO, ['build', '-o', binary, '.'], {
+      cwd: path.join(SNIPPETS, 'go'),
+      env: { ...process.env, GO111MODULE: 'off', GOPATH: `${path.join(work, 'gopath')}:/usr/share/gocode`, GOCACHE: path.join(work, 'cache'), GOFLAGS: '' },
+      encoding: 'utf8',
+    });
+    if (built.status !== 0) throw new Error(`go build failed:\n${built.stderr}`);
+    return binary;
+  })();
+  return goBinary;
+}
+
+/** examples/postgres-rls's data API: accepted means 200 with the viewer's rows. */
+function dataApiVerifier(url: () => string): Verifier {
+  return {
+    name: '@fastify/jwt (data API)',
+    algorithms: ['ES256', 'RS256'],
+    async run(tokens) {
+      const outcomes: Outcome[] = [];
+      for (const token of tokens) {
+        const res = await fetch(`${url()}/orders`, { headers: { authorization: `Bearer ${token}` } });
+        const body = (await res.json()) as { user_group_id?: string; rows?: unknown[]; error?: { code: string; message: string } };
+        outcomes.push(res.status === 200 ? { accepted: true, sub: String(body.user_group_id), detail: `${body.rows?.length} rows` } : { accepted: false, detail: `${res.status} ${body.error?.message}` });
+      }
+      return outcomes;
+    },
+  };
+}
+
+// ---- the tokens ----
+
+interface Case {
+  name: string;
+  token: string;
+  /** Accepted by every verifier that implements this algorithm; undefined: refused by all. */
+  acceptedAs?: EmbedSigningAlgorithm;
+}
+
+const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+/** The genuine token and every forgery, for the key that signs now. */
+async function tokenCases(genuine: string, otherAudience: string, previous: string | undefined, keySet: JSONWebKeySet, handle: DatabaseHandle, keyring: Keyring): Promise<Case[]> {
+  const header = decodeProtectedHeader(genuine);
+  const algorithm = header.alg as EmbedSigningAlgorithm;
+  const claims = decodeJwt(genuine);
+  const [encodedHeader, encodedPayload, encodedSignature] = genuine.split('.');
+  const now = Math.floor(Date.now() / 1000);
+  const signature = Buffer.from(encodedSignature, 'base64url');
+  signature[signature.length >> 1] ^= 0x01;
+  const published = keySet.keys.find((key) => key.kid === header.kid)!;
+  const publicPem = await exportSPKI((await importJWK(published, algorithm)) as CryptoKey);
+  const foreign = await generateKeyPair(algorithm, algorithm === 'EdDSA' ? { crv: 'Ed25519' } : {});
+  const resign = (changes: Record<string, unknown>) => resignWithServiceKey(handle.db, keyring, genuine, changes);
+  return [
+    { name: 'genuine', token: genuine, acceptedAs: algorithm },
+    ...(previous ? [{ name: 'of the key before the rotation', token: previous, acceptedAs: decodeProtectedHeader(previous).alg as EmbedSigningAlgorithm }] : []),
+    { name: 'tampered payload', token: `${encodedHeader}.${b64({ ...claims, sub: 'globex' })}.${encodedSignature}` },
+    { name: 'flipped signature bit', token: `${encodedHeader}.${encodedPayload}.${signature.toString('base64url')}` },
+    { name: 'alg none', token: `${b64({ alg: 'none', typ: header.typ, kid: header.kid })}.${encodedPayload}.` },
+    { name: 'HS256 keyed with the public key (PEM)', token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: 'HS256' }).sign(Buffer.from(publicPem)) },
+    { name: 'HS256 keyed with the public key (JWK)', token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: 'HS256' }).sign(Buffer.from(JSON.stringify(published))) },
+    { name: 'expired', token: await resign({ iat: now - 7200, nbf: now - 7200, exp: now - 3600 }) },
+    { name: 'not yet valid', token: await resign({ iat: now, nbf: now + 3600, exp: now + 7200 }) },
+    { name: 'wrong audience', token: otherAudience },
+    { name: 'wrong issuer', token: await resign({ iss: 'https://attacker.example' }) },
+    { name: 'unknown kid', token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: algorithm, kid: 'not-a-published-key' }).sign(foreign.privateKey) },
+  ];
+}
+
+/** One line per case: `accepted (sub)` or `refused`; the same for what a verifier did and what it should. */
+function matrixCell(outcome: Outcome): string {
+  return outcome.accepted ? `accepted (${outcome.sub})` : 'refused';
+}
+
+// ---- the suite ----
+
+for (const backend of BACKENDS) {
+  describe(`[${backend}] embed tokens and the verifiers customers run`, { timeout: 300_000 }, () => {
+    let database: TestDatabase;
+    let server: ServerProcess;
+    let issuer: string;
+    let env: Record<string, string>;
+    let apiToken: string;
+    let handle: DatabaseHandle;
+    let keyring: Keyring;
+    let dataApi: DataApi | undefined;
+    let previous: string | undefined;
+    let goVerifierPath = '';
+
+    const verifiers: Verifier[] = [
+      nodeVerifier('jose', 'jose.mjs', EMBED_SIGNING_ALGORITHMS, () => issuer),
+      nodeVerifier('jsonwebtoken + jwks-rsa', 'jsonwebtoken.mjs', ['ES256', 'RS256'], () => issuer),
+      nodeVerifier('fast-jwt + get-jwks (discovery)', 'fast-jwt.mjs', ['ES256', 'RS256'], () => issuer),
+      ...(noDataApi ? [] : [dataApiVerifier(() => dataApi!.url)]),
+      ...(noPyJwt ? [] : [lineVerifier('PyJWT', EMBED_SIGNING_ALGORITHMS, () => [PYTHON, path.join(SNIPPETS, 'pyjwt.py')], () => issuer)]),
+      ...(noGo ? [] : [lineVerifier('golang-jwt + go-jose', EMBED_SIGNING_ALGORITHMS, () => [goVerifierPath], () => issuer)]),
+    ];
+
+    before(async () => {
+      if (!noGo) goVerifierPath = await buildGoVerifier();
+      database = await createTestDatabase(backend);
+      const secretKey = crypto.randomBytes(32);
+      keyring = new Keyring([secretKey]);
+      // The port is fixed first, so that the issuer (http://HOST:PORT by default) is the
+      // server's real address: verifiers find the keys from it. Nothing else is set: defaults.
+      const port = await freePort();
+      issuer = `http://127.0.0.1:${port}`;
+      env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey.toString('base64') };
+      server = await spawnServer({ ...env, PORT: String(port) });
+      apiToken = (await issueTokenWithCli(env, ['--account', 'interop', '--scopes', 'read,write'])).token;
+      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: apiToken, body: { user_group_id: VIEWER, properties: { region: 'emea' } } });
+      assert.equal(created.status, 201, created.text);
+      // The test's own view of the database: the signing keys, to sign what the API never issues.
+      handle = (await openMigratedDatabase({ databaseUrl: database.url })).handle;
+
+      if (!noDataApi) dataApi = await startDataApi({ UGS_ISSUER: issuer, AUDIENCE });
+    });
+
+    after(async () => {
+      await dataApi?.stop();
+      await server?.stop();
+      await handle?.close();
+      await database?.drop();
+    });
+
+    async function mint(body: Record<string, unknown> = {}): Promise<string> {
+      const res = await httpRequest(server.baseUrl, 'POST', '/api/embed_token', { token: apiToken, body: { user_group_id: VIEWER, expires_in_seconds: 600, ...body } });
+      assert.equal(res.status, 200, res.text);
+      return res.body.embed_token;
+    }
+
+    /** Rotates with the command-line tool (the new key signs at once) and waits for the server's copy of the key table to have it. */
+    async function rotateTo(algorithm: EmbedSigningAlgorithm): Promise<void> {
+      const rotated = await runUgs(['keys', 'embed', 'rotate', '--alg', algorithm, '--activate-in', '0s', '--json'], env);
+      assert.equal(rotated.code, 0, rotated.stderr);
+      const { kid } = JSON.parse(rotated.stdout) as { kid: string };
+      for (let waited = 0; decodeProtectedHeader(await mint()).kid !== kid; waited += 200) {
+        assert.ok(waited < 5000, `the server did not sign with ${kid} within 5 s`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+
+    const states: { title: string; rotateTo?: EmbedSigningAlgorithm }[] = [
+      { title: 'a default deployment (ES256)' },
+      { title: 'after a rotation to a new ES256 key', rotateTo: 'ES256' },
+      { title: 'after a rotation to RS256', rotateTo: 'RS256' },
+      { title: 'after a rotation to EdDSA', rotateTo: 'EdDSA' },
+    ];
+    for (const state of states) {
+      it(`${state.title}: each verifier accepts the genuine tokens of the algorithms it implements and refuses a tampered payload, a flipped signature bit, alg none, HS256 keyed with the public key, an expired or not yet valid token, the wrong audience or issuer, and an unknown kid`, async (t) => {
+        if (state.rotateTo) await rotateTo(state.rotateTo);
+        const genuine = await mint();
+        assert.equal(decodeProtectedHeader(genuine).alg, state.rotateTo ?? 'ES256');
+        const keySet = (await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json')).body as unknown as JSONWebKeySet;
+        const cases = await tokenCases(genuine, await mint({ embed_id: 'finance' }), previous, keySet, handle, keyring);
+        previous = genuine;
+
+        const expected: Record<string, Record<string, string>> = {};
+        const actual: Record<string, Record<string, string>> = {};
+        for (const verifier of verifiers) {
+          const outcomes = await verifier.run(cases.map((c) => c.token));
+          expected[verifier.name] = {};
+          actual[verifier.name] = {};
+          for (const [i, c] of cases.entries()) {
+            const implemented = c.acceptedAs !== undefined && verifier.algorithms.includes(c.acceptedAs);
+            expected[verifier.name][c.name] = implemented ? `accepted (${VIEWER})` : 'refused';
+            actual[verifier.name][c.name] = matrixCell(outcomes[i]);
+            t.diagnostic(`${verifier.name} | ${c.name}: ${matrixCell(outcomes[i])}${outcomes[i].detail ? ` — ${outcomes[i].detail.slice(0, 120)}` : ''}`);
+          }
+        }
+        assert.deepEqual(actual, expected);
+      });
+    }
+  });
+}
