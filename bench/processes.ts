@@ -170,7 +170,11 @@ export async function primeGroups(baseUrl: string, apiToken: string, groups: num
   const worker = async () => {
     while (next < groups) {
       const i = next++;
-      const res = await httpRequest(baseUrl, { method: 'GET', path: `/api/user?user_group_id=bench-${i}`, headers: { authorization: `Token ${apiToken}` } }, agent);
+      const res = await httpRequest(
+        baseUrl,
+        { method: 'GET', path: `/api/user?user_group_id=bench-${i}`, headers: { authorization: `Token ${apiToken}` } },
+        agent,
+      );
       if (res.status !== 200) failures++;
     }
   };
@@ -189,7 +193,12 @@ export async function mintEmbedTokens(baseUrl: string, apiToken: string, flatGro
         const i = Math.floor(Math.random() * flatGroups);
         const res = await httpRequest(
           baseUrl,
-          { method: 'POST', path: '/api/embed_token', headers: { authorization: `Token ${apiToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_group_id: `bench-${i}` }) },
+          {
+            method: 'POST',
+            path: '/api/embed_token',
+            headers: { authorization: `Token ${apiToken}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ user_group_id: `bench-${i}` }),
+          },
           agent,
         );
         if (res.status !== 200) throw new Error(`minting an embed token: ${res.status} ${res.body}`);

@@ -14,7 +14,18 @@ import type { DatabaseHandle } from '../src/db/database.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
 import { rotateSigningKey } from '../src/embed/signing-keys.ts';
 import { createBenchDatabase, cursorAfter, plannerStatistics, seedDatabase, type BenchDatabase } from './seed.ts';
-import { REPO_ROOT, httpRequest, mintEmbedTokens, primeGroups, residentMemoryKb, runLoad, signingAlgorithmOf, startNodeProcess, type ProbeResponse, type RunningProcess } from './processes.ts';
+import {
+  REPO_ROOT,
+  httpRequest,
+  mintEmbedTokens,
+  primeGroups,
+  residentMemoryKb,
+  runLoad,
+  signingAlgorithmOf,
+  startNodeProcess,
+  type ProbeResponse,
+  type RunningProcess,
+} from './processes.ts';
 import { SCENARIO_NAMES, benchLayout, scenarioByName, type ScenarioData } from './scenarios.ts';
 import type { LoadResult } from './load.ts';
 
@@ -83,7 +94,10 @@ function parseOptions(): Options {
     if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be an integer >= ${min}, got "${raw}"`);
     return value;
   };
-  const scenarios = values.scenarios!.split(',').map((s) => s.trim()).filter(Boolean);
+  const scenarios = values
+    .scenarios!.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   scenarios.forEach(scenarioByName); // throws on an unknown name
   return {
     groups: positive('groups', values.groups!),
@@ -154,7 +168,8 @@ function gitDescription(): string {
 }
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
-const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const fmt = (n: number | undefined, digits = 0) =>
+  n === undefined || Number.isNaN(n) ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const badCount = (r: LoadResult | undefined) => (r ? r.errors + r.non2xx : undefined);
 
 async function main() {
@@ -176,18 +191,27 @@ async function main() {
   const rotateSamples = rotateCount * options.rounds;
   const sampleSize = rotateSamples + 1 + EMBED_SAMPLE;
   let lastReport = 0;
-  const seed = await seedDatabase(database.url, keyring, options.groups, sampleSize, (done) => {
-    if (done - lastReport >= 100_000 || done === options.groups) {
-      lastReport = done;
-      log(`  seeded ${done.toLocaleString('en-US')} / ${options.groups.toLocaleString('en-US')} groups`);
-    }
-  }, options.analyze);
+  const seed = await seedDatabase(
+    database.url,
+    keyring,
+    options.groups,
+    sampleSize,
+    (done) => {
+      if (done - lastReport >= 100_000 || done === options.groups) {
+        lastReport = done;
+        log(`  seeded ${done.toLocaleString('en-US')} / ${options.groups.toLocaleString('en-US')} groups`);
+      }
+    },
+    options.analyze,
+  );
   log(`seeded ${options.groups.toLocaleString('en-US')} groups in ${seed.seconds.toFixed(1)} s`);
   const rotateTokensOfRound = (round: number) => seed.sampleTokens.slice(round * rotateCount, (round + 1) * rotateCount);
   const probeRotateToken = seed.sampleTokens[rotateSamples];
   const embedTokens = seed.sampleTokens.slice(rotateSamples + 1);
   if (embedTokens.length === 0 || probeRotateToken === undefined || rotateCount === 0) {
-    throw new Error(`--groups ${options.groups} is too few for --connections ${options.connections} and --rounds ${options.rounds}: need more than ${rotateSamples + 1} groups`);
+    throw new Error(
+      `--groups ${options.groups} is too few for --connections ${options.connections} and --rounds ${options.rounds}: need more than ${rotateSamples + 1} groups`,
+    );
   }
   // Create ids: unique per target and round, and of the same length for ceiling and server.
   const layout = benchLayout(options.groups);
@@ -289,7 +313,12 @@ async function main() {
   // 4. The ceiling, with those responses.
   const ceiling = await startNodeProcess('bench/ceiling.ts', { ...process.env, HOST: '127.0.0.1', PORT: '0' }, /ceiling listening at (\S+)/);
   cleanups.push(() => ceiling.stop());
-  const loaded = await httpRequest(ceiling.url, { method: 'PUT', path: '/__ceiling/responses', headers: { 'content-type': 'application/json' }, body: JSON.stringify(canned) });
+  const loaded = await httpRequest(ceiling.url, {
+    method: 'PUT',
+    path: '/__ceiling/responses',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(canned),
+  });
   if (loaded.status !== 200) throw new Error(`the ceiling refused its responses: ${loaded.status} ${loaded.body}`);
   log(`ceiling: ${ceiling.url} (pid ${ceiling.pid})`);
 
@@ -297,12 +326,19 @@ async function main() {
   // machine state; and each round visits every scenario, so a machine that slows down for a
   // minute weighs on every scenario's rounds alike instead of on one scenario.
   const rounds = options.rounds > 1 ? `${options.rounds} rounds × ` : '';
-  log(`running ${outcomes.filter((o) => !o.skipped).length} scenarios × ${rounds}2 targets × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections`);
+  log(
+    `running ${outcomes.filter((o) => !o.skipped).length} scenarios × ${rounds}2 targets × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections`,
+  );
   const measured = new Map<ScenarioOutcome, { ceiling: LoadResult; server: LoadResult; ratio: number }[]>();
   for (let round = 0; round < options.rounds; round++) {
     for (const outcome of outcomes) {
       if (outcome.skipped) continue;
-      const activated = await httpRequest(ceiling.url, { method: 'PUT', path: '/__ceiling/active', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scenario: outcome.name }) });
+      const activated = await httpRequest(ceiling.url, {
+        method: 'PUT',
+        path: '/__ceiling/active',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ scenario: outcome.name }),
+      });
       if (activated.status !== 200) throw new Error(`the ceiling could not switch to ${outcome.name}: ${activated.body}`);
       const job = { scenario: outcome.name, connections: options.connections, durationSeconds: options.duration, warmupSeconds: options.warmup };
       const ceilingResult = await runLoad(path.join(work, `${outcome.name}-${round}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c', round) });
@@ -327,7 +363,11 @@ async function main() {
     outcome.server = median.server;
     outcome.ratio = median.ratio;
     if (results.length > 1) {
-      outcome.rounds = results.map((m) => ({ ceilingRequestsPerSecond: m.ceiling.requestsPerSecond, serverRequestsPerSecond: m.server.requestsPerSecond, ratio: m.ratio }));
+      outcome.rounds = results.map((m) => ({
+        ceilingRequestsPerSecond: m.ceiling.requestsPerSecond,
+        serverRequestsPerSecond: m.server.requestsPerSecond,
+        ratio: m.ratio,
+      }));
     }
   }
   const memoryAfter = residentMemoryKb(server.pid);
@@ -380,21 +420,29 @@ async function main() {
       `after the run ${fmt((memoryAfter?.anonKb ?? NaN) / 1024, 1)} MiB of it anonymous (the process's own) and ` +
       `${fmt((memoryAfter?.fileKb ?? NaN) / 1024, 1)} MiB file pages (code and the memory-mapped database: the shared page cache)`,
   );
-  if (statistics) console.log(`PostgreSQL planner statistics on user_groups at the end: ${statistics.analyzed ? `yes (${statistics.lastAnalyze ? 'ANALYZE' : 'autovacuum'})` : 'none (never analyzed)'}`);
-  console.log(`load average before/after: ${report.machine.loadAverageBefore.join(' ')} / ${report.machine.loadAverageAfter.join(' ')} on ${report.machine.cpus} CPUs`);
+  if (statistics)
+    console.log(
+      `PostgreSQL planner statistics on user_groups at the end: ${statistics.analyzed ? `yes (${statistics.lastAnalyze ? 'ANALYZE' : 'autovacuum'})` : 'none (never analyzed)'}`,
+    );
+  console.log(
+    `load average before/after: ${report.machine.loadAverageBefore.join(' ')} / ${report.machine.loadAverageAfter.join(' ')} on ${report.machine.cpus} CPUs`,
+  );
   if (loadBefore[0] > os.cpus().length * 0.25) console.log('warning: the machine was busy when the run started; numbers are not comparable');
 
   const first = outcomes.find((o) => o.name === 'list-first')?.server;
   const deep = outcomes.find((o) => o.name === 'list-deep')?.server;
   if (first && deep) {
     console.log(
-      `\nlisting: a page 90 % deep runs at ${(deep.requestsPerSecond / first.requestsPerSecond * 100).toFixed(1)} % of the first page's requests/s ` +
+      `\nlisting: a page 90 % deep runs at ${((deep.requestsPerSecond / first.requestsPerSecond) * 100).toFixed(1)} % of the first page's requests/s ` +
         `(p50 ${fmt(deep.latencyP50Ms)} vs ${fmt(first.latencyP50Ms)} ms)`,
     );
   }
 
   fs.mkdirSync(options.resultsDir, { recursive: true });
-  const file = path.join(options.resultsDir, `${database.backend}${statistics?.analyzed ? '-analyzed' : ''}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+  const file = path.join(
+    options.resultsDir,
+    `${database.backend}${statistics?.analyzed ? '-analyzed' : ''}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`,
+  );
   fs.writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
   console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
   printScaleComparison(options.resultsDir, database.backend);
@@ -456,7 +504,7 @@ function printScaleComparison(dir: string, backend: string) {
 }
 
 main().catch(async (err) => {
-  if (!interrupted) console.error(`bench failed: ${err instanceof Error ? err.stack ?? err.message : err}`);
+  if (!interrupted) console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
   await cleanUp();
   process.exit(interrupted ? 130 : 1);
 });

@@ -96,7 +96,12 @@ export const SCENARIOS: ScenarioDefinition[] = [
     make: (data) => ({
       next: () => {
         const i = randomIndex(data.groups);
-        return { method: 'GET', path: '/api/user', headers: { ...auth(data), ...json }, body: JSON.stringify({ user_group_id: `bench-${i}`, name: `Group ${i}` }) };
+        return {
+          method: 'GET',
+          path: '/api/user',
+          headers: { ...auth(data), ...json },
+          body: JSON.stringify({ user_group_id: `bench-${i}`, name: `Group ${i}` }),
+        };
       },
     }),
   },
@@ -238,11 +243,17 @@ export const SCENARIOS: ScenarioDefinition[] = [
     path: '/api/embed/introspect',
     status: 200,
     jwsAlgorithm: 'ES256',
-    description: 'introspection of an ES256 embed token of a random group (the same 2,000 tokens as embed-jws-es256): `POST /api/embed/introspect` `{"token":"<embed token>"}` with an API token',
+    description:
+      'introspection of an ES256 embed token of a random group (the same 2,000 tokens as embed-jws-es256): `POST /api/embed/introspect` `{"token":"<embed token>"}` with an API token',
     make: (data) => ({
       next: () => {
         const tokens = data.jwsTokens.ES256!;
-        return { method: 'POST', path: '/api/embed/introspect', headers: { ...auth(data), ...json }, body: JSON.stringify({ token: tokens[randomIndex(tokens.length)] }) };
+        return {
+          method: 'POST',
+          path: '/api/embed/introspect',
+          headers: { ...auth(data), ...json },
+          body: JSON.stringify({ token: tokens[randomIndex(tokens.length)] }),
+        };
       },
     }),
   },
@@ -256,7 +267,12 @@ export const SCENARIOS: ScenarioDefinition[] = [
     make: (data) => ({
       next: () => {
         const i = data.groups + randomDeepNode(data.treeSize);
-        return { method: 'GET', path: '/api/user', headers: { ...auth(data), ...json }, body: JSON.stringify({ user_group_id: `bench-${i}`, name: `Group ${i}` }) };
+        return {
+          method: 'GET',
+          path: '/api/user',
+          headers: { ...auth(data), ...json },
+          body: JSON.stringify({ user_group_id: `bench-${i}`, name: `Group ${i}` }),
+        };
       },
     }),
   },
@@ -293,7 +309,7 @@ export const SCENARIOS: ScenarioDefinition[] = [
       next: () => {
         const teams = data.treeSize / 100 - data.treeSize / 1000; // j % 100 === 0 and j % 1000 !== 0
         const k = randomIndex(teams);
-        const j = (Math.floor(k / 9) * 1000) + ((k % 9) + 1) * 100;
+        const j = Math.floor(k / 9) * 1000 + ((k % 9) + 1) * 100;
         return { method: 'GET', path: `/api/users?limit=100&parent_user_group_id=bench-${data.groups + j}`, headers: auth(data) };
       },
     }),

@@ -65,11 +65,9 @@ export function seededGroupFields(i: number) {
 /** The fields of tree node j, group i (benchLayout): the root holds the mapping, each level adds properties. */
 function treeGroupFields(i: number, j: number) {
   const level = treeParent(j) === null ? 1 : j % 100 === 0 ? 2 : 3;
-  const own = [
-    { region: j % 2000 ? 'emea' : 'amer', plan: 'pro', currency: 'EUR', seats: 0 },
-    { plan: 'team', team: `t${j}` },
-    { seats: 1 + (j % 50) },
-  ][level - 1];
+  const own = [{ region: j % 2000 ? 'emea' : 'amer', plan: 'pro', currency: 'EUR', seats: 0 }, { plan: 'team', team: `t${j}` }, { seats: 1 + (j % 50) }][
+    level - 1
+  ];
   return {
     provided_id: `bench-${i}`,
     name: `Group ${i}`,
@@ -116,7 +114,11 @@ export async function seedDatabase(
     const at = new Date().toISOString();
     const scope = `${account.id}/Customer`;
 
-    const groupRow = (fields: Pick<NewUserGroup, 'provided_id' | 'name' | 'mapping' | 'properties' | 'group_tags'>, parentTeamId: number | null, token: string): NewUserGroup => ({
+    const groupRow = (
+      fields: Pick<NewUserGroup, 'provided_id' | 'name' | 'mapping' | 'properties' | 'group_tags'>,
+      parentTeamId: number | null,
+      token: string,
+    ): NewUserGroup => ({
       account_id: account.id,
       environment: 'Customer',
       ...fields,

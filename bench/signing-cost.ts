@@ -42,7 +42,9 @@ async function microsecondsPer(operation: () => Promise<unknown>, total: number,
   return ((performance.now() - started) * 1000) / total;
 }
 
-const rows: string[][] = [['algorithm', 'token B', 'sign µs (1 at a time)', `sign µs (${CONCURRENCY} at once)`, 'verify µs (1 at a time)', `verify µs (${CONCURRENCY} at once)`]];
+const rows: string[][] = [
+  ['algorithm', 'token B', 'sign µs (1 at a time)', `sign µs (${CONCURRENCY} at once)`, 'verify µs (1 at a time)', `verify µs (${CONCURRENCY} at once)`],
+];
 for (const algorithm of EMBED_SIGNING_ALGORITHMS) {
   const { privateKey, publicKey } = await generateKeyPair(algorithm, algorithm === 'EdDSA' ? { crv: 'Ed25519' } : {});
   const token = await sign(algorithm, privateKey);

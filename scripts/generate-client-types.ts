@@ -54,13 +54,18 @@ function runtimeFacts(document: Record<string, unknown>): string {
   const queryParameters: Record<string, string[]> = {};
   for (const methods of Object.values(paths)) {
     for (const operation of Object.values(methods)) {
-      const names = (operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name).sort();
+      const names = (operation.parameters ?? [])
+        .filter((p) => p.in === 'query')
+        .map((p) => p.name)
+        .sort();
       if (operation.operationId && names.length > 0) queryParameters[operation.operationId] = names;
     }
   }
   const schemas = (document.components as { schemas: Record<string, JsonSchema> }).schemas;
   const fields: Record<string, Record<string, FieldSpec>> = {};
-  for (const name of Object.keys(schemas).filter((n) => n.endsWith('Request')).sort()) {
+  for (const name of Object.keys(schemas)
+    .filter((n) => n.endsWith('Request'))
+    .sort()) {
     fields[name] = Object.fromEntries(Object.entries(schemas[name].properties ?? {}).map(([field, schema]) => [field, fieldSpec(schema, schemas)]));
   }
   const sorted = (object: Record<string, unknown>) => Object.fromEntries(Object.entries(object).sort(([a], [b]) => a.localeCompare(b)));

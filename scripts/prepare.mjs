@@ -15,7 +15,9 @@ try {
   haveTypeScript = false;
 }
 if (omitted || !haveTypeScript) {
-  console.log('prepare: devDependencies are not installed, so nothing is built; a production install runs `npm ci` and then `npm prune --omit=dev` (README, "Production")');
+  console.log(
+    'prepare: devDependencies are not installed, so nothing is built; a production install runs `npm ci` and then `npm prune --omit=dev` (README, "Production")',
+  );
   process.exit(0);
 }
 for (const script of ['build', 'build:client']) {

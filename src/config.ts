@@ -155,7 +155,14 @@ function otlpTracesUrl(env: NodeJS.ProcessEnv): string {
   return `${url.href.replace(/\/+$/, '')}/v1/traces`;
 }
 
-const SAMPLERS: Config['traceSampler'][] = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+const SAMPLERS: Config['traceSampler'][] = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+];
 
 function traceSampler(value: string | undefined): Config['traceSampler'] {
   if (!value) return 'parentbased_always_on';
@@ -193,7 +200,10 @@ function otlpHeaders(value: string | undefined): Record<string, string> {
 }
 
 function list(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

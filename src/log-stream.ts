@@ -33,7 +33,8 @@ export function createLogStream(): LogStream {
   void process.stdout;
   const stream = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFERED_BYTES, periodicFlush: 200 } as Parameters<
     typeof pino.destination
-  >[0] & object);
+  >[0] &
+    object);
   let finished: Promise<void> | undefined;
   let dropped = 0;
   let reportedAt = 0;

@@ -62,7 +62,10 @@ async function main(): Promise<void> {
   if (missing.length > 0) {
     if (createdKeyFile) fs.rmSync(config.keyFile); // leave things as they were
     await handle.close();
-    const source = config.secretKeys.length > 0 ? 'from UGS_SECRET_KEY' : `from the key file ${config.keyFile}${createdKeyFile ? ', which did not exist: this database was first used with another key' : ''}`;
+    const source =
+      config.secretKeys.length > 0
+        ? 'from UGS_SECRET_KEY'
+        : `from the key file ${config.keyFile}${createdKeyFile ? ', which did not exist: this database was first used with another key' : ''}`;
     throw new StartRefused(missingKeysMessage(missing, keyring, source));
   }
 
@@ -87,7 +90,8 @@ async function main(): Promise<void> {
     const { origin, pathname } = new URL(config.otlpTracesUrl); // never credentials a URL may carry
     app.log.info({ endpoint: `${origin}${pathname}`, protocol: config.otlpProtocol }, 'exporting traces over OTLP');
   }
-  if (createdKeyFile) app.log.warn({ keyFile: config.keyFile }, 'created a new secret key file (mode 0600); back it up: without it stored user group tokens cannot be read');
+  if (createdKeyFile)
+    app.log.warn({ keyFile: config.keyFile }, 'created a new secret key file (mode 0600); back it up: without it stored user group tokens cannot be read');
   const exposure = config.secretKeys.length === 0 ? keyFileExposure(config.keyFile) : null;
   if (exposure) app.log.warn(`the key file ${config.keyFile} can be read by other users (mode ${exposure}): chmod 600 it`);
 

@@ -20,7 +20,15 @@ forEachBackend('API tokens over HTTP', (backend) => {
     assert.equal(res.status, 200, res.text);
     return res.body.api_tokens as { id: number; scopes: string[]; status: string; allowed_environment: string | null; expires_at: string | null }[];
   };
-  const countTokens = async () => Number((await t.handle.db.selectFrom('api_tokens').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const countTokens = async () =>
+    Number(
+      (
+        await t.handle.db
+          .selectFrom('api_tokens')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   function assertRefused(res: HttpResult, status: number, code: string) {
     assert.equal(res.status, status, res.text);
@@ -33,7 +41,18 @@ forEachBackend('API tokens over HTTP', (backend) => {
     assert.match(res.body.token, /^ugs_api_/);
     assert.deepEqual(
       { ...res.body.api_token, id: 0, created_at: '', token_start: '' },
-      { id: 0, name: 'reporting backend', token_start: '', scopes: ['read'], allowed_environment: null, default_environment: 'Customer', status: 'active', expires_at: null, revoked_at: null, created_at: '' },
+      {
+        id: 0,
+        name: 'reporting backend',
+        token_start: '',
+        scopes: ['read'],
+        allowed_environment: null,
+        default_environment: 'Customer',
+        status: 'active',
+        expires_at: null,
+        revoked_at: null,
+        created_at: '',
+      },
     );
     assert.ok(res.body.token.startsWith(res.body.api_token.token_start));
     assert.equal((await t.request('GET', '/api/users', { token: res.body.token })).status, 200, 'the new token works');
@@ -43,7 +62,11 @@ forEachBackend('API tokens over HTTP', (backend) => {
     assert.ok(!listed.text.includes(res.body.token), 'the listing shows a token value');
     const stored = await t.handle.db.selectFrom('api_tokens').select('token_hash').execute();
     for (const { token_hash } of stored) assert.ok(!listed.text.includes(token_hash), 'the listing shows a hash');
-    for (const token of listed.body.api_tokens) assert.deepEqual(Object.keys(token).filter((key) => /token$|hash/.test(key)), []);
+    for (const token of listed.body.api_tokens)
+      assert.deepEqual(
+        Object.keys(token).filter((key) => /token$|hash/.test(key)),
+        [],
+      );
   });
 
   it('current: any valid token reads its own account, scopes and environments, without its value', async () => {
@@ -79,7 +102,11 @@ forEachBackend('API tokens over HTTP', (backend) => {
     assert.equal(inherited.body.api_token.allowed_environment, 'Testing');
     assert.equal(inherited.body.api_token.default_environment, 'Testing');
     // The new token is refused in Customer like its creator.
-    assertRefused(await t.request('GET', '/api/users', { token: inherited.body.token, query: { api_environment_tag: 'Customer' } }), 403, 'environment_forbidden');
+    assertRefused(
+      await t.request('GET', '/api/users', { token: inherited.body.token, query: { api_environment_tag: 'Customer' } }),
+      403,
+      'environment_forbidden',
+    );
   });
 
   it('no escalation: a token cannot outlive the token that creates it', async () => {
@@ -118,7 +145,7 @@ forEachBackend('API tokens over HTTP', (backend) => {
     const other = await t.issueToken({ account: 'globex', scopes: ['read', 'write', 'admin'] });
     assert.ok(!(await list()).some((token) => token.id === other.id));
     assertRefused(await t.request('DELETE', `/api/api_tokens/${other.id}`, { token: admin.token }), 404, 'api_token_not_found');
-    assert.equal((await t.request('GET', '/api/users', { token: other.token })).status, 200, 'the other account\'s token still works');
+    assert.equal((await t.request('GET', '/api/users', { token: other.token })).status, 200, "the other account's token still works");
     const created = await create(other.token, { scopes: ['read'] });
     assert.ok(!(await list()).some((token) => token.id === created.body.api_token.id));
     assert.ok((await list(other.token)).some((token) => token.id === created.body.api_token.id));
@@ -136,7 +163,7 @@ forEachBackend('API tokens over HTTP', (backend) => {
     assertRefused(await t.request('DELETE', '/api/api_tokens/abc', { token: admin.token }), 400, 'validation_failed');
   });
 
-  it('last admin: a token cannot revoke itself while it is the account\'s last active admin token (409 last_admin_token); with another, it can', async () => {
+  it("last admin: a token cannot revoke itself while it is the account's last active admin token (409 last_admin_token); with another, it can", async () => {
     const first = await t.issueToken({ account: 'solo', scopes: ['read', 'admin'] });
     assertRefused(await t.request('DELETE', `/api/api_tokens/${first.id}`, { token: first.token }), 409, 'last_admin_token');
     assert.equal((await t.request('GET', '/api/api_tokens', { token: first.token })).status, 200, 'still works');
@@ -168,7 +195,7 @@ forEachBackend('API tokens over HTTP', (backend) => {
     }
   });
 
-  it('audit: issue and revoke appear in the token history with the acting token\'s id', async () => {
+  it("audit: issue and revoke appear in the token history with the acting token's id", async () => {
     const created = (await create(admin.token, { scopes: ['read'] })).body;
     const revoked = await t.request('DELETE', `/api/api_tokens/${created.api_token.id}`, { token: admin.token });
     const history = await t.request('GET', '/api/api_tokens/history', { token: admin.token, query: { limit: '2' } });
@@ -178,7 +205,10 @@ forEachBackend('API tokens over HTTP', (backend) => {
       { action: revoke.action, api_token_id: revoke.api_token_id, actor_token_id: revoke.actor_token_id, request_id: revoke.request_id },
       { action: 'api_token.revoke', api_token_id: created.api_token.id, actor_token_id: admin.id, request_id: revoked.headers['x-request-id'] },
     );
-    assert.deepEqual({ action: issue.action, api_token_id: issue.api_token_id, actor_token_id: issue.actor_token_id }, { action: 'api_token.issue', api_token_id: created.api_token.id, actor_token_id: admin.id });
+    assert.deepEqual(
+      { action: issue.action, api_token_id: issue.api_token_id, actor_token_id: issue.actor_token_id },
+      { action: 'api_token.issue', api_token_id: created.api_token.id, actor_token_id: admin.id },
+    );
     assert.ok(!history.text.includes(created.token));
   });
 });
@@ -206,4 +236,3 @@ forEachBackend('API token revocation on several instances', (backend) => {
     }
   });
 });
-

@@ -53,7 +53,8 @@ describe('architecture of src/', () => {
     for (const [file, imports] of graph) {
       for (const imported of imports) {
         assert.ok(fs.existsSync(imported), `${name(file)} imports ${name(imported)}, which does not exist`);
-        if (layerOf(imported) > layerOf(file)) upward.push(`${name(file)} (${LAYERS[layerOf(file)][0]}) -> ${name(imported)} (${LAYERS[layerOf(imported)][0]})`);
+        if (layerOf(imported) > layerOf(file))
+          upward.push(`${name(file)} (${LAYERS[layerOf(file)][0]}) -> ${name(imported)} (${LAYERS[layerOf(imported)][0]})`);
       }
     }
     assert.deepEqual(upward, [], 'imports from a layer above');
@@ -91,7 +92,8 @@ describe('how src/ loads its dependencies', () => {
       const text = fs.readFileSync(file, 'utf8');
       const found: string[] = [];
       if (/^\s*import\s+(?!type\b)[^;]*from\s+'@opentelemetry\//m.test(text)) found.push(`${path.relative(ROOT, file)} imports an OpenTelemetry value`);
-      if (/^\s*(?:import|export)\s+(?!type\b)[^;]*from\s+'[./]+(?:tracing\/)?otel\.ts'/m.test(text)) found.push(`${path.relative(ROOT, file)} imports tracing/otel.ts statically`);
+      if (/^\s*(?:import|export)\s+(?!type\b)[^;]*from\s+'[./]+(?:tracing\/)?otel\.ts'/m.test(text))
+        found.push(`${path.relative(ROOT, file)} imports tracing/otel.ts statically`);
       return found;
     });
     assert.deepEqual(offenders, []);
@@ -102,7 +104,11 @@ describe('what the tools around src/ may import', () => {
   it('architecture: bench/ and scripts/ import nothing from test/ (what both need lives in scripts/)', () => {
     const offenders = ['bench', 'scripts']
       .flatMap((dir) => sourceFiles(path.join(ROOT, dir)))
-      .flatMap((file) => importsOf(file).filter((imported) => imported.startsWith(path.join(ROOT, 'test') + path.sep)).map((imported) => `${path.relative(ROOT, file)} -> ${path.relative(ROOT, imported)}`));
+      .flatMap((file) =>
+        importsOf(file)
+          .filter((imported) => imported.startsWith(path.join(ROOT, 'test') + path.sep))
+          .map((imported) => `${path.relative(ROOT, file)} -> ${path.relative(ROOT, imported)}`),
+      );
     assert.deepEqual(offenders, []);
   });
 });

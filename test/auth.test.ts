@@ -43,7 +43,11 @@ forEachBackend('API token authentication', (backend) => {
   async function assertNothingChanged(id: string) {
     const list = await t.request('GET', '/api/users', { token: t.token, query: { limit: '500' } });
     assert.equal(list.status, 200);
-    assert.equal(list.body.user_groups.some((g: { provided_id: string }) => g.provided_id === id), false, `${id} must not exist`);
+    assert.equal(
+      list.body.user_groups.some((g: { provided_id: string }) => g.provided_id === id),
+      false,
+      `${id} must not exist`,
+    );
     const victim = await t.request('GET', '/api/user', { token: t.token, body: { user_group_id: 'auth-victim' } });
     assert.equal(victim.status, 200);
     assert.equal(victim.body.user_group.token, groupToken);
@@ -120,7 +124,10 @@ forEachBackend('API token authentication', (backend) => {
     const id = uid('kind');
     for (const scheme of ['Token', 'Bearer']) {
       for (const [, method, path, opts] of everyOperation(id, groupToken)) {
-        const res = await t.request(method, path, { ...opts, headers: { ...('headers' in opts ? opts.headers : {}), authorization: `${scheme} ${groupToken}` } });
+        const res = await t.request(method, path, {
+          ...opts,
+          headers: { ...('headers' in opts ? opts.headers : {}), authorization: `${scheme} ${groupToken}` },
+        });
         assertAuthError(res, 'wrong_token_kind');
       }
     }
@@ -231,7 +238,7 @@ forEachBackend('account isolation', (backend) => {
     await assertAUnchanged(a);
   });
 
-  it('isolation: get-or-create by account B never returns account A\'s group; it creates B\'s own', async () => {
+  it("isolation: get-or-create by account B never returns account A's group; it creates B's own", async () => {
     const id = uid('goc');
     const a = await createA(id);
     for (const opts of [{ body: { user_group_id: id } }, { query: { user_group_id: id } }]) {
@@ -251,7 +258,7 @@ forEachBackend('account isolation', (backend) => {
     assert.equal(ro.body.error.code, 'insufficient_scope');
   });
 
-  it('isolation: account B cannot update account A\'s group (404 user_group_not_found)', async () => {
+  it("isolation: account B cannot update account A's group (404 user_group_not_found)", async () => {
     const id = uid('put');
     const a = await createA(id);
     const res = await t.request('PUT', '/api/user', { token: tokenB, body: { user_group_id: id, name: 'hijacked', properties: null } });
@@ -260,7 +267,7 @@ forEachBackend('account isolation', (backend) => {
     await assertAUnchanged(a);
   });
 
-  it('isolation: account B cannot rotate account A\'s token (404 token_not_found)', async () => {
+  it("isolation: account B cannot rotate account A's token (404 token_not_found)", async () => {
     const a = await createA(uid('rotate'));
     const res = await t.request('POST', '/api/user', { token: tokenB, body: { current_token: a.token } });
     assert.equal(res.status, 404);
@@ -269,7 +276,7 @@ forEachBackend('account isolation', (backend) => {
     await assertAUnchanged(a);
   });
 
-  it('isolation: account B cannot delete account A\'s group (404 user_group_not_found)', async () => {
+  it("isolation: account B cannot delete account A's group (404 user_group_not_found)", async () => {
     const id = uid('delete');
     const a = await createA(id);
     for (const opts of [{ body: { user_group_id: id } }, { query: { user_group_id: id } }]) {
@@ -280,7 +287,7 @@ forEachBackend('account isolation', (backend) => {
     await assertAUnchanged(a);
   });
 
-  it('isolation: deleting B\'s group of the same id leaves A\'s group alone', async () => {
+  it("isolation: deleting B's group of the same id leaves A's group alone", async () => {
     const id = uid('delete-same');
     const a = await createA(id);
     assert.equal((await t.request('POST', '/api/user', { token: tokenB, body: { user_group_id: id } })).status, 201);
@@ -290,20 +297,24 @@ forEachBackend('account isolation', (backend) => {
     await assertAUnchanged(a);
   });
 
-  it('isolation: account B\'s list never shows account A\'s groups, in either environment or with q', async () => {
+  it("isolation: account B's list never shows account A's groups, in either environment or with q", async () => {
     const id = uid('list');
     await createA(id);
     await createA(id, { api_environment_tag: 'Testing' });
     for (const query of [{}, { api_environment_tag: 'Testing' }, { q: id }, { q: 'iso-' }] as Record<string, string>[]) {
       const res = await t.request('GET', '/api/users', { token: tokenB, query: { ...query, limit: '500' } });
       assert.equal(res.status, 200);
-      assert.equal(res.body.user_groups.some((g: { provided_id: string }) => g.provided_id === id), false, JSON.stringify(query));
+      assert.equal(
+        res.body.user_groups.some((g: { provided_id: string }) => g.provided_id === id),
+        false,
+        JSON.stringify(query),
+      );
     }
     const own = await t.request('GET', '/api/users', { token: tokenA, query: { q: id } });
     assert.equal(own.body.user_groups.length, 1, 'A does see its own group');
   });
 
-  it('isolation: account B\'s create of A\'s id in Testing does not collide with A\'s Testing group', async () => {
+  it("isolation: account B's create of A's id in Testing does not collide with A's Testing group", async () => {
     const id = uid('testing');
     const a = await createA(id, { api_environment_tag: 'Testing' });
     const b = await t.request('POST', '/api/user', { token: tokenB, body: { user_group_id: id, api_environment_tag: 'Testing' } });

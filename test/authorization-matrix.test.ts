@@ -90,7 +90,6 @@ const ROUTES: Record<string, RouteRow> = {
     otherAccount: { status: 404, code: 'user_group_not_found' },
   },
   'GET /api/user/history': {
-
     kind: 'api',
     probe: (t) => ({ method: 'GET', url: '/api/user/history', query: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 200 },
@@ -161,7 +160,10 @@ forEachBackend('authorization matrix', (backend) => {
   async function snapshot(): Promise<string> {
     const groups = await t.handle.db.selectFrom('user_groups').selectAll().orderBy('team_id').execute();
     const apiTokens = await t.handle.db.selectFrom('api_tokens').selectAll().orderBy('id').execute();
-    const audit = await t.handle.db.selectFrom('audit_log').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst();
+    const audit = await t.handle.db
+      .selectFrom('audit_log')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirst();
     return JSON.stringify({ groups, apiTokens, audit: Number(audit?.n) });
   }
 
@@ -217,7 +219,9 @@ forEachBackend('authorization matrix', (backend) => {
   });
 
   it('the route table has a row for every route, and every row is a route', () => {
-    const routes = routeTable(t.app).filter((r) => !isOperational(r.url)).map((r) => r.key);
+    const routes = routeTable(t.app)
+      .filter((r) => !isOperational(r.url))
+      .map((r) => r.key);
     assert.deepEqual([...routes].sort(), Object.keys(ROUTES).sort());
   });
 
@@ -255,8 +259,10 @@ forEachBackend('authorization matrix', (backend) => {
         if (key === 'GET /api/users') assert.deepEqual(res.body.user_groups, []);
         if (key === 'POST /api/embed/introspect') assert.deepEqual(res.body, { success: 1, active: false });
         if (key === 'GET /api/api_tokens/current') assert.equal(res.body.account, 'caller');
-        if (key === 'GET /api/api_tokens') assert.ok(!res.body.api_tokens.some((token: { id: number }) => token.id === victimTokenId), "the victim's token is listed");
-        if (key === 'GET /api/api_tokens/history') assert.ok(!res.body.entries.some((entry: { api_token_id: number }) => entry.api_token_id === victimTokenId), "the victim's token history is shown");
+        if (key === 'GET /api/api_tokens')
+          assert.ok(!res.body.api_tokens.some((token: { id: number }) => token.id === victimTokenId), "the victim's token is listed");
+        if (key === 'GET /api/api_tokens/history')
+          assert.ok(!res.body.entries.some((entry: { api_token_id: number }) => entry.api_token_id === victimTokenId), "the victim's token history is shown");
         // The victim's group is as it was.
         const still = await t.request('GET', '/api/user', { token: victimToken, query: { user_group_id: victim.id, api_environment_tag: victim.env } });
         assert.equal(still.status, 200);
@@ -267,7 +273,12 @@ forEachBackend('authorization matrix', (backend) => {
         it(`${key}: a read-only API token -> 403 insufficient_scope`, async () => {
           await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.readOnly }, 403, 'insufficient_scope');
           if (key === 'POST /api/user') {
-            await assertRefused({ method: 'POST', url: '/api/user', body: { user_group_id: freshId() } }, { token: tokens.readOnly }, 403, 'insufficient_scope');
+            await assertRefused(
+              { method: 'POST', url: '/api/user', body: { user_group_id: freshId() } },
+              { token: tokens.readOnly },
+              403,
+              'insufficient_scope',
+            );
           }
         });
       }
@@ -303,7 +314,10 @@ forEachBackend('authorization matrix', (backend) => {
             return;
           }
           assert.equal(res.status, 200, res.text);
-          const ids: number[] = key === 'GET /api/api_tokens' ? res.body.api_tokens.map((token: { id: number }) => token.id) : res.body.entries.map((entry: { api_token_id: number }) => entry.api_token_id);
+          const ids: number[] =
+            key === 'GET /api/api_tokens'
+              ? res.body.api_tokens.map((token: { id: number }) => token.id)
+              : res.body.entries.map((entry: { api_token_id: number }) => entry.api_token_id);
           assert.ok(ids.length > 0, `${key} shows the Testing tokens`);
           for (const id of ids) assert.ok(testingTokenIds.has(id), `${key} shows token ${id}, which is not restricted to Testing`);
         });
@@ -358,7 +372,12 @@ forEachBackend('authorization matrix', (backend) => {
   });
 
   it('POST /api/api_tokens: a token restricted to Testing asking for both environments -> 403 environment_forbidden', async () => {
-    await assertRefused({ method: 'POST', url: '/api/api_tokens', body: { scopes: ['read'], allowed_environment: null } }, { token: tokens.testingOnly }, 403, 'environment_forbidden');
+    await assertRefused(
+      { method: 'POST', url: '/api/api_tokens', body: { scopes: ['read'], allowed_environment: null } },
+      { token: tokens.testingOnly },
+      403,
+      'environment_forbidden',
+    );
   });
 
   it("DELETE /api/api_tokens/:id: the account's last active admin token revoking itself -> 409 last_admin_token", async () => {
@@ -380,5 +399,4 @@ forEachBackend('authorization matrix', (backend) => {
     const revoked = await send({ method: 'DELETE', url: `/api/api_tokens/${lasting.id}` }, { token: expiring.token });
     assert.equal(revoked.status, 200, revoked.text);
   });
-
 });

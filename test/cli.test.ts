@@ -113,7 +113,8 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.equal(declared.code, 0, declared.stderr);
     assert.deepEqual(JSON.parse(declared.stdout), { account: 'levels-co', levels: ['Customer', 'User'] });
     assert.match((await ugs('account', 'levels', 'levels-co')).stdout, /levels: Customer > User/);
-    const create = (level: string) => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: `lv-${level}`, hierarchy_level: level } });
+    const create = (level: string) =>
+      httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: `lv-${level}`, hierarchy_level: level } });
     const refused = await create('Team');
     assert.equal(refused.status, 400, refused.text);
     assert.match(refused.body.error.message, /one of the account's levels: Customer, User/);
@@ -165,7 +166,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.equal(create.body.error.code, 'insufficient_scope');
   });
 
-  it('token create --scopes read,write,admin grants admin: the token manages the account\'s API tokens over HTTP', async () => {
+  it("token create --scopes read,write,admin grants admin: the token manages the account's API tokens over HTTP", async () => {
     const admin = await createToken('--account', 'acme', '--scopes', 'read,write,admin');
     assert.deepEqual(admin.scopes, ['read', 'write', 'admin']);
     const listed = await httpRequest(server.baseUrl, 'GET', '/api/api_tokens', { token: admin.token });
@@ -279,7 +280,10 @@ forEachBackend('the ugs command-line tool', (backend) => {
 
   it('token revoke takes an id in plain digits only: 1e3, 0x1, 1.0 or -1 is a usage error that revokes nothing', async () => {
     const revocations = async () =>
-      JSON.parse((await ugs('token', 'list', '--account', 'acme', '--json')).stdout).map((r: { id: number; revoked_at: string | null }) => [r.id, r.revoked_at]);
+      JSON.parse((await ugs('token', 'list', '--account', 'acme', '--json')).stdout).map((r: { id: number; revoked_at: string | null }) => [
+        r.id,
+        r.revoked_at,
+      ]);
     const before = await revocations();
     for (const id of ['1e3', '0x1', '1.0', '-1', '0', ' 1', '1_000', '99999999999999999']) {
       const r = await ugs('token', 'revoke', id);
@@ -354,8 +358,14 @@ forEachBackend('the ugs command-line tool', (backend) => {
     const listed = await runUgs(['keys', 'embed', 'list', '--json'], keysEnv);
     assert.equal(listed.code, 0, listed.stderr);
     const keys = JSON.parse(listed.stdout) as { kid: string; algorithm: string; retired_at: string | null; signed_until: string }[];
-    assert.deepEqual(keys.map((k) => k.kid), [kid, before]);
-    assert.deepEqual(keys.map((k) => k.algorithm), ['RS256', 'ES256']);
+    assert.deepEqual(
+      keys.map((k) => k.kid),
+      [kid, before],
+    );
+    assert.deepEqual(
+      keys.map((k) => k.algorithm),
+      ['RS256', 'ES256'],
+    );
     const listedText = await runUgs(['keys', 'embed', 'list'], keysEnv);
     assert.match(listedText.stdout, new RegExp(`^${kid}\tRS256\t`, 'm'));
     assert.match(listedText.stdout, new RegExp(`^${before}\tES256\t`, 'm'));

@@ -68,7 +68,11 @@ describe('@ugs/client, packed and installed outside this repository', () => {
   });
 
   it('client package: its types are the ones generated from the current OpenAPI document (npm run generate:client)', async () => {
-    assert.equal(fs.readFileSync(CLIENT_TYPES_FILE, 'utf8'), await clientTypesSource(), 'packages/client/src/openapi.ts is out of date: run npm run generate:client');
+    assert.equal(
+      fs.readFileSync(CLIENT_TYPES_FILE, 'utf8'),
+      await clientTypesSource(),
+      'packages/client/src/openapi.ts is out of date: run npm run generate:client',
+    );
   });
 
   it('client package: npm pack, install in a strict NodeNext project, compile and run every operation', { timeout: 180_000 }, async () => {
@@ -81,10 +85,17 @@ describe('@ugs/client, packed and installed outside this repository', () => {
       shipped.every((file) => ['package.json', 'README.md', 'LICENSE'].includes(file) || file.startsWith('dist/')),
       `only dist, package.json, the README and the license ship: ${shipped.join(', ')}`,
     );
-    assert.equal(fs.readFileSync(path.join(ROOT, 'packages/client/LICENSE'), 'utf8'), fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8'), 'the client ships the project license');
+    assert.equal(
+      fs.readFileSync(path.join(ROOT, 'packages/client/LICENSE'), 'utf8'),
+      fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8'),
+      'the client ships the project license',
+    );
     assert.ok(shipped.includes('LICENSE'), 'the license is in the tarball');
     // Source maps would point at src/, which does not ship: there are none.
-    assert.deepEqual(shipped.filter((file) => file.endsWith('.map')), []);
+    assert.deepEqual(
+      shipped.filter((file) => file.endsWith('.map')),
+      [],
+    );
     for (const file of shipped.filter((f) => /\.(js|d\.ts)$/.test(f))) {
       const text = fs.readFileSync(path.join(ROOT, 'packages/client', file), 'utf8');
       assert.doesNotMatch(text, /from '\.\.\/\.\.|from "\.\.\/\.\.|typebox|\.ts'/, `${file} imports nothing outside the package`);

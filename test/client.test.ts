@@ -98,7 +98,10 @@ for (const backend of BACKENDS) {
       assert.equal(second.new_user_group, false);
       assert.equal(second.user_group.token, first.user_group.token);
       assert.equal(second.user_group.name, 'Got', 'nothing is modified');
-      assert.deepEqual(recorder.calls.map((c) => c.method), ['GET', 'GET']);
+      assert.deepEqual(
+        recorder.calls.map((c) => c.method),
+        ['GET', 'GET'],
+      );
       assert.equal(recorder.calls[0].url.searchParams.get('user_group_id'), `goc-${run}`);
       assert.equal(recorder.calls[0].body, undefined);
     });
@@ -106,7 +109,11 @@ for (const backend of BACKENDS) {
     it('getOrCreateUserGroup with properties uses POST with X-HTTP-Method-Override: GET', async () => {
       const recorder = recordingFetch();
       const recording = new UserGroupServiceClient({ baseUrl, apiToken: token, fetch: recorder.fetch });
-      const created = await recording.getOrCreateUserGroup({ user_group_id: `gocp-${run}`, properties: { plan: 'pro', nested: { a: [1, 2] } }, mapping: { '1': 2 } });
+      const created = await recording.getOrCreateUserGroup({
+        user_group_id: `gocp-${run}`,
+        properties: { plan: 'pro', nested: { a: [1, 2] } },
+        mapping: { '1': 2 },
+      });
       assert.equal(created.new_user_group, true);
       assert.deepEqual(created.user_group.properties, { plan: 'pro', nested: { a: [1, 2] } });
       assert.deepEqual(created.user_group.mapping, { '1': 2 });
@@ -170,8 +177,14 @@ for (const backend of BACKENDS) {
       assert.equal(user.user_group.parent_user_group_id, company.user_group.provided_id);
       assert.deepEqual(user.user_group.computed_properties, { region: 'emea' });
       const children = await client.listUserGroups({ parent_user_group_id: `co-${run}`, hierarchy_level: 'User' });
-      assert.deepEqual(children.user_groups.map((g) => g.provided_id), [`user-${run}`]);
-      assert.deepEqual((await client.listUserGroups({ tag: 'vip', q: `co-${run}` })).user_groups.map((g) => g.provided_id), [`co-${run}`]);
+      assert.deepEqual(
+        children.user_groups.map((g) => g.provided_id),
+        [`user-${run}`],
+      );
+      assert.deepEqual(
+        (await client.listUserGroups({ tag: 'vip', q: `co-${run}` })).user_groups.map((g) => g.provided_id),
+        [`co-${run}`],
+      );
       const renamed = await client.updateUserGroup({ user_group_id: `user-${run}`, new_user_group_id: `user-${run}-2`, group_tags: ['b', 'a'] });
       assert.deepEqual(renamed.user_group.group_tags, ['a', 'b']);
       await failure(client.deleteUserGroup({ user_group_id: `co-${run}` }), 'user_group_has_children', 409);
@@ -231,9 +244,16 @@ for (const backend of BACKENDS) {
       const anonymous = new UserGroupServiceClient({ baseUrl });
       const { keys } = await anonymous.getJwks();
       assert.ok(keys.length >= 1);
-      assert.deepEqual(keys.map((key) => [key.kty, key.alg, key.use]), keys.map(() => ['EC', 'ES256', 'sig']));
+      assert.deepEqual(
+        keys.map((key) => [key.kty, key.alg, key.use]),
+        keys.map(() => ['EC', 'ES256', 'sig']),
+      );
       const discovery = await anonymous.getEmbedTokenDiscovery();
-      assert.deepEqual(discovery, { issuer: 'http://127.0.0.1:3000', jwks_uri: 'http://127.0.0.1:3000/.well-known/jwks.json', id_token_signing_alg_values_supported: ['ES256'] });
+      assert.deepEqual(discovery, {
+        issuer: 'http://127.0.0.1:3000',
+        jwks_uri: 'http://127.0.0.1:3000/.well-known/jwks.json',
+        id_token_signing_alg_values_supported: ['ES256'],
+      });
     });
 
     it('API tokens: an admin client lists, creates (value once), revokes and reads the history; escalation is a typed 403', async () => {
@@ -246,7 +266,13 @@ for (const backend of BACKENDS) {
       assert.equal(revoked.api_token.status, 'revoked');
       await failure(admin.revokeApiToken(api_token.id), 'api_token_revoked', 409);
       const { entries } = await admin.getApiTokenHistory({ limit: 2 });
-      assert.deepEqual(entries.map((entry) => [entry.action, entry.api_token_id]), [['api_token.revoke', api_token.id], ['api_token.issue', api_token.id]]);
+      assert.deepEqual(
+        entries.map((entry) => [entry.action, entry.api_token_id]),
+        [
+          ['api_token.revoke', api_token.id],
+          ['api_token.issue', api_token.id],
+        ],
+      );
       await failure(client.listApiTokens(), 'insufficient_scope', 403);
       assert.deepEqual((await admin.getCurrentApiToken()).api_token.scopes, ['admin', 'read']);
     });
@@ -254,11 +280,7 @@ for (const backend of BACKENDS) {
     it('400 validation_failed carries details naming the field', async () => {
       const err = await failure(client.createUserGroup({ user_group_id: `v-${run}`, name: '' }), 'validation_failed', 400);
       assert.deepEqual(err.details, [{ field: 'name', issue: 'too_short' }]);
-      const unknown = await failure(
-        client.createUserGroup({ user_group_id: `v-${run}`, user_groupid: 'typo' } as never),
-        'validation_failed',
-        400,
-      );
+      const unknown = await failure(client.createUserGroup({ user_group_id: `v-${run}`, user_groupid: 'typo' } as never), 'validation_failed', 400);
       assert.deepEqual(unknown.details, [{ field: 'user_groupid', issue: 'unknown_field' }]);
     });
 
@@ -305,17 +327,20 @@ async function stubServer(replies: Array<(req: http.IncomingMessage, res: http.S
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}) => (_req: http.IncomingMessage, res: http.ServerResponse) => {
-  res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req_stub', ...headers });
-  res.end(JSON.stringify(body));
-};
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': 'req_stub', ...headers });
+    res.end(JSON.stringify(body));
+  };
 const errorReply = (status: number, code: string, headers: Record<string, string> = {}) =>
   json(status, { success: 0, error: { code, message: code, request_id: 'req_stub' } }, headers);
 const unavailable = (retryAfter: string) => errorReply(503, 'unavailable', { 'retry-after': retryAfter });
@@ -351,7 +376,10 @@ describe('client retries, deadline and error translation (stub server)', () => {
     const client = new UserGroupServiceClient({ baseUrl: s.baseUrl, apiToken: 'ugs_api_x' });
     const result = await client.createUserGroup({ user_group_id: 'x' });
     assert.equal(result.user_group.provided_id, 'x');
-    assert.deepEqual(s.seen.map((r) => r.method), ['POST', 'POST']);
+    assert.deepEqual(
+      s.seen.map((r) => r.method),
+      ['POST', 'POST'],
+    );
   });
 
   it('attempts are bounded: the last 503 is thrown with its Retry-After', async () => {
@@ -377,11 +405,27 @@ describe('client retries, deadline and error translation (stub server)', () => {
     await client.listUserGroups();
     assert.equal(s.seen.length, 3);
     const options = { ...DEFAULT_RETRY, baseDelayMs: 100, maxDelayMs: 1000 };
-    assert.equal(retryDelayMs(1, undefined, options, () => 0), 50);
-    assert.equal(retryDelayMs(1, undefined, options, () => 1), 100);
-    assert.equal(retryDelayMs(3, undefined, options, () => 0), 200);
-    assert.equal(retryDelayMs(3, undefined, options, () => 1), 400);
-    assert.equal(retryDelayMs(10, undefined, options, () => 1), 1000, 'capped at maxDelayMs');
+    assert.equal(
+      retryDelayMs(1, undefined, options, () => 0),
+      50,
+    );
+    assert.equal(
+      retryDelayMs(1, undefined, options, () => 1),
+      100,
+    );
+    assert.equal(
+      retryDelayMs(3, undefined, options, () => 0),
+      200,
+    );
+    assert.equal(
+      retryDelayMs(3, undefined, options, () => 1),
+      400,
+    );
+    assert.equal(
+      retryDelayMs(10, undefined, options, () => 1),
+      1000,
+      'capped at maxDelayMs',
+    );
     assert.equal(retryDelayMs(1, 3000, options), 3000, 'Retry-After wins');
     assert.equal(parseRetryAfter('2'), 2000);
     const fromDate = parseRetryAfter(new Date(Date.now() + 5000).toUTCString());

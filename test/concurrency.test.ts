@@ -41,9 +41,7 @@ forEachBackend('concurrency in one server process', (backend) => {
   it('30 concurrent creates of one key give exactly one 201 and 409 user_group_exists for the rest', async () => {
     const id = `race-create-${crypto.randomUUID()}`;
     const responses = await Promise.all(
-      Array.from({ length: 30 }, (_, i) =>
-        httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id, name: `attempt ${i}` } }),
-      ),
+      Array.from({ length: 30 }, (_, i) => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id, name: `attempt ${i}` } })),
     );
     const won = responses.filter((r) => r.status === 201);
     const lost = responses.filter((r) => r.status === 409);
@@ -68,9 +66,7 @@ forEachBackend('concurrency in one server process', (backend) => {
     const currentToken: string = created.body.user_group.token;
 
     const responses = await Promise.all(
-      Array.from({ length: 20 }, () =>
-        httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { current_token: currentToken } }),
-      ),
+      Array.from({ length: 20 }, () => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { current_token: currentToken } })),
     );
     const won = responses.filter((r) => r.status === 200);
     const lost = responses.filter((r) => r.status === 404);

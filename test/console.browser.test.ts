@@ -46,10 +46,17 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     server = await spawnServer(env);
     // 60 groups (more than two pages), a company with two users, and a tag.
     const create = (body: Record<string, unknown>) => httpRequest(server.baseUrl, 'POST', '/api/user', { token: adminToken, body });
-    for (let i = 0; i < 60; i++) assert.equal((await create({ user_group_id: `customer-${String(i).padStart(2, '0')}`, name: `Customer ${i}`, group_tags: i % 10 === 0 ? ['beta'] : [] })).status, 201);
+    for (let i = 0; i < 60; i++)
+      assert.equal(
+        (await create({ user_group_id: `customer-${String(i).padStart(2, '0')}`, name: `Customer ${i}`, group_tags: i % 10 === 0 ? ['beta'] : [] })).status,
+        201,
+      );
     assert.equal((await create({ user_group_id: 'acme-corp', name: 'ACME Corporation', properties: { region: 'emea', plan: 'enterprise' } })).status, 201);
     for (const user of ['jane', 'joe']) {
-      assert.equal((await create({ user_group_id: `acme-corp:${user}`, name: `${user} at ACME`, parent_user_group_id: 'acme-corp', properties: { seat: user } })).status, 201);
+      assert.equal(
+        (await create({ user_group_id: `acme-corp:${user}`, name: `${user} at ACME`, parent_user_group_id: 'acme-corp', properties: { seat: user } })).status,
+        201,
+      );
     }
 
     browser = await launchChromium();
@@ -61,7 +68,8 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     });
     page.on('request', (request) => {
       if (request.url().startsWith(`${server.baseUrl}/api/`)) apiCalls.push({ url: request.url(), authorization: request.headers().authorization });
-      if (request.url().startsWith(`${server.baseUrl}/.well-known/`)) wellKnownCalls.push({ url: request.url(), authorization: request.headers().authorization });
+      if (request.url().startsWith(`${server.baseUrl}/.well-known/`))
+        wellKnownCalls.push({ url: request.url(), authorization: request.headers().authorization });
     });
   });
 
@@ -75,7 +83,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
   async function assertAccessible(what: string): Promise<void> {
     if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
     const violations = await page.evaluate(async () => {
-      const result = await (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run(document, { resultTypes: ['violations'] });
+      const result = await (
+        window as unknown as {
+          axe: { run: (context: Document, options: object) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+        }
+      ).axe.run(document, { resultTypes: ['violations'] });
       return result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) }));
     });
     const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
@@ -120,7 +132,10 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     const html = await res.text();
     assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)/, 'no inline script');
     assert.doesNotMatch(html, /https?:\/\//, 'nothing from another origin');
-    const preflight = await fetch(`${server.baseUrl}/console`, { method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' } });
+    const preflight = await fetch(`${server.baseUrl}/console`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' },
+    });
     assert.equal(preflight.headers.get('access-control-allow-origin'), null);
   });
 
@@ -147,7 +162,10 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     for (const call of apiCalls) {
       assert.ok(!call.url.includes(adminToken), `token in a URL: ${call.url}`);
       if (call.url.includes('/api/embed/context')) continue;
-      assert.ok(call.authorization === `Token ${adminToken}` || call.authorization === 'Token ugs_api_not-a-real-token', `${call.url} sent ${call.authorization}`);
+      assert.ok(
+        call.authorization === `Token ${adminToken}` || call.authorization === 'Token ugs_api_not-a-real-token',
+        `${call.url} sent ${call.authorization}`,
+      );
     }
   });
 
@@ -170,8 +188,18 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByRole('button', { name: 'Previous page' }).click();
     await page.getByText('Page 2: 25 user groups').waitFor();
     const listCalls = apiCalls.filter((call) => new URL(call.url).pathname === '/api/users');
-    assert.ok(listCalls.every((call) => new URL(call.url).searchParams.get('limit') === '25' || new URL(call.url).searchParams.has('q') || new URL(call.url).searchParams.has('parent_user_group_id')));
-    assert.ok(listCalls.some((call) => new URL(call.url).searchParams.has('cursor')), 'pages by cursor: a page costs the same at any depth');
+    assert.ok(
+      listCalls.every(
+        (call) =>
+          new URL(call.url).searchParams.get('limit') === '25' ||
+          new URL(call.url).searchParams.has('q') ||
+          new URL(call.url).searchParams.has('parent_user_group_id'),
+      ),
+    );
+    assert.ok(
+      listCalls.some((call) => new URL(call.url).searchParams.has('cursor')),
+      'pages by cursor: a page costs the same at any depth',
+    );
 
     await page.getByLabel('Search').fill('acme');
     await page.getByRole('button', { name: 'Search' }).click();
@@ -209,7 +237,10 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByRole('heading', { name: 'Created initech' }).waitFor();
     assert.match(await page.getByLabel('User group token').inputValue(), /^ugs_grp_/);
     const stored = await httpRequest(server.baseUrl, 'GET', '/api/users?q=initech', { token: readToken });
-    assert.deepEqual([stored.body.user_groups[0].name, stored.body.user_groups[0].group_tags, stored.body.user_groups[0].properties], ['Initech', ['beta', 'trial'], { region: 'amer' }]);
+    assert.deepEqual(
+      [stored.body.user_groups[0].name, stored.body.user_groups[0].group_tags, stored.body.user_groups[0].properties],
+      ['Initech', ['beta', 'trial'], { region: 'amer' }],
+    );
     await page.getByRole('link', { name: 'Open initech' }).click();
     await page.getByRole('heading', { name: 'Initech' }).waitFor();
     await page.goto(`${server.baseUrl}/console#/groups?parent=acme-corp`);
@@ -232,7 +263,9 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     const variables = page.locator('table.variables tbody tr');
     await variables.first().waitFor();
     assert.equal(paths().filter((p) => p === '/api/embed_token').length, 1, 'one embed token, when asked');
-    const shown = Object.fromEntries(await variables.evaluateAll((rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td')!.textContent])));
+    const shown = Object.fromEntries(
+      await variables.evaluateAll((rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td')!.textContent])),
+    );
     assert.deepEqual(shown, { user_group_id: 'acme-corp:jane', user_group_name: 'jane at ACME', region: 'emea', plan: 'enterprise', seat: 'jane' });
     await page.locator('ol.timeline li').first().waitFor();
     assert.match((await page.locator('ol.timeline li').first().textContent()) ?? '', /create by API token \d+/);
@@ -246,14 +279,18 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.deepEqual(await page.locator('ul.children a').allTextContents(), ['acme-corp:jane', 'acme-corp:joe']);
   });
 
-  it('console: edit shows a JSON error at its line and column, caps a field at the documented length, shows the API\'s details next to the field, then saves', async () => {
+  it("console: edit shows a JSON error at its line and column, caps a field at the documented length, shows the API's details next to the field, then saves", async () => {
     await page.getByRole('link', { name: 'Edit' }).click();
     await page.getByRole('heading', { name: 'Edit acme-corp' }).waitFor();
     const callsBefore = apiCalls.length;
     await page.getByLabel('Properties').fill('{\n  "region": "emea",\n  "plan": enterprise\n}');
     await page.getByText('Line 3, column 11').waitFor();
     await page.getByRole('button', { name: 'Save' }).click();
-    assert.equal(apiCalls.filter((call) => call.url.endsWith('/api/user')).length, apiCalls.slice(0, callsBefore).filter((call) => call.url.endsWith('/api/user')).length, 'nothing sent with broken JSON');
+    assert.equal(
+      apiCalls.filter((call) => call.url.endsWith('/api/user')).length,
+      apiCalls.slice(0, callsBefore).filter((call) => call.url.endsWith('/api/user')).length,
+      'nothing sent with broken JSON',
+    );
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'properties', 'focus goes to the broken editor');
     await shot('edit-json-error');
 
@@ -300,7 +337,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await shot('rotated');
     const after = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: readToken });
     assert.equal(after.body.user_group.token, newToken);
-    assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${oldToken}` } })).status, 200, 'the old token, in its grace period');
+    assert.equal(
+      (await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${oldToken}` } })).status,
+      200,
+      'the old token, in its grace period',
+    );
     await dialog.getByRole('button', { name: 'Close' }).click();
     await page.locator('dialog[open]').waitFor({ state: 'detached' });
     assert.equal(await page.getByText(newToken).count(), 0, 'shown once: gone when the dialog closes');
@@ -336,7 +377,6 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
   });
 
   it('console: create an API token (its value shown once) and revoke it; the last admin token cannot be revoked', async () => {
-
     await page.getByRole('link', { name: 'API tokens' }).click();
     await page.getByRole('heading', { name: 'API tokens of acme' }).waitFor();
     await page.getByLabel('Name').fill('reporting backend');
@@ -363,7 +403,10 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByRole('dialog').getByRole('alert').filter({ hasText: 'last_admin_token' }).waitFor();
     await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
     // The history names the token that acted.
-    await page.getByText(/Token \d+ revoked by API token \d+/).first().waitFor();
+    await page
+      .getByText(/Token \d+ revoked by API token \d+/)
+      .first()
+      .waitFor();
   });
 
   it('console: the signing keys page lists the published keys (kid, kty, alg) of every algorithm and what signs now, read from the public documents without the API token', async () => {
@@ -377,13 +420,17 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
       assert.ok(waited < 5000, 'the server publishes the new key within its one-second copy of the key table');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const { keys } = JSON.parse((await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json')).text) as { keys: { kid: string; kty: string; alg: string }[] };
+    const { keys } = JSON.parse((await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json')).text) as {
+      keys: { kid: string; kty: string; alg: string }[];
+    };
     assert.deepEqual(keys.map((key) => key.alg).sort(), ['ES256', 'RS256']);
 
     await page.getByRole('link', { name: 'Signing keys' }).click();
     await page.getByRole('heading', { name: 'Embed signing keys' }).waitFor();
     await page.locator(`table.signing-keys tbody tr[data-kid="${kid}"]`).waitFor();
-    const rows = await page.locator('table.signing-keys tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    const rows = await page
+      .locator('table.signing-keys tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     assert.deepEqual(
       rows,
       keys.map((key) => [key.kid, key.kty, key.alg, key.kty === 'RSA' ? '2048 bits' : 'P-256', 'sig']),
@@ -392,7 +439,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByText('RS256 (still published: ES256)').waitFor();
     assert.equal(await page.getByRole('link', { name: 'Signing keys' }).getAttribute('aria-current'), 'page');
     assert.ok(wellKnownCalls.length >= 2, 'the key set and the discovery document were read');
-    assert.deepEqual(wellKnownCalls.filter((call) => call.authorization !== undefined), [], 'public documents: the API token is not sent');
+    assert.deepEqual(
+      wellKnownCalls.filter((call) => call.authorization !== undefined),
+      [],
+      'public documents: the API token is not sent',
+    );
     await assertAccessible('signing keys');
     await assertKeyboardReachable('signing keys');
     await shot('signing-keys');
@@ -417,7 +468,8 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByRole('heading', { name: 'Customer 1' }).waitFor();
     await page.getByRole('button', { name: 'Show the dashboard variables' }).click();
     await page.locator('table.variables tbody tr').first().waitFor();
-    for (const name of ['Edit', 'Rotate token', 'Delete']) assert.equal(await page.getByRole(name === 'Edit' ? 'link' : 'button', { name, exact: true }).count(), 0, name);
+    for (const name of ['Edit', 'Rotate token', 'Delete'])
+      assert.equal(await page.getByRole(name === 'Edit' ? 'link' : 'button', { name, exact: true }).count(), 0, name);
     await assertAccessible('read-only group');
     await shot('read-only');
     await page.getByRole('button', { name: 'Sign out' }).click();

@@ -25,7 +25,12 @@ describe('container files', () => {
     assert.ok(bases.length >= 2, 'multi-stage');
     const major = fs.readFileSync(path.join(ROOT, '.nvmrc'), 'utf8').trim();
     for (const base of bases) assert.match(base, new RegExp(`^FROM node:${major}-`), base);
-    assert.ok(!instructions.some((line) => /^ENV\b.*NODE_ENV=production/.test(line) && instructions.indexOf(line) < instructions.findIndex((l) => l.startsWith('RUN npm ci'))), 'npm ci does not run with NODE_ENV=production');
+    assert.ok(
+      !instructions.some(
+        (line) => /^ENV\b.*NODE_ENV=production/.test(line) && instructions.indexOf(line) < instructions.findIndex((l) => l.startsWith('RUN npm ci')),
+      ),
+      'npm ci does not run with NODE_ENV=production',
+    );
   });
 
   it('Dockerfile: the final stage runs as a user other than root, with a health check on /healthz and the server as its command', () => {

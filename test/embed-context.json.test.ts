@@ -42,20 +42,27 @@ function expectedVariables(chain: EmbedGroupRow[]): Record<string, unknown> {
   return variables;
 }
 
-const PARENT = row({ region: 'world', currency: 'EUR', user_group_id: 'parent spoof' }, { team_id: 1, provided_id: 'acme', mapping: JSON.stringify({ '40': 'acme' }) });
+const PARENT = row(
+  { region: 'world', currency: 'EUR', user_group_id: 'parent spoof' },
+  { team_id: 1, provided_id: 'acme', mapping: JSON.stringify({ '40': 'acme' }) },
+);
 
-const CASES: [string, EmbedGroupRow[]][] = ([
-  ['ordinary properties', row({ region: 'emea', plan: 'pro', seats: 3 })],
-  ['no properties yet, no mapping', row(null, { mapping: null })],
-  ['empty properties, a demo group in Testing', row({}, { is_demo_group: 1, environment: 'Testing' })],
-  ['nested values, escapes, integer-like and constructor keys', row({ '10': 'ten', a: { b: [1, 'x"y', null] }, constructor: 'data', s: 'line\nbreak' })],
-  ['a property named like a built-in (the built-in wins)', row({ user_group_id: 'spoofed', user_group_name: 'spoofed too', region: 'apac' })],
-  ['a built-in name only as a nested key or as a value', row({ nested: { user_group_id: 'inner' }, label: 'user_group_name' })],
-  ['a __proto__-looking key stored as data', { ...row(null), properties: '{"__proto__x":1,"k":"v"}' }],
-] as [string, EmbedGroupRow][]).map(([label, r]) => [label, [r]] as [string, EmbedGroupRow[]]).concat([
-  ['a child: variables from its properties over its parent\'s', [row({ region: 'emea', seats: 3 }, { parent_team_id: 1 }), PARENT]],
-  ['a child without properties inherits all of its parent\'s', [row(null, { parent_team_id: 1, mapping: null }), PARENT]],
-]);
+const CASES: [string, EmbedGroupRow[]][] = (
+  [
+    ['ordinary properties', row({ region: 'emea', plan: 'pro', seats: 3 })],
+    ['no properties yet, no mapping', row(null, { mapping: null })],
+    ['empty properties, a demo group in Testing', row({}, { is_demo_group: 1, environment: 'Testing' })],
+    ['nested values, escapes, integer-like and constructor keys', row({ '10': 'ten', a: { b: [1, 'x"y', null] }, constructor: 'data', s: 'line\nbreak' })],
+    ['a property named like a built-in (the built-in wins)', row({ user_group_id: 'spoofed', user_group_name: 'spoofed too', region: 'apac' })],
+    ['a built-in name only as a nested key or as a value', row({ nested: { user_group_id: 'inner' }, label: 'user_group_name' })],
+    ['a __proto__-looking key stored as data', { ...row(null), properties: '{"__proto__x":1,"k":"v"}' }],
+  ] as [string, EmbedGroupRow][]
+)
+  .map(([label, r]) => [label, [r]] as [string, EmbedGroupRow[]])
+  .concat([
+    ["a child: variables from its properties over its parent's", [row({ region: 'emea', seats: 3 }, { parent_team_id: 1 }), PARENT]],
+    ["a child without properties inherits all of its parent's", [row(null, { parent_team_id: 1, mapping: null }), PARENT]],
+  ]);
 
 describe('embed context JSON written from stored rows', () => {
   for (const [label, chain] of CASES) {

@@ -10,7 +10,17 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, freePort, httpRequest, spawnServer, issueTokenWithCli, startExample, stopExample, type ExampleProcess, type ServerProcess } from './helpers/processes.ts';
+import {
+  ROOT,
+  freePort,
+  httpRequest,
+  spawnServer,
+  issueTokenWithCli,
+  startExample,
+  stopExample,
+  type ExampleProcess,
+  type ServerProcess,
+} from './helpers/processes.ts';
 import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
 import { startDataApi, type DataApi } from './helpers/data-api.ts';
 
@@ -50,7 +60,12 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
       // audience, and the page as the only browser origin.
       dataApi = await startDataApi({ UGS_ISSUER: service.baseUrl, AUDIENCE: 'sales-overview', ALLOWED_ORIGINS: pageOrigin });
     }
-    backend = await startExample(path.join(DEMO, 'backend.mjs'), { UGS_URL: service.baseUrl, UGS_API_TOKEN: apiToken, PAGE_ORIGIN: pageOrigin, PORT: String(backendPort) });
+    backend = await startExample(path.join(DEMO, 'backend.mjs'), {
+      UGS_URL: service.baseUrl,
+      UGS_API_TOKEN: apiToken,
+      PAGE_ORIGIN: pageOrigin,
+      PORT: String(backendPort),
+    });
     pageServer = await startExample(path.join(DEMO, 'page-server.mjs'), { BACKEND_URL: backendUrl, DATA_API_URL: dataApi?.url ?? '', PORT: String(pagePort) });
     assert.equal(pageServer.url, pageOrigin);
     assert.notEqual(new URL(pageServer.url).origin, new URL(service.baseUrl).origin, 'the page runs on another origin than the service');
@@ -109,24 +124,39 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal((await ordersResponse).status(), 200);
     await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
     assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
-    assert.deepEqual(await rowsShown('orders'), [['Anvils', '1,200'], ['Rocket skates', '860'], ['Giant magnet', '410']]);
-    assert.deepEqual((await rowsShown('notices')).map(([region]) => region), ['emea']);
+    assert.deepEqual(await rowsShown('orders'), [
+      ['Anvils', '1,200'],
+      ['Rocket skates', '860'],
+      ['Giant magnet', '410'],
+    ]);
+    assert.deepEqual(
+      (await rowsShown('notices')).map(([region]) => region),
+      ['emea'],
+    );
     await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-rows-acme.png'), fullPage: true });
 
     await page.goto(`${pageServer.url}/?customer=globex`);
     await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
     assert.equal(await page.textContent('#group-name'), 'Globex');
-    assert.deepEqual(await rowsShown('orders'), [['Hammocks', '95'], ['Doomsday device', '1,000,000']]);
-    assert.deepEqual((await rowsShown('notices')).map(([region]) => region), ['amer']);
+    assert.deepEqual(await rowsShown('orders'), [
+      ['Hammocks', '95'],
+      ['Doomsday device', '1,000,000'],
+    ]);
+    assert.deepEqual(
+      (await rowsShown('notices')).map(([region]) => region),
+      ['amer'],
+    );
     await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-rows-globex.png'), fullPage: true });
 
     // The same tokens, sent from an origin they are not bound to, get nothing.
     const globexSession = JSON.parse((await page.evaluate(() => sessionStorage.getItem('embed-demo-session:globex'))) ?? '{}');
-    const elsewhere = await fetch(`${dataApi!.url}/orders`, { headers: { authorization: `Bearer ${globexSession.embed_token}`, origin: 'https://elsewhere.example' } });
+    const elsewhere = await fetch(`${dataApi!.url}/orders`, {
+      headers: { authorization: `Bearer ${globexSession.embed_token}`, origin: 'https://elsewhere.example' },
+    });
     assert.equal(elsewhere.status, 403);
   });
 
-  it('demo: after the group\'s token is rotated, the page reports its embed token as no longer valid', async () => {
+  it("demo: after the group's token is rotated, the page reports its embed token as no longer valid", async () => {
     const current = await httpRequest(service.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: apiToken });
     assert.equal(current.status, 200);
     const rotated = await httpRequest(service.baseUrl, 'POST', '/api/user', { token: apiToken, body: { current_token: current.body.user_group.token } });

@@ -48,7 +48,9 @@ const noPyJwt = missing(
 );
 const noGo = missing(
   'golang-jwt',
-  fs.existsSync(GO) && GO_PACKAGES.every((p) => fs.existsSync(p)) ? false : 'apt-get install -y golang-go golang-github-golang-jwt-jwt-dev golang-gopkg-square-go-jose.v2-dev',
+  fs.existsSync(GO) && GO_PACKAGES.every((p) => fs.existsSync(p))
+    ? false
+    : 'apt-get install -y golang-go golang-github-golang-jwt-jwt-dev golang-gopkg-square-go-jose.v2-dev',
 );
 const noDataApi = missing('@fastify/jwt data API', POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: examples/postgres-rls needs PostgreSQL');
 
@@ -71,7 +73,9 @@ function nodeVerifier(name: string, file: string, algorithms: readonly EmbedSign
     name,
     algorithms,
     async run(tokens) {
-      const { embedTokenVerifier } = (await import(path.join(SNIPPETS, file))) as { embedTokenVerifier(o: { issuer: string; audience: string }): (token: string) => Promise<{ sub?: string }> };
+      const { embedTokenVerifier } = (await import(path.join(SNIPPETS, file))) as {
+        embedTokenVerifier(o: { issuer: string; audience: string }): (token: string) => Promise<{ sub?: string }>;
+      };
       const verify = embedTokenVerifier({ issuer: issuer(), audience: AUDIENCE });
       const outcomes: Outcome[] = [];
       for (const token of tokens) {
@@ -150,7 +154,11 @@ function dataApiVerifier(url: () => string): Verifier {
       for (const token of tokens) {
         const res = await fetch(`${url()}/orders`, { headers: { authorization: `Bearer ${token}` } });
         const body = (await res.json()) as { user_group_id?: string; rows?: unknown[]; error?: { code: string; message: string } };
-        outcomes.push(res.status === 200 ? { accepted: true, sub: String(body.user_group_id), detail: `${body.rows?.length} rows` } : { accepted: false, detail: `${res.status} ${body.error?.message}` });
+        outcomes.push(
+          res.status === 200
+            ? { accepted: true, sub: String(body.user_group_id), detail: `${body.rows?.length} rows` }
+            : { accepted: false, detail: `${res.status} ${body.error?.message}` },
+        );
       }
       return outcomes;
     },
@@ -169,7 +177,14 @@ interface Case {
 const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 /** The genuine token and every forgery, for the key that signs now. */
-async function tokenCases(genuine: string, otherAudience: string, previous: string | undefined, keySet: JSONWebKeySet, handle: DatabaseHandle, keyring: Keyring): Promise<Case[]> {
+async function tokenCases(
+  genuine: string,
+  otherAudience: string,
+  previous: string | undefined,
+  keySet: JSONWebKeySet,
+  handle: DatabaseHandle,
+  keyring: Keyring,
+): Promise<Case[]> {
   const header = decodeProtectedHeader(genuine);
   const algorithm = header.alg as EmbedSigningAlgorithm;
   const claims = decodeJwt(genuine);
@@ -183,17 +198,28 @@ async function tokenCases(genuine: string, otherAudience: string, previous: stri
   const resign = (changes: Record<string, unknown>) => resignWithServiceKey(handle.db, keyring, genuine, changes);
   return [
     { name: 'genuine', token: genuine, acceptedAs: algorithm },
-    ...(previous ? [{ name: 'of the key before the rotation', token: previous, acceptedAs: decodeProtectedHeader(previous).alg as EmbedSigningAlgorithm }] : []),
+    ...(previous
+      ? [{ name: 'of the key before the rotation', token: previous, acceptedAs: decodeProtectedHeader(previous).alg as EmbedSigningAlgorithm }]
+      : []),
     { name: 'tampered payload', token: `${encodedHeader}.${b64({ ...claims, sub: 'globex' })}.${encodedSignature}` },
     { name: 'flipped signature bit', token: `${encodedHeader}.${encodedPayload}.${signature.toString('base64url')}` },
     { name: 'alg none', token: `${b64({ alg: 'none', typ: header.typ, kid: header.kid })}.${encodedPayload}.` },
-    { name: 'HS256 keyed with the public key (PEM)', token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: 'HS256' }).sign(Buffer.from(publicPem)) },
-    { name: 'HS256 keyed with the public key (JWK)', token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: 'HS256' }).sign(Buffer.from(JSON.stringify(published))) },
+    {
+      name: 'HS256 keyed with the public key (PEM)',
+      token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: 'HS256' }).sign(Buffer.from(publicPem)),
+    },
+    {
+      name: 'HS256 keyed with the public key (JWK)',
+      token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: 'HS256' }).sign(Buffer.from(JSON.stringify(published))),
+    },
     { name: 'expired', token: await resign({ iat: now - 7200, nbf: now - 7200, exp: now - 3600 }) },
     { name: 'not yet valid', token: await resign({ iat: now, nbf: now + 3600, exp: now + 7200 }) },
     { name: 'wrong audience', token: otherAudience },
     { name: 'wrong issuer', token: await resign({ iss: 'https://attacker.example' }) },
-    { name: 'unknown kid', token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: algorithm, kid: 'not-a-published-key' }).sign(foreign.privateKey) },
+    {
+      name: 'unknown kid',
+      token: await new SignJWT(claims).setProtectedHeader({ ...header, alg: algorithm, kid: 'not-a-published-key' }).sign(foreign.privateKey),
+    },
   ];
 }
 
@@ -222,8 +248,26 @@ for (const backend of BACKENDS) {
       nodeVerifier('jsonwebtoken + jwks-rsa', 'jsonwebtoken.mjs', ['ES256', 'RS256'], () => issuer),
       nodeVerifier('fast-jwt + get-jwks (discovery)', 'fast-jwt.mjs', ['ES256', 'RS256'], () => issuer),
       ...(noDataApi ? [] : [dataApiVerifier(() => dataApi!.url)]),
-      ...(noPyJwt ? [] : [lineVerifier('PyJWT', EMBED_SIGNING_ALGORITHMS, () => [PYTHON, path.join(SNIPPETS, 'pyjwt.py')], () => issuer)]),
-      ...(noGo ? [] : [lineVerifier('golang-jwt + go-jose', EMBED_SIGNING_ALGORITHMS, () => [goVerifierPath], () => issuer)]),
+      ...(noPyJwt
+        ? []
+        : [
+            lineVerifier(
+              'PyJWT',
+              EMBED_SIGNING_ALGORITHMS,
+              () => [PYTHON, path.join(SNIPPETS, 'pyjwt.py')],
+              () => issuer,
+            ),
+          ]),
+      ...(noGo
+        ? []
+        : [
+            lineVerifier(
+              'golang-jwt + go-jose',
+              EMBED_SIGNING_ALGORITHMS,
+              () => [goVerifierPath],
+              () => issuer,
+            ),
+          ]),
     ];
 
     before(async () => {
@@ -238,7 +282,10 @@ for (const backend of BACKENDS) {
       env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey.toString('base64') };
       server = await spawnServer({ ...env, PORT: String(port) });
       apiToken = (await issueTokenWithCli(env, ['--account', 'interop', '--scopes', 'read,write'])).token;
-      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: apiToken, body: { user_group_id: VIEWER, properties: { region: 'emea' } } });
+      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', {
+        token: apiToken,
+        body: { user_group_id: VIEWER, properties: { region: 'emea' } },
+      });
       assert.equal(created.status, 201, created.text);
       // The test's own view of the database: the signing keys, to sign what the API never issues.
       handle = (await openMigratedDatabase({ databaseUrl: database.url })).handle;
@@ -254,7 +301,10 @@ for (const backend of BACKENDS) {
     });
 
     async function mint(body: Record<string, unknown> = {}): Promise<string> {
-      const res = await httpRequest(server.baseUrl, 'POST', '/api/embed_token', { token: apiToken, body: { user_group_id: VIEWER, expires_in_seconds: 600, ...body } });
+      const res = await httpRequest(server.baseUrl, 'POST', '/api/embed_token', {
+        token: apiToken,
+        body: { user_group_id: VIEWER, expires_in_seconds: 600, ...body },
+      });
       assert.equal(res.status, 200, res.text);
       return res.body.embed_token;
     }

@@ -26,7 +26,18 @@ import { openMigratedDatabase } from '../src/runtime.ts';
 import { countSigningKeys } from '../src/embed/signing-keys.repository.ts';
 import { resignWithServiceKey } from './helpers/embed-keys.ts';
 import { createTestDatabase } from './helpers/backends.ts';
-import { buildTestApp, createGroup, forEachBackend, issueTestToken, newSecretKey, openTestDatabase, startTestApp, useTestApp, type BuiltApp, type HttpResult } from './helpers/harness.ts';
+import {
+  buildTestApp,
+  createGroup,
+  forEachBackend,
+  issueTestToken,
+  newSecretKey,
+  openTestDatabase,
+  startTestApp,
+  useTestApp,
+  type BuiltApp,
+  type HttpResult,
+} from './helpers/harness.ts';
 
 const START = new Date('2031-03-01T08:00:00.000Z');
 const ISSUER = 'https://ugs.example.com';
@@ -40,7 +51,8 @@ const KEY_SHAPES: Record<EmbedSigningAlgorithm, { kty: string; members: string[]
   RS256: { kty: 'RSA', members: ['e', 'n'] },
   EdDSA: { kty: 'OKP', crv: 'Ed25519', members: ['crv', 'x'] },
 };
-const foreignKeyPair = (algorithm: EmbedSigningAlgorithm) => generateKeyPair(algorithm, algorithm === 'EdDSA' ? { crv: 'Ed25519', extractable: true } : { extractable: true });
+const foreignKeyPair = (algorithm: EmbedSigningAlgorithm) =>
+  generateKeyPair(algorithm, algorithm === 'EdDSA' ? { crv: 'Ed25519', extractable: true } : { extractable: true });
 
 forEachBackend('embed tokens (default: ES256)', (backend) => {
   let clock = START;
@@ -89,7 +101,9 @@ forEachBackend('embed tokens (default: ES256)', (backend) => {
       assert.deepEqual([key.kty, key.crv, key.alg, key.use], ['EC', 'P-256', 'ES256', 'sig']);
       assert.equal(key.d, undefined, 'never the private part');
     }
-    const preflight = await t.request('OPTIONS', '/.well-known/jwks.json', { headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
+    const preflight = await t.request('OPTIONS', '/.well-known/jwks.json', {
+      headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' },
+    });
     assert.equal(preflight.status, 204);
     assert.equal(preflight.headers['access-control-allow-origin'], '*');
     const management = await t.request('OPTIONS', '/api/user', { headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
@@ -164,9 +178,15 @@ forEachBackend('embed tokens (default: ES256)', (backend) => {
       'foreign key, its own kid': await new SignJWT(claims)
         .setProtectedHeader({ alg: alg!, typ: 'ugs-embed+jwt', kid: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })
         .sign(foreign.privateKey),
-      'another algorithm under the published kid': await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid }).sign(otherAlgorithm.privateKey),
-      'HS256 keyed with the public key (PEM)': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid }).sign(Buffer.from(publicPem)),
-      'HS256 keyed with the public key (JWK)': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid }).sign(Buffer.from(JSON.stringify(published))),
+      'another algorithm under the published kid': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'EdDSA', typ: 'ugs-embed+jwt', kid })
+        .sign(otherAlgorithm.privateKey),
+      'HS256 keyed with the public key (PEM)': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid })
+        .sign(Buffer.from(publicPem)),
+      'HS256 keyed with the public key (JWK)': await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256', typ: 'ugs-embed+jwt', kid })
+        .sign(Buffer.from(JSON.stringify(published))),
       'alg none': `${b64({ alg: 'none', typ: 'ugs-embed+jwt', kid })}.${b64(claims)}.`,
       'team id changed': `${header}.${b64({ ...claims, ugs_team_id: Number(claims.ugs_team_id) + 1 })}.${signature}`,
       'variables changed': `${header}.${b64({ ...claims, ugs_variables: { user_group_id: 'someone-else' } })}.${signature}`,
@@ -184,7 +204,8 @@ forEachBackend('embed tokens (default: ES256)', (backend) => {
     await createGroup(t, { user_group_id: 'jws-times' });
     const genuine = await embedToken({ user_group_id: 'jws-times' });
     const now = Math.floor(clock.getTime() / 1000);
-    const sign = (times: Pick<JWTPayload, 'iat' | 'nbf' | 'exp'>) => resignWithServiceKey(t.handle.db, t.keyring, genuine, { ...times, jti: crypto.randomUUID() });
+    const sign = (times: Pick<JWTPayload, 'iat' | 'nbf' | 'exp'>) =>
+      resignWithServiceKey(t.handle.db, t.keyring, genuine, { ...times, jti: crypto.randomUUID() });
     const refused = {
       'iat an hour ahead (nbf now)': await sign({ iat: now + 3600, nbf: now, exp: now + 7200 }),
       'iat 61 s ahead': await sign({ iat: now + 61, nbf: now, exp: now + 3600 }),
@@ -196,7 +217,11 @@ forEachBackend('embed tokens (default: ES256)', (backend) => {
       const res = await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } });
       assert.equal(res.status, 401, `${what}: ${res.text}`);
       assert.deepEqual((await introspect(token)).body, { success: 1, active: false }, what);
-      assert.equal((await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } })).status, 401, `${what}, asked again after introspection`);
+      assert.equal(
+        (await t.request('GET', CONTEXT, { headers: { authorization: `Bearer ${token}` } })).status,
+        401,
+        `${what}, asked again after introspection`,
+      );
     }
     // The limits themselves hold, so the forgeries above are refused for their times alone.
     const accepted = {
@@ -320,7 +345,7 @@ forEachBackend('embed tokens (default: ES256)', (backend) => {
 forEachBackend('introspection rate limit', (backend) => {
   const t = useTestApp(backend, { config: { rateLimitMax: 2, embedRateLimitMax: 1000 } });
 
-  it('introspect: spends the API token\'s budget of the management API, then 429 rate_limited', async () => {
+  it("introspect: spends the API token's budget of the management API, then 429 rate_limited", async () => {
     const statuses = [];
     for (let i = 0; i < 3; i++) {
       const res = await t.request('POST', INTROSPECT, { token: t.token, body: { token: 'a.b.c' } });
@@ -354,7 +379,7 @@ forEachBackend('embed signing keys', (backend) => {
 forEachBackend('embed signing algorithms', (backend) => {
   let clock = START;
 
-  it('first key: UGS_EMBED_SIGNING_ALG picks the algorithm of a new deployment\'s first key; its JWK carries kty, alg, use and its RFC 7638 thumbprint as kid', async () => {
+  it("first key: UGS_EMBED_SIGNING_ALG picks the algorithm of a new deployment's first key; its JWK carries kty, alg, use and its RFC 7638 thumbprint as kid", async () => {
     for (const algorithm of ALGORITHMS) {
       const t = await startTestApp(backend, { now: () => clock, config: { publicUrl: ISSUER, embedSigningAlgorithm: algorithm } });
       try {
@@ -373,8 +398,14 @@ forEachBackend('embed signing algorithms', (backend) => {
         assert.equal(key.kid, header.kid);
         assert.equal(key.kid, await calculateJwkThumbprint(key), `${algorithm}: the kid is the thumbprint`);
         if (algorithm === 'RS256') assert.ok(Buffer.from(key.n!, 'base64url').length * 8 >= 2048, 'RSA keys have at least 2048 bits');
-        if (algorithm === 'ES256') assert.equal(Buffer.from(res.body.embed_token.split('.')[2], 'base64url').length, 64, 'an ES256 signature is r || s, 64 bytes (RFC 7518), not DER');
-        await jwtVerify(res.body.embed_token, createLocalJWKSet({ keys }), { issuer: ISSUER, audience: 'ugs:embed', algorithms: [algorithm], currentDate: clock });
+        if (algorithm === 'ES256')
+          assert.equal(Buffer.from(res.body.embed_token.split('.')[2], 'base64url').length, 64, 'an ES256 signature is r || s, 64 bytes (RFC 7518), not DER');
+        await jwtVerify(res.body.embed_token, createLocalJWKSet({ keys }), {
+          issuer: ISSUER,
+          audience: 'ugs:embed',
+          algorithms: [algorithm],
+          currentDate: clock,
+        });
         const discovery = JSON.parse((await t.request('GET', '/.well-known/openid-configuration')).text);
         assert.deepEqual(discovery.id_token_signing_alg_values_supported, [algorithm]);
         assert.equal((await t.request('GET', CONTEXT, { bearer: res.body.embed_token })).status, 200);
@@ -438,7 +469,11 @@ forEachBackend('embed signing algorithms', (backend) => {
       const keySet = JSON.parse((await t.request('GET', '/.well-known/jwks.json')).text) as JSONWebKeySet;
       assert.deepEqual(keySet.keys.map((key) => key.kty).sort(), ['EC', 'OKP', 'OKP', 'RSA'], 'every key that signed a live token');
       const discovery = JSON.parse((await t.request('GET', '/.well-known/openid-configuration')).text);
-      assert.deepEqual(discovery.id_token_signing_alg_values_supported, ['EdDSA', 'RS256', 'ES256'], 'the signing key\'s algorithm first, then the newest keys\' first');
+      assert.deepEqual(
+        discovery.id_token_signing_alg_values_supported,
+        ['EdDSA', 'RS256', 'ES256'],
+        "the signing key's algorithm first, then the newest keys' first",
+      );
       for (const embedToken of issued) {
         const { alg } = decodeProtectedHeader(embedToken);
         await jwtVerify(embedToken, createLocalJWKSet(keySet), { issuer: ISSUER, audience: 'ugs:embed', algorithms: ALGORITHMS, currentDate: clock });

@@ -50,7 +50,10 @@ forEachBackend('embed tokens', (backend) => {
     const jwks = await t.request('GET', '/.well-known/jwks.json');
     assert.equal(jwks.status, 200);
     const keySet = JSON.parse(jwks.text) as JSONWebKeySet;
-    assert.ok(keySet.keys.some((key) => key.kid === header.kid), 'the signing key is published');
+    assert.ok(
+      keySet.keys.some((key) => key.kid === header.kid),
+      'the signing key is published',
+    );
     // Verified the way a data API would: the published keys, no secret.
     const { payload } = await jwtVerify(res.body.embed_token, createLocalJWKSet(keySet), {
       issuer: 'http://127.0.0.1:3000',
@@ -84,7 +87,19 @@ forEachBackend('embed tokens', (backend) => {
     assert.ok(!decoded.includes(group.token) && !decoded.includes('ugs_grp_') && !decoded.includes('ugs_api_'));
     assert.ok(!decoded.includes(t.secretKey));
     assert.deepEqual(Object.keys(decodeJwt(token)).sort(), [
-      'aud', 'exp', 'iat', 'iss', 'jti', 'nbf', 'sub', 'ugs_account', 'ugs_environment', 'ugs_generation', 'ugs_origin', 'ugs_team_id', 'ugs_variables',
+      'aud',
+      'exp',
+      'iat',
+      'iss',
+      'jti',
+      'nbf',
+      'sub',
+      'ugs_account',
+      'ugs_environment',
+      'ugs_generation',
+      'ugs_origin',
+      'ugs_team_id',
+      'ugs_variables',
     ]);
     assert.equal(decodeJwt(token).aud, 'dash', 'a bound token names its embed_id as audience');
     assert.equal(decodeJwt(token).ugs_origin, 'https://app.example.com');
@@ -175,7 +190,15 @@ forEachBackend('embed tokens', (backend) => {
     assert.equal(missing.status, 400);
     assert.deepEqual(missing.body.error.details, [{ field: 'user_group_id', issue: 'required' }]);
 
-    for (const origin of ['https://app.example.com/', 'https://app.example.com/path', 'app.example.com', 'HTTPS://App.Example.com', 'https://app.example.com:443', 'ftp://x.example', 'null']) {
+    for (const origin of [
+      'https://app.example.com/',
+      'https://app.example.com/path',
+      'app.example.com',
+      'HTTPS://App.Example.com',
+      'https://app.example.com:443',
+      'ftp://x.example',
+      'null',
+    ]) {
       const res = await issue({ user_group_id: 'tok-valid', origin });
       assert.equal(res.status, 400, `${origin}: ${res.text}`);
       assert.deepEqual(res.body.error.details, [{ field: 'origin', issue: 'invalid_format' }], origin);
@@ -210,7 +233,7 @@ forEachBackend('embed tokens', (backend) => {
     clock = START;
   });
 
-  it('rotation: the group\'s token rotation ends every embed token issued before it, even with a grace period', async () => {
+  it("rotation: the group's token rotation ends every embed token issued before it, even with a grace period", async () => {
     clock = START;
     const group = await createGroup({ user_group_id: 'tok-rotate' });
     const before_ = await embedToken({ user_group_id: 'tok-rotate' });

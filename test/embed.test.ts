@@ -45,7 +45,7 @@ forEachBackend('embed context with user group tokens', (backend) => {
     return res.body.user_group.token;
   }
 
-  it('context: a Bearer user group token gets the group\'s public fields and its variables', async () => {
+  it("context: a Bearer user group token gets the group's public fields and its variables", async () => {
     const group = await createGroup({
       user_group_id: 'ctx-1',
       name: 'Context One',
@@ -373,7 +373,11 @@ forEachBackend('embed CORS', (backend) => {
     });
     try {
       const ask = (origin: string) =>
-        app.inject({ method: 'OPTIONS', url: CONTEXT, headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } });
+        app.inject({
+          method: 'OPTIONS',
+          url: CONTEXT,
+          headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+        });
       const allowed = await ask('https://app.example.com');
       assert.equal(allowed.statusCode, 204);
       assert.equal(allowed.headers['access-control-allow-origin'], 'https://app.example.com');

@@ -36,7 +36,8 @@ function envExample(): Entry[] {
 function variablesReadByConfig(): string[] {
   const source = fs.readFileSync(path.join(ROOT, 'src/config.ts'), 'utf8');
   const names = new Set<string>();
-  for (const match of source.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)|\[['"]([A-Z][A-Z0-9_]*)['"]\]|, '([A-Z][A-Z0-9_]*)')/g)) names.add(match[1] ?? match[2] ?? match[3]);
+  for (const match of source.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)|\[['"]([A-Z][A-Z0-9_]*)['"]\]|, '([A-Z][A-Z0-9_]*)')/g))
+    names.add(match[1] ?? match[2] ?? match[3]);
   return [...names].sort();
 }
 
@@ -60,6 +61,9 @@ describe('.env.example', () => {
     const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5));
     const missing = envExample().filter(({ name }) => !table.includes(`\`${name}\``));
-    assert.deepEqual(missing.map(({ name }) => name), []);
+    assert.deepEqual(
+      missing.map(({ name }) => name),
+      [],
+    );
   });
 });

@@ -170,7 +170,11 @@ for (const backend of BACKENDS) {
         ['POST', '/api/user', 'DELETE'],
       ];
       for (const [method, path, override] of cases) {
-        const answer = await t.request(method, path, { token, headers: { 'x-http-method-override': override }, body: method === 'PUT' || method === 'POST' ? { user_group_id: 'x', name: 'n' } : undefined });
+        const answer = await t.request(method, path, {
+          token,
+          headers: { 'x-http-method-override': override },
+          body: method === 'PUT' || method === 'POST' ? { user_group_id: 'x', name: 'n' } : undefined,
+        });
         assert.equal(answer.status, 400, `${method} ${path} with ${override}: ${answer.text}`);
         assert.equal(answer.body.error.code, 'validation_failed');
         assert.deepEqual(answer.body.error.details, [{ field: 'X-HTTP-Method-Override', issue: 'not_allowed' }]);
@@ -180,7 +184,7 @@ for (const backend of BACKENDS) {
       assert.equal(honoured.status, 201);
     });
 
-    it('request ids: a caller\'s X-Request-Id that looks like one the server issues (req_…) is replaced', async () => {
+    it("request ids: a caller's X-Request-Id that looks like one the server issues (req_…) is replaced", async () => {
       const answer = await t.request('GET', '/api/users', { token, headers: { 'x-request-id': 'req_000000000000000001' } });
       assert.notEqual(answer.headers['x-request-id'], 'req_000000000000000001');
       assert.match(String(answer.headers['x-request-id']), /^req_[0-9a-f]{12}/);

@@ -76,19 +76,22 @@ forEachBackend('errors, body framing and response headers', (backend) => {
     assert.equal(still.body.user_group.name, 'Small');
   });
 
-
   it('body size: a chunked GET body (no Content-Length) over 256 KiB gets the 413 envelope back on the socket and creates nothing', async () => {
     const id = uid('get-chunked');
     const address = await t.app.listen({ host: '127.0.0.1', port: 0 });
     try {
       const url = new URL('/api/user', address);
       const res = await new Promise<HttpResult>((resolve, reject) => {
-        const req = http.request(url, { method: 'GET', headers: { authorization: `Token ${t.token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (response) => {
-          let text = '';
-          response.setEncoding('utf8');
-          response.on('data', (chunk: string) => (text += chunk));
-          response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text, body: JSON.parse(text) }));
-        });
+        const req = http.request(
+          url,
+          { method: 'GET', headers: { authorization: `Token ${t.token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+          (response) => {
+            let text = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => (text += chunk));
+            response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text, body: JSON.parse(text) }));
+          },
+        );
         req.on('error', reject);
         const body = paddedBody(id, LIMIT + 64 * 1024);
         for (let offset = 0; offset < body.length; offset += 16 * 1024) req.write(body.slice(offset, offset + 16 * 1024));
@@ -225,7 +228,7 @@ forEachBackend('errors, body framing and response headers', (backend) => {
     assertErrorEnvelope(await t.request('PUT', '/api/user', { token: t.token, body: { user_group_id: uid('none'), name: 'x' } }), 404, 'user_group_not_found');
   });
 
-  it('a caller\'s plain X-Request-Id is kept; an unsafe one is replaced', async () => {
+  it("a caller's plain X-Request-Id is kept; an unsafe one is replaced", async () => {
     const kept = await t.request('GET', '/api/users', { token: t.token, headers: { 'x-request-id': 'trace-abc.123:xyz' } });
     assert.equal(kept.headers['x-request-id'], 'trace-abc.123:xyz');
     const keptError = await t.request('GET', '/api/users', { headers: { 'x-request-id': 'trace-err-1' } });

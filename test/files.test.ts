@@ -39,7 +39,10 @@ describe('files the service creates', () => {
     fs.chmodSync(keyFile, 0o644);
     const server = await spawnServer({ DATABASE_URL: `sqlite:${path.join(root, 'exposed', 'ugs.sqlite')}`, UGS_KEY_FILE: keyFile, UGS_SECRET_KEY: '' });
     try {
-      assert.match(server.output(), new RegExp(`the key file ${keyFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} can be read by other users \\(mode 0644\\): chmod 600 it`));
+      assert.match(
+        server.output(),
+        new RegExp(`the key file ${keyFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} can be read by other users \\(mode 0644\\): chmod 600 it`),
+      );
     } finally {
       await server.stop();
     }

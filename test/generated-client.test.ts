@@ -93,7 +93,18 @@ for (const backend of BACKENDS) {
       fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
       fs.writeFileSync(
         path.join(dir, 'tsconfig.json'),
-        JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [], outDir: 'dist', skipLibCheck: false } }),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            target: 'ES2022',
+            lib: ['ES2022', 'DOM'],
+            types: [],
+            outDir: 'dist',
+            skipLibCheck: false,
+          },
+        }),
       );
       fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
       assert.doesNotMatch(PROGRAM, /\bas (any|never|unknown)\b/, 'no casts');

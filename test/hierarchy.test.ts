@@ -24,7 +24,11 @@ forEachBackend('hierarchy of user groups', (backend) => {
   function assertError(res: HttpResult, status: number, code: string, field?: string) {
     assert.equal(res.status, status, res.text);
     assert.equal(res.body.error.code, code, res.text);
-    if (field) assert.ok(res.body.error.details?.some((d) => d.field === field), `details name ${field}: ${res.text}`);
+    if (field)
+      assert.ok(
+        res.body.error.details?.some((d) => d.field === field),
+        `details name ${field}: ${res.text}`,
+      );
   }
 
   /** A company and one of its users, the docs' worked example. */
@@ -158,13 +162,20 @@ forEachBackend('hierarchy of user groups', (backend) => {
       const company = await created({ user_group_id: uid('lvl-co'), hierarchy_level: 'Customer' });
       const user = await created({ user_group_id: uid('lvl-user'), hierarchy_level: 'User', parent_user_group_id: company.provided_id });
       assertError(await post({ user_group_id: uid('lvl-x'), hierarchy_level: 'Team' }), 400, 'validation_failed', 'hierarchy_level');
-      assertError(await post({ user_group_id: uid('lvl-y'), hierarchy_level: 'Customer', parent_user_group_id: company.provided_id }), 400, 'validation_failed');
+      assertError(
+        await post({ user_group_id: uid('lvl-y'), hierarchy_level: 'Customer', parent_user_group_id: company.provided_id }),
+        400,
+        'validation_failed',
+      );
       // The parent cannot move below its children's level.
       assertError(await put({ user_group_id: company.provided_id, hierarchy_level: 'User' }), 400, 'validation_failed', 'hierarchy_level');
       assertError(await put({ user_group_id: user.provided_id, hierarchy_level: 'Customer' }), 400, 'validation_failed');
       assert.equal((await get({ user_group_id: company.provided_id })).body.user_group.hierarchy_level, 'Customer');
       const users = await list({ hierarchy_level: 'User' });
-      assert.deepEqual(users.body.user_groups.map((g) => g.provided_id), [user.provided_id]);
+      assert.deepEqual(
+        users.body.user_groups.map((g) => g.provided_id),
+        [user.provided_id],
+      );
       assertError(await post({ user_group_id: uid('lvl-long'), hierarchy_level: 'L'.repeat(65) }), 400, 'validation_failed');
     } finally {
       await setAccountLevels(t.handle.db, account!.id, null);
@@ -178,8 +189,15 @@ forEachBackend('hierarchy of user groups', (backend) => {
     assert.deepEqual(plain.group_tags, []);
     const replaced = await put({ user_group_id: g.provided_id, group_tags: ['gamma'] });
     assert.deepEqual(replaced.body.user_group.group_tags, ['gamma']);
-    assert.deepEqual((await list({ tag: 'gamma' })).body.user_groups.map((x) => x.provided_id), [g.provided_id]);
-    assert.deepEqual((await list({ tag: 'beta' })).body.user_groups.map((x) => x.provided_id), [], 'old tags are gone');
+    assert.deepEqual(
+      (await list({ tag: 'gamma' })).body.user_groups.map((x) => x.provided_id),
+      [g.provided_id],
+    );
+    assert.deepEqual(
+      (await list({ tag: 'beta' })).body.user_groups.map((x) => x.provided_id),
+      [],
+      'old tags are gone',
+    );
     assert.equal((await put({ user_group_id: g.provided_id, group_tags: [] })).body.user_group.group_tags.length, 0);
     assert.equal((await list({ tag: 'gamma' })).body.user_groups.length, 0);
   });
@@ -225,11 +243,26 @@ forEachBackend('hierarchy of user groups', (backend) => {
       return seen;
     };
     const ids = (pick: (i: number) => boolean) => kids.filter((_, i) => pick(i)).map((k) => k.provided_id);
-    assert.deepEqual(await walk({ parent_user_group_id: parent.provided_id }), ids(() => true));
-    assert.deepEqual(await walk({ parent_user_group_id: parent.provided_id, tag: 'even' }), ids((i) => i % 2 === 0));
-    assert.deepEqual(await walk({ tag: 'even', q: prefix, hierarchy_level: 'high' }), ids((i) => i % 2 === 0 && i >= 4));
-    assert.deepEqual(await walk({ q: prefix, parent_user_group_id: parent.provided_id, hierarchy_level: 'low' }), ids((i) => i < 4));
-    assert.deepEqual(await walk({ hierarchy_level: 'high', parent_user_group_id: parent.provided_id }), ids((i) => i >= 4));
+    assert.deepEqual(
+      await walk({ parent_user_group_id: parent.provided_id }),
+      ids(() => true),
+    );
+    assert.deepEqual(
+      await walk({ parent_user_group_id: parent.provided_id, tag: 'even' }),
+      ids((i) => i % 2 === 0),
+    );
+    assert.deepEqual(
+      await walk({ tag: 'even', q: prefix, hierarchy_level: 'high' }),
+      ids((i) => i % 2 === 0 && i >= 4),
+    );
+    assert.deepEqual(
+      await walk({ q: prefix, parent_user_group_id: parent.provided_id, hierarchy_level: 'low' }),
+      ids((i) => i < 4),
+    );
+    assert.deepEqual(
+      await walk({ hierarchy_level: 'high', parent_user_group_id: parent.provided_id }),
+      ids((i) => i >= 4),
+    );
     assert.deepEqual(await walk({ tag: 'even', q: prefix }), [...ids((i) => i % 2 === 0), `${prefix}-stranger`]);
     assert.deepEqual((await list({ parent_user_group_id: 'no-such-parent' })).body.user_groups, [], 'an unknown parent has no children');
   });
@@ -244,10 +277,21 @@ forEachBackend('hierarchy of user groups', (backend) => {
     assert.equal(renamed.token, company.token);
     assert.equal(renamed.team_id, company.team_id);
     assert.equal((await get({ user_group_id: user.provided_id })).body.user_group.parent_user_group_id, newId, "the child names its parent's new id");
-    assert.deepEqual((await list({ parent_user_group_id: newId })).body.user_groups.map((g) => g.provided_id), [user.provided_id]);
-    assert.equal((await t.request('GET', '/api/users', { token: t.token, query: { q: company.provided_id } })).body.user_groups.filter((g) => g.provided_id === company.provided_id).length, 0);
+    assert.deepEqual(
+      (await list({ parent_user_group_id: newId })).body.user_groups.map((g) => g.provided_id),
+      [user.provided_id],
+    );
+    assert.equal(
+      (await t.request('GET', '/api/users', { token: t.token, query: { q: company.provided_id } })).body.user_groups.filter(
+        (g) => g.provided_id === company.provided_id,
+      ).length,
+      0,
+    );
     const history = await t.request('GET', '/api/user/history', { token: t.token, query: { user_group_id: newId } });
-    assert.deepEqual(history.body.entries.map((e) => e.action), ['user_group.update', 'user_group.create']);
+    assert.deepEqual(
+      history.body.entries.map((e) => e.action),
+      ['user_group.update', 'user_group.create'],
+    );
     assert.deepEqual(history.body.entries[0].details, { user_group_id: { old: company.provided_id, new: newId } });
     assert.deepEqual(history.body.entries[0].changed_fields, ['user_group_id']);
     assert.equal((await context(company.token)).body.user_group.provided_id, newId, 'the embed side sees the new id');
@@ -307,7 +351,6 @@ forEachBackend('hierarchy of user groups', (backend) => {
 
 forEachBackend('hierarchy depth setting', (backend) => {
   const t = useTestApp(backend, { config: { maxHierarchyDepth: 5 } });
-
 
   it('UGS_MAX_HIERARCHY_DEPTH: a deeper limit allows that many levels, merges all of them, and refuses one more', async () => {
     let parent: string | null = null;

@@ -16,7 +16,10 @@ forEachBackend('history', (backend) => {
   it('records create, update (with the changed fields), rotate and delete, newest first, with actor and request id', async () => {
     const created = await t.request('POST', '/api/user', { token: t.token, body: { user_group_id: 'h1', name: 'One' } });
     assert.equal(created.status, 201);
-    const updated = await t.request('PUT', '/api/user', { token: t.token, body: { user_group_id: 'h1', name: 'Uno', properties: { a: 1 }, is_demo_group: false } });
+    const updated = await t.request('PUT', '/api/user', {
+      token: t.token,
+      body: { user_group_id: 'h1', name: 'Uno', properties: { a: 1 }, is_demo_group: false },
+    });
     assert.equal(updated.status, 200);
     const rotated = await t.request('POST', '/api/user', { token: t.token, body: { current_token: updated.body.user_group.token } });
     assert.equal(rotated.status, 200);
@@ -28,7 +31,10 @@ forEachBackend('history', (backend) => {
     assert.equal(res.body.provided_id, 'h1');
     assert.equal(res.body.api_environment_tag, 'Customer');
     const entries = res.body.entries;
-    assert.deepEqual(entries.map((e: { action: string }) => e.action), ['user_group.delete', 'user_group.rotate', 'user_group.update', 'user_group.create']);
+    assert.deepEqual(
+      entries.map((e: { action: string }) => e.action),
+      ['user_group.delete', 'user_group.rotate', 'user_group.update', 'user_group.create'],
+    );
     // is_demo_group was sent with its stored value: only what changed is named.
     assert.deepEqual(entries[2].changed_fields, ['name', 'properties']);
     assert.equal(entries[0].changed_fields, null);
@@ -58,7 +64,10 @@ forEachBackend('history', (backend) => {
   it('a PUT that changes nothing records nothing', async () => {
     await t.request('POST', '/api/user', { token: t.token, body: { user_group_id: 'h3', name: 'Same' } });
     assert.equal((await t.request('PUT', '/api/user', { token: t.token, body: { user_group_id: 'h3', name: 'Same' } })).status, 200);
-    assert.deepEqual((await history('h3')).body.entries.map((e: { action: string }) => e.action), ['user_group.create']);
+    assert.deepEqual(
+      (await history('h3')).body.entries.map((e: { action: string }) => e.action),
+      ['user_group.create'],
+    );
   });
 
   it('history is per environment and per account', async () => {
@@ -76,10 +85,13 @@ forEachBackend('history', (backend) => {
     await t.revokeToken(issued.id);
     const account = await findAccountBySlug(t.handle.db, 'audited');
     const rows = await accountHistory(t.handle.db, account!.id, 10);
-    assert.deepEqual(rows.map((r) => [r.action, r.subject_id]), [
-      ['api_token.revoke', String(issued.id)],
-      ['api_token.issue', String(issued.id)],
-    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.action, r.subject_id]),
+      [
+        ['api_token.revoke', String(issued.id)],
+        ['api_token.issue', String(issued.id)],
+      ],
+    );
     const groupToken = (await t.request('GET', '/api/user', { token: t.token, query: { user_group_id: 'h5' } })).body.user_group.token;
     const everything = JSON.stringify(await t.handle.db.selectFrom('audit_log').selectAll().execute());
     for (const secret of [t.token, issued.token, groupToken]) assert.ok(!everything.includes(secret), 'no token in the audit log');

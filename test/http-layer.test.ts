@@ -91,7 +91,9 @@ for (const backend of BACKENDS) {
       return server;
     }
 
-    it('timeouts: 300 stalled sockets under an open-files limit of 256 do not stop a real request; every one is closed, and SIGTERM exits 0', { timeout: 60_000 }, async () => {
+    it('timeouts: 300 stalled sockets under an open-files limit of 256 do not stop a real request; every one is closed, and SIGTERM exits 0', {
+      timeout: 60_000,
+    }, async () => {
       const server = await start({ UGS_REQUEST_TIMEOUT_MS: '3000', UGS_HEADERS_TIMEOUT_MS: '2000', UGS_SHUTDOWN_TIMEOUT_MS: '5000' }, 256);
       const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: apiToken, body: { user_group_id: 'stall-1' } });
       assert.equal(created.status, 201);
@@ -126,12 +128,17 @@ for (const backend of BACKENDS) {
       assert.equal(stopped.code, 0);
     });
 
-    it('shutdown: SIGTERM closes stalled and idle connections, finishes an upload that completes, and exits 0 within its timeout', { timeout: 60_000 }, async () => {
+    it('shutdown: SIGTERM closes stalled and idle connections, finishes an upload that completes, and exits 0 within its timeout', {
+      timeout: 60_000,
+    }, async () => {
       const server = await start({ UGS_REQUEST_TIMEOUT_MS: '120000', UGS_HEADERS_TIMEOUT_MS: '60000', UGS_SHUTDOWN_TIMEOUT_MS: '4000' });
       const stalled = [
         ...(await Promise.all(
           Array.from({ length: 20 }, () =>
-            stall(server.baseUrl, `POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nAuthorization: Token ${apiToken}\r\n\r\n{`),
+            stall(
+              server.baseUrl,
+              `POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nAuthorization: Token ${apiToken}\r\n\r\n{`,
+            ),
           ),
         )),
         ...(await Promise.all(Array.from({ length: 20 }, () => stall(server.baseUrl, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')))),
@@ -142,7 +149,7 @@ for (const backend of BACKENDS) {
           const poll = setInterval(() => idle.received().endsWith('}') && (clearInterval(poll), resolve()), 10);
         }),
         5000,
-        'the idle connection\'s answer',
+        "the idle connection's answer",
       );
       // An upload in flight that completes soon after the signal: it is answered.
       const body = JSON.stringify({ user_group_id: 'uploaded-during-shutdown' });

@@ -13,7 +13,11 @@ describe('log stream', () => {
     for (const lines of bursts) {
       const { code, stdout } = await runNode(['--import', 'tsx', 'test/helpers/log-burst.ts', String(lines)]);
       assert.equal(code, 0);
-      const written = stdout.trimEnd().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+      const written = stdout
+        .trimEnd()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line));
       assert.equal(written.length, lines + 1, `${lines} burst lines and "stopped"`);
       assert.deepEqual(
         written.slice(0, lines).map((l) => l.i),

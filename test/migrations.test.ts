@@ -18,7 +18,10 @@ forEachBackend('migrations', (backend) => {
       const appliers = runs.filter((r) => r.stdout.includes('applied: 0001-initial'));
       assert.equal(appliers.length, 1, `exactly one process applied it:\n${runs.map((r) => r.stdout).join('')}`);
       const rows = await sql<{ name: string }>`select name from kysely_migration`.execute(handle.db);
-      assert.deepEqual(rows.rows.map((r) => r.name), ['0001-initial', '0002-plans-without-statistics', '0003-hierarchy-and-tags', '0004-embed-signing-keys', '0005-tenant-columns']);
+      assert.deepEqual(
+        rows.rows.map((r) => r.name),
+        ['0001-initial', '0002-plans-without-statistics', '0003-hierarchy-and-tags', '0004-embed-signing-keys', '0005-tenant-columns'],
+      );
       const again = await migrateToLatest(handle);
       assert.deepEqual(again.applied, [], 'a later start finds nothing to do');
     } finally {
@@ -49,13 +52,13 @@ forEachBackend('migrations', (backend) => {
 });
 
 describe('PostgreSQL suite', () => {
-  it('runs when TEST_POSTGRES_URL is set', { skip: POSTGRES_URL ? false : 'SKIPPED: TEST_POSTGRES_URL is not set, so the PostgreSQL half of every suite did not run' }, () => {
+  it('runs when TEST_POSTGRES_URL is set', {
+    skip: POSTGRES_URL ? false : 'SKIPPED: TEST_POSTGRES_URL is not set, so the PostgreSQL half of every suite did not run',
+  }, () => {
     assert.ok(BACKENDS.includes('postgres'));
   });
 });
 
 if (!POSTGRES_URL) {
-  process.stderr.write(
-    '\n*** PostgreSQL suite SKIPPED: set TEST_POSTGRES_URL=postgres://user@host:port/db to run every suite on PostgreSQL too. ***\n\n',
-  );
+  process.stderr.write('\n*** PostgreSQL suite SKIPPED: set TEST_POSTGRES_URL=postgres://user@host:port/db to run every suite on PostgreSQL too. ***\n\n');
 }

@@ -43,9 +43,7 @@ forEachBackend('two server processes sharing one database', (backend) => {
 
   it('40 concurrent get-or-create calls split across two processes create exactly one group', async () => {
     const id = `mi-goc-${crypto.randomUUID()}`;
-    const responses = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => httpRequest(on(i), 'GET', '/api/user', { token, body: { user_group_id: id } })),
-    );
+    const responses = await Promise.all(Array.from({ length: 40 }, (_, i) => httpRequest(on(i), 'GET', '/api/user', { token, body: { user_group_id: id } })));
     assertExactlyOneCreated(responses);
     for (const i of [0, 1]) {
       const list = await httpRequest(on(i), 'GET', `/api/users?q=${encodeURIComponent(id)}`, { token });

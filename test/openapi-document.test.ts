@@ -18,14 +18,16 @@ describe('OpenAPI document for tools', () => {
   let doc: Json;
   const operations = () =>
     Object.entries(doc.paths as Record<string, Json>).flatMap(([path, item]) =>
-      Object.entries(item).filter(([method]) => OPERATIONS.includes(method)).map(([method, operation]) => ({ path, method, operation: operation as Json })),
+      Object.entries(item)
+        .filter(([method]) => OPERATIONS.includes(method))
+        .map(([method, operation]) => ({ path, method, operation: operation as Json })),
     );
 
   before(async () => {
     doc = await openApiDocument();
   });
 
-  it('openapi: Redocly with its recommended rules, and the rules Spectral\'s spectral:oas also has, reports no error and no warning', async () => {
+  it("openapi: Redocly with its recommended rules, and the rules Spectral's spectral:oas also has, reports no error and no warning", async () => {
     // Redocly's linter (@redocly/openapi-core, already here for openapi-typescript) replaced
     // Spectral, which brought 131 packages of its own. Its recommended set leaves a few of
     // spectral:oas's checks at a warning or off; they are errors here, under Redocly's names.
@@ -67,7 +69,20 @@ describe('OpenAPI document for tools', () => {
 
   it('openapi: every shape a client handles is a named schema, referenced', () => {
     const named = Object.keys(doc.components.schemas);
-    for (const name of ['UserGroup', 'UserGroupWithoutToken', 'Error', 'UserGroupResponse', 'GetOrCreateResponse', 'UserGroupList', 'History', 'EmbedContext', 'EmbedToken', 'CreateOrRotateRequest', 'UpdateUserGroupRequest', 'EmbedTokenRequest']) {
+    for (const name of [
+      'UserGroup',
+      'UserGroupWithoutToken',
+      'Error',
+      'UserGroupResponse',
+      'GetOrCreateResponse',
+      'UserGroupList',
+      'History',
+      'EmbedContext',
+      'EmbedToken',
+      'CreateOrRotateRequest',
+      'UpdateUserGroupRequest',
+      'EmbedTokenRequest',
+    ]) {
       assert.ok(named.includes(name), `${name} is a named schema (named: ${named.join(', ')})`);
     }
     for (const { path, method, operation } of operations()) {
@@ -129,8 +144,15 @@ describe('OpenAPI document for tools', () => {
     );
     for (const { path, method, operation } of operations()) {
       const samples: Json[] = operation['x-codeSamples'] ?? [];
-      assert.ok(samples.some((s) => s.label === 'curl'), `${method} ${path} has a curl sample`);
-      if (path.startsWith('/api/')) assert.ok(samples.some((s) => s.lang === 'TypeScript'), `${method} ${path} has a TypeScript sample`);
+      assert.ok(
+        samples.some((s) => s.label === 'curl'),
+        `${method} ${path} has a curl sample`,
+      );
+      if (path.startsWith('/api/'))
+        assert.ok(
+          samples.some((s) => s.lang === 'TypeScript'),
+          `${method} ${path} has a TypeScript sample`,
+        );
     }
   });
 

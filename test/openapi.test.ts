@@ -29,7 +29,11 @@ function appRoutes(app: FastifyInstance): Array<{ method: string; path: string }
     const path = stack[depth - 1] + match[1];
     stack[depth] = path;
     stack.length = depth + 1;
-    for (const method of (match[2] ?? '').split(',').map((m) => m.trim()).filter(Boolean)) routes.push({ method, path });
+    for (const method of (match[2] ?? '')
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean))
+      routes.push({ method, path });
   }
   return routes;
 }

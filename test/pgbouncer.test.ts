@@ -132,8 +132,14 @@ describe('PgBouncer in transaction pool mode', { skip }, () => {
     }
   });
 
-  it('pgbouncer (transaction mode, UGS_PGBOUNCER_TRANSACTION_MODE=true): two instances migrate an empty database together, then races, hot reads and embed lookups are answered', { timeout: 120_000 }, async () => {
-    const env = { DATABASE_URL: bouncer.urlOf(database.url), UGS_PGBOUNCER_TRANSACTION_MODE: 'true', UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
+  it('pgbouncer (transaction mode, UGS_PGBOUNCER_TRANSACTION_MODE=true): two instances migrate an empty database together, then races, hot reads and embed lookups are answered', {
+    timeout: 120_000,
+  }, async () => {
+    const env = {
+      DATABASE_URL: bouncer.urlOf(database.url),
+      UGS_PGBOUNCER_TRANSACTION_MODE: 'true',
+      UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
+    };
     // Both start at once on the empty database: one migrates, the other waits and finds it done.
     const servers = await Promise.all([spawnServer(env), spawnServer(env)]);
     try {
@@ -146,7 +152,9 @@ describe('PgBouncer in transaction pool mode', { skip }, () => {
       const ids = Array.from({ length: 20 }, (_, i) => `group-${i}`);
       for (const [i, id] of ids.entries()) assert.equal((await call(i, 'POST', '/api/user', { user_group_id: id, properties: { n: i } })).status, 201);
       // Concurrent lookups: batched into one statement per turn, on whichever server connection.
-      const lookups = await Promise.all(ids.flatMap((id, i) => [call(i, 'GET', `/api/user?user_group_id=${id}`), call(i + 1, 'GET', `/api/user?user_group_id=${id}`)]));
+      const lookups = await Promise.all(
+        ids.flatMap((id, i) => [call(i, 'GET', `/api/user?user_group_id=${id}`), call(i + 1, 'GET', `/api/user?user_group_id=${id}`)]),
+      );
       lookups.forEach((res, i) => {
         assert.equal(res.status, 200, res.text);
         assert.equal(res.body.user_group.provided_id, ids[Math.floor(i / 2)]);
@@ -166,7 +174,9 @@ describe('PgBouncer in transaction pool mode', { skip }, () => {
     try {
       const { rows } = await direct.query('select count(*)::int as n, count(distinct name)::int as distinct_names from kysely_migration');
       assert.ok(rows[0].n > 0 && rows[0].n === rows[0].distinct_names, `each migration ran once: ${JSON.stringify(rows)}`);
-      const { rows: locks } = await direct.query("select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())");
+      const { rows: locks } = await direct.query(
+        "select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())",
+      );
       assert.equal(locks[0].n, 0, 'no advisory lock was left behind on a server connection');
     } finally {
       await direct.end();
@@ -187,7 +197,9 @@ describe('PgBouncer in session pool mode', { skip }, () => {
     await database?.drop();
   });
 
-  it('pgbouncer (session mode, no switch, UGS_DB_POOL_SIZE within its pool): the command-line tool migrates through it, the service serves with named statements', { timeout: 60_000 }, async () => {
+  it('pgbouncer (session mode, no switch, UGS_DB_POOL_SIZE within its pool): the command-line tool migrates through it, the service serves with named statements', {
+    timeout: 60_000,
+  }, async () => {
     // A client keeps its server connection for as long as it is connected: with more clients
     // than PgBouncer's pool (3 here), the others wait for one and time out (503). So the
     // service's pool must fit in it.

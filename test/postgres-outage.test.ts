@@ -69,9 +69,7 @@ describe('[postgres] database outage', { skip: POSTGRES_URL ? false : 'TEST_POST
 
   it('an in-flight request cut off mid-way gets 503, not 500', async () => {
     // Many requests in flight while the connection drops: each ends as 2xx or 503, never 500.
-    const inFlight = Array.from({ length: 20 }, (_, i) =>
-      httpRequest(server.baseUrl, 'GET', `/api/user?user_group_id=cut-${i}`, { token }),
-    );
+    const inFlight = Array.from({ length: 20 }, (_, i) => httpRequest(server.baseUrl, 'GET', `/api/user?user_group_id=cut-${i}`, { token }));
     await proxy.cut();
     const results = await Promise.all(inFlight);
     for (const r of results) assert.ok(r.status === 201 || r.status === 200 || r.status === 503, `status ${r.status}: ${JSON.stringify(r.body)}`);

@@ -30,7 +30,10 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     service = await startTestApp('postgres', { now: () => clock(), config: { publicUrl: serviceUrl } });
     await service.app.listen({ host: '127.0.0.1', port });
     apiToken = (await service.issueToken()).token;
-    for (const [id, region] of [['acme-corp', 'emea'], ['globex', 'amer']]) {
+    for (const [id, region] of [
+      ['acme-corp', 'emea'],
+      ['globex', 'amer'],
+    ]) {
       const created = await service.request('POST', '/api/user', { token: apiToken, body: { user_group_id: id, properties: { region } } });
       assert.equal(created.status, 201, created.text);
     }
@@ -49,7 +52,10 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     return res.body.embed_token;
   }
 
-  async function rows(path: string, token: string): Promise<{ status: number; body: { user_group_id?: string; rows?: Record<string, unknown>[]; error?: { code: string } } }> {
+  async function rows(
+    path: string,
+    token: string,
+  ): Promise<{ status: number; body: { user_group_id?: string; rows?: Record<string, unknown>[]; error?: { code: string } } }> {
     const res = await fetch(`${dataApi.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
     return { status: res.status, body: await res.json() };
   }
@@ -58,11 +64,23 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     const acme = await rows('/orders', await embedToken({ user_group_id: 'acme-corp' }));
     const globex = await rows('/orders', await embedToken({ user_group_id: 'globex' }));
     assert.equal(acme.status, 200, JSON.stringify(acme.body));
-    assert.deepEqual(acme.body.rows!.map((r) => r.product), ['Anvils', 'Rocket skates', 'Giant magnet']);
-    assert.deepEqual(globex.body.rows!.map((r) => r.product), ['Hammocks', 'Doomsday device']);
+    assert.deepEqual(
+      acme.body.rows!.map((r) => r.product),
+      ['Anvils', 'Rocket skates', 'Giant magnet'],
+    );
+    assert.deepEqual(
+      globex.body.rows!.map((r) => r.product),
+      ['Hammocks', 'Doomsday device'],
+    );
     // A policy on a variable of the token: the group's region.
-    assert.deepEqual((await rows('/notices', await embedToken({ user_group_id: 'acme-corp' }))).body.rows!.map((r) => r.region), ['emea']);
-    assert.deepEqual((await rows('/notices', await embedToken({ user_group_id: 'globex' }))).body.rows!.map((r) => r.region), ['amer']);
+    assert.deepEqual(
+      (await rows('/notices', await embedToken({ user_group_id: 'acme-corp' }))).body.rows!.map((r) => r.region),
+      ['emea'],
+    );
+    assert.deepEqual(
+      (await rows('/notices', await embedToken({ user_group_id: 'globex' }))).body.rows!.map((r) => r.region),
+      ['amer'],
+    );
   });
 
   it('an expired token, a wrong audience, an unknown key or an altered token gets 401', async () => {
@@ -95,7 +113,10 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   it('after ugs keys embed rotate, new tokens verify and older ones keep verifying until they expire', async () => {
     const older = await embedToken({ user_group_id: 'globex' });
     assert.equal((await rows('/orders', older)).status, 200);
-    const rotated = await runUgs(['keys', 'embed', 'rotate', '--activate-in', '2s', '--json'], { DATABASE_URL: service.databaseUrl, UGS_SECRET_KEY: service.secretKey });
+    const rotated = await runUgs(['keys', 'embed', 'rotate', '--activate-in', '2s', '--json'], {
+      DATABASE_URL: service.databaseUrl,
+      UGS_SECRET_KEY: service.secretKey,
+    });
     assert.equal(rotated.code, 0, rotated.stderr);
     const { kid } = JSON.parse(rotated.stdout);
 
@@ -107,7 +128,10 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     assert.equal(decodeProtectedHeader(newer).kid, kid, 'the service signs with the new key after its activation');
     const viaNew = await rows('/orders', newer);
     assert.equal(viaNew.status, 200, JSON.stringify(viaNew.body));
-    assert.deepEqual(viaNew.body.rows!.map((r) => r.product), ['Hammocks', 'Doomsday device']);
+    assert.deepEqual(
+      viaNew.body.rows!.map((r) => r.product),
+      ['Hammocks', 'Doomsday device'],
+    );
     assert.equal((await rows('/orders', older)).status, 200, 'a token of the older key still verifies');
   });
 
@@ -116,9 +140,13 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     const client = new pg.Client({ connectionString: dataApi.roleUrl });
     await client.connect();
     try {
-      const { rows: [me] } = await client.query('select rolsuper, rolbypassrls from pg_roles where rolname = current_user');
+      const {
+        rows: [me],
+      } = await client.query('select rolsuper, rolbypassrls from pg_roles where rolname = current_user');
       assert.deepEqual(me, { rolsuper: false, rolbypassrls: false });
-      const { rows: [owner] } = await client.query("select tableowner from pg_tables where tablename = 'orders'");
+      const {
+        rows: [owner],
+      } = await client.query("select tableowner from pg_tables where tablename = 'orders'");
       assert.notEqual(owner.tableowner, role, 'not the owner');
       assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 0, 'without settings: no row');
       await client.query("select set_config('ugs.user_group_id', 'acme-corp', false)");

@@ -28,7 +28,9 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[
     sqlite: '(account_id=? AND environment=? AND provided_id=?)',
   },
   {
-    statement: new RegExp(String.raw`"user_groups"\."token_hash" = |user_groups\.token_hash = ${P}|token_hash = k\.token_hash|where "account_id" = ${P} and "token_hash" = `),
+    statement: new RegExp(
+      String.raw`"user_groups"\."token_hash" = |user_groups\.token_hash = ${P}|token_hash = k\.token_hash|where "account_id" = ${P} and "token_hash" = `,
+    ),
     postgres: 'user_groups_token_hash_key',
     sqlite: '(token_hash=?)',
   },
@@ -36,7 +38,11 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[
   { statement: /with recursive chain/, postgres: 'user_groups_pkey', sqlite: 'USING INTEGER PRIMARY KEY' },
   { statement: /'\/' \|\| environment\) = /, postgres: 'user_groups_listing', sqlite: 'USING INDEX user_groups_listing' },
   { statement: /'\/' \|\| name\) >= /, postgres: 'user_groups_name_search', sqlite: 'USING INDEX user_groups_name_search' },
-  { statement: new RegExp(`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" >= `), postgres: 'user_groups_identity', sqlite: '(account_id=? AND environment=? AND provided_id>?' },
+  {
+    statement: new RegExp(`"user_groups" where "account_id" = ${P} and "environment" = ${P} and "provided_id" >= `),
+    postgres: 'user_groups_identity',
+    sqlite: '(account_id=? AND environment=? AND provided_id>?',
+  },
   { statement: /'#' \|\| hierarchy_level\) = /, postgres: 'user_groups_level', sqlite: 'USING INDEX user_groups_level' },
   { statement: /where "parent_team_id" = /, postgres: 'user_groups_children', sqlite: 'user_groups_children' },
   { statement: /with recursive subtree/, postgres: 'user_groups_children', sqlite: 'user_groups_children' },
@@ -49,7 +55,8 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[
   { statement: /from "audit_log" where "account_id" = /, postgres: 'audit_log_subject', sqlite: 'USING INDEX audit_log_subject' },
   { statement: /from "audit_log" where "subject_type" = /, postgres: 'audit_log_team', sqlite: 'USING INDEX audit_log_team' },
 ];
-const SCANNED_TABLE = /Seq Scan on (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log|p1|p2)\b/;
+const SCANNED_TABLE =
+  /Seq Scan on (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log|p1|p2)\b/;
 /** A range of every team_id above a cursor, read as an index condition: as costly as a scan. */
 const TEAM_ID_RANGE = /user_groups_pkey[^\n]*\n\s*Index Cond: \(team_id > |USING INTEGER PRIMARY KEY \(rowid>\?\)/;
 
@@ -103,7 +110,9 @@ for (const backend of BACKENDS) {
       capturing = true;
       try {
         // The caller's own groups in Customer (see the seeding above): not every third, not every fifth.
-        const existing = Array.from({ length: GROUPS }, (_, i) => i).filter((i) => i % 3 !== 0 && i % 5 !== 0).map((i) => `grown-${i}`);
+        const existing = Array.from({ length: GROUPS }, (_, i) => i)
+          .filter((i) => i % 3 !== 0 && i % 5 !== 0)
+          .map((i) => `grown-${i}`);
         await runEveryOperation({ request: built.request, token, environment: 'Customer', existing, search: { id: 'grown-1', name: 'Grown 2' }, run: 'plan' });
       } finally {
         capturing = false;
@@ -195,4 +204,3 @@ function sqlitePlans(url: string, statements: Captured[]): { sql: string; plan: 
     connection.close();
   }
 }
-

@@ -38,7 +38,12 @@ function readmeSteps(): Step[] {
 
 /** The answer pattern as a regular expression: the text as written, … for anything. */
 function answerPattern(answer: string): RegExp {
-  return new RegExp(`^${answer.split('…').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*?')}$`);
+  return new RegExp(
+    `^${answer
+      .split('…')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[\\s\\S]*?')}$`,
+  );
 }
 
 /** Runs one command in bash; curl also prints the status on a last line. */

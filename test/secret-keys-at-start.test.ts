@@ -71,7 +71,10 @@ for (const backend of BACKENDS) {
       const keyFile = path.join(dir, 'secret.key');
       const run = await startExpectingRefusal({ UGS_KEY_FILE: keyFile });
       assert.equal(run.code, 1, run.stdout + run.stderr);
-      assert.match(run.stderr, new RegExp(`from the key file ${keyFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, which did not exist: this database was first used with another key`));
+      assert.match(
+        run.stderr,
+        new RegExp(`from the key file ${keyFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, which did not exist: this database was first used with another key`),
+      );
       assert.equal(fs.existsSync(keyFile), false, 'the new key file was removed');
     });
 

@@ -65,7 +65,9 @@ describe('[sqlite] a write lock held by another process', () => {
     assert.equal(written.status, 201, JSON.stringify(written.body));
   });
 
-  it('sqlite lock: a write that cannot get the lock within its bound answers 503 unavailable with Retry-After and changes nothing', { timeout: 30_000 }, async () => {
+  it('sqlite lock: a write that cannot get the lock within its bound answers 503 unavailable with Retry-After and changes nothing', {
+    timeout: 30_000,
+  }, async () => {
     const lock = await holdWriteLock(file);
     try {
       const refused = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'too-late' } });

@@ -75,7 +75,9 @@ forEachBackend('a full disk under the database', (backend) => {
     fs.rmSync(mountPoint, { recursive: true, force: true });
   });
 
-  it('writes answer 503 storage_unavailable with Retry-After and a throttled error line; reads answer; room again means writes work, without a restart', { skip }, async () => {
+  it('writes answer 503 storage_unavailable with Retry-After and a throttled error line; reads answer; room again means writes work, without a restart', {
+    skip,
+  }, async () => {
     // Incompressible properties, ~48 KiB of text each, until the storage is full.
     const bulky = () => ({ blob: crypto.randomBytes(36 * 1024).toString('base64') });
     const created: string[] = [];
@@ -106,7 +108,11 @@ forEachBackend('a full disk under the database', (backend) => {
     assert.equal(context.status, 200, context.text);
 
     await new Promise((resolve) => setTimeout(resolve, 400)); // the log is written in batches
-    const lines = server.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { level: number; msg: string; stack?: string });
+    const lines = server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: number; msg: string; stack?: string });
     const alarms = lines.filter((line) => /storage full or failing/.test(line.msg));
     assert.equal(alarms.length, 1, `one throttled error line for six failed writes:\n${alarms.map((l) => JSON.stringify(l)).join('\n')}`);
     assert.equal(alarms[0].level, 50, 'at level error');

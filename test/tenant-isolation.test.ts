@@ -24,7 +24,26 @@ const ACCOUNTS = ['alpha', 'beta'] as const;
 type Account = (typeof ACCOUNTS)[number];
 
 /** Texts at the edges of code-point order and of LIKE patterns, as ids, names, tags and searches. */
-const EDGES = ['\uFFFF', '\u{10FFFF}', '\u{10FFFF}\u{10FFFF}', '\u{10FFFE}', '\uD7FF', '\uE000', '%', '_', '\\', 'a%', 'a_', 'a\\', '\u{1F600}', 'É', '/', '0', 'Group 1', 'g-0'];
+const EDGES = [
+  '\uFFFF',
+  '\u{10FFFF}',
+  '\u{10FFFF}\u{10FFFF}',
+  '\u{10FFFE}',
+  '\uD7FF',
+  '\uE000',
+  '%',
+  '_',
+  '\\',
+  'a%',
+  'a_',
+  'a\\',
+  '\u{1F600}',
+  'É',
+  '/',
+  '0',
+  'Group 1',
+  'g-0',
+];
 const PLAIN_GROUPS = 64;
 
 interface Probe {
@@ -65,7 +84,13 @@ forEachBackend('tenant isolation', (backend) => {
       const admin = await issue(account, null, ['read', 'write', 'admin']);
       const accountId = Number((await database.handle.db.selectFrom('accounts').select('id').where('slug', '=', account).executeTakeFirstOrThrow()).id);
       probes.push({ name: `${account} admin`, account, token: admin, environment: null, accountId });
-      probes.push({ name: `${account} Testing admin`, account, token: await issue(account, 'Testing', ['read', 'write', 'admin']), environment: 'Testing', accountId });
+      probes.push({
+        name: `${account} Testing admin`,
+        account,
+        token: await issue(account, 'Testing', ['read', 'write', 'admin']),
+        environment: 'Testing',
+        accountId,
+      });
       probes.push({ name: `${account} Customer read`, account, token: await issue(account, 'Customer', ['read']), environment: 'Customer', accountId });
       for (const env of ENVIRONMENTS) await seed(account, env, admin);
     }
@@ -130,14 +155,23 @@ forEachBackend('tenant isolation', (backend) => {
     capturing = true;
     try {
       const existing = Array.from({ length: PLAIN_GROUPS }, (_, i) => `g-${i}`);
-      await runEveryOperation({ request: built.request, token: probe.token, environment: env, existing, search: { id: 'g-1', name: 'Group 2' }, run: `wl-${env}` });
+      await runEveryOperation({
+        request: built.request,
+        token: probe.token,
+        environment: env,
+        existing,
+        search: { id: 'g-1', name: 'Group 2' },
+        run: `wl-${env}`,
+      });
     } finally {
       capturing = false;
     }
     const caller: Caller = { accountId: probe.accountId, environment: probe.environment };
     const tenantStatements = captured.filter((s) => /user_groups|user_group_tags|retired_tokens|audit_log|api_tokens|accounts/.test(s.sql));
     assert.ok(tenantStatements.length >= 40, `captured ${tenantStatements.length} statements on tenant tables`);
-    const violations = tenantStatements.flatMap((statement) => tenantViolations(statement, caller).map((problem) => `${problem}\n  ${statement.sql}\n  ${JSON.stringify(statement.parameters)}`));
+    const violations = tenantStatements.flatMap((statement) =>
+      tenantViolations(statement, caller).map((problem) => `${problem}\n  ${statement.sql}\n  ${JSON.stringify(statement.parameters)}`),
+    );
     assert.deepEqual([...new Set(violations)], [], `statements without the tenant's conditions:\n${[...new Set(violations)].join('\n\n')}`);
   }
 
@@ -174,7 +208,9 @@ forEachBackend('tenant isolation', (backend) => {
     .map((query) => Object.fromEntries(Object.entries(query).filter(([, value]) => value !== undefined)) as Record<string, string>);
   const probe = () => fc.constantFrom(...probes);
 
-  it(`list and search: any query, filter, cursor and limit answers only the caller's groups, in its environments (seed ${SEED})`, { timeout: 300_000 }, async () => {
+  it(`list and search: any query, filter, cursor and limit answers only the caller's groups, in its environments (seed ${SEED})`, {
+    timeout: 300_000,
+  }, async () => {
     await fc.assert(
       fc.asyncProperty(probe(), listQuery, fc.nat(), async (caller, rawQuery, pick) => {
         const query: Record<string, string> = { ...rawQuery };
@@ -189,12 +225,10 @@ forEachBackend('tenant isolation', (backend) => {
           for (const group of res.body.user_groups) {
             const where = `${caller.name}: GET /api/users ${JSON.stringify(query)} answered ${group.provided_id} (${group.api_environment_tag})`;
             assert.equal(group.api_environment_tag, environment, where);
-
           }
           if (!res.body.next_cursor) break;
           query.cursor = res.body.next_cursor;
         }
-
       }),
       { numRuns: RUNS, seed: SEED, endOnFailure: true, includeErrorInReport: true },
     );
@@ -239,7 +273,8 @@ forEachBackend('tenant isolation', (backend) => {
         // Every token as the database has it (the workloads above created some over HTTP).
         const rows = await database.handle.db.selectFrom('api_tokens').select(['id', 'account_id', 'allowed_environment']).execute();
         const owner = new Map(rows.map((row) => [Number(row.id), row]));
-        const mine = (id: number) => Number(owner.get(id)?.account_id) === caller.accountId && (caller.environment === null || owner.get(id)?.allowed_environment === caller.environment);
+        const mine = (id: number) =>
+          Number(owner.get(id)?.account_id) === caller.accountId && (caller.environment === null || owner.get(id)?.allowed_environment === caller.environment);
         const listed = await built.request('GET', '/api/api_tokens', { token: caller.token });
         assert.equal(listed.status, 200, listed.text);
         for (const token of listed.body.api_tokens) assert.ok(mine(token.id), `${caller.name} lists token ${token.id}, not its to see`);

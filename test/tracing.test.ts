@@ -76,7 +76,11 @@ forEachBackend('traces exported over OTLP', (backend) => {
     const unsampledTrace = hex(16);
     try {
       const traceparent = (trace: string, parent: string, flags = '01') => ({ traceparent: `00-${trace}-${parent}-${flags}` });
-      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'traced' }, headers: traceparent(traceId, createParent) });
+      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', {
+        token,
+        body: { user_group_id: 'traced' },
+        headers: traceparent(traceId, createParent),
+      });
       assert.equal(created.status, 201, created.text);
       const found = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=traced', { token, headers: traceparent(traceId, lookupParent) });
       assert.equal(found.status, 200, found.text);
@@ -98,7 +102,9 @@ forEachBackend('traces exported over OTLP', (backend) => {
     assert.equal(create.attributes['http.response.status_code'], 201);
     const createStatements = childrenOf(spans, create).filter((s) => s.attributes['db.system.name'] === system);
     assert.ok(
-      createStatements.some((s) => s.kind === CLIENT && s.name === `INSERT ${system}` && /insert into "user_groups"/.test(String(s.attributes['db.query.text']))),
+      createStatements.some(
+        (s) => s.kind === CLIENT && s.name === `INSERT ${system}` && /insert into "user_groups"/.test(String(s.attributes['db.query.text'])),
+      ),
       `the insert is a child span: ${JSON.stringify(createStatements.map((s) => s.name))}`,
     );
 
@@ -156,7 +162,11 @@ describe('traces over OTLP http/protobuf', () => {
     const server = await spawnServer({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: `${receiver.url}/` });
     const traceId = hex(16);
     try {
-      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'protobuf' }, headers: { traceparent: `00-${traceId}-${hex(8)}-01` } });
+      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', {
+        token,
+        body: { user_group_id: 'protobuf' },
+        headers: { traceparent: `00-${traceId}-${hex(8)}-01` },
+      });
       assert.equal(created.status, 201, created.text);
     } finally {
       assert.equal((await server.stop()).code, 0, server.output());

@@ -168,7 +168,7 @@ forEachBackend('POST /api/user creates a user group', (backend) => {
     assert.equal(dupTesting.body.error.code, 'user_group_exists');
   });
 
-  it('create: without api_environment_tag the API token\'s default environment is used', async () => {
+  it("create: without api_environment_tag the API token's default environment is used", async () => {
     const testingDefault = (await t.issueToken({ defaultEnv: 'Testing' })).token;
     const id = uid('default-env');
     const res = await t.request('POST', '/api/user', { token: testingDefault, body: { user_group_id: id } });

@@ -54,7 +54,7 @@ forEachBackend('GET /api/user gets or creates a user group', (backend) => {
     assert.equal((await stored(id)).length, 1);
   });
 
-  it('get-or-create: an existing group is not modified even if the body\'s name, mapping, properties or is_demo_group differ', async () => {
+  it("get-or-create: an existing group is not modified even if the body's name, mapping, properties or is_demo_group differ", async () => {
     const id = uid('unchanged');
     const created = await t.request('POST', '/api/user', {
       token: t.token,

@@ -5,7 +5,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
-import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, publicUserGroupJson, userGroupResponseJson } from '../src/user-groups/user-groups.json.ts';
+import {
+  deletedResponseJson,
+  getOrCreateResponseJson,
+  listResponseJson,
+  publicUserGroupJson,
+  userGroupResponseJson,
+} from '../src/user-groups/user-groups.json.ts';
 import { DeletedResponse, GetOrCreateResponse, ListResponse, UserGroup, UserGroupResponse } from '../src/user-groups/user-groups.schemas.ts';
 import type { UserGroupRow } from '../src/db/schema.ts';
 import { USER_GROUP_COLUMNS } from '../src/user-groups/group-sql.ts';
@@ -64,22 +70,31 @@ function view(g: ResolvedGroup, token?: string) {
 const COMPANY = row({ team_id: 100, provided_id: 'acme', name: 'Acme', mapping: { '40': 'acme-db' }, properties: { region: 'emea', plan: 'pro' } });
 const ROOT = row({ team_id: 99, provided_id: 'holding', mapping: null, properties: { currency: 'EUR', region: 'world' } });
 
-const ROWS: [string, ResolvedGroup][] = ([
-  ['plain', row()],
-  ['no mapping or properties yet', row({ mapping: null, properties: null })],
-  ['a demo group in Testing', row({ is_demo_group: 1, environment: 'Testing' })],
-  ['quotes, backslashes, slashes and non-ASCII in name and id', row({ name: 'Ünïcødé "quoted" \\ back/slash 東京 🚀', provided_id: 'id "with" \\ 🚀' })],
-  ['an integer-like id and a large team_id', row({ provided_id: '12345', team_id: 2 ** 40 + 7 })],
+const ROWS: [string, ResolvedGroup][] = (
   [
-    'properties with nesting, arrays, numbers, escapes and a constructor key',
-    row({ properties: { a: { b: [1, 2.5, -3e-7, true, null, { c: 'line\nbreak\ttab\u0001' }] }, constructor: 'data', '10': 'integer-like key', emoji: '👍🏽' } }),
-  ],
-  ['an empty mapping and empty properties', row({ mapping: {}, properties: {} })],
-  ['tags and a level', row({ group_tags: '["beta","東京"]', hierarchy_level: 'User' })],
-] as [string, UserGroupRow][]).map(([label, r]) => [label, resolveChain([r])] as [string, ResolvedGroup]).concat([
-  ['a child: computed fields merged over its parent', resolveChain([row({ parent_team_id: 100, properties: { plan: 'free', seat: 3 } }), COMPANY])],
-  ['a grandchild with no values of its own', resolveChain([row({ parent_team_id: 100, mapping: null, properties: null }), { ...COMPANY, parent_team_id: 99 }, ROOT])],
-]);
+    ['plain', row()],
+    ['no mapping or properties yet', row({ mapping: null, properties: null })],
+    ['a demo group in Testing', row({ is_demo_group: 1, environment: 'Testing' })],
+    ['quotes, backslashes, slashes and non-ASCII in name and id', row({ name: 'Ünïcødé "quoted" \\ back/slash 東京 🚀', provided_id: 'id "with" \\ 🚀' })],
+    ['an integer-like id and a large team_id', row({ provided_id: '12345', team_id: 2 ** 40 + 7 })],
+    [
+      'properties with nesting, arrays, numbers, escapes and a constructor key',
+      row({
+        properties: { a: { b: [1, 2.5, -3e-7, true, null, { c: 'line\nbreak\ttab\u0001' }] }, constructor: 'data', '10': 'integer-like key', emoji: '👍🏽' },
+      }),
+    ],
+    ['an empty mapping and empty properties', row({ mapping: {}, properties: {} })],
+    ['tags and a level', row({ group_tags: '["beta","東京"]', hierarchy_level: 'User' })],
+  ] as [string, UserGroupRow][]
+)
+  .map(([label, r]) => [label, resolveChain([r])] as [string, ResolvedGroup])
+  .concat([
+    ['a child: computed fields merged over its parent', resolveChain([row({ parent_team_id: 100, properties: { plan: 'free', seat: 3 } }), COMPANY])],
+    [
+      'a grandchild with no values of its own',
+      resolveChain([row({ parent_team_id: 100, mapping: null, properties: null }), { ...COMPANY, parent_team_id: 99 }, ROOT]),
+    ],
+  ]);
 
 const TOKEN = 'ugs_grp_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn';
 
@@ -88,8 +103,18 @@ describe('user group JSON written from stored rows', () => {
     const r = g.row;
     it(`get-or-create, create/rotate/update and delete responses equal the schema-ordered view and validate (${label})`, () => {
       const cases: [string, object, string, unknown][] = [
-        ['GetOrCreateResponse', GetOrCreateResponse, getOrCreateResponseJson(false, { ...g, token: TOKEN }), { success: 1, new_user_group: false, user_group: view(g, TOKEN) }],
-        ['GetOrCreateResponse (created)', GetOrCreateResponse, getOrCreateResponseJson(true, { ...g, token: TOKEN }), { success: 1, new_user_group: true, user_group: view(g, TOKEN) }],
+        [
+          'GetOrCreateResponse',
+          GetOrCreateResponse,
+          getOrCreateResponseJson(false, { ...g, token: TOKEN }),
+          { success: 1, new_user_group: false, user_group: view(g, TOKEN) },
+        ],
+        [
+          'GetOrCreateResponse (created)',
+          GetOrCreateResponse,
+          getOrCreateResponseJson(true, { ...g, token: TOKEN }),
+          { success: 1, new_user_group: true, user_group: view(g, TOKEN) },
+        ],
         ['UserGroupResponse', UserGroupResponse, userGroupResponseJson({ ...g, token: TOKEN }), { success: 1, user_group: view(g, TOKEN) }],
         ['DeletedResponse', DeletedResponse, deletedResponseJson(g, 3), { success: 1, user_group: view(g), deleted_count: 3 }],
       ];
@@ -105,14 +130,17 @@ describe('user group JSON written from stored rows', () => {
   it('list responses equal the schema-ordered views and validate, with and without a next cursor', () => {
     const rows = ROWS.map(([, g]) => g);
     const validate = ajv.compile(ListResponse);
-    for (const [page, cursor] of [[rows, 'eyJhZnRlciI6NDgxMn0'], [[], null]] as const) {
+    for (const [page, cursor] of [
+      [rows, 'eyJhZnRlciI6NDgxMn0'],
+      [[], null],
+    ] as const) {
       const written = listResponseJson([...page], cursor);
       assert.equal(written, JSON.stringify({ success: 1, user_groups: page.map((g) => view(g)), next_cursor: cursor }));
       assert.ok(validate(JSON.parse(written)), JSON.stringify(validate.errors));
     }
   });
 
-  it('computed fields: the nearest value of each top-level key wins; own fields stay the group\'s own', () => {
+  it("computed fields: the nearest value of each top-level key wins; own fields stay the group's own", () => {
     const child = ROWS.find(([label]) => label.startsWith('a child'))![1];
     const body = JSON.parse(publicUserGroupJson(child));
     assert.deepEqual(body.computed_properties, { region: 'emea', plan: 'free', seat: 3 });

@@ -48,7 +48,10 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     const made = [];
     for (const id of ['b', 'a', 'c']) made.push(await create(tok, { user_group_id: id, properties: { id } }));
     const page = await list(tok);
-    assert.deepEqual(page.user_groups.map((g) => g.provided_id), ['b', 'a', 'c']);
+    assert.deepEqual(
+      page.user_groups.map((g) => g.provided_id),
+      ['b', 'a', 'c'],
+    );
     assert.equal(page.next_cursor, null);
     for (const [i, g] of page.user_groups.entries()) {
       const { token: _t, ...publicPart } = made[i];
@@ -78,7 +81,10 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     const first = await list(tok, { limit: '2' });
     assert.ok(first.next_cursor);
     const second = await list(tok, { limit: '2', cursor: first.next_cursor! });
-    assert.deepEqual(second.user_groups.map((g) => g.provided_id), ['e2', 'e3']);
+    assert.deepEqual(
+      second.user_groups.map((g) => g.provided_id),
+      ['e2', 'e3'],
+    );
     assert.equal(second.next_cursor, null, 'no empty trailing page');
   });
 
@@ -89,7 +95,10 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     assert.equal(page.user_groups.length, 100);
     assert.ok(page.next_cursor);
     const rest = await list(tok, { cursor: page.next_cursor! });
-    assert.deepEqual(rest.user_groups.map((g) => g.provided_id), ['d100']);
+    assert.deepEqual(
+      rest.user_groups.map((g) => g.provided_id),
+      ['d100'],
+    );
     assert.equal(rest.next_cursor, null);
   });
 
@@ -97,15 +106,24 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     const tok = await freshAccount();
     for (let i = 0; i < 6; i++) await create(tok, { user_group_id: `s${i}` });
     const first = await list(tok, { limit: '3' });
-    assert.deepEqual(first.user_groups.map((g) => g.provided_id), ['s0', 's1', 's2']);
+    assert.deepEqual(
+      first.user_groups.map((g) => g.provided_id),
+      ['s0', 's1', 's2'],
+    );
     // Between pages: new groups arrive and an already-seen one is deleted.
     await create(tok, { user_group_id: 'new-1' });
     await create(tok, { user_group_id: 'new-2' });
     assert.equal((await t.request('DELETE', '/api/user', { token: tok, body: { user_group_id: 's0' } })).status, 200);
     const second = await list(tok, { limit: '3', cursor: first.next_cursor! });
-    assert.deepEqual(second.user_groups.map((g) => g.provided_id), ['s3', 's4', 's5']);
+    assert.deepEqual(
+      second.user_groups.map((g) => g.provided_id),
+      ['s3', 's4', 's5'],
+    );
     const third = await list(tok, { limit: '3', cursor: second.next_cursor! });
-    assert.deepEqual(third.user_groups.map((g) => g.provided_id), ['new-1', 'new-2']);
+    assert.deepEqual(
+      third.user_groups.map((g) => g.provided_id),
+      ['new-1', 'new-2'],
+    );
     assert.equal(third.next_cursor, null);
   });
 
@@ -171,8 +189,14 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     await create(tok, { user_group_id: 'zürich-1' });
     await create(tok, { user_group_id: '\u{1F600}-smile' });
     await create(tok, { user_group_id: 'zurich-2' });
-    assert.deepEqual((await list(tok, { q: 'zü' })).user_groups.map((g) => g.provided_id), ['zürich-1']);
-    assert.deepEqual((await list(tok, { q: '\u{1F600}' })).user_groups.map((g) => g.provided_id), ['\u{1F600}-smile']);
+    assert.deepEqual(
+      (await list(tok, { q: 'zü' })).user_groups.map((g) => g.provided_id),
+      ['zürich-1'],
+    );
+    assert.deepEqual(
+      (await list(tok, { q: '\u{1F600}' })).user_groups.map((g) => g.provided_id),
+      ['\u{1F600}-smile'],
+    );
   });
 
   it('list: q lists a group that matches by id and by name once; prefixes at the edges of Unicode work', async () => {
@@ -206,12 +230,18 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     await create(tok, { user_group_id: 'same', name: 'testing copy', api_environment_tag: 'Testing' });
     await create(tok, { user_group_id: 'only-testing', api_environment_tag: 'Testing' });
     const customer = await list(tok);
-    assert.deepEqual(customer.user_groups.map((g) => [g.provided_id, g.name, g.api_environment_tag]), [['same', 'customer copy', 'Customer']]);
+    assert.deepEqual(
+      customer.user_groups.map((g) => [g.provided_id, g.name, g.api_environment_tag]),
+      [['same', 'customer copy', 'Customer']],
+    );
     const testing = await list(tok, { api_environment_tag: 'Testing' });
-    assert.deepEqual(testing.user_groups.map((g) => [g.provided_id, g.api_environment_tag]), [
-      ['same', 'Testing'],
-      ['only-testing', 'Testing'],
-    ]);
+    assert.deepEqual(
+      testing.user_groups.map((g) => [g.provided_id, g.api_environment_tag]),
+      [
+        ['same', 'Testing'],
+        ['only-testing', 'Testing'],
+      ],
+    );
     const bad = await t.request('GET', '/api/users', { token: tok, query: { api_environment_tag: 'testing' } });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.details![0].field, 'api_environment_tag');
@@ -223,7 +253,10 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     const testingOnly = (await t.issueToken({ account: slug, env: 'Testing' })).token;
     await create(full, { user_group_id: 'c1' });
     await create(full, { user_group_id: 't1', api_environment_tag: 'Testing' });
-    assert.deepEqual((await list(testingOnly)).user_groups.map((g) => g.provided_id), ['t1']);
+    assert.deepEqual(
+      (await list(testingOnly)).user_groups.map((g) => g.provided_id),
+      ['t1'],
+    );
     const res = await t.request('GET', '/api/users', { token: testingOnly, query: { api_environment_tag: 'Customer' } });
     assert.equal(res.status, 403);
     assert.equal(res.body.error.code, 'environment_forbidden');
@@ -234,7 +267,10 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     const full = (await t.issueToken({ account: slug })).token;
     const readOnly = (await t.issueToken({ account: slug, scopes: ['read'] })).token;
     await create(full, { user_group_id: 'visible' });
-    assert.deepEqual((await list(readOnly)).user_groups.map((g) => g.provided_id), ['visible']);
+    assert.deepEqual(
+      (await list(readOnly)).user_groups.map((g) => g.provided_id),
+      ['visible'],
+    );
   });
 
   it('list: an unknown query parameter answers 400 validation_failed naming it', async () => {
@@ -245,12 +281,15 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     assert.equal(res.body.error.details![0].field, 'page');
   });
 
-  it('list: only the caller\'s account is listed, and another account\'s cursor reveals nothing of it', async () => {
+  it("list: only the caller's account is listed, and another account's cursor reveals nothing of it", async () => {
     const a = await freshAccount();
     const b = await freshAccount();
     for (let i = 0; i < 3; i++) await create(a, { user_group_id: `mine-${i}` });
     await create(b, { user_group_id: 'theirs' });
-    assert.deepEqual((await list(b)).user_groups.map((g) => g.provided_id), ['theirs']);
+    assert.deepEqual(
+      (await list(b)).user_groups.map((g) => g.provided_id),
+      ['theirs'],
+    );
     assert.deepEqual((await list(b, { q: 'mine' })).user_groups, []);
     const aPage = await list(a, { limit: '1' });
     assert.ok(aPage.next_cursor);

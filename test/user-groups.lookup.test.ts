@@ -31,7 +31,10 @@ forEachBackend('lookup of one user group', (backend) => {
     await createGroup(t, { user_group_id: 'lk-deleted' });
     assert.equal((await t.request('DELETE', '/api/user', { token: t.token, query: { user_group_id: 'lk-deleted' } })).status, 200);
     assert.equal((await t.request('GET', '/api/user/lookup', { token: t.token, query: { user_group_id: 'lk-deleted' } })).status, 404);
-    assert.equal((await t.request('GET', '/api/user/history', { token: t.token, query: { user_group_id: 'lk-deleted' } })).body.entries[0].action, 'user_group.delete');
+    assert.equal(
+      (await t.request('GET', '/api/user/history', { token: t.token, query: { user_group_id: 'lk-deleted' } })).body.entries[0].action,
+      'user_group.delete',
+    );
   });
 
   it('lookup: any id, "." and ".." and "a/b" included, in the environment asked for; a read token is enough', async () => {

@@ -204,7 +204,7 @@ forEachBackend('POST /api/user with current_token rotates the token', (backend) 
 });
 
 forEachBackend('retired tokens', (backend) => {
-  it('a rotation with grace drops the group\'s retired tokens whose grace period is over, keeping live ones; one without grace drops them all', async () => {
+  it("a rotation with grace drops the group's retired tokens whose grace period is over, keeping live ones; one without grace drops them all", async () => {
     let clock = new Date('2026-11-22T10:00:00.000Z');
     const t = await startTestApp(backend, { now: () => clock });
     try {

@@ -81,7 +81,10 @@ forEachBackend('PUT /api/user updates a user group', (backend) => {
       const res = await t.request('PUT', '/api/user', { token: t.token, body: { user_group_id: id, [field]: null } });
       assert.equal(res.status, 400, field);
       assert.equal(res.body.error.code, 'validation_failed');
-      assert.ok(res.body.error.details!.some((d: { field: string }) => d.field === field), field);
+      assert.ok(
+        res.body.error.details!.some((d: { field: string }) => d.field === field),
+        field,
+      );
     }
     const { token: _t, ...publicPart } = created;
     assert.deepEqual(await read(id), publicPart);
@@ -230,7 +233,7 @@ forEachBackend('DELETE /api/user deletes a user group', (backend) => {
     assert.notEqual(again.body.user_group.token, first.token);
   });
 
-  it('delete: the deleted group\'s token stops working at once (it can no longer be rotated)', async () => {
+  it("delete: the deleted group's token stops working at once (it can no longer be rotated)", async () => {
     const id = uid('token');
     const created = await create({ user_group_id: id });
     assert.equal((await t.request('DELETE', '/api/user', { token: t.token, body: { user_group_id: id } })).status, 200);
@@ -265,7 +268,7 @@ forEachBackend('DELETE /api/user deletes a user group', (backend) => {
     assert.equal(again.body.error.code, 'user_group_not_found');
   });
 
-  it('delete: the environment selects which group is deleted; the other environment\'s group stays', async () => {
+  it("delete: the environment selects which group is deleted; the other environment's group stays", async () => {
     const id = uid('env');
     const customer = await create({ user_group_id: id });
     await create({ user_group_id: id, api_environment_tag: 'Testing' });

@@ -376,7 +376,6 @@ forEachBackend('field rules of request bodies', (backend) => {
   });
 
   it('a body that is a JSON array, string, number or null answers 400 validation_failed (body must be an object)', async () => {
-
     for (const raw of ['[]', `[{"user_group_id":"${uid('arr')}"}]`, '"text"', '42', 'null']) {
       for (const [method, headers] of BODY_METHODS) {
         const res = await t.request(method, '/api/user', { token: t.token, rawBody: raw, headers });

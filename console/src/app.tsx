@@ -21,13 +21,20 @@ export function App() {
   useEffect(() => {
     const token = storedToken();
     if (!token) return;
-    openSession(token).then(setSession, (error) => {
-      closeSession();
-      setResumeError(error);
-    }).finally(() => setResuming(false));
+    openSession(token)
+      .then(setSession, (error) => {
+        closeSession();
+        setResumeError(error);
+      })
+      .finally(() => setResuming(false));
   }, []);
 
-  if (resuming) return <p class="status" role="status">Signing in…</p>;
+  if (resuming)
+    return (
+      <p class="status" role="status">
+        Signing in…
+      </p>
+    );
   if (!session) return <SignIn onSignedIn={setSession} initialError={resumeError} />;
   return (
     <Shell
@@ -108,26 +115,34 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
 }
 
 function Page({ route, session, environment }: { route: Route; session: Session; environment: EnvironmentTag }) {
-    switch (route.page) {
-      case 'groups':
-        return <GroupList session={session} environment={environment} params={route.params} />;
-      case 'new-group':
-        return session.canWrite ? <GroupForm session={session} environment={environment} /> : <ErrorAlert error={new Error('creating user groups needs an API token with the write scope')} />;
-      case 'group':
-        return <GroupDetail session={session} environment={route.environment as EnvironmentTag} id={route.id} />;
-      case 'edit-group':
-        return session.canWrite ? (
-          <GroupForm session={session} environment={route.environment as EnvironmentTag} editId={route.id} />
-        ) : (
-          <ErrorAlert error={new Error('editing user groups needs an API token with the write scope')} />
-        );
-      case 'tokens':
-        return session.isAdmin ? <TokensPage session={session} /> : <ErrorAlert error={new Error('managing API tokens needs an API token with the admin scope')} />;
-      case 'keys':
-        return <SigningKeysPage session={session} />;
-      case 'not-found':
-        return <NotFound fragment={route.fragment} />;
-    }
+  switch (route.page) {
+    case 'groups':
+      return <GroupList session={session} environment={environment} params={route.params} />;
+    case 'new-group':
+      return session.canWrite ? (
+        <GroupForm session={session} environment={environment} />
+      ) : (
+        <ErrorAlert error={new Error('creating user groups needs an API token with the write scope')} />
+      );
+    case 'group':
+      return <GroupDetail session={session} environment={route.environment as EnvironmentTag} id={route.id} />;
+    case 'edit-group':
+      return session.canWrite ? (
+        <GroupForm session={session} environment={route.environment as EnvironmentTag} editId={route.id} />
+      ) : (
+        <ErrorAlert error={new Error('editing user groups needs an API token with the write scope')} />
+      );
+    case 'tokens':
+      return session.isAdmin ? (
+        <TokensPage session={session} />
+      ) : (
+        <ErrorAlert error={new Error('managing API tokens needs an API token with the admin scope')} />
+      );
+    case 'keys':
+      return <SigningKeysPage session={session} />;
+    case 'not-found':
+      return <NotFound fragment={route.fragment} />;
+  }
 }
 
 function NotFound({ fragment }: { fragment: string }) {
@@ -142,5 +157,4 @@ function NotFound({ fragment }: { fragment: string }) {
       </p>
     </section>
   );
-
 }

@@ -35,7 +35,6 @@ export function parseRoute(hash: string): Route | undefined {
   return { page: 'not-found', fragment };
 }
 
-
 export const groupHref = (environment: string, id: string, edit = false) =>
   `#/group/${encodeURIComponent(environment)}/${encodeURIComponent(id)}${edit ? '/edit' : ''}`;
 

@@ -21,12 +21,15 @@ const AUDIENCE = (process.env.AUDIENCE || 'ugs:embed').split(',').map((a) => a.t
 // of a key it has not seen fetches the set again at once.
 const JWKS_CACHE_SECONDS = Number(process.env.JWKS_CACHE_SECONDS || 300);
 // Pages allowed to call this API from a browser (comma-separated); none by default.
-const ALLOWED_ORIGINS = (process.env.ALLOWED_ORIGINS || '').split(',').map((o) => o.trim()).filter(Boolean);
+const ALLOWED_ORIGINS = (process.env.ALLOWED_ORIGINS || '')
+  .split(',')
+  .map((o) => o.trim())
+  .filter(Boolean);
 const HOST = process.env.HOST || '127.0.0.1';
 const PORT = Number(process.env.PORT ?? 8090);
 
 if (!process.env.DATABASE_URL) {
-  console.error('set DATABASE_URL to the database, as the role setup.mjs created (not the tables\' owner)');
+  console.error("set DATABASE_URL to the database, as the role setup.mjs created (not the tables' owner)");
   process.exit(1);
 }
 
@@ -119,6 +122,10 @@ app.setErrorHandler((err, _request, reply) => {
 
 const address = await app.listen({ host: HOST, port: PORT });
 console.log(`data API listening on ${address} (tokens of ${UGS_ISSUER}, audience ${AUDIENCE.join(', ')})`);
-const stop = () => app.close().then(() => pool.end()).then(() => process.exit(0));
+const stop = () =>
+  app
+    .close()
+    .then(() => pool.end())
+    .then(() => process.exit(0));
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

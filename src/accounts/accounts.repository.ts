@@ -36,7 +36,10 @@ export function lockAccount(trx: Kysely<Database>, accountId: number): Promise<A
 }
 
 export async function countAccounts(db: Kysely<Database>): Promise<number> {
-  const row = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('accounts')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -70,4 +73,3 @@ export class AccountSlugs {
     return id;
   }
 }
-

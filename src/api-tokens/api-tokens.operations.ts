@@ -33,8 +33,7 @@ export const currentApiTokenOperation = {
   tags,
   operationId: 'getCurrentApiToken',
   summary: 'The calling API token: its account, scopes and environments',
-  description:
-    'Any valid API token may ask about itself (no scope needed), e.g. to show only the controls it may use. Never its value.',
+  description: 'Any valid API token may ask about itself (no scope needed), e.g. to show only the controls it may use. Never its value.',
   security,
   response: {
     200: { ...CurrentApiTokenResponse, 'x-response-description': 'The calling token and its account.' },
@@ -90,7 +89,8 @@ export const apiTokenHistoryOperation = {
   },
 };
 
-const client = "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.ADMIN_TOKEN! });\n";
+const client =
+  "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.ADMIN_TOKEN! });\n";
 
 export const apiTokenCodeSamples: Record<string, CodeSample[]> = {
   listApiTokens: [
@@ -101,9 +101,14 @@ export const apiTokenCodeSamples: Record<string, CodeSample[]> = {
     {
       lang: 'Shell',
       label: 'curl',
-      source: 'curl -X POST "$UGS/api/api_tokens" -H "Authorization: Token $ADMIN_TOKEN" -H "Content-Type: application/json" \\\n  -d \'{"name": "reporting backend", "scopes": ["read"]}\'',
+      source:
+        'curl -X POST "$UGS/api/api_tokens" -H "Authorization: Token $ADMIN_TOKEN" -H "Content-Type: application/json" \\\n  -d \'{"name": "reporting backend", "scopes": ["read"]}\'',
     },
-    { lang: 'TypeScript', label: '@ugs/client', source: `${client}const { token, api_token } = await ugs.createApiToken({ name: 'reporting backend', scopes: ['read'] });` },
+    {
+      lang: 'TypeScript',
+      label: '@ugs/client',
+      source: `${client}const { token, api_token } = await ugs.createApiToken({ name: 'reporting backend', scopes: ['read'] });`,
+    },
   ],
   revokeApiToken: [
     { lang: 'Shell', label: 'curl', source: 'curl -X DELETE "$UGS/api/api_tokens/7" -H "Authorization: Token $ADMIN_TOKEN"' },

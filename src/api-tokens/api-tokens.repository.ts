@@ -43,7 +43,6 @@ export interface VisibleTokens {
 
 const LISTED_COLUMNS = API_TOKEN_COLUMNS.filter((column) => column !== 'token_hash');
 
-
 export function listApiTokenRows(db: Kysely<Database>, visible: VisibleTokens): Promise<ApiTokenListing[]> {
   return db
     .selectFrom('api_tokens')
@@ -88,4 +87,3 @@ export function markApiTokenRevoked(db: Kysely<Database>, visible: VisibleTokens
 export function unrevokedApiTokens(db: Kysely<Database>, accountId: number): Promise<ApiTokenListing[]> {
   return db.selectFrom('api_tokens').select(LISTED_COLUMNS).where('account_id', '=', accountId).where('revoked_at', 'is', null).execute();
 }
-

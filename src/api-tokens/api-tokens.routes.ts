@@ -7,7 +7,13 @@ import type { DatabaseHandle } from '../db/database.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { requireScope, type Principal } from '../auth/principal.ts';
 import { apiTokenHistoryAs, createApiTokenAs, currentApiToken, listApiTokensAs, revokeApiTokenAs } from './api-tokens.service.ts';
-import { apiTokenHistoryOperation, createApiTokenOperation, currentApiTokenOperation, listApiTokensOperation, revokeApiTokenOperation } from './api-tokens.operations.ts';
+import {
+  apiTokenHistoryOperation,
+  createApiTokenOperation,
+  currentApiTokenOperation,
+  listApiTokensOperation,
+  revokeApiTokenOperation,
+} from './api-tokens.operations.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import { apiTokenHistoryEntryJson, apiTokenJson } from './api-tokens.json.ts';
 

@@ -11,7 +11,7 @@ export const API_TOKEN_MAX_SECONDS = 315_360_000; // ten years
 const ScopeName = Type.Enum(['read', 'write', 'admin'], {
   title: 'Scope',
   type: 'string',
-  description: '`read`: lookups, listing, history, embed tokens. `write`: everything on user groups (includes read). `admin`: this account\'s API tokens.',
+  description: "`read`: lookups, listing, history, embed tokens. `write`: everything on user groups (includes read). `admin`: this account's API tokens.",
 });
 
 const NullableEnvironment = Type.Union([EnvironmentTag, Type.Null()]);
@@ -35,12 +35,21 @@ export type ApiTokenJson = Static<typeof ApiToken>;
 
 export const CreateApiTokenBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: PLAIN_TEXT, description: 'What the token is for, 1-100 characters.', examples: ['reporting backend'] })),
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        pattern: PLAIN_TEXT,
+        description: 'What the token is for, 1-100 characters.',
+        examples: ['reporting backend'],
+      }),
+    ),
     scopes: Type.Array(ScopeName, { minItems: 1, uniqueItems: true, description: 'Only scopes the creating token has itself.' }),
     allowed_environment: Type.Optional(
       Type.Unsafe<'Customer' | 'Testing' | null>({
         ...NullableEnvironment,
-        description: "The only environment the new token may use, or null for both. Absent: the creating token's own restriction, which a restricted token cannot lift.",
+        description:
+          "The only environment the new token may use, or null for both. Absent: the creating token's own restriction, which a restricted token cannot lift.",
       }),
     ),
     default_environment: Type.Optional(Type.Unsafe<'Customer' | 'Testing'>({ ...EnvironmentTag, description: 'Absent: allowed_environment, else Customer.' })),
@@ -92,7 +101,9 @@ export const ApiTokenHistoryEntry = Type.Object(
     id: Type.Integer(),
     action: Type.Enum(['api_token.issue', 'api_token.revoke'], { type: 'string' }),
     api_token_id: Type.Integer({ description: 'The token issued or revoked.' }),
-    actor_token_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The API token that acted; null when the command-line tool or the first start acted.' }),
+    actor_token_id: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The API token that acted; null when the command-line tool or the first start acted.',
+    }),
     request_id: Type.Union([Type.String(), Type.Null()]),
     created_at: Type.String({ format: 'date-time' }),
   },

@@ -190,7 +190,10 @@ export async function createApiTokenAs(
 ): Promise<{ token: string; listing: ApiTokenListing }> {
   const missing = request.scopes.filter((scope) => !hasScope(creator, scope));
   if (missing.length > 0) {
-    throw new AppError('insufficient_scope', `this API token cannot grant the ${missing.join(' and ')} scope${missing.length > 1 ? 's' : ''}: it does not have ${missing.length > 1 ? 'them' : 'it'} itself`);
+    throw new AppError(
+      'insufficient_scope',
+      `this API token cannot grant the ${missing.join(' and ')} scope${missing.length > 1 ? 's' : ''}: it does not have ${missing.length > 1 ? 'them' : 'it'} itself`,
+    );
   }
   const allowedEnvironment = request.allowedEnvironment === undefined ? creator.allowedEnvironment : request.allowedEnvironment;
   if (creator.allowedEnvironment !== null && allowedEnvironment !== creator.allowedEnvironment) {
@@ -201,18 +204,32 @@ export async function createApiTokenAs(
   }
   const defaultEnvironment = request.defaultEnvironment ?? allowedEnvironment ?? 'Customer';
   if (allowedEnvironment !== null && defaultEnvironment !== allowedEnvironment) {
-    throw validationFailed('default_environment', 'outside_allowed_environment', `default_environment must be ${allowedEnvironment}, the environment the token is restricted to`);
+    throw validationFailed(
+      'default_environment',
+      'outside_allowed_environment',
+      `default_environment must be ${allowedEnvironment}, the environment the token is restricted to`,
+    );
   }
   const creatorExpiry = creator.expiresAt === null ? null : new Date(creator.expiresAt);
   let expiresAt = request.expiresInSeconds === undefined ? creatorExpiry : new Date(now.getTime() + request.expiresInSeconds * 1000);
   if (creatorExpiry !== null && expiresAt !== null && expiresAt > creatorExpiry) {
-    throw validationFailed('expires_in_seconds', 'after_creator_expiry', `a token cannot outlive the token that creates it, which expires at ${creatorExpiry.toISOString()}`);
+    throw validationFailed(
+      'expires_in_seconds',
+      'after_creator_expiry',
+      `a token cannot outlive the token that creates it, which expires at ${creatorExpiry.toISOString()}`,
+    );
   }
   expiresAt ??= null;
 
   return inTransaction(handle, async (trx) => {
     const account = await lockAccount(trx, creator.accountId);
-    const issued = await insertApiToken(trx, account, { scopes: request.scopes, allowedEnvironment, defaultEnvironment, expiresAt, name: request.name }, actor, now);
+    const issued = await insertApiToken(
+      trx,
+      account,
+      { scopes: request.scopes, allowedEnvironment, defaultEnvironment, expiresAt, name: request.name },
+      actor,
+      now,
+    );
     const listing = await findVisibleApiToken(trx, visibleTo(creator), issued.id);
     if (!listing) throw new Error(`API token ${issued.id} vanished in its own transaction`);
     return { token: issued.token, listing };
@@ -253,4 +270,3 @@ export async function revokeApiTokenAs(handle: DatabaseHandle, revoker: Principa
     return revoked;
   });
 }
-

@@ -38,7 +38,10 @@ export async function appendAudit(db: Kysely<Database>, entry: AuditEntry): Prom
 /** Several entries in as few statements as the parameter limits allow (a subtree deleted at once). */
 export async function appendAudits(db: Kysely<Database>, entries: readonly AuditEntry[]): Promise<void> {
   for (let start = 0; start < entries.length; start += AUDIT_CHUNK) {
-    await db.insertInto('audit_log').values(entries.slice(start, start + AUDIT_CHUNK).map(auditRow)).execute();
+    await db
+      .insertInto('audit_log')
+      .values(entries.slice(start, start + AUDIT_CHUNK).map(auditRow))
+      .execute();
   }
 }
 
@@ -109,16 +112,17 @@ export function apiTokenHistory(db: Kysely<Database>, accountId: number, environ
     .select(sql<string>`cast(id as text)`.as('id'))
     .where('account_id', '=', accountId)
     .$if(environment !== null, (q) => q.where('allowed_environment', '=', environment!));
-  return db
-    .selectFrom('audit_log')
-    .selectAll()
-    .where('subject_type', '=', 'api_token')
-    .where('subject_id', 'in', tokenIds)
-    // "+ 0": a filter on the entries the index found, never a range of the account's whole history.
-    .where(sql<boolean>`audit_log.account_id + 0 = ${accountId}`)
-    .$if(environment !== null, (q) => q.where('audit_log.environment', '=', environment!))
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
+  return (
+    db
+      .selectFrom('audit_log')
+      .selectAll()
+      .where('subject_type', '=', 'api_token')
+      .where('subject_id', 'in', tokenIds)
+      // "+ 0": a filter on the entries the index found, never a range of the account's whole history.
+      .where(sql<boolean>`audit_log.account_id + 0 = ${accountId}`)
+      .$if(environment !== null, (q) => q.where('audit_log.environment', '=', environment!))
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute()
+  );
 }
-

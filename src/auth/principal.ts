@@ -45,4 +45,3 @@ export function assertEnvironmentAllowed(principal: Principal, environment: Envi
 export function environmentForbidden(allowed: Environment): AppError {
   return new AppError('environment_forbidden', `this API token may only be used in the ${allowed} environment`);
 }
-

@@ -47,8 +47,12 @@ function levelNames(value: string): string[] {
 }
 
 function scopes(value: string): Scope[] {
-  const list = value.split(',').map((s) => s.trim()).filter(Boolean);
-  if (list.length === 0 || list.some((s) => !SCOPES.includes(s as Scope))) throw new InvalidArgumentError(`scopes are a comma-separated list of ${SCOPES.join(', ')}`);
+  const list = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (list.length === 0 || list.some((s) => !SCOPES.includes(s as Scope)))
+    throw new InvalidArgumentError(`scopes are a comma-separated list of ${SCOPES.join(', ')}`);
   return [...new Set(list)] as Scope[];
 }
 
@@ -121,12 +125,18 @@ export function buildCli(): Command {
     .option('--json', 'print JSON')
     .action(async (name: string, levels: string[] | undefined, opts: { clear?: boolean; json?: boolean }) => {
       if (levels && opts.clear) throw new UsageError('give levels or --clear, not both');
-      const done = await withDatabase((h) => (levels === undefined && !opts.clear ? readAccountLevels(h, name) : declareAccountLevels(h, name, opts.clear ? null : levels!)));
+      const done = await withDatabase((h) =>
+        levels === undefined && !opts.clear ? readAccountLevels(h, name) : declareAccountLevels(h, name, opts.clear ? null : levels!),
+      );
       if (done.outcome === 'no_account') throw new UsageError(`no account "${name}"`);
       if (done.outcome === 'in_use') throw new UsageError(`groups of account "${name}" use levels not in the list: ${done.levels.join(', ')}`);
       const result = done.levels;
 
-      print(!!opts.json, { account: name, levels: result }, result === null ? `account ${name} declares no levels` : `account ${name} levels: ${result.join(' > ')}`);
+      print(
+        !!opts.json,
+        { account: name, levels: result },
+        result === null ? `account ${name} declares no levels` : `account ${name} levels: ${result.join(' > ')}`,
+      );
     });
 
   const token = program.command('token').description('manage API tokens');
@@ -134,7 +144,7 @@ export function buildCli(): Command {
     .command('create')
     .description('issue an API token and print it once (the account is created if missing)')
     .requiredOption('--account <slug>', 'the account the token belongs to', slug)
-    .option('--scopes <list>', 'comma-separated: read, write, admin (manages the account\'s API tokens over HTTP)', scopes, ['read', 'write'] as Scope[])
+    .option('--scopes <list>', "comma-separated: read, write, admin (manages the account's API tokens over HTTP)", scopes, ['read', 'write'] as Scope[])
     .addOption(new Option('--env <environment>', 'the only environment the token may use').choices(['Customer', 'Testing', 'any']).default('any'))
     .addOption(new Option('--default-env <environment>', 'environment used when a request names none').choices(['Customer', 'Testing']))
     .option('--expires-in <duration>', 'lifetime, e.g. 30d, 12h, 15m', duration)
@@ -171,7 +181,9 @@ export function buildCli(): Command {
           'It is shown only this once:',
           '',
           `  ${issued.token}`,
-        ].filter((line, i) => i > 0 || line).join('\n'),
+        ]
+          .filter((line, i) => i > 0 || line)
+          .join('\n'),
       );
     });
   token
@@ -187,7 +199,13 @@ export function buildCli(): Command {
         !!opts.json,
         rows.map((r) => ({ ...r, status: state(r) })),
         ['id\tstart\t\tscopes\t\tenv\tdefault\tstatus\texpires\tname']
-          .concat(rows.map((r) => [r.id, `${r.token_start}…`, r.scopes, r.allowed_environment ?? 'any', r.default_environment, state(r), r.expires_at ?? '-', r.name ?? ''].join('\t')))
+          .concat(
+            rows.map((r) =>
+              [r.id, `${r.token_start}…`, r.scopes, r.allowed_environment ?? 'any', r.default_environment, state(r), r.expires_at ?? '-', r.name ?? ''].join(
+                '\t',
+              ),
+            ),
+          )
           .join('\n'),
       );
     });
@@ -230,7 +248,16 @@ export function buildCli(): Command {
         !!opts.json,
         rows,
         rows
-          .map((r) => [r.created_at, r.action, r.subject_type === 'user_group' ? `${r.environment}/${r.provided_id} (team ${r.subject_id})` : `token ${r.subject_id}`, r.changed_fields ?? '', r.actor_token_id === null ? 'cli' : `token ${r.actor_token_id}`, r.request_id ?? ''].join('\t'))
+          .map((r) =>
+            [
+              r.created_at,
+              r.action,
+              r.subject_type === 'user_group' ? `${r.environment}/${r.provided_id} (team ${r.subject_id})` : `token ${r.subject_id}`,
+              r.changed_fields ?? '',
+              r.actor_token_id === null ? 'cli' : `token ${r.actor_token_id}`,
+              r.request_id ?? '',
+            ].join('\t'),
+          )
           .join('\n') || '(no entries)',
       );
     });
@@ -246,7 +273,11 @@ export function buildCli(): Command {
       const state = (id: string) => (id === keyring.currentKeyId ? 'current' : keyring.keyIds.includes(id) ? 'old' : 'NOT CONFIGURED');
       const listed = rows.map((r) => ({ ...r, state: state(r.key_id) }));
       for (const id of keyring.keyIds) if (!rows.some((r) => r.key_id === id)) listed.push({ key_id: id, tokens: 0, state: state(id) });
-      print(!!opts.json, { current_key_id: keyring.currentKeyId, keys: listed }, ['key id\ttokens\tstate', ...listed.map((r) => `${r.key_id}\t${r.tokens}\t${r.state}`)].join('\n'));
+      print(
+        !!opts.json,
+        { current_key_id: keyring.currentKeyId, keys: listed },
+        ['key id\ttokens\tstate', ...listed.map((r) => `${r.key_id}\t${r.tokens}\t${r.state}`)].join('\n'),
+      );
     });
   keys
     .command('reencrypt')
@@ -255,7 +286,9 @@ export function buildCli(): Command {
     .option('--json', 'print JSON')
     .action(async (opts: { batchSize: number; json?: boolean }) => {
       const keyring = configuredKeyring();
-      const [outcome, signing] = await withDatabase(async (h) => [await reencryptUserGroupTokens(h, keyring, { batchSize: opts.batchSize }), await reencryptSigningKeys(h, keyring)] as const);
+      const [outcome, signing] = await withDatabase(
+        async (h) => [await reencryptUserGroupTokens(h, keyring, { batchSize: opts.batchSize }), await reencryptSigningKeys(h, keyring)] as const,
+      );
       print(
         !!opts.json,
         { current_key_id: keyring.currentKeyId, ...outcome, embed_signing_keys: signing },
@@ -263,9 +296,15 @@ export function buildCli(): Command {
           `re-sealed ${outcome.resealed} of ${outcome.examined} user group tokens under key ${keyring.currentKeyId}`,
           `re-sealed ${signing.resealed} embed signing keys`,
           signing.unreadable.length ? `embed signing keys sealed under keys that are not configured: ${signing.unreadable.join(', ')}` : '',
-          outcome.changedConcurrently ? `${outcome.changedConcurrently} were rotated meanwhile (already under the newest key of the rotating instance; run again to be sure)` : '',
-          outcome.unreadable.length ? `${outcome.unreadable.length} are sealed under keys that are not configured: ${[...new Set(outcome.unreadable.map((u) => u.key_id))].join(', ')}` : '',
-        ].filter(Boolean).join('\n'),
+          outcome.changedConcurrently
+            ? `${outcome.changedConcurrently} were rotated meanwhile (already under the newest key of the rotating instance; run again to be sure)`
+            : '',
+          outcome.unreadable.length
+            ? `${outcome.unreadable.length} are sealed under keys that are not configured: ${[...new Set(outcome.unreadable.map((u) => u.key_id))].join(', ')}`
+            : '',
+        ]
+          .filter(Boolean)
+          .join('\n'),
       );
       if (outcome.unreadable.length + signing.unreadable.length > 0) {
         throw new Error('some tokens or signing keys could not be re-sealed: add their keys to UGS_SECRET_KEY (after the newest) and run again');
@@ -283,7 +322,8 @@ export function buildCli(): Command {
     .action(async (keyIds: string[], opts: { json?: boolean }) => {
       const keyring = configuredKeyring();
       for (const keyId of keyIds) {
-        if (keyring.keyIds.includes(keyId)) throw new UsageError(`key ${keyId} is configured, so its tokens can be read: move them with ugs keys reencrypt instead`);
+        if (keyring.keyIds.includes(keyId))
+          throw new UsageError(`key ${keyId} is configured, so its tokens can be read: move them with ugs keys reencrypt instead`);
       }
       const outcomes = await withDatabase(async (h) => {
         const done = [];
@@ -301,7 +341,9 @@ export function buildCli(): Command {
           .map(
             (o) =>
               `key ${o.key_id}: ${o.reissued} user group tokens reissued under key ${keyring.currentKeyId}; their old tokens no longer work` +
-              (o.replaced_signing_keys.length > 0 ? `\nembed signing keys ${o.replaced_signing_keys.join(', ')} replaced by a new key; their tokens verify until they expire` : ''),
+              (o.replaced_signing_keys.length > 0
+                ? `\nembed signing keys ${o.replaced_signing_keys.join(', ')} replaced by a new key; their tokens verify until they expire`
+                : ''),
           )
           .join('\n'),
       );
@@ -312,9 +354,10 @@ export function buildCli(): Command {
     .command('rotate')
     .description('add a new signing key: published at once, it signs after --activate-in; older keys stay published until their tokens expire')
     .addOption(
-      new Option('--alg <algorithm>', 'the algorithm of the new key (default: UGS_EMBED_SIGNING_ALG, else ES256); keys of other algorithms stay published until their tokens expire').choices(
-        EMBED_SIGNING_ALGORITHMS,
-      ),
+      new Option(
+        '--alg <algorithm>',
+        'the algorithm of the new key (default: UGS_EMBED_SIGNING_ALG, else ES256); keys of other algorithms stay published until their tokens expire',
+      ).choices(EMBED_SIGNING_ALGORITHMS),
     )
     .option(
       '--activate-in <duration>',
@@ -330,7 +373,10 @@ export function buildCli(): Command {
       print(
         !!opts.json,
         rotation,
-        [`added embed signing key ${rotation.kid} (${rotation.algorithm}); it signs from ${rotation.activates_at}`, ...rotation.dropped.map((kid) => `dropped key ${kid}: every token it signed has expired`)].join('\n'),
+        [
+          `added embed signing key ${rotation.kid} (${rotation.algorithm}); it signs from ${rotation.activates_at}`,
+          ...rotation.dropped.map((kid) => `dropped key ${kid}: every token it signed has expired`),
+        ].join('\n'),
       );
     });
   embedKeys
@@ -339,11 +385,21 @@ export function buildCli(): Command {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       const rows = await withDatabase((h) => allSigningKeys(h.db));
-      const listed = rows.map(({ kid, algorithm, created_at, activates_at, retired_at, signed_until }) => ({ kid, algorithm, created_at, activates_at, retired_at, signed_until }));
+      const listed = rows.map(({ kid, algorithm, created_at, activates_at, retired_at, signed_until }) => ({
+        kid,
+        algorithm,
+        created_at,
+        activates_at,
+        retired_at,
+        signed_until,
+      }));
       print(
         !!opts.json,
         listed,
-        ['kid\talgorithm\tactivates at\tretired at\tpublished until at least', ...listed.map((k) => [k.kid, k.algorithm, k.activates_at, k.retired_at ?? '-', k.signed_until].join('\t'))].join('\n'),
+        [
+          'kid\talgorithm\tactivates at\tretired at\tpublished until at least',
+          ...listed.map((k) => [k.kid, k.algorithm, k.activates_at, k.retired_at ?? '-', k.signed_until].join('\t')),
+        ].join('\n'),
       );
     });
 

@@ -107,7 +107,10 @@ export function loadKeyring(secretKeys: string[], keyFile: string): { keyring: K
       fs.unlinkSync(temporary);
     }
   }
-  const lines = fs.readFileSync(keyFile, 'utf8').split('\n').filter((l) => l.trim());
+  const lines = fs
+    .readFileSync(keyFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim());
   return { keyring: new Keyring(lines.map(parseSecretKey)), createdKeyFile };
 }
 

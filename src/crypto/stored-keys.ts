@@ -73,7 +73,9 @@ export function missingKeysMessage(missing: MissingKey[], keyring: Keyring, keyS
   const what = [
     total > 0 ? `${total.toLocaleString('en-US')} stored user group tokens` : '',
     signing > 0 ? `${signing} embed signing key${signing === 1 ? '' : 's'}` : '',
-  ].filter(Boolean).join(' and ');
+  ]
+    .filter(Boolean)
+    .join(' and ');
   return [
     `refusing to start: ${what} ${total + signing === 1 ? 'is' : 'are'} sealed under secret keys that are not configured:`,
     ...missing.map(

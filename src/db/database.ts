@@ -76,7 +76,8 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   if (!file) throw new Error('DATABASE_URL=sqlite:<file path> needs a file path');
   // The hot reads use a second connection to the same file (hot-reads.ts), which an
   // in-memory database cannot have: it would be another, empty database.
-  if (file === ':memory:' || file.startsWith('file:')) throw new Error('DATABASE_URL=sqlite: needs a file path (an in-memory database cannot be shared by two connections)');
+  if (file === ':memory:' || file.startsWith('file:'))
+    throw new Error('DATABASE_URL=sqlite: needs a file path (an in-memory database cannot be shared by two connections)');
   createPrivately(file);
   const connection = new SQLite(file);
   // WAL lets readers run beside the one writer, also across processes sharing the file;

@@ -201,17 +201,17 @@ export function postgresHotReads(
   // call that wants every row gets all of its own, in their order.
   const runTogether = (statement: BatchedStatement<unknown>, calls: Pending[]) => {
     const answers = calls.map(({ many }) => (many ? [] : undefined)) as unknown[];
-    execute(
-      statement.compile(calls.map(({ read }) => read.args)),
-      calls,
-    ).then((rows) => {
-      for (const row of rows as BatchedRow<unknown>[]) {
-        const i = Number(row.batch_index) - 1;
-        if (calls[i].many) (answers[i] as unknown[]).push(row);
-        else answers[i] ??= row;
-      }
-      calls.forEach(({ resolve }, i) => resolve(answers[i]));
-    }, (err) => calls.forEach(({ reject }) => reject(err)));
+    execute(statement.compile(calls.map(({ read }) => read.args)), calls).then(
+      (rows) => {
+        for (const row of rows as BatchedRow<unknown>[]) {
+          const i = Number(row.batch_index) - 1;
+          if (calls[i].many) (answers[i] as unknown[]).push(row);
+          else answers[i] ??= row;
+        }
+        calls.forEach(({ resolve }, i) => resolve(answers[i]));
+      },
+      (err) => calls.forEach(({ reject }) => reject(err)),
+    );
   };
 
   return batchingReads(

@@ -93,7 +93,11 @@ export function preparedRead<A extends unknown[], R>(
     const batchedTemplate = template(db, (...p) => batchedBuild(...(p as Columns<A>)), arity);
     // Argument i of the batched statement is the column of every call's argument i.
     const batch: BatchedStatement<R> = {
-      compile: (argLists) => bind(batchedTemplate, Array.from({ length: arity }, (_, i) => argLists.map((a) => a[i]))),
+      compile: (argLists) =>
+        bind(
+          batchedTemplate,
+          Array.from({ length: arity }, (_, i) => argLists.map((a) => a[i])),
+        ),
     };
     return { single, batch };
   };

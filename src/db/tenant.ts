@@ -35,7 +35,6 @@ export function sameTenant(alias: string, of: string): RawBuilder<boolean> {
   return sql<boolean>`${sql.ref(`${alias}.account_id`)} + 0 = ${sql.ref(`${of}.account_id`)} and ${sql.ref(`${alias}.environment`)} = ${sql.ref(`${of}.environment`)}`;
 }
 
-
 /** The tenant as one text, `<account_id>/<environment>`: how the listing indexes and the tag table spell it (migrations 0002, 0003). */
 export function scopeOf(tenant: Tenant): string {
   return `${tenant.accountId}/${tenant.environment}`;

@@ -14,7 +14,13 @@ const MENTIONS_BUILT_IN = /"user_group_(?:id|name)"/;
 const BUILT_INS = new Set(['user_group_id', 'user_group_name']);
 
 /** `user_group_id` and `user_group_name`, then every top-level key of the computed properties; the built-ins win a clash. */
-export function variablesJson({ row, computedProperties: properties }: { row: Pick<UserGroupRow, 'provided_id' | 'name'>; computedProperties: string | null }): string {
+export function variablesJson({
+  row,
+  computedProperties: properties,
+}: {
+  row: Pick<UserGroupRow, 'provided_id' | 'name'>;
+  computedProperties: string | null;
+}): string {
   const builtIns = `"user_group_id":${quote(row.provided_id)},"user_group_name":${quote(row.name)}`;
   if (properties === null || properties === '{}') return `{${builtIns}}`;
   if (!MENTIONS_BUILT_IN.test(properties)) return `{${builtIns},${properties.slice(1)}`;

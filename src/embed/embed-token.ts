@@ -172,7 +172,14 @@ export class EmbedTokens {
         if (!key) throw new Error('unknown key id');
         return key;
       },
-      { algorithms: ['HS256'], typ: EMBED_TOKEN_TYPE, issuer: LEGACY_ISSUER, audience: LEGACY_AUDIENCE, currentDate: now, requiredClaims: ['sub', 'iat', 'exp', 'gen'] },
+      {
+        algorithms: ['HS256'],
+        typ: EMBED_TOKEN_TYPE,
+        issuer: LEGACY_ISSUER,
+        audience: LEGACY_AUDIENCE,
+        currentDate: now,
+        requiredClaims: ['sub', 'iat', 'exp', 'gen'],
+      },
     );
     const { sub, gen, exp, embed_id: embedId, origin } = payload;
     if (typeof sub !== 'string' || !DECIMAL_ID.test(sub) || !Number.isSafeInteger(gen) || typeof exp !== 'number') return undefined;

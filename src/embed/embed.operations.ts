@@ -67,7 +67,7 @@ export const introspectOperation = {
     'Called from your backend or data API with an API token (the `read` scope suffices), for callers that must honour a rotation or a deletion at once:',
     'a verifier that checks the signature against the JWKS knows only `exp`. The body is `token=<embed token>`, form-encoded as RFC 7662 sends it, or the same as JSON.',
     "Answers `active: true` with the token's claims while it is valid; otherwise only `active: false`: expired, altered, signed by a key that is no longer published,",
-    "its group deleted or rotated since, or a token of another account or of an environment this API token may not use. Rate limited like every management call.",
+    'its group deleted or rotated since, or a token of another account or of an environment this API token may not use. Rate limited like every management call.',
   ].join(' '),
   security: [{ apiToken: [] }],
   consumes: ['application/x-www-form-urlencoded', 'application/json'],
@@ -83,9 +83,9 @@ export const jwksOperation = {
   operationId: 'getJwks',
   summary: 'The public keys that verify embed tokens (RFC 7517)',
   description: [
-    'Needs no token; CORS is open to any origin. A verifier picks the key named by the token\'s `kid`; keys of several algorithms (ES256, RS256, EdDSA) may be published at once, each with its `alg`.',
+    "Needs no token; CORS is open to any origin. A verifier picks the key named by the token's `kid`; keys of several algorithms (ES256, RS256, EdDSA) may be published at once, each with its `alg`.",
     'A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired.',
-    'Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose\'s `createRemoteJWKSet` does both).',
+    "Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose's `createRemoteJWKSet` does both).",
   ].join(' '),
   response: {
     200: { ...JwksResponse, 'x-response-description': 'The published keys.' },

@@ -30,14 +30,16 @@ const EMBED_FIELDS = [
   ] satisfies (keyof UserGroupRow)[]),
 ];
 
-export type EmbedGroupRow = Pick<UserGroupRow, 'team_id' | 'account_id' | 'environment' | 'parent_team_id' | 'token_generation' | 'provided_id' | 'name' | 'mapping' | 'properties'> &
+export type EmbedGroupRow = Pick<
+  UserGroupRow,
+  'team_id' | 'account_id' | 'environment' | 'parent_team_id' | 'token_generation' | 'provided_id' | 'name' | 'mapping' | 'properties'
+> &
   Partial<Omit<UserGroupRow, 'token_hash' | 'token_ciphertext'>>;
 export type EmbedGroup = ResolvedGroup<EmbedGroupRow>;
 
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */
 const selectByCurrentTokenHash = preparedRead(
-  (_db, tokenHash: string) =>
-    withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.token_hash = ${tokenHash}`),
+  (_db, tokenHash: string) => withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.token_hash = ${tokenHash}`),
   {
     batched: (tokenHashes) =>
       batchedWithAncestry<EmbedGroupRow>(
@@ -49,12 +51,13 @@ const selectByCurrentTokenHash = preparedRead(
 );
 
 const selectByRetiredTokenHash = preparedRead((_db, tokenHash: string, now: string) =>
-    withAncestry<EmbedGroupRow>(
+  withAncestry<EmbedGroupRow>(
     EMBED_FIELDS,
     // ISO-8601 UTC strings of one fixed width compare as the instants they name.
     sql`user_groups.team_id = (select retired_tokens.team_id from retired_tokens
       where retired_tokens.token_hash = ${tokenHash} and retired_tokens.expires_at > ${now})`,
-  ));
+  ),
+);
 
 /** The group an embed token names, in the tenant it names. Batched like the token lookups: every page view asks it. */
 const selectByTeamId = preparedRead(
@@ -76,18 +79,14 @@ const selectByTeamId = preparedRead(
  * signed with the service's own secret, is the credential, as a token's hash is.
  */
 
-const selectByLegacyTeamId = preparedRead((_db, teamId: number) =>
-    withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`));
+const selectByLegacyTeamId = preparedRead((_db, teamId: number) => withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`));
 
 /** A hierarchy deeper than the ancestry reaches: the whole chain (UGS_MAX_HIERARCHY_DEPTH above 3). */
 const selectChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
-    chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId)));
+  chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId)),
+);
 
-async function resolved<A extends unknown[]>(
-  reads: HotReads,
-  read: PreparedRead<A, EmbedGroupRow & Ancestry>,
-  ...args: A
-): Promise<EmbedGroup | undefined> {
+async function resolved<A extends unknown[]>(reads: HotReads, read: PreparedRead<A, EmbedGroupRow & Ancestry>, ...args: A): Promise<EmbedGroup | undefined> {
   const row = await reads.first(read, ...args);
   return row && resolveHotRow(reads, row, selectChainByTeamId);
 }
@@ -110,4 +109,3 @@ export function findGroupByTeamId(reads: HotReads, tenant: Tenant, teamId: numbe
 export function findGroupByLegacyTeamId(reads: HotReads, teamId: number): Promise<EmbedGroup | undefined> {
   return resolved(reads, selectByLegacyTeamId, teamId);
 }
-

@@ -93,21 +93,21 @@ export function registerIntrospectionRoute(app: FastifyInstance, deps: EmbedDeps
       const repeated = [...new Set(params.keys())].filter((name) => params.getAll(name).length > 1);
       if (repeated.length > 0) {
         // RFC 6749 §3.1: a parameter must not be included more than once.
-        done(new AppError('validation_failed', `${repeated.join(', ')} is sent more than once`, { details: repeated.map((field) => ({ field, issue: 'repeated' })) }));
+        done(
+          new AppError('validation_failed', `${repeated.join(', ')} is sent more than once`, {
+            details: repeated.map((field) => ({ field, issue: 'repeated' })),
+          }),
+        );
         return;
       }
       done(null, Object.fromEntries(params));
     });
-    plugin.withTypeProvider<TypeBoxTypeProvider>().post(
-      INTROSPECT_PATH,
-      { schema: introspectOperation },
-      async (request, reply) => {
-        // RFC 7662 §2.2: the answer is about a credential; no cache may keep it.
-        reply.header('pragma', 'no-cache');
-        const active = await introspectEmbedToken(deps, principalOf(request), request.body.token);
-        return sendJson(reply, 200, active ? activeIntrospectionJson(active) : INACTIVE_INTROSPECTION_JSON);
-      },
-    );
+    plugin.withTypeProvider<TypeBoxTypeProvider>().post(INTROSPECT_PATH, { schema: introspectOperation }, async (request, reply) => {
+      // RFC 7662 §2.2: the answer is about a credential; no cache may keep it.
+      reply.header('pragma', 'no-cache');
+      const active = await introspectEmbedToken(deps, principalOf(request), request.body.token);
+      return sendJson(reply, 200, active ? activeIntrospectionJson(active) : INACTIVE_INTROSPECTION_JSON);
+    });
   });
 }
 

@@ -4,19 +4,22 @@ import { Type, type Static } from 'typebox';
 import { PLAIN_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
 
-
 export const EMBED_TOKEN_MIN_SECONDS = 60;
 export const EMBED_TOKEN_MAX_SECONDS = 2_592_000;
 export const EMBED_TOKEN_DEFAULT_SECONDS = 86_400;
 
 const embedId = (description: string) =>
-  Type.String({ minLength: 1, maxLength: 256, pattern: PLAIN_TEXT, description: `${description} 1-256 characters, no control characters.`, examples: ['sales-overview'] });
+  Type.String({
+    minLength: 1,
+    maxLength: 256,
+    pattern: PLAIN_TEXT,
+    description: `${description} 1-256 characters, no control characters.`,
+    examples: ['sales-overview'],
+  });
 
 export const EmbedContextQuery = Type.Object(
   {
-    embed_id: Type.Optional(
-      embedId('The dashboard asking. Required (and must match) when the embed token was issued with an embed_id; ignored otherwise.'),
-    ),
+    embed_id: Type.Optional(embedId('The dashboard asking. Required (and must match) when the embed token was issued with an embed_id; ignored otherwise.')),
   },
   { additionalProperties: false },
 );
@@ -37,7 +40,11 @@ export const EmbedUserGroup = Type.Object(
     computed_mapping: JsonObjectOrNull<Record<string, string | number>>(),
     computed_properties: JsonObjectOrNull<Record<string, unknown>>(),
   },
-  { title: 'EmbedUserGroup', additionalProperties: false, description: 'What a dashboard may know about the user group viewing it: never a token or an internal id.' },
+  {
+    title: 'EmbedUserGroup',
+    additionalProperties: false,
+    description: 'What a dashboard may know about the user group viewing it: never a token or an internal id.',
+  },
 );
 
 export const EmbedContextResponse = Type.Object(
@@ -48,7 +55,7 @@ export const EmbedContextResponse = Type.Object(
       type: 'object',
       additionalProperties: true,
       description:
-        '`user_group_id` and `user_group_name`, then every top-level key of `computed_properties`: the group\'s own properties over its ancestors\' (on a name clash the two built-ins win).',
+        "`user_group_id` and `user_group_name`, then every top-level key of `computed_properties`: the group's own properties over its ancestors' (on a name clash the two built-ins win).",
       examples: [{ user_group_id: 'example_1', user_group_name: 'Example 1', region: 'emea' }],
     }),
   },
@@ -67,9 +74,7 @@ export const EmbedTokenBody = Type.Object(
         description: `Lifetime in seconds, ${EMBED_TOKEN_MIN_SECONDS}-${EMBED_TOKEN_MAX_SECONDS} (default ${EMBED_TOKEN_DEFAULT_SECONDS}).`,
       }),
     ),
-    embed_id: Type.Optional(
-      embedId('Limit the token to one dashboard: the context request must send the same `embed_id` query parameter.'),
-    ),
+    embed_id: Type.Optional(embedId('Limit the token to one dashboard: the context request must send the same `embed_id` query parameter.')),
     origin: Type.Optional(
       Type.String({
         minLength: 1,
@@ -205,7 +210,7 @@ export const JwksResponse = Type.Object(
   {
     title: 'JsonWebKeySet',
     description:
-      'RFC 7517: every key that signs now, will sign, or signed a token that may still be valid, of any of the three algorithms; a verifier picks the one the token\'s `kid` names.',
+      "RFC 7517: every key that signs now, will sign, or signed a token that may still be valid, of any of the three algorithms; a verifier picks the one the token's `kid` names.",
     examples: [
       {
         keys: [
@@ -218,7 +223,14 @@ export const JwksResponse = Type.Object(
             alg: 'ES256',
             use: 'sig',
           },
-          { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k', alg: 'EdDSA', use: 'sig' },
+          {
+            kty: 'OKP',
+            crv: 'Ed25519',
+            x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo',
+            kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k',
+            alg: 'EdDSA',
+            use: 'sig',
+          },
         ],
       },
     ],
@@ -228,7 +240,10 @@ export const JwksResponse = Type.Object(
 export const DiscoveryResponse = Type.Object(
   {
     issuer: Type.String({ description: 'UGS_PUBLIC_URL: the `iss` of every embed token.', examples: ['https://ugs.example.com'] }),
-    jwks_uri: Type.String({ description: 'Where the keys are: `<issuer>/.well-known/jwks.json`.', examples: ['https://ugs.example.com/.well-known/jwks.json'] }),
+    jwks_uri: Type.String({
+      description: 'Where the keys are: `<issuer>/.well-known/jwks.json`.',
+      examples: ['https://ugs.example.com/.well-known/jwks.json'],
+    }),
     id_token_signing_alg_values_supported: Type.Array(Type.Union([Type.Literal('ES256'), Type.Literal('RS256'), Type.Literal('EdDSA')]), {
       description:
         "The algorithms of the published keys, the signing key's first: what an embed token may be signed with now. Named as OpenID Connect names it, because that is where verifiers read it; the service issues no ID token.",

@@ -74,10 +74,13 @@ async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedC
   // The bindings are checked before the lookup: a token used from the wrong place learns
   // nothing about its group, and costs no query.
   if (claims.origin !== undefined && caller.origin !== claims.origin) {
-    throw new AppError('origin_forbidden', 'this embed token is bound to another origin (the request\'s Origin header must match the one it was issued for)');
+    throw new AppError('origin_forbidden', "this embed token is bound to another origin (the request's Origin header must match the one it was issued for)");
   }
   if (claims.embedId !== undefined && caller.embedId !== claims.embedId) {
-    throw new AppError('embed_id_forbidden', 'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)');
+    throw new AppError(
+      'embed_id_forbidden',
+      'this embed token is bound to another dashboard (send the embed_id it was issued for as the embed_id query parameter)',
+    );
   }
   const named = namedTenant(claims);
   const tenant = named && { accountId: await deps.accountSlugs.idOf(named.accountSlug), environment: named.environment };
@@ -123,7 +126,11 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
   if (!group) throw new AppError('user_group_not_found', `no user group with user_group_id "${providedId}" in ${environment}`);
   if (input.embed_id === deps.embedTokens.options.audience) {
     // The audience of an unbound token: a token bound to it could not be told apart.
-    throw validationFailed('embed_id', 'reserved', `embed_id must not be "${input.embed_id}", the audience of tokens that are not bound to a dashboard (UGS_EMBED_AUDIENCE)`);
+    throw validationFailed(
+      'embed_id',
+      'reserved',
+      `embed_id must not be "${input.embed_id}", the audience of tokens that are not bound to a dashboard (UGS_EMBED_AUDIENCE)`,
+    );
   }
   let signed: { token: string; expiresAt: Date };
   try {
@@ -170,7 +177,6 @@ export async function introspectEmbedToken(deps: EmbedDeps, principal: Principal
   if (principal.allowedEnvironment !== null && principal.allowedEnvironment !== group.row.environment) return undefined;
   return claims;
 }
-
 
 /** Browsers send an origin in one serialized form; a token bound to any other spelling could never be used. */
 function assertBrowserOrigin(origin: string): void {

@@ -31,7 +31,10 @@ export async function lockSigningKeys(trx: Kysely<Database>): Promise<void> {
 }
 
 export async function countSigningKeys(trx: Kysely<Database>): Promise<number> {
-  const row = await trx.selectFrom('embed_signing_keys').select((eb) => eb.fn.countAll<number | string>().as('keys')).executeTakeFirstOrThrow();
+  const row = await trx
+    .selectFrom('embed_signing_keys')
+    .select((eb) => eb.fn.countAll<number | string>().as('keys'))
+    .executeTakeFirstOrThrow();
   return Number(row.keys);
 }
 
@@ -59,12 +62,7 @@ export async function extendSignedUntil(db: Kysely<Database>, kid: string, until
 
 /** Drops keys that no longer sign and whose every token has expired. */
 export async function dropExpiredSigningKeys(trx: Kysely<Database>, now: string): Promise<string[]> {
-  const rows = await trx
-    .deleteFrom('embed_signing_keys')
-    .where('retired_at', '<=', now)
-    .where('signed_until', '<=', now)
-    .returning('kid')
-    .execute();
+  const rows = await trx.deleteFrom('embed_signing_keys').where('retired_at', '<=', now).where('signed_until', '<=', now).returning('kid').execute();
   return rows.map((r) => r.kid);
 }
 

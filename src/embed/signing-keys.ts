@@ -135,7 +135,11 @@ export async function replaceSigningKeysOfLostKey(
     const lost = await signingKeysSealedUnder(trx, keyId, at);
     if (lost.length === 0) return [];
     const newestIsLost = lost.some((key) => key.retired_at === null);
-    await retireSigningKeys(trx, lost.map((key) => key.kid), at);
+    await retireSigningKeys(
+      trx,
+      lost.map((key) => key.kid),
+      at,
+    );
     if (newestIsLost) await insertSigningKey(trx, row);
     return lost.map((key) => key.kid);
   });

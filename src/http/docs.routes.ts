@@ -10,7 +10,6 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
 import { pageHeaders } from './page-headers.ts';
 
-
 const PAGE_DIR = fileURLToPath(new URL('../../static/docs/', import.meta.url));
 
 // The page runs only scripts of this origin and talks only to it; it may not be framed.
@@ -51,7 +50,9 @@ export function registerDocsRoutes(app: FastifyInstance): void {
   const assets = readAssets();
   const secure = (reply: FastifyReply) => pageHeaders(reply, CONTENT_SECURITY_POLICY);
 
-  app.get('/docs', { schema: { hide: true } }, (_request, reply) => secure(reply).type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(page));
+  app.get('/docs', { schema: { hide: true } }, (_request, reply) =>
+    secure(reply).type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(page),
+  );
 
   app.get<{ Params: { file: string } }>('/docs/assets/:file', { schema: { hide: true } }, (request, reply) => {
     const asset = Object.hasOwn(assets, request.params.file) ? assets[request.params.file] : undefined;

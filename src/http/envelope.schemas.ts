@@ -40,6 +40,13 @@ export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
 }
 
 /** What any route behind an API token can answer before its own rules run. */
-export const AUTH_ERRORS: ErrorCode[] = ['missing_api_token', 'invalid_api_token', 'wrong_token_kind', 'insufficient_scope', 'environment_forbidden', 'rate_limited'];
+export const AUTH_ERRORS: ErrorCode[] = [
+  'missing_api_token',
+  'invalid_api_token',
+  'wrong_token_kind',
+  'insufficient_scope',
+  'environment_forbidden',
+  'rate_limited',
+];
 /** What any route that reads a JSON body can answer. */
 export const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'validation_failed', 'payload_too_large', 'unsupported_media_type', 'request_timeout'];

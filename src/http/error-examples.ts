@@ -41,7 +41,10 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     message: 'the token is not valid (unknown, malformed, expired, rotated, or its user group was deleted)',
   },
   insufficient_scope: { summary: 'A read-only token', message: 'creating a user group (it does not exist yet) needs an API token with the write scope' },
-  environment_forbidden: { summary: 'The token is restricted to the other environment', message: 'this API token may only be used in the Customer environment' },
+  environment_forbidden: {
+    summary: 'The token is restricted to the other environment',
+    message: 'this API token may only be used in the Customer environment',
+  },
   origin_forbidden: {
     summary: 'The embed token is bound to another origin',
     message: "this embed token is bound to another origin (the request's Origin header must match the one it was issued for)",
@@ -60,7 +63,10 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   token_not_found: { summary: 'Not a current token of this account', message: 'current_token is not the current token of any user group of this account' },
   not_found: { summary: 'No such path', message: 'no route GET /api/usr' },
   method_not_allowed: { summary: 'Another method', message: 'PATCH is not allowed on /api/user; use GET, POST, PUT, DELETE' },
-  request_timeout: { summary: 'The request did not arrive in time', message: 'the request did not arrive in time: send the headers and the body without pausing' },
+  request_timeout: {
+    summary: 'The request did not arrive in time',
+    message: 'the request did not arrive in time: send the headers and the body without pausing',
+  },
   user_group_exists: { summary: 'The id is taken', message: 'a user group with user_group_id "example_1" already exists in Customer' },
   hierarchy_cycle: {
     summary: 'The group would be its own ancestor',
@@ -74,7 +80,8 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   payload_too_large: { summary: 'A body over 256 KiB', message: 'request body is larger than 262144 bytes' },
   embed_token_too_large: {
     summary: 'The token would not fit in a header',
-    message: 'the embed token would be 74,211 bytes, over the limit of 8,192 bytes (what proxies accept in one header); its variables are the group\'s computed properties: keep large data out of properties, or use the user group token, whose context is read from the service',
+    message:
+      "the embed token would be 74,211 bytes, over the limit of 8,192 bytes (what proxies accept in one header); its variables are the group's computed properties: keep large data out of properties, or use the user group token, whose context is read from the service",
   },
   unsupported_media_type: { summary: 'Not application/json', message: 'a request body must be sent as Content-Type: application/json' },
   rate_limited: { summary: 'Over the rate limit', message: 'this API token made more than 60000 requests in 60 s; retry in 12 s' },

@@ -77,7 +77,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
   const alarms: Alarms = { unavailable: throttledWarning(app.log), storage: throttledWarning(app.log, 'error') };
   app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, request, translate(err, request, alarms)));
 
-
   app.setNotFoundHandler(notFoundHandler(app));
 }
 

@@ -17,10 +17,7 @@ export function parseJsonText(text: string): unknown {
     body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch (err) {
     const poisoned = /prototype/i.test((err as Error).message);
-    throw new AppError(
-      'invalid_json',
-      poisoned ? 'request body holds a forbidden key (__proto__ or constructor.prototype)' : 'request body is not valid JSON',
-    );
+    throw new AppError('invalid_json', poisoned ? 'request body holds a forbidden key (__proto__ or constructor.prototype)' : 'request body is not valid JSON');
   }
   const unrepresentable = findUnrepresentableNumber(text);
   if (unrepresentable) throw numberRefused(unrepresentable);
@@ -35,9 +32,10 @@ const NUMBER_RULES: Record<UnrepresentableNumber['issue'], string> = {
 
 function numberRefused({ field, issue, literal }: UnrepresentableNumber): AppError {
   const shown = literal.length > 40 ? `${literal.slice(0, 20)}…(${literal.length} characters)` : literal;
-  return new AppError('validation_failed', `${field} ${NUMBER_RULES[issue]}: ${shown}; send it as a string to keep it exactly`, { details: [{ field, issue }] });
+  return new AppError('validation_failed', `${field} ${NUMBER_RULES[issue]}: ${shown}; send it as a string to keep it exactly`, {
+    details: [{ field, issue }],
+  });
 }
-
 
 function isJsonMediaType(contentType: string | undefined): boolean {
   if (!contentType) return false;

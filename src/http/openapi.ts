@@ -33,7 +33,8 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
       apiToken: {
         type: 'http',
         scheme: 'bearer',
-        description: 'Your API token (`ugs_api_…`), from your backend only. Sent as `Authorization: Bearer <API token>`; `Authorization: Token <API token>` works too.',
+        description:
+          'Your API token (`ugs_api_…`), from your backend only. Sent as `Authorization: Bearer <API token>`; `Authorization: Token <API token>` works too.',
       },
       userGroupToken: {
         type: 'http',
@@ -64,7 +65,10 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   },
   tags: [
     { name: 'User groups', description: 'The management API, called from your backend with an API token.' },
-    { name: 'Embed', description: 'What an embedded dashboard calls from the browser (CORS enabled), and the short-lived embed tokens your backend issues for it.' },
+    {
+      name: 'Embed',
+      description: 'What an embedded dashboard calls from the browser (CORS enabled), and the short-lived embed tokens your backend issues for it.',
+    },
     { name: 'API tokens', description: "An API token with the admin scope manages its own account's API tokens." },
     { name: 'Operations', description: 'Health, readiness and metrics.' },
   ],
@@ -136,7 +140,8 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
     const body = operation.requestBody as Json | undefined;
     if (body) {
       body.required = false;
-      body.description = 'The identification as JSON, instead of the query string (not both). Browsers and most HTTP clients cannot send a body with GET: use the query string, or POST with X-HTTP-Method-Override: GET.';
+      body.description =
+        'The identification as JSON, instead of the query string (not both). Browsers and most HTTP clients cannot send a body with GET: use the query string, or POST with X-HTTP-Method-Override: GET.';
     }
   }
   if (path === '/api/user' && method === 'post') {
@@ -146,7 +151,8 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
         name: 'X-HTTP-Method-Override',
         in: 'header',
         required: false,
-        description: 'Only `GET`: then this request is a get-or-create (GET /api/user) whose JSON body identifies the group, and it answers as that operation does.',
+        description:
+          'Only `GET`: then this request is a get-or-create (GET /api/user) whose JSON body identifies the group, and it answers as that operation does.',
         schema: { type: 'string', enum: ['GET'] },
       },
     ];

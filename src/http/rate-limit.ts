@@ -139,8 +139,12 @@ export async function registerRateLimits(
       return payload;
     }
     events.requestRateLimited(request.routeOptions.url ?? '');
-    throw new AppError('rate_limited', `this ${policy.holder} made more than ${policy.max} requests in ${windowSeconds} s; retry in ${Math.max(1, resetSeconds)} s`, {
-      headers: { ...fields, 'retry-after': String(Math.max(1, resetSeconds)) },
-    });
+    throw new AppError(
+      'rate_limited',
+      `this ${policy.holder} made more than ${policy.max} requests in ${windowSeconds} s; retry in ${Math.max(1, resetSeconds)} s`,
+      {
+        headers: { ...fields, 'retry-after': String(Math.max(1, resetSeconds)) },
+      },
+    );
   });
 }

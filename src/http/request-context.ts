@@ -64,4 +64,3 @@ export function requestLogger(tracing?: Tracing): RequestEndListener {
     request.log.info(line, 'request');
   };
 }
-

@@ -47,7 +47,13 @@ function withDecimalIntegers(schema: TSchema, validate: ValidateFunction): Valid
   const strict = ((data: Record<string, unknown> | undefined) => {
     const loose = integers.filter((name) => typeof data?.[name] === 'string' && !DECIMAL_DIGITS.test(data[name] as string));
     if (loose.length > 0) {
-      strict.errors = loose.map((name) => ({ keyword: 'decimalDigits', instancePath: `/${name}`, schemaPath: '', params: {}, message: 'must be decimal digits' }));
+      strict.errors = loose.map((name) => ({
+        keyword: 'decimalDigits',
+        instancePath: `/${name}`,
+        schemaPath: '',
+        params: {},
+        message: 'must be decimal digits',
+      }));
       return false;
     }
     const valid = validate(data);
@@ -80,9 +86,11 @@ const RULE_BY_ISSUE: Record<string, (e: ErrorObject) => string> = {
   unknown_field: () => 'is not a known field',
   required: () => 'is required',
   wrong_type: (e) =>
-    e.keyword === 'decimalDigits' ? 'must be a whole number written in decimal digits'
-    : e.keyword === 'type' ? `must be of type ${String(e.params.type).replace(',', ' or ')}`
-    : 'has the wrong type',
+    e.keyword === 'decimalDigits'
+      ? 'must be a whole number written in decimal digits'
+      : e.keyword === 'type'
+        ? `must be of type ${String(e.params.type).replace(',', ' or ')}`
+        : 'has the wrong type',
 
   too_short: (e) => `must be at least ${e.params.limit} characters`,
   too_long: (e) => `must be at most ${e.params.limit} characters`,
@@ -103,10 +111,13 @@ function fieldOf(error: ErrorObject, part: string): string {
     .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
     .join('.');
   const extra =
-    error.keyword === 'additionalProperties' ? String(error.params.additionalProperty)
-    : error.keyword === 'required' ? String(error.params.missingProperty)
-    : error.keyword === 'propertyNames' ? String(error.params.propertyName ?? '')
-    : '';
+    error.keyword === 'additionalProperties'
+      ? String(error.params.additionalProperty)
+      : error.keyword === 'required'
+        ? String(error.params.missingProperty)
+        : error.keyword === 'propertyNames'
+          ? String(error.params.propertyName ?? '')
+          : '';
   const field = [base, extra].filter(Boolean).join('.');
   return field || (part === 'body' ? 'body' : part);
 }
@@ -156,7 +167,11 @@ export function refuseMalformedQuery(request: FastifyRequest, _reply: FastifyRep
   try {
     decodeURIComponent(url.slice(start + 1));
   } catch {
-    return done(new AppError('validation_failed', 'the query string holds a percent-escape that is not UTF-8', { details: [{ field: 'querystring', issue: 'invalid_encoding' }] }));
+    return done(
+      new AppError('validation_failed', 'the query string holds a percent-escape that is not UTF-8', {
+        details: [{ field: 'querystring', issue: 'invalid_encoding' }],
+      }),
+    );
   }
   done();
 }

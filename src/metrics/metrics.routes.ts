@@ -22,7 +22,6 @@ export function countRequest(metrics: Metrics): (request: FastifyRequest, reply:
 }
 
 export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
-
   app.get(
     '/metrics',
     {
@@ -30,8 +29,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
         tags: ['Operations'],
         operationId: 'metrics',
         summary: 'Prometheus metrics',
-        description:
-          'Prometheus text exposition format. Needs no API token: keep it off the public network. The series are listed in docs/metrics.md.',
+        description: 'Prometheus text exposition format. Needs no API token: keep it off the public network. The series are listed in docs/metrics.md.',
         response: {
           200: {
             description: 'The metrics.',

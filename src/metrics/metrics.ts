@@ -94,10 +94,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     requestRateLimited: (route) => rateLimited.inc({ route }),
     observeQuery(event) {
       try {
-        dbQueryDuration.observe(
-          { operation: queryOperation(event), outcome: event.level === 'error' ? 'error' : 'ok' },
-          event.queryDurationMillis / 1000,
-        );
+        dbQueryDuration.observe({ operation: queryOperation(event), outcome: event.level === 'error' ? 'error' : 'ok' }, event.queryDurationMillis / 1000);
       } catch {
         // A metric must never fail a query.
       }
@@ -107,7 +104,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       if (!pool || watched) return;
       watched = true;
       const gauge = (name: string, help: string, read: () => number) =>
-        new Gauge({ name, help, registers, collect() { this.set(read()); } });
+        new Gauge({
+          name,
+          help,
+          registers,
+          collect() {
+            this.set(read());
+          },
+        });
       gauge('ugs_db_pool_connections_total', 'PostgreSQL pool: open connections (idle and in use).', () => pool.totalCount);
       gauge('ugs_db_pool_connections_idle', 'PostgreSQL pool: open connections not in use.', () => pool.idleCount);
       gauge('ugs_db_pool_requests_waiting', 'PostgreSQL pool: queries waiting for a free connection.', () => pool.waitingCount);
@@ -122,7 +126,22 @@ const NODE_OPERATIONS: Record<string, string> = {
   DeleteQueryNode: 'delete',
   MergeQueryNode: 'merge',
 };
-const RAW_OPERATIONS = new Set(['select', 'insert', 'update', 'delete', 'with', 'begin', 'commit', 'rollback', 'savepoint', 'release', 'create', 'alter', 'drop', 'pragma']);
+const RAW_OPERATIONS = new Set([
+  'select',
+  'insert',
+  'update',
+  'delete',
+  'with',
+  'begin',
+  'commit',
+  'rollback',
+  'savepoint',
+  'release',
+  'create',
+  'alter',
+  'drop',
+  'pragma',
+]);
 
 /** A bounded label: the statement kind, never the SQL text (which would explode cardinality). */
 function queryOperation(event: LogEvent): string {

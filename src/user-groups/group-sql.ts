@@ -77,7 +77,11 @@ export function withAncestry<R>(columns: readonly string[], where: RawBuilder<un
  * group from k; a lateral subquery per key, so each is one index probe whatever the planner
  * believes about the table's size (a join may become a hash join over a scan).
  */
-export function batchedWithAncestry<R>(columns: readonly string[], unnest: RawBuilder<unknown>, where: RawBuilder<unknown>): RawBuilder<BatchedRow<R & Ancestry>> {
+export function batchedWithAncestry<R>(
+  columns: readonly string[],
+  unnest: RawBuilder<unknown>,
+  where: RawBuilder<unknown>,
+): RawBuilder<BatchedRow<R & Ancestry>> {
   return sql<BatchedRow<R & Ancestry>>`select k.batch_index, g.* from ${unnest}
     cross join lateral (${withAncestry(columns, where)} limit 1) g`;
 }

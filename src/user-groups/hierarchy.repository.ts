@@ -84,9 +84,12 @@ export async function replaceTagRows(trx: Kysely<Database>, tenant: Tenant, team
   // walk the key (scope, tag, team_id) through every tag of the tenant.
   await trx.deleteFrom('user_group_tags').where('team_id', '=', teamId).where(sql`scope || ''`, '=', scope).execute();
 
-  if (tags.length > 0) await trx.insertInto('user_group_tags').values(tags.map((tag) => ({ team_id: teamId, scope, tag }))).execute();
+  if (tags.length > 0)
+    await trx
+      .insertInto('user_group_tags')
+      .values(tags.map((tag) => ({ team_id: teamId, scope, tag })))
+      .execute();
 }
-
 
 /** The account's level names, shallowest first, or null when it declared none. */
 export async function accountLevels(db: Kysely<Database>, accountId: number): Promise<string[] | null> {

@@ -69,10 +69,18 @@ export async function checkLevel(
     throw validationFailed('hierarchy_level', 'not_declared', `hierarchy_level must be one of the account's levels: ${levels.join(', ')}`);
   }
   if (parentLevel !== null && levels.indexOf(parentLevel) >= rank) {
-    throw validationFailed('hierarchy_level', 'not_below_parent', `hierarchy_level "${level}" must be deeper than the parent's ("${parentLevel}"); the levels are ${levels.join(', ')}`);
+    throw validationFailed(
+      'hierarchy_level',
+      'not_below_parent',
+      `hierarchy_level "${level}" must be deeper than the parent's ("${parentLevel}"); the levels are ${levels.join(', ')}`,
+    );
   }
   const shallowerChild = childLevels.find((child) => levels.indexOf(child) !== -1 && levels.indexOf(child) <= rank);
   if (shallowerChild !== undefined) {
-    throw validationFailed('hierarchy_level', 'not_above_children', `hierarchy_level "${level}" must be shallower than its children's (one is "${shallowerChild}")`);
+    throw validationFailed(
+      'hierarchy_level',
+      'not_above_children',
+      `hierarchy_level "${level}" must be shallower than its children's (one is "${shallowerChild}")`,
+    );
   }
 }

@@ -11,11 +11,7 @@ export async function userGroupHistoryEntries(
 ) {
   requireScope(principal, 'read', 'reading history');
   const environment = resolveEnvironment(principal, query.api_environment_tag);
-  const rows = await userGroupHistory(
-    deps.database.db,
-    { accountId: principal.accountId, environment, providedId: query.user_group_id },
-    query.limit ?? 100,
-  );
+  const rows = await userGroupHistory(deps.database.db, { accountId: principal.accountId, environment, providedId: query.user_group_id }, query.limit ?? 100);
   return {
     provided_id: query.user_group_id,
     api_environment_tag: environment,

@@ -31,7 +31,7 @@ const getOrCreateDescription = [
   'Exists: `200`, `new_user_group: false`, nothing modified even if the name or properties differ.',
   'Missing: created from the given fields, `201`, `new_user_group: true` (needs the write scope: `403 insufficient_scope` otherwise;',
   'an unknown `parent_user_group_id` is `400 parent_not_found`, a too deep one `400 hierarchy_too_deep`).',
-  'Answers carry `computed_properties` and `computed_mapping`: the group\'s own values over its ancestors\'.',
+  "Answers carry `computed_properties` and `computed_mapping`: the group's own values over its ancestors'.",
 ].join(' ');
 
 const getOrCreateResponses = {
@@ -80,12 +80,11 @@ export const updateOperation = {
   tags,
   operationId: 'updateUserGroup',
   summary: 'Update a user group',
-  description:
-    [
-      'Identified by `user_group_id` (and `api_environment_tag`).',
-      `Give at least one of ${UPDATABLE_FIELDS.map((field) => `\`${field}\``).join(', ')}:`,
-      'given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
-    ].join(' '),
+  description: [
+    'Identified by `user_group_id` (and `api_environment_tag`).',
+    `Give at least one of ${UPDATABLE_FIELDS.map((field) => `\`${field}\``).join(', ')}:`,
+    'given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
+  ].join(' '),
   security,
   body: PutUserBody,
   response: {
@@ -117,7 +116,10 @@ export const listOperation = {
     'One environment at a time, in creation order (keyset pagination on team_id: stable under concurrent inserts, the same cost at any depth). Tokens are not included: fetch a group to get its token. `q` keeps the groups whose user_group_id or name starts with it; `parent_user_group_id` the children of that group, `tag` the groups with that tag, `hierarchy_level` those of that level. Filters combine, with each other and with the cursor.',
   security,
   querystring: ListQuery,
-  response: { 200: { ...ListResponse, 'x-response-description': 'One page of groups, without tokens.' }, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
+  response: {
+    200: { ...ListResponse, 'x-response-description': 'One page of groups, without tokens.' },
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed'),
+  },
 };
 
 export const lookupOperation = {
@@ -125,7 +127,7 @@ export const lookupOperation = {
   operationId: 'lookupUserGroup',
   summary: 'Look a user group up, never creating it',
   description:
-    'The group with this user_group_id in the environment (`api_environment_tag`, else the API token\'s default), with its current token: `200`, or `404 user_group_not_found`. Unlike `GET /api/user` it never creates: the read scope is always enough, and a group deleted meanwhile stays deleted.',
+    "The group with this user_group_id in the environment (`api_environment_tag`, else the API token's default), with its current token: `200`, or `404 user_group_not_found`. Unlike `GET /api/user` it never creates: the read scope is always enough, and a group deleted meanwhile stays deleted.",
   security,
   querystring: LookupQuery,
   response: {
@@ -147,20 +149,29 @@ export const historyOperation = {
 
 const curl = (source: string): CodeSample => ({ lang: 'Shell', label: 'curl', source });
 const typescript = (source: string): CodeSample => ({ lang: 'TypeScript', label: '@ugs/client', source });
-const client = "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.TOKEN! });\n";
+const client =
+  "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.TOKEN! });\n";
 
 /** Code samples of each operation, by operationId (docs/api.md, "Operations"). */
 export const userGroupCodeSamples: Record<string, CodeSample[]> = {
   getOrCreateUserGroup: [
     curl('curl "$UGS/api/user?user_group_id=example_1&name=Example%201" \\\n  -H "Authorization: Token $TOKEN"'),
-    typescript(`${client}const { new_user_group, user_group } = await ugs.getOrCreateUserGroup({ user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } });`),
+    typescript(
+      `${client}const { new_user_group, user_group } = await ugs.getOrCreateUserGroup({ user_group_id: 'example_1', name: 'Example 1', properties: { region: 'emea' } });`,
+    ),
   ],
   createOrRotateUserGroup: [
-    curl('curl -X POST "$UGS/api/user" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"user_group_id": "example_2", "name": "Example 2", "mapping": {"40": "213"}}\''),
-    typescript(`${client}const { user_group } = await ugs.createUserGroup({ user_group_id: 'example_2', name: 'Example 2', mapping: { '40': '213' } });\n// rotate: await ugs.rotateToken({ current_token: user_group.token, grace_period_seconds: 300 });`),
+    curl(
+      'curl -X POST "$UGS/api/user" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"user_group_id": "example_2", "name": "Example 2", "mapping": {"40": "213"}}\'',
+    ),
+    typescript(
+      `${client}const { user_group } = await ugs.createUserGroup({ user_group_id: 'example_2', name: 'Example 2', mapping: { '40': '213' } });\n// rotate: await ugs.rotateToken({ current_token: user_group.token, grace_period_seconds: 300 });`,
+    ),
   ],
   updateUserGroup: [
-    curl('curl -X PUT "$UGS/api/user" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"user_group_id": "example_1", "properties": {"region": "apac"}}\''),
+    curl(
+      'curl -X PUT "$UGS/api/user" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"user_group_id": "example_1", "properties": {"region": "apac"}}\'',
+    ),
     typescript(`${client}const { user_group } = await ugs.updateUserGroup({ user_group_id: 'example_1', properties: { region: 'apac' } });`),
   ],
   deleteUserGroup: [
@@ -172,7 +183,6 @@ export const userGroupCodeSamples: Record<string, CodeSample[]> = {
     typescript(`${client}const { user_group } = await ugs.lookupUserGroup({ user_group_id: 'example_1' });`),
   ],
   listUserGroups: [
-
     curl('curl "$UGS/api/users?limit=50&q=exa" -H "Authorization: Token $TOKEN"'),
     typescript(`${client}const { user_groups, next_cursor } = await ugs.listUserGroups({ limit: 50, q: 'exa' });`),
   ],

@@ -36,10 +36,9 @@ const selectUserGroupByKey = preparedRead(
   },
 );
 
-
 const selectUserGroupChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
-    chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, teamIdInTenant(accountId, environment, teamId)));
-
+  chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
+);
 
 /** The hot path of get-or-create: the group by its identity (unique index) with its ancestors' values, committed rows. */
 export async function findUserGroup(reads: HotReads, key: GroupIdentity): Promise<ResolvedGroup | undefined> {
@@ -69,7 +68,8 @@ const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'p
  * prepared anew for each page cost more than the page's own query (docs/performance.md).
  */
 const selectAncestors = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
-    chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)));
+  chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
+);
 
 /** The groups of a tenant's page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
 export async function resolvePage<R extends ChainRow>(reads: HotReads, tenant: Tenant, rows: R[]): Promise<ResolvedGroup<R>[]> {
@@ -179,7 +179,13 @@ export async function dropRetiredTokens(db: Kysely<Database>, tenant: Tenant, te
 export async function retireToken(db: Kysely<Database>, tenant: Tenant, retired: { tokenHash: string; teamId: number; expiresAt: string }): Promise<void> {
   await db
     .insertInto('retired_tokens')
-    .values({ token_hash: retired.tokenHash, team_id: retired.teamId, account_id: tenant.accountId, environment: tenant.environment, expires_at: retired.expiresAt })
+    .values({
+      token_hash: retired.tokenHash,
+      team_id: retired.teamId,
+      account_id: tenant.accountId,
+      environment: tenant.environment,
+      expires_at: retired.expiresAt,
+    })
     .execute();
 }
 

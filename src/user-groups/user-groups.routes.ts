@@ -133,7 +133,6 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
   });
 
   api.get('/api/user/history', { schema: historyOperation }, async (request) => ({
-
     success: 1 as const,
     ...(await userGroupHistoryEntries(deps, principalOf(request), request.query)),
   }));

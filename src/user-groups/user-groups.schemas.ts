@@ -9,7 +9,7 @@ import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
 export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
   title: 'EnvironmentTag',
   type: 'string',
-  description: 'The environment: `Customer` (production) or `Testing`. Absent: the API token\'s default environment.',
+  description: "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.",
 });
 
 export const UserGroupIdString = Type.String({
@@ -23,10 +23,10 @@ export const UserGroupIdString = Type.String({
 /** An id given as a JSON integer: read as its decimal string. */
 const UserGroupIdInteger = Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER });
 
-export const UserGroupId = Type.Union(
-  [UserGroupIdString, UserGroupIdInteger],
-  { title: 'UserGroupId', description: 'Your id for this user group. A JSON integer is accepted and stored as its decimal string.' },
-);
+export const UserGroupId = Type.Union([UserGroupIdString, UserGroupIdInteger], {
+  title: 'UserGroupId',
+  description: 'Your id for this user group. A JSON integer is accepted and stored as its decimal string.',
+});
 
 export const Name = Type.String({
   minLength: 1,
@@ -44,8 +44,7 @@ export const Mapping = Type.Unsafe<Record<string, string | number>>({
   additionalProperties: MappingValue,
   propertyNames: { minLength: 1, maxLength: 64 },
   maxProperties: 100,
-  description:
-    'Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries.',
+  description: 'Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries.',
   examples: [{ '40': '213' }],
 });
 
@@ -53,8 +52,7 @@ export const Properties = Type.Unsafe<Record<string, unknown>>({
   title: 'Properties',
   type: 'object',
   additionalProperties: true,
-  description:
-    'Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized.',
+  description: 'Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized.',
   examples: [{ region: 'emea', plan: 'pro' }],
 });
 
@@ -104,10 +102,7 @@ const groupFields = {
   api_environment_tag: Type.Optional(EnvironmentTag),
 };
 
-export const UserGroupFieldsBody = Type.Object(
-  { user_group_id: UserGroupId, ...groupFields },
-  { additionalProperties: false },
-);
+export const UserGroupFieldsBody = Type.Object({ user_group_id: UserGroupId, ...groupFields }, { additionalProperties: false });
 /** What the operations take about a group: its id, and what a request may say about it. */
 export type UserGroupInput = Static<typeof UserGroupFieldsBody>;
 
@@ -190,7 +185,9 @@ export type PutUser = Static<typeof PutUserBody>;
 export const UPDATABLE_FIELDS = Object.keys(PutUserBody.properties).filter((field) => field !== 'user_group_id' && field !== 'api_environment_tag');
 
 /** Identifies one user group (DELETE, history): by body or by query string. */
-const Cascade = Type.Boolean({ description: 'DELETE: also delete every descendant, in one transaction. Without it, a group that has children is not deleted.' });
+const Cascade = Type.Boolean({
+  description: 'DELETE: also delete every descendant, in one transaction. Without it, a group that has children is not deleted.',
+});
 
 export const UserGroupKey = Type.Object(
   {
@@ -217,7 +214,6 @@ export const LookupQuery = Type.Object(
 );
 
 export const HistoryQuery = Type.Object(
-
   {
     user_group_id: UserGroupIdString,
     api_environment_tag: Type.Optional(EnvironmentTag),
@@ -232,7 +228,12 @@ export const ListQuery = Type.Object(
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'Page size, 1-500 (default 100).' })),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The next_cursor of the previous page.' })),
     q: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 256, pattern: PLAIN_TEXT, description: 'Only groups whose user_group_id or name starts with this (case-sensitive).' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        pattern: PLAIN_TEXT,
+        description: 'Only groups whose user_group_id or name starts with this (case-sensitive).',
+      }),
     ),
     parent_user_group_id: Type.Optional(Type.Unsafe<string>({ ...UserGroupIdString, description: 'Only the children of this group.' })),
     tag: Type.Optional(Type.Unsafe<string>({ ...Tag, description: 'Only groups with this tag.' })),
@@ -245,7 +246,10 @@ const publicFields = {
   team_id: Type.Integer({ description: 'Internal id, unique across the service, never reused.', examples: [4812] }),
   name: Type.String({ examples: ['Example 1'] }),
   provided_id: Type.String({ description: 'The user_group_id.', examples: ['example_1'] }),
-  parent_user_group_id: Type.Union([Type.String(), Type.Null()], { description: "The parent's user_group_id; null for a group without parent.", examples: [null] }),
+  parent_user_group_id: Type.Union([Type.String(), Type.Null()], {
+    description: "The parent's user_group_id; null for a group without parent.",
+    examples: [null],
+  }),
   hierarchy_level: Type.Union([Type.String(), Type.Null()], { examples: [null] }),
   group_tags: Type.Array(Type.String(), { description: 'Distinct, in code-point order.', examples: [['beta']] }),
   // Serialized as stored: any key is kept (an allow-list of keys would drop data here).
@@ -267,7 +271,11 @@ const publicFields = {
   updated_at: Type.String({ format: 'date-time' }),
 };
 
-export const UserGroupPublic = Type.Object(publicFields, { title: 'UserGroupWithoutToken', additionalProperties: false, description: 'A user group, without its token.' });
+export const UserGroupPublic = Type.Object(publicFields, {
+  title: 'UserGroupWithoutToken',
+  additionalProperties: false,
+  description: 'A user group, without its token.',
+});
 export type UserGroupPublicView = Static<typeof UserGroupPublic>;
 
 export const UserGroup = Type.Object(
@@ -314,12 +322,9 @@ export const HistoryEntry = Type.Object(
     action: Type.String({ examples: ['user_group.update'] }),
     team_id: Type.Integer(),
     changed_fields: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'For updates: the fields whose value changed.' }),
-    details: Type.Union(
-      [Type.Record(Type.String(), Type.Object({ old: Type.Unknown(), new: Type.Unknown() })), Type.Null()],
-      {
-        description: 'The old and new values of user_group_id (rename), parent_user_group_id and group_tags when they changed; null otherwise. Never a token.',
-      },
-    ),
+    details: Type.Union([Type.Record(Type.String(), Type.Object({ old: Type.Unknown(), new: Type.Unknown() })), Type.Null()], {
+      description: 'The old and new values of user_group_id (rename), parent_user_group_id and group_tags when they changed; null otherwise. Never a token.',
+    }),
     actor_token_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The acting API token; null when the command-line tool acted.' }),
     request_id: Type.Union([Type.String(), Type.Null()]),
     created_at: Type.String({ format: 'date-time' }),

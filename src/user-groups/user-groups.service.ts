@@ -154,9 +154,6 @@ export async function lookupUserGroup(
   return withToken(group, deps.tokens);
 }
 
-
-
-
 export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: PutUser): Promise<GroupWithToken> {
   requireScope(principal, 'write', 'updating a user group');
   const key = keyFor(principal, input);
@@ -308,7 +305,10 @@ export async function removeUserGroup(
       );
     }
     const deleted = await deleteSubtree(trx, key, current.team_id);
-    await appendAudits(trx, deleted.map((row) => auditEntry(row, 'user_group.delete', actor, at)));
+    await appendAudits(
+      trx,
+      deleted.map((row) => auditEntry(row, 'user_group.delete', actor, at)),
+    );
     return { group, deletedCount: deleted.length };
   });
 }

@@ -8,7 +8,16 @@ import { ROOT } from './processes.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 // Without the background-networking flags Chromium keeps trying hosts this machine cannot reach.
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export const ARTIFACTS = path.join(ROOT, 'test', 'artifacts');
 

@@ -18,17 +18,16 @@ import type { Metrics } from '../../src/metrics/metrics.ts';
 import { openMigratedDatabase } from '../../src/runtime.ts';
 import { issueApiToken, revokeApiToken } from '../../src/api-tokens/api-tokens.service.ts';
 import type { Scope } from '../../src/auth/principal.ts';
-import type {
-  DeletedResponse,
-  GetOrCreateResponse,
-  HistoryResponse,
-  ListResponse,
-  UserGroupResponse,
-} from '../../src/user-groups/user-groups.schemas.ts';
+import type { DeletedResponse, GetOrCreateResponse, HistoryResponse, ListResponse, UserGroupResponse } from '../../src/user-groups/user-groups.schemas.ts';
 import type { EmbedContextResponse, EmbedTokenResponse, IntrospectionResponse, JwksResponse } from '../../src/embed/embed.schemas.ts';
 import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
 import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
-import type { ApiTokenHistoryResponse, ApiTokenListResponse, CreatedApiTokenResponse, CurrentApiTokenResponse } from '../../src/api-tokens/api-tokens.schemas.ts';
+import type {
+  ApiTokenHistoryResponse,
+  ApiTokenListResponse,
+  CreatedApiTokenResponse,
+  CurrentApiTokenResponse,
+} from '../../src/api-tokens/api-tokens.schemas.ts';
 
 // ---- responses ----
 

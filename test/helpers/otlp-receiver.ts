@@ -82,7 +82,10 @@ function decodeJson(request: { resourceSpans?: { scopeSpans?: { spans?: JsonSpan
         name: span.name,
         kind: span.kind,
         attributes: Object.fromEntries(
-          (span.attributes ?? []).map(({ key, value }) => [key, value.stringValue ?? (value.intValue === undefined ? (value.boolValue ?? value.doubleValue ?? '') : Number(value.intValue))]),
+          (span.attributes ?? []).map(({ key, value }) => [
+            key,
+            value.stringValue ?? (value.intValue === undefined ? (value.boolValue ?? value.doubleValue ?? '') : Number(value.intValue)),
+          ]),
         ),
       })),
     ),
@@ -124,7 +127,10 @@ function fieldsOf(buffer: Buffer): Field[] {
   return fields;
 }
 
-const nested = (buffer: Buffer, no: number) => fieldsOf(buffer).filter((f) => f.no === no && f.bytes).map((f) => f.bytes as Buffer);
+const nested = (buffer: Buffer, no: number) =>
+  fieldsOf(buffer)
+    .filter((f) => f.no === no && f.bytes)
+    .map((f) => f.bytes as Buffer);
 
 /** AnyValue: string_value 1, bool_value 2, int_value 3. */
 function anyValue(buffer: Buffer): string | number | boolean {
@@ -151,7 +157,9 @@ function decodeProtobuf(body: Buffer): ReceivedSpan[] {
           kind: Number(fields.find((f) => f.no === 6)?.int ?? 0n),
           // KeyValue: key 1, value 2
           attributes: Object.fromEntries(
-            fields.filter((f) => f.no === 9 && f.bytes).map((f) => [nested(f.bytes!, 1)[0]?.toString('utf8') ?? '', anyValue(nested(f.bytes!, 2)[0] ?? Buffer.alloc(0))]),
+            fields
+              .filter((f) => f.no === 9 && f.bytes)
+              .map((f) => [nested(f.bytes!, 1)[0]?.toString('utf8') ?? '', anyValue(nested(f.bytes!, 2)[0] ?? Buffer.alloc(0))]),
           ),
         });
       }

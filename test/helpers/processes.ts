@@ -121,7 +121,10 @@ export function httpRequest(
 }
 
 /** Issues an API token with the command-line tool, as an operator does (`ugs token create … --json`); fails the test if it cannot. */
-export async function issueTokenWithCli(env: Record<string, string>, args: string[] = ['--account', 'acme']): Promise<{ id: number; token: string; [field: string]: unknown }> {
+export async function issueTokenWithCli(
+  env: Record<string, string>,
+  args: string[] = ['--account', 'acme'],
+): Promise<{ id: number; token: string; [field: string]: unknown }> {
   const issued = await runUgs(['token', 'create', ...args, '--json'], env);
   assert.equal(issued.code, 0, issued.stderr);
   return JSON.parse(issued.stdout);

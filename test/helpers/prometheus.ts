@@ -33,9 +33,7 @@ export class Scrape {
   /** The value of the one series with exactly these labels; 0 when it does not exist (yet). */
   value(name: string, labels: Record<string, string> = {}): number {
     const wanted = Object.entries(labels);
-    const found = this.samples.filter(
-      (s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v),
-    );
+    const found = this.samples.filter((s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v));
     if (found.length > 1) throw new Error(`${name} ${JSON.stringify(labels)} matches ${found.length} series`);
     return found[0]?.value ?? 0;
   }

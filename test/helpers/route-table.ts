@@ -12,7 +12,16 @@ export interface RouteEntry {
 }
 
 // Public routes without credentials (the JWKS is public keys, the discovery document says where they are: test/embed-jws.test.ts).
-const OPERATIONAL = [/^\/console/, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs/, /^\/\.well-known\/jwks\.json$/, /^\/\.well-known\/openid-configuration$/];
+const OPERATIONAL = [
+  /^\/console/,
+  /^\/healthz$/,
+  /^\/readyz$/,
+  /^\/metrics$/,
+  /^\/openapi\.json$/,
+  /^\/docs/,
+  /^\/\.well-known\/jwks\.json$/,
+  /^\/\.well-known\/openid-configuration$/,
+];
 
 export function isOperational(url: string): boolean {
   return OPERATIONAL.some((pattern) => pattern.test(url));

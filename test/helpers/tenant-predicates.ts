@@ -83,8 +83,10 @@ export function tenantViolations(statement: Statement, caller: Caller): string[]
     if (!ok(value)) problems.push(`${what} is bound to ${JSON.stringify(value)}, not the caller's account ${caller.accountId}`);
   };
 
-  for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('account_id')}(?:\s*\+\s*0)?\s*=\s*${P}`, 'g'))) check('account_id', parameterAt(statement, m.index!, m[1]), isAccount(caller));
-  for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('scope')}(?:\s*\|\|\s*'')?\s*=\s*${P}`, 'g'))) check('scope', parameterAt(statement, m.index!, m[1]), inScope(caller));
+  for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('account_id')}(?:\s*\+\s*0)?\s*=\s*${P}`, 'g')))
+    check('account_id', parameterAt(statement, m.index!, m[1]), isAccount(caller));
+  for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('scope')}(?:\s*\|\|\s*'')?\s*=\s*${P}`, 'g')))
+    check('scope', parameterAt(statement, m.index!, m[1]), inScope(caller));
   if (references.includes('accounts')) {
     for (const m of sql.matchAll(new RegExp(String.raw`"id"\s*=\s*${P}`, 'g'))) check('accounts.id', parameterAt(statement, m.index!, m[1]), isAccount(caller));
   }
@@ -99,15 +101,16 @@ export function tenantViolations(statement: Statement, caller: Caller): string[]
   // A join to a row already held to the account: a parent, a step of a chain.
   const ties = [...sql.matchAll(/"?\w+"?\."?account_id"?(?:\s*\+\s*0)?\s*=\s*"?(\w+)"?\."?account_id"?/g)].filter((m) => m[1] !== 'k').length;
 
-
   held = bound + ties;
 
   if (bound === 0) problems.push("no condition binds the caller's account");
   // An insert's rows are held by their values; every other reference needs its own condition.
   const insertsHeld = /^insert /.test(sql) ? 1 : 0;
-  if (held + insertsHeld < references.length) problems.push(`${references.length} references to tenant tables (${references.join(', ')}), ${held} held to the account`);
+  if (held + insertsHeld < references.length)
+    problems.push(`${references.length} references to tenant tables (${references.join(', ')}), ${held} held to the account`);
 
-  if (caller.environment !== null && !(references.length === 1 && references[0] === 'accounts')) problems.push(...environmentViolations(statement, caller.environment, batch));
+  if (caller.environment !== null && !(references.length === 1 && references[0] === 'accounts'))
+    problems.push(...environmentViolations(statement, caller.environment, batch));
   return problems;
 }
 
@@ -115,7 +118,8 @@ export function tenantViolations(statement: Statement, caller: Caller): string[]
 function environmentViolations(statement: Statement, environment: string, batch: Map<string, unknown[]>): string[] {
   const sql = statement.sql;
   const values: unknown[] = [];
-  for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('(?:allowed_)?environment')}\s*=\s*${P}`, 'g'))) values.push(parameterAt(statement, m.index!, m[1]));
+  for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('(?:allowed_)?environment')}\s*=\s*${P}`, 'g')))
+    values.push(parameterAt(statement, m.index!, m[1]));
   // The scope texts, `<account>/<environment>` and what follows it.
   for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('scope')}(?:\s*\|\|\s*'')?\s*=\s*${P}`, 'g'))) {
     values.push(String(parameterAt(statement, m.index!, m[1])).split('/')[1]);

@@ -28,7 +28,9 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
       return answer.body;
     });
   const id = (name: string) => `${run}-${name}`;
-  const hits = await Promise.all(existing.slice(0, 20).map((user_group_id) => request('GET', '/api/user', { body: { user_group_id, api_environment_tag: env } })));
+  const hits = await Promise.all(
+    existing.slice(0, 20).map((user_group_id) => request('GET', '/api/user', { body: { user_group_id, api_environment_tag: env } })),
+  );
   await Promise.all(existing.slice(20, 40).map((user_group_id) => request('GET', '/api/user', { query: { user_group_id, api_environment_tag: env } })));
   const tokens: string[] = hits.map((hit) => hit.user_group.token);
   await Promise.all(tokens.map((bearer) => caller.request('GET', '/api/embed/context', { bearer })));
@@ -43,7 +45,10 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   );
   await Promise.all(embeds.map(({ embed_token }) => caller.request('GET', '/api/embed/context', { bearer: embed_token })));
   const introspected = await Promise.all(embeds.map(({ embed_token }) => request('POST', '/api/embed/introspect', { body: { token: embed_token } })));
-  assert.ok(introspected.every((answer) => answer.active === true), 'the embed tokens are active');
+  assert.ok(
+    introspected.every((answer) => answer.active === true),
+    'the embed tokens are active',
+  );
   const page = await request('GET', '/api/users', { query: { limit: '20', api_environment_tag: env } });
   await request('GET', '/api/users', { query: { limit: '20', cursor: page.next_cursor, api_environment_tag: env } });
   await request('GET', '/api/users', { query: { q: caller.search.id, api_environment_tag: env } });
@@ -56,9 +61,15 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   // by each filter and all of them at once, and deleted with its subtree.
   const parent = id('parent');
   const child = id('child');
-  await request('POST', '/api/user', { body: { user_group_id: parent, group_tags: ['vip'], hierarchy_level: 'Customer', properties: { p: 1 }, api_environment_tag: env } });
-  await request('POST', '/api/user', { body: { user_group_id: child, parent_user_group_id: parent, group_tags: ['vip'], hierarchy_level: 'User', api_environment_tag: env } });
-  const family = await Promise.all([child, child, parent].map((user_group_id) => request('GET', '/api/user', { body: { user_group_id, api_environment_tag: env } })));
+  await request('POST', '/api/user', {
+    body: { user_group_id: parent, group_tags: ['vip'], hierarchy_level: 'Customer', properties: { p: 1 }, api_environment_tag: env },
+  });
+  await request('POST', '/api/user', {
+    body: { user_group_id: child, parent_user_group_id: parent, group_tags: ['vip'], hierarchy_level: 'User', api_environment_tag: env },
+  });
+  const family = await Promise.all(
+    [child, child, parent].map((user_group_id) => request('GET', '/api/user', { body: { user_group_id, api_environment_tag: env } })),
+  );
   await Promise.all(family.map((member) => caller.request('GET', '/api/embed/context', { bearer: member.user_group.token })));
   await request('PUT', '/api/user', { body: { user_group_id: child, group_tags: ['vip', 'new'], new_user_group_id: `${child}-2`, api_environment_tag: env } });
   await request('PUT', '/api/user', { body: { user_group_id: `${child}-2`, parent_user_group_id: null, api_environment_tag: env } });

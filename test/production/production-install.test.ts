@@ -15,7 +15,18 @@ import { productionInstallCommands } from '../helpers/production-install.ts';
 
 const MAX_PACKAGES = 150;
 /** Build tools, development servers and what RapiDoc and Spectral bring: none may be in production. */
-const FORBIDDEN = [/^@scarf\/scarf$/, /tree-sitter/, /^core-js-pure$/, /^typescript$/, /^@typescript\//, /^tsx$/, /^esbuild$/, /^@esbuild\//, /^rapidoc$/, /spectral/];
+const FORBIDDEN = [
+  /^@scarf\/scarf$/,
+  /tree-sitter/,
+  /^core-js-pure$/,
+  /^typescript$/,
+  /^@typescript\//,
+  /^tsx$/,
+  /^esbuild$/,
+  /^@esbuild\//,
+  /^rapidoc$/,
+  /spectral/,
+];
 
 interface InstalledPackage {
   name: string;
@@ -30,7 +41,9 @@ function installedPackages(root: string): InstalledPackage[] {
     if (!fs.existsSync(modules)) return;
     for (const entry of fs.readdirSync(modules)) {
       if (entry.startsWith('.')) continue;
-      const dirs = entry.startsWith('@') ? fs.readdirSync(path.join(modules, entry)).map((name) => path.join(modules, entry, name)) : [path.join(modules, entry)];
+      const dirs = entry.startsWith('@')
+        ? fs.readdirSync(path.join(modules, entry)).map((name) => path.join(modules, entry, name))
+        : [path.join(modules, entry)];
       for (const dir of dirs) {
         const manifest = path.join(dir, 'package.json');
         if (!fs.existsSync(manifest)) continue;
@@ -63,7 +76,9 @@ describe('production install from a fresh clone', () => {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-production-'));
   after(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
-  it('production: the README commands leave at most 150 packages, no build tool, and a server that serves the API, /docs and /console', { timeout: 900_000 }, async () => {
+  it('production: the README commands leave at most 150 packages, no build tool, and a server that serves the API, /docs and /console', {
+    timeout: 900_000,
+  }, async () => {
     const clone = path.join(scratch, 'ugs');
     execFileSync('git', ['clone', '--quiet', '--no-hardlinks', ROOT, clone]);
     for (const command of productionInstallCommands()) {
@@ -75,13 +90,25 @@ describe('production install from a fresh clone', () => {
     const forbidden = packages.filter(({ name }) => FORBIDDEN.some((pattern) => pattern.test(name)));
     const sizeMiB = diskUsageMiB(path.join(clone, 'node_modules'));
     console.log(`production tree: ${packages.length} packages, ${sizeMiB} MiB in node_modules`);
-    assert.deepEqual(forbidden.map(({ name, version }) => `${name}@${version}`), [], 'no build tool or RapiDoc/Spectral dependency in production');
+    assert.deepEqual(
+      forbidden.map(({ name, version }) => `${name}@${version}`),
+      [],
+      'no build tool or RapiDoc/Spectral dependency in production',
+    );
     assert.ok(packages.length <= MAX_PACKAGES, `${packages.length} packages: ${packages.map(({ name }) => name).join(' ')}`);
 
     const data = path.join(scratch, 'data');
     const server = spawn(process.execPath, ['dist/server.js'], {
       cwd: clone,
-      env: { ...process.env, NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${data}/ugs.sqlite`, UGS_KEY_FILE: `${data}/secret.key`, UGS_SECRET_KEY: '' },
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_URL: `sqlite:${data}/ugs.sqlite`,
+        UGS_KEY_FILE: `${data}/secret.key`,
+        UGS_SECRET_KEY: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -120,7 +147,8 @@ describe('production install from a fresh clone', () => {
       const rapidoc = await fetch(`${baseUrl}/docs/assets/rapidoc-min.js`);
       assert.equal(rapidoc.status, 200);
       assert.match((await rapidoc.text()).slice(0, 200), /RapiDoc .*rapidoc-min\.js\.LICENSE\.txt/);
-      for (const license of ['rapidoc-min.js.LICENSE.txt', 'rapidoc-LICENSE.txt']) assert.equal((await fetch(`${baseUrl}/docs/assets/${license}`)).status, 200, license);
+      for (const license of ['rapidoc-min.js.LICENSE.txt', 'rapidoc-LICENSE.txt'])
+        assert.equal((await fetch(`${baseUrl}/docs/assets/${license}`)).status, 200, license);
 
       const consolePage = await fetch(`${baseUrl}/console`);
       assert.equal(consolePage.status, 200);

@@ -97,9 +97,14 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   return { data: state.data, error: state.error, loading: state.loading || state.key !== key, reload: () => setVersion((v) => v + 1) };
 }
 
-
 /** A history, newest first: each entry's time, then what `children` says happened. */
-export function Timeline<T extends { id: number; created_at: string }>({ entries, children }: { entries: T[] | undefined; children: (entry: T) => ComponentChildren }) {
+export function Timeline<T extends { id: number; created_at: string }>({
+  entries,
+  children,
+}: {
+  entries: T[] | undefined;
+  children: (entry: T) => ComponentChildren;
+}) {
   return (
     <ol class="timeline">
       {entries?.map((entry) => (
@@ -115,4 +120,5 @@ export function Timeline<T extends { id: number; created_at: string }>({ entries
 /** Who made a change: an API token, or the command-line tool (no token). */
 export const actedBy = (actorTokenId: number | null) => (actorTokenId === null ? 'by the command-line tool' : `by API token ${actorTokenId}`);
 
-export const formatTime = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'UTC' }) + ' UTC' : '—');
+export const formatTime = (iso: string | null | undefined) =>
+  iso ? new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'UTC' }) + ' UTC' : '—';

@@ -46,7 +46,8 @@ export function jsonProblem(text: string): JsonProblem | null {
     const code = printParseErrorCode(errors[0].error);
     return { message: READABLE[code] ?? code, ...locate(text, errors[0].offset) };
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { message: 'must be a JSON object ({…})', ...locate(text, text.length - text.trimStart().length) };
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { message: 'must be a JSON object ({…})', ...locate(text, text.length - text.trimStart().length) };
   return null;
 }
 

@@ -25,7 +25,9 @@ export function GroupDetail({ session, environment, id }: Props) {
   if (!group.data) {
     return (
       <section>
-        <h1>No user group “{id}” in {environment}</h1>
+        <h1>
+          No user group “{id}” in {environment}
+        </h1>
         <p>
           <a href="#/groups">Back to the list</a>
         </p>
@@ -35,10 +37,26 @@ export function GroupDetail({ session, environment, id }: Props) {
   return <GroupView session={session} environment={environment} group={group.data} reload={group.reload} />;
 }
 
-function GroupView({ session, environment, group, reload }: { session: Session; environment: EnvironmentTag; group: UserGroupWithoutToken; reload: () => void }) {
+function GroupView({
+  session,
+  environment,
+  group,
+  reload,
+}: {
+  session: Session;
+  environment: EnvironmentTag;
+  group: UserGroupWithoutToken;
+  reload: () => void;
+}) {
   const id = group.provided_id;
-  const children = useLoad(() => session.client.listUserGroups({ api_environment_tag: environment, parent_user_group_id: id, limit: 25 }), [environment, id, group.updated_at]);
-  const history = useLoad(() => session.client.userGroupHistory({ user_group_id: id, api_environment_tag: environment, limit: 50 }), [environment, id, group.updated_at]);
+  const children = useLoad(
+    () => session.client.listUserGroups({ api_environment_tag: environment, parent_user_group_id: id, limit: 25 }),
+    [environment, id, group.updated_at],
+  );
+  const history = useLoad(
+    () => session.client.userGroupHistory({ user_group_id: id, api_environment_tag: environment, limit: 50 }),
+    [environment, id, group.updated_at],
+  );
   const preview = usePreview(session, environment, id, group.updated_at);
   const [dialog, setDialog] = useState<'rotate' | 'delete' | null>(null);
 
@@ -103,7 +121,8 @@ function GroupView({ session, environment, group, reload }: { session: Session; 
         <ul class="children">
           {children.data?.user_groups.map((child) => (
             <li>
-              <a href={groupHref(environment, child.provided_id)}>{child.provided_id}</a> {child.name !== child.provided_id && <span class="muted">{child.name}</span>}
+              <a href={groupHref(environment, child.provided_id)}>{child.provided_id}</a>{' '}
+              {child.name !== child.provided_id && <span class="muted">{child.name}</span>}
             </li>
           ))}
         </ul>
@@ -116,7 +135,9 @@ function GroupView({ session, environment, group, reload }: { session: Session; 
 
       <section aria-labelledby="preview-title">
         <h2 id="preview-title">Embed preview</h2>
-        <p class="hint">Exactly what a dashboard gets: the variables of GET /api/embed/context, called with a fresh one-minute embed token, minted when you ask.</p>
+        <p class="hint">
+          Exactly what a dashboard gets: the variables of GET /api/embed/context, called with a fresh one-minute embed token, minted when you ask.
+        </p>
         <button type="button" class="secondary" onClick={preview.show} disabled={preview.loading}>
           {preview.data ? 'Show again' : 'Show the dashboard variables'}
         </button>
@@ -168,7 +189,14 @@ function GroupView({ session, environment, group, reload }: { session: Session; 
       </section>
 
       <RotateDialog open={dialog === 'rotate'} onClose={() => setDialog(null)} session={session} environment={environment} id={id} onRotated={reload} />
-      <DeleteDialog open={dialog === 'delete'} onClose={() => setDialog(null)} session={session} environment={environment} id={id} hasChildren={(children.data?.user_groups.length ?? 0) > 0} />
+      <DeleteDialog
+        open={dialog === 'delete'}
+        onClose={() => setDialog(null)}
+        session={session}
+        environment={environment}
+        id={id}
+        hasChildren={(children.data?.user_groups.length ?? 0) > 0}
+      />
     </article>
   );
 }
@@ -240,7 +268,15 @@ function RotateDialog(props: { open: boolean; onClose: () => void; session: Sess
           </p>
           <div class="field">
             <label for="grace">Grace period (seconds)</label>
-            <input id="grace" type="number" min={GRACE.minimum} max={GRACE.maximum} value={grace} onInput={(event) => setGrace(event.currentTarget.value)} aria-describedby="grace-hint" />
+            <input
+              id="grace"
+              type="number"
+              min={GRACE.minimum}
+              max={GRACE.maximum}
+              value={grace}
+              onInput={(event) => setGrace(event.currentTarget.value)}
+              aria-describedby="grace-hint"
+            />
             <p class="hint" id="grace-hint">
               {GRACE.minimum} to {GRACE.maximum.toLocaleString('en-US')} ({GRACE.maximum / 3600} hours). 0: the old token stops at once.
             </p>

@@ -21,13 +21,33 @@ interface FieldSpec {
 const specOf = (field: string): FieldSpec => (FIELDS as Record<string, FieldSpec>)[field] ?? {};
 
 /** The fields this form has widgets of its own for; every other field of the request gets a plain input. */
-const OWN_WIDGETS = new Set<string>(['user_group_id', 'new_user_group_id', 'api_environment_tag', 'name', 'is_demo_group', 'parent_user_group_id', 'hierarchy_level', 'group_tags', 'mapping', 'properties']);
+const OWN_WIDGETS = new Set<string>([
+  'user_group_id',
+  'new_user_group_id',
+  'api_environment_tag',
+  'name',
+  'is_demo_group',
+  'parent_user_group_id',
+  'hierarchy_level',
+  'group_tags',
+  'mapping',
+  'properties',
+]);
 const OTHER_FIELDS = (Object.keys(FIELDS) as FieldName[]).filter((field) => !OWN_WIDGETS.has(field));
 
 /** What the form holds: text for every field, a flag for the booleans. */
 type Draft = Record<string, string | boolean>;
 
-const EMPTY: Draft = { user_group_id: '', name: '', is_demo_group: false, parent_user_group_id: '', hierarchy_level: '', group_tags: '', mapping: '', properties: '' };
+const EMPTY: Draft = {
+  user_group_id: '',
+  name: '',
+  is_demo_group: false,
+  parent_user_group_id: '',
+  hierarchy_level: '',
+  group_tags: '',
+  mapping: '',
+  properties: '',
+};
 
 function draftOf(group: UserGroupWithoutToken): Draft {
   const shown = group as unknown as Record<string, unknown>;
@@ -58,7 +78,10 @@ function bodyOf(draft: Draft, editing: boolean) {
     is_demo_group: draft.is_demo_group,
     parent_user_group_id: orNull('parent_user_group_id'),
     hierarchy_level: orNull('hierarchy_level'),
-    group_tags: textOf('group_tags').split(',').map((tag) => tag.trim()).filter(Boolean),
+    group_tags: textOf('group_tags')
+      .split(',')
+      .map((tag) => tag.trim())
+      .filter(Boolean),
     mapping: json('mapping'),
     properties: json('properties'),
   };
@@ -115,7 +138,11 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
         const { user_group } = await session.client.updateUserGroup({ user_group_id: editId, api_environment_tag: environment, ...bodyOf(draft, true) });
         setSaved({ id: user_group.provided_id });
       } else {
-        const { user_group } = await session.client.createUserGroup({ user_group_id: String(draft.user_group_id), api_environment_tag: environment, ...bodyOf(draft, false) });
+        const { user_group } = await session.client.createUserGroup({
+          user_group_id: String(draft.user_group_id),
+          api_environment_tag: environment,
+          ...bodyOf(draft, false),
+        });
         setSaved({ id: user_group.provided_id, token: user_group.token });
       }
     } catch (err) {
@@ -132,7 +159,9 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
   if (saved) {
     return (
       <section aria-labelledby="saved-title">
-        <h1 id="saved-title">{editing ? 'Saved' : 'Created'} {saved.id}</h1>
+        <h1 id="saved-title">
+          {editing ? 'Saved' : 'Created'} {saved.id}
+        </h1>
         {saved.token && <ShownOnce label="User group token" value={saved.token} />}
         <p>
           <a class="button" href={groupHref(environment, saved.id)}>
@@ -177,17 +206,40 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
       </p>
       <h1 id="form-title">{editing ? `Edit ${editId}` : `New user group in ${environment}`}</h1>
       <form class="group-form" onSubmit={submit} noValidate>
-        {!editing && text('user_group_id', 'user_group_id', 'Your id for the customer: 1-256 characters, unique in the environment.', { required: true, autoComplete: 'off' })}
+        {!editing &&
+          text('user_group_id', 'user_group_id', 'Your id for the customer: 1-256 characters, unique in the environment.', {
+            required: true,
+            autoComplete: 'off',
+          })}
         {text('name', 'Name', 'Shown to people; the user_group_id when empty.')}
         <div class="field checkbox">
-          <input id="is_demo_group" type="checkbox" checked={draft.is_demo_group === true} onChange={(event) => set('is_demo_group', event.currentTarget.checked)} />
+          <input
+            id="is_demo_group"
+            type="checkbox"
+            checked={draft.is_demo_group === true}
+            onChange={(event) => set('is_demo_group', event.currentTarget.checked)}
+          />
           <label for="is_demo_group">Demo group (dashboards show a watermark)</label>
         </div>
         {text('parent_user_group_id', 'Parent', "The parent's user_group_id, or empty for none.")}
         {text('hierarchy_level', 'Level', "One of the account's level names, or empty.")}
         {text('group_tags', 'Tags', 'Comma-separated.')}
-        <JsonEditor id="properties" label="Properties" hint="A JSON object: the variables dashboards get (with the ancestors' properties)." value={draft.properties as string} onInput={(value) => set('properties', value)} serverError={serverError('properties')} />
-        <JsonEditor id="mapping" label="Mapping" hint="A JSON object mapping data-source keys to ids." value={draft.mapping as string} onInput={(value) => set('mapping', value)} serverError={serverError('mapping')} />
+        <JsonEditor
+          id="properties"
+          label="Properties"
+          hint="A JSON object: the variables dashboards get (with the ancestors' properties)."
+          value={draft.properties as string}
+          onInput={(value) => set('properties', value)}
+          serverError={serverError('properties')}
+        />
+        <JsonEditor
+          id="mapping"
+          label="Mapping"
+          hint="A JSON object mapping data-source keys to ids."
+          value={draft.mapping as string}
+          onInput={(value) => set('mapping', value)}
+          serverError={serverError('mapping')}
+        />
         {OTHER_FIELDS.map((field) => {
           const spec = specOf(field);
           if (spec.type === 'boolean') {
@@ -202,7 +254,8 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
         })}
         {error ? (
           <p class="alert error" role="alert">
-            {isUserGroupServiceError(error, 'validation_failed') ? 'The service refused some fields: see the messages next to them.' : null} {isUserGroupServiceError(error) ? `${error.message} (${error.code})` : String(error)}
+            {isUserGroupServiceError(error, 'validation_failed') ? 'The service refused some fields: see the messages next to them.' : null}{' '}
+            {isUserGroupServiceError(error) ? `${error.message} (${error.code})` : String(error)}
           </p>
         ) : null}
         <div class="form-actions">

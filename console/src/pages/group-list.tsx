@@ -92,9 +92,7 @@ export function GroupList({ session, environment, params }: { session: Session; 
       <Status message={params.get('deleted') ? `Deleted ${params.get('deleted')}.` : null} />
       {page.error && !fieldError('q') ? <ErrorAlert error={page.error} /> : null}
       <table class="groups">
-        <caption>
-          {page.loading ? 'Loading…' : `Page ${cursors.length + 1}: ${page.data?.user_groups.length ?? 0} user groups`}
-        </caption>
+        <caption>{page.loading ? 'Loading…' : `Page ${cursors.length + 1}: ${page.data?.user_groups.length ?? 0} user groups`}</caption>
         <thead>
           <tr>
             <th scope="col">user_group_id</th>

@@ -71,8 +71,8 @@ export function SigningKeysPage({ session }: { session: Session }) {
         </tbody>
       </table>
       <p class="hint">
-        Add a key with <code>npx ugs keys embed rotate --alg ES256|RS256|EdDSA</code>: it is published at once and signs 10 minutes later. ES256 is the
-        default, because every common JWT library verifies it. See <code>npx ugs keys embed list</code> for when each key signs.
+        Add a key with <code>npx ugs keys embed rotate --alg ES256|RS256|EdDSA</code>: it is published at once and signs 10 minutes later. ES256 is the default,
+        because every common JWT library verifies it. See <code>npx ugs keys embed list</code> for when each key signs.
       </p>
     </section>
   );

@@ -54,7 +54,12 @@ export function TokensPage({ session }: { session: Session }) {
               <td>{token.expires_at ? formatTime(token.expires_at) : 'never'}</td>
               <td>
                 {token.status === 'active' && (
-                  <button type="button" class="danger small" onClick={() => setRevoking({ id: token.id, name: token.name ?? `token ${token.id}` })} aria-label={`Revoke ${token.name ?? `token ${token.id}`}`}>
+                  <button
+                    type="button"
+                    class="danger small"
+                    onClick={() => setRevoking({ id: token.id, name: token.name ?? `token ${token.id}` })}
+                    aria-label={`Revoke ${token.name ?? `token ${token.id}`}`}
+                  >
                     Revoke
                   </button>
                 )}
@@ -91,7 +96,9 @@ export function TokensPage({ session }: { session: Session }) {
 
 function CreateToken({ session, onCreated }: { session: Session; onCreated: () => void }) {
   // Only what this token has may be granted (write includes read).
-  const grantable = (['read', 'write', 'admin'] as ScopeName[]).filter((scope) => session.token.scopes.includes(scope) || (scope === 'read' && session.canWrite));
+  const grantable = (['read', 'write', 'admin'] as ScopeName[]).filter(
+    (scope) => session.token.scopes.includes(scope) || (scope === 'read' && session.canWrite),
+  );
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<ScopeName[]>(['read']);
   const [environment, setEnvironment] = useState<string>(session.token.allowed_environment ?? 'both');
@@ -144,7 +151,14 @@ function CreateToken({ session, onCreated }: { session: Session; onCreated: () =
         </div>
         <div class="field">
           <label for="token-days">Expires in (days)</label>
-          <input id="token-days" type="number" min={1} value={days} onInput={(event) => setDays(event.currentTarget.value)} placeholder={session.token.expires_at ? 'with this token' : 'never'} />
+          <input
+            id="token-days"
+            type="number"
+            min={1}
+            value={days}
+            onInput={(event) => setDays(event.currentTarget.value)}
+            placeholder={session.token.expires_at ? 'with this token' : 'never'}
+          />
         </div>
       </div>
       <ErrorAlert error={error} />

@@ -267,9 +267,7 @@ export class UserGroupServiceClient {
         } catch (err) {
           failure = deadline.translate(err);
         }
-        const retryable =
-          (failure.status !== 0 && RETRY_STATUSES.has(failure.status)) ||
-          (failure.code === 'network_error' && spec.retry === 'idempotent');
+        const retryable = (failure.status !== 0 && RETRY_STATUSES.has(failure.status)) || (failure.code === 'network_error' && spec.retry === 'idempotent');
         if (!retryable || attempt >= this.#retry.maxAttempts) throw failure;
         const wait = retryDelayMs(attempt, failure.retryAfterSeconds === undefined ? undefined : failure.retryAfterSeconds * 1000, this.#retry);
         if (wait > this.#retry.maxDelayMs || wait > deadline.remainingMs()) throw failure;
@@ -308,7 +306,12 @@ export class UserGroupServiceClient {
       text = await response.text();
     } catch (err) {
       if (signal.aborted) throw err; // the deadline or the caller: translated by #call
-      throw new UserGroupServiceError({ code: 'network_error', status: 0, message: `${spec.method} ${spec.path}: no response (${(err as Error).message})`, cause: err });
+      throw new UserGroupServiceError({
+        code: 'network_error',
+        status: 0,
+        message: `${spec.method} ${spec.path}: no response (${(err as Error).message})`,
+        cause: err,
+      });
     }
     const requestId = response.headers.get('x-request-id') ?? undefined;
     let json: unknown;

@@ -18,7 +18,8 @@ export type UserGroupId = Schemas['UserGroupId'];
 export type CreateUserGroupParams = WithId<Omit<Schemas['CreateOrRotateRequest'], 'current_token' | 'grace_period_seconds'>>;
 export type GetOrCreateUserGroupParams = WithId<Schemas['GetOrCreateRequest']>;
 export type UpdateUserGroupParams = Schemas['UpdateUserGroupRequest'];
-export type RotateTokenParams = Required<Pick<Schemas['CreateOrRotateRequest'], 'current_token'>> & Pick<Schemas['CreateOrRotateRequest'], 'grace_period_seconds'>;
+export type RotateTokenParams = Required<Pick<Schemas['CreateOrRotateRequest'], 'current_token'>> &
+  Pick<Schemas['CreateOrRotateRequest'], 'grace_period_seconds'>;
 export type DeleteUserGroupParams = WithId<Schemas['UserGroupKey']>;
 export type ListUserGroupsParams = QueryOf<'listUserGroups'>;
 export type UserGroupHistoryParams = QueryOf<'getUserGroupHistory'>;

@@ -8,9 +8,11 @@ export function initial(dialect: Dialect): Migration {
   // SQLite's AUTOINCREMENT (unlike a plain rowid) never hands out an id twice, even after a
   // delete of the highest row; PostgreSQL identities never go back either.
   const serialId = (db: Kysely<unknown>, table: string, column: string) =>
-    db.schema.createTable(table).addColumn(column, dialect === 'sqlite' ? 'integer' : 'bigint', (c) =>
-      dialect === 'sqlite' ? c.primaryKey().autoIncrement() : c.primaryKey().generatedAlwaysAsIdentity(),
-    );
+    db.schema
+      .createTable(table)
+      .addColumn(column, dialect === 'sqlite' ? 'integer' : 'bigint', (c) =>
+        dialect === 'sqlite' ? c.primaryKey().autoIncrement() : c.primaryKey().generatedAlwaysAsIdentity(),
+      );
 
   return {
     async up(db: Kysely<unknown>) {
@@ -50,11 +52,7 @@ export function initial(dialect: Dialect): Migration {
         .addUniqueConstraint('user_groups_identity', ['account_id', 'environment', 'provided_id'])
         .execute();
       // Keyset pagination walks team_id inside one account and environment.
-      await db.schema
-        .createIndex('user_groups_listing')
-        .on('user_groups')
-        .columns(['account_id', 'environment', 'team_id'])
-        .execute();
+      await db.schema.createIndex('user_groups_listing').on('user_groups').columns(['account_id', 'environment', 'team_id']).execute();
 
       await db.schema
         .createTable('retired_tokens')
@@ -76,11 +74,7 @@ export function initial(dialect: Dialect): Migration {
         .addColumn('request_id', 'text')
         .addColumn('created_at', 'text', (c) => c.notNull())
         .execute();
-      await db.schema
-        .createIndex('audit_log_subject')
-        .on('audit_log')
-        .columns(['account_id', 'environment', 'provided_id', 'id'])
-        .execute();
+      await db.schema.createIndex('audit_log_subject').on('audit_log').columns(['account_id', 'environment', 'provided_id', 'id']).execute();
     },
   };
 }

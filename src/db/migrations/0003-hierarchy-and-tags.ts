@@ -28,7 +28,9 @@ export function hierarchyAndTags(dialect: Dialect): Migration {
         .addColumn('group_tags', 'text', (c) => c.notNull().defaultTo('[]'))
         .execute();
       await db.schema.createIndex('user_groups_children').on('user_groups').columns(['parent_team_id', 'team_id']).execute();
-      await sql`create index user_groups_level on user_groups ((cast(account_id as text) || '/' || environment || '#' || hierarchy_level), team_id)`.execute(db);
+      await sql`create index user_groups_level on user_groups ((cast(account_id as text) || '/' || environment || '#' || hierarchy_level), team_id)`.execute(
+        db,
+      );
 
       await db.schema
         .createTable('user_group_tags')
