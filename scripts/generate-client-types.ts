@@ -44,7 +44,8 @@ function fieldSpec(schema: JsonSchema, schemas: Record<string, JsonSchema>): Fie
     else if (typeof branch.type === 'string') spec.type ??= branch.type;
     for (const keyword of LIMIT_KEYWORDS) if (typeof branch[keyword] === 'number' && spec[keyword] === undefined) spec[keyword] = branch[keyword];
   }
-  if (typeof resolved.description === 'string') spec.description = resolved.description;
+  const described = branches.find((branch) => typeof branch.description === 'string');
+  if (described) spec.description = described.description as string;
   return spec;
 }
 

@@ -3251,11 +3251,13 @@ export const requestFields = {
     "mapping": {
       "type": "object",
       "maxProperties": 100,
-      "nullable": true
+      "nullable": true,
+      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
     },
     "properties": {
       "type": "object",
-      "nullable": true
+      "nullable": true,
+      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
     },
     "is_demo_group": {
       "type": "boolean",
@@ -3274,7 +3276,8 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "nullable": true
+      "nullable": true,
+      "description": "The group's level, such as `Customer` or `User`: 1-64 characters. When the account declares its levels, one of them, deeper than the parent's."
     },
     "group_tags": {
       "type": "array",
@@ -3348,11 +3351,13 @@ export const requestFields = {
     "mapping": {
       "type": "object",
       "maxProperties": 100,
-      "nullable": true
+      "nullable": true,
+      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
     },
     "properties": {
       "type": "object",
-      "nullable": true
+      "nullable": true,
+      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
     },
     "is_demo_group": {
       "type": "boolean",
@@ -3371,7 +3376,8 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "nullable": true
+      "nullable": true,
+      "description": "The group's level, such as `Customer` or `User`: 1-64 characters. When the account declares its levels, one of them, deeper than the parent's."
     },
     "group_tags": {
       "type": "array",
@@ -3422,11 +3428,13 @@ export const requestFields = {
     "mapping": {
       "type": "object",
       "maxProperties": 100,
-      "nullable": true
+      "nullable": true,
+      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
     },
     "properties": {
       "type": "object",
-      "nullable": true
+      "nullable": true,
+      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
     },
     "is_demo_group": {
       "type": "boolean",
@@ -3445,7 +3453,8 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "nullable": true
+      "nullable": true,
+      "description": "The group's level, such as `Customer` or `User`: 1-64 characters. When the account declares its levels, one of them, deeper than the parent's."
     },
     "group_tags": {
       "type": "array",
