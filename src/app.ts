@@ -34,7 +34,7 @@ import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { Tracing } from './tracing/trace-context.ts';
 import { countRequest, registerMetrics } from './metrics/metrics.routes.ts';
 
-export interface AppDependencies {
+interface AppDependencies {
   config: Config;
   database: DatabaseHandle;
   keyring: Keyring;

@@ -72,9 +72,9 @@ export class ConfigError extends Error {}
 export const EMBED_SIGNING_ALGORITHMS = ['ES256', 'RS256', 'EdDSA'] as const;
 export type EmbedSigningAlgorithm = (typeof EMBED_SIGNING_ALGORITHMS)[number];
 
-export const DEFAULT_DATABASE_URL = 'sqlite:./data/ugs.sqlite';
+const DEFAULT_DATABASE_URL = 'sqlite:./data/ugs.sqlite';
 /** Enough for every group of a million-group deployment: at most ~150 MB. */
-export const DEFAULT_TOKEN_CACHE_SIZE = 1_000_000;
+const DEFAULT_TOKEN_CACHE_SIZE = 1_000_000;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const config: Config = {

@@ -14,7 +14,7 @@ import { pino } from 'pino';
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const DROP_REPORT_EVERY_MS = 10_000;
 
-export interface LogStream {
+interface LogStream {
   stream: ReturnType<typeof pino.destination>;
   /**
    * Writes everything buffered and closes the stream; resolves when it is written or after

@@ -17,7 +17,7 @@ import {
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import { apiTokenHistoryEntryJson, apiTokenJson } from './api-tokens.json.ts';
 
-export interface ApiTokenRouteDeps {
+interface ApiTokenRouteDeps {
   database: DatabaseHandle;
   accountSlugs: AccountSlugs;
   now: () => Date;

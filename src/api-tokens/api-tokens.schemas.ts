@@ -5,8 +5,8 @@ import { Type, type Static } from 'typebox';
 import { PLAIN_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag } from '../user-groups/user-groups.schemas.ts';
 
-export const API_TOKEN_MIN_SECONDS = 60;
-export const API_TOKEN_MAX_SECONDS = 315_360_000; // ten years
+const API_TOKEN_MIN_SECONDS = 60;
+const API_TOKEN_MAX_SECONDS = 315_360_000; // ten years
 
 const ScopeName = Type.Enum(['read', 'write', 'admin'], {
   title: 'Scope',

@@ -24,7 +24,7 @@ import type { AuditLogRow } from '../db/schema.ts';
 import { apiTokenHistory } from '../audit/audit.repository.ts';
 import { hasScope, type Principal, type Scope } from '../auth/principal.ts';
 
-export interface IssueApiTokenInput {
+interface IssueApiTokenInput {
   accountSlug: string;
   scopes: Scope[];
   allowedEnvironment: Environment | null;
@@ -158,7 +158,7 @@ export async function currentApiToken(handle: DatabaseHandle, principal: Princip
   return token;
 }
 
-export type ApiTokenStatus = 'active' | 'expired' | 'revoked';
+type ApiTokenStatus = 'active' | 'expired' | 'revoked';
 
 /** Whether a token works at `now` (docs/api.md, "Tokens": expiry is checked on every request). */
 export function apiTokenStatus(token: Pick<ApiTokenListing, 'revoked_at' | 'expires_at'>, now: Date): ApiTokenStatus {

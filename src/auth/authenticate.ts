@@ -8,7 +8,7 @@ import type { Principal } from './principal.ts';
  * synchronously when it can, with a promise when it must ask the database; throws (or
  * rejects) with the 401.
  */
-export interface Authenticator {
+interface Authenticator {
   authenticate(authorization: string | undefined): Principal | Promise<Principal>;
 }
 

@@ -5,7 +5,6 @@ import type { Environment } from '../db/schema.ts';
 /** `admin` manages the account's API tokens; it implies neither `read` nor `write`. */
 export type Scope = 'read' | 'write' | 'admin';
 export const SCOPES: readonly Scope[] = ['read', 'write', 'admin'];
-export const ENVIRONMENTS: readonly Environment[] = ['Customer', 'Testing'];
 
 export interface Principal {
   tokenId: number;
@@ -38,7 +37,7 @@ export function resolveEnvironment(principal: Principal, requested: Environment 
   return environment;
 }
 
-export function assertEnvironmentAllowed(principal: Principal, environment: Environment): void {
+function assertEnvironmentAllowed(principal: Principal, environment: Environment): void {
   if (principal.allowedEnvironment && principal.allowedEnvironment !== environment) throw environmentForbidden(principal.allowedEnvironment);
 }
 

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import zlib from 'node:zlib';
 
-export type TokenKind = 'api' | 'user_group';
+type TokenKind = 'api' | 'user_group';
 
 const PREFIX: Record<TokenKind, string> = { api: 'ugs_api', user_group: 'ugs_grp' };
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -12,7 +12,7 @@ const AAD = {
   'user-group-token': Buffer.from('ugs:user-group-token:v1'),
   'embed-signing-key': Buffer.from('ugs:embed-signing-key:v1'),
 };
-export type SealedSecret = keyof typeof AAD;
+type SealedSecret = keyof typeof AAD;
 
 interface Key {
   id: string;
@@ -77,7 +77,7 @@ function keyId(secret: Buffer): string {
   return crypto.createHash('sha256').update('ugs:key-id:').update(secret).digest('hex').slice(0, 8);
 }
 
-export function parseSecretKey(text: string): Buffer {
+function parseSecretKey(text: string): Buffer {
   const trimmed = text.trim();
   const decoded = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
   if (decoded.length !== KEY_BYTES) {

@@ -10,7 +10,7 @@ import type { Database } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { Keyring } from './keyring.ts';
 
-export interface ReencryptOutcome {
+interface ReencryptOutcome {
   /** Rows looked at. */
   examined: number;
   /** Rows re-sealed under the newest key. */

@@ -12,7 +12,7 @@ import type { Keyring } from './keyring.ts';
 export const sealingKeyId = sql<string>`substr(token_ciphertext, 1, 8)`;
 
 /** Every key id that sealed a stored user group token, in order. */
-export async function sealingKeyIds(db: Kysely<Database>): Promise<string[]> {
+async function sealingKeyIds(db: Kysely<Database>): Promise<string[]> {
   const ids: string[] = [];
   for (let after = ''; ; ) {
     const row = await db
@@ -35,7 +35,7 @@ function signingKeySealers(db: Kysely<Database>, now: string): Promise<{ key_id:
     .execute();
 }
 
-export interface MissingKey {
+interface MissingKey {
   key_id: string;
   /** How many stored tokens it sealed. */
   tokens: number;

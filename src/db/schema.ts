@@ -5,7 +5,7 @@ import type { Generated, Selectable } from 'kysely';
 
 export type Environment = 'Customer' | 'Testing';
 
-export interface AccountsTable {
+interface AccountsTable {
   id: Generated<number>;
   slug: string;
   /** JSON array of the account's level names, shallowest first; null: none declared. */
@@ -67,14 +67,14 @@ export const USER_GROUP_COLUMN_TYPES = {
 export type UserGroupsTable = typeof USER_GROUP_COLUMN_TYPES;
 
 /** One row per tag of a group, for the tag filter; `scope` is `<account_id>/<environment>`. */
-export interface UserGroupTagsTable {
+interface UserGroupTagsTable {
   team_id: number;
   scope: string;
   tag: string;
 }
 
 /** Tokens retired by a rotation with a grace period: still good on the embed side until expires_at. */
-export interface RetiredTokensTable {
+interface RetiredTokensTable {
   token_hash: string;
   team_id: number;
   /** The group's account and environment (migration 0005): every statement names them. */
@@ -83,7 +83,7 @@ export interface RetiredTokensTable {
   expires_at: string;
 }
 
-export interface AuditLogTable {
+interface AuditLogTable {
   id: Generated<number>;
   account_id: number;
   /** `user_group` or `api_token`. */
@@ -105,7 +105,7 @@ export interface AuditLogTable {
 }
 
 /** Keys that sign embed tokens (migration 0004). Times are ISO-8601 UTC text. */
-export interface EmbedSigningKeysTable {
+interface EmbedSigningKeysTable {
   /** The JWK thumbprint (RFC 7638) of the public key. */
   kid: string;
   algorithm: string;

@@ -18,7 +18,7 @@ import { EMBED_SIGNING_ALGORITHMS } from '../config.ts';
 import { EMBED_TOKEN_MAX_SECONDS } from './embed.schemas.ts';
 
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
-export const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
+const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
 /** What proxies commonly accept in one request header (nginx: 8 KiB a line). */
 export const MAX_EMBED_TOKEN_BYTES = 8192;
 /** ~250 bytes an entry: 25 MB at most. */
@@ -46,7 +46,7 @@ export interface EmbedClaims {
 }
 
 /** What a token says about its group, taken at issue time. */
-export interface EmbedTokenSubject {
+interface EmbedTokenSubject {
   teamId: number;
   generation: number;
   userGroupId: string;
@@ -58,7 +58,7 @@ export interface EmbedTokenSubject {
   origin?: string;
 }
 
-export interface EmbedTokenOptions {
+interface EmbedTokenOptions {
   /** `iss`: the service's public URL. */
   issuer: string;
   /** `aud` of a token not bound to an embed_id. */

@@ -4,7 +4,7 @@ import { Type, type Static } from 'typebox';
 import { PLAIN_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
 
-export const EMBED_TOKEN_MIN_SECONDS = 60;
+const EMBED_TOKEN_MIN_SECONDS = 60;
 export const EMBED_TOKEN_MAX_SECONDS = 2_592_000;
 export const EMBED_TOKEN_DEFAULT_SECONDS = 86_400;
 
@@ -23,7 +23,6 @@ export const EmbedContextQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-export type EmbedContextQueryInput = Static<typeof EmbedContextQuery>;
 
 const JsonObjectOrNull = <T>() => Type.Union([Type.Unsafe<T>({ type: 'object', additionalProperties: true }), Type.Null()]);
 
@@ -61,7 +60,6 @@ export const EmbedContextResponse = Type.Object(
   },
   { title: 'EmbedContext' },
 );
-export type EmbedContextView = Static<typeof EmbedContextResponse>;
 
 export const EmbedTokenBody = Type.Object(
   {
@@ -113,7 +111,6 @@ export const IntrospectionBody = Type.Object(
   },
   { title: 'IntrospectionRequest', additionalProperties: false, examples: [{ token: 'eyJhbGciOiJFZERTQSIs…' }] },
 );
-export type IntrospectionInput = Static<typeof IntrospectionBody>;
 
 const claim = (schema: Parameters<typeof Type.Optional>[0]) => Type.Optional(schema);
 export const IntrospectionResponse = Type.Object(

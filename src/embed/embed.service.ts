@@ -27,7 +27,7 @@ export interface EmbedDeps {
 }
 
 /** What the browser sent besides the token: the bindings an embed token may demand. */
-export interface EmbedCaller {
+interface EmbedCaller {
   authorization: string | undefined;
   origin: string | undefined;
   embedId: string | undefined;

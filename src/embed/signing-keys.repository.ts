@@ -78,7 +78,7 @@ export async function swapSealedPrivateKey(db: Kysely<Database>, kid: string, pr
 }
 
 /** The id of the secret key that sealed a signing key's private half (its first 8 characters). */
-export const privateKeySealingKeyId = sql<string>`substr(private_key_sealed, 1, 8)`;
+const privateKeySealingKeyId = sql<string>`substr(private_key_sealed, 1, 8)`;
 
 /** Signing keys that sign now or later, sealed under `keyId`. */
 export function signingKeysSealedUnder(db: Kysely<Database>, keyId: string, now: string): Promise<EmbedSigningKeyRow[]> {

@@ -40,7 +40,7 @@ const UNKNOWN_KID_RELOAD_AFTER_MS = 50;
 const SIGNED_UNTIL_STEP_MS = 3_600_000;
 
 /** A public key as the JWKS publishes it (RFC 7517; RFC 7518 for EC and RSA, RFC 8037 for OKP). */
-export interface PublishedJwk extends JWK {
+interface PublishedJwk extends JWK {
   kid: string;
   alg: EmbedSigningAlgorithm;
   use: 'sig';
@@ -84,7 +84,7 @@ export async function ensureSigningKey(handle: DatabaseHandle, keyring: Keyring,
   });
 }
 
-export interface SigningKeyRotation {
+interface SigningKeyRotation {
   kid: string;
   algorithm: EmbedSigningAlgorithm;
   activates_at: string;
@@ -173,14 +173,14 @@ interface KnownKey {
   privateKey?: Promise<CryptoKey>;
 }
 
-export interface Signer {
+interface Signer {
   kid: string;
   algorithm: EmbedSigningAlgorithm;
   privateKey: CryptoKey;
 }
 
 /** A published key: it verifies only tokens whose header names its own algorithm. */
-export interface VerificationKey {
+interface VerificationKey {
   algorithm: EmbedSigningAlgorithm;
   publicKey: CryptoKey;
 }

@@ -5,7 +5,7 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
-export interface Connections {
+interface Connections {
   /**
    * Destroys every connection that is not waiting for a response of ours: its request has
    * not fully arrived, or it is idle. Connections whose request is complete are left to

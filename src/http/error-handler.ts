@@ -11,7 +11,7 @@ import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts'
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 /** A full disk is freed by a person or a job, not in two seconds. */
-export const STORAGE_RETRY_AFTER_SECONDS = 30;
+const STORAGE_RETRY_AFTER_SECONDS = 30;
 
 export function errorBody(error: AppError, requestId: string) {
   return {
@@ -25,7 +25,7 @@ export function errorBody(error: AppError, requestId: string) {
   };
 }
 
-export function sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): FastifyReply {
+function sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): FastifyReply {
   if (error.headers) reply.headers(error.headers);
   return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(error, request.id));
 }

@@ -10,7 +10,7 @@ import { findUnrepresentableNumber, type UnrepresentableNumber } from './json-nu
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
-export function parseJsonText(text: string): unknown {
+function parseJsonText(text: string): unknown {
   if (text.trim() === '') return undefined;
   let body: unknown;
   try {

@@ -123,7 +123,7 @@ function fieldOf(error: ErrorObject, part: string): string {
 }
 
 /** Turns Ajv's errors into details, keeping the most specific problem per field. */
-export function detailsFromAjv(errors: ErrorObject[], part: string): { details: ErrorDetail[]; message: string } {
+function detailsFromAjv(errors: ErrorObject[], part: string): { details: ErrorDetail[]; message: string } {
   const byField = new Map<string, { issue: string; rule: string; specific: boolean }>();
   for (const error of errors) {
     if (error.keyword === 'if' || error.keyword === 'not') continue;

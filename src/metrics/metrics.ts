@@ -10,7 +10,7 @@ const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 const DB_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /** Why a user group token was issued. */
-export type TokenIssueReason = 'create' | 'get_or_create' | 'rotate';
+type TokenIssueReason = 'create' | 'get_or_create' | 'rotate';
 
 /**
  * What the services and hooks report where it happens (not read back from responses): a

@@ -20,7 +20,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { TraceIds, Tracing } from './trace-context.ts';
 
-export type TracingSettings = Pick<Config, 'otlpTracesUrl' | 'otlpProtocol' | 'otlpHeaders' | 'serviceName' | 'traceSampler' | 'traceSamplerRatio'> & {
+type TracingSettings = Pick<Config, 'otlpTracesUrl' | 'otlpProtocol' | 'otlpHeaders' | 'serviceName' | 'traceSampler' | 'traceSamplerRatio'> & {
   serviceVersion: string;
   /** `sqlite` or `postgresql`, as OpenTelemetry's db.system.name spells them. */
   dbSystem: string;

@@ -9,7 +9,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import { accountLevels, levelsInUseOutside, lockHierarchy, setAccountLevels } from './hierarchy.repository.ts';
 
-export type LevelsOutcome =
+type LevelsOutcome =
   | { outcome: 'declared'; levels: string[] | null }
   | { outcome: 'no_account' }
   /** Groups use these levels, which the new list leaves out: nothing changed. */

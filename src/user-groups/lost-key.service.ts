@@ -7,7 +7,7 @@ import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { dropRetiredTokens, groupsSealedBy, replaceSealedToken } from './user-groups.repository.ts';
 
-export interface ReissueOutcome {
+interface ReissueOutcome {
   key_id: string;
   reissued: number;
 }

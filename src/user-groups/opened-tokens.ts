@@ -13,7 +13,7 @@ import type { Keyring } from '../crypto/keyring.ts';
 import type { UserGroupRow } from '../db/schema.ts';
 import { BoundedMap } from '../bounded-map.ts';
 
-export type SealedTokenRow = Pick<UserGroupRow, 'team_id' | 'token_generation' | 'token_ciphertext'>;
+type SealedTokenRow = Pick<UserGroupRow, 'team_id' | 'token_generation' | 'token_ciphertext'>;
 
 interface OpenedToken {
   generation: number;

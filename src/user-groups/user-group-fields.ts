@@ -10,8 +10,8 @@ import { USER_GROUP_COLUMNS } from './group-sql.ts';
 const jsonOrNull = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
 
 /** The fields a request may set that are columns of their own (a field declared in groupFields and as a column is one). */
-export type SettableField = keyof UserGroupInput & keyof UserGroupsTable;
-export type StoredFields = { [F in SettableField]?: UserGroupsTable[F] };
+type SettableField = keyof UserGroupInput & keyof UserGroupsTable;
+type StoredFields = { [F in SettableField]?: UserGroupsTable[F] };
 
 /** How a settable field becomes its column, where it is not stored as given. */
 const STORED_AS: { [F in SettableField]?: (value: Exclude<UserGroupInput[F], undefined>) => UserGroupsTable[F] } = {
@@ -22,7 +22,7 @@ const STORED_AS: { [F in SettableField]?: (value: Exclude<UserGroupInput[F], und
 };
 
 const COLUMNS: ReadonlySet<string> = new Set(USER_GROUP_COLUMNS);
-export const SETTABLE_FIELDS = Object.keys(UserGroupFieldsBody.properties).filter((field): field is SettableField => COLUMNS.has(field));
+const SETTABLE_FIELDS = Object.keys(UserGroupFieldsBody.properties).filter((field): field is SettableField => COLUMNS.has(field));
 
 /** The columns for the settable fields the input gives (absent fields are left out). */
 export function storedFields(input: UserGroupInput): StoredFields {
@@ -36,11 +36,11 @@ export function storedFields(input: UserGroupInput): StoredFields {
   return stored as StoredFields;
 }
 
-export const PROPERTIES_MAX_DEPTH = 32;
-export const PROPERTIES_MAX_BYTES = 64 * 1024;
+const PROPERTIES_MAX_DEPTH = 32;
+const PROPERTIES_MAX_BYTES = 64 * 1024;
 
 /** Distinct, in code-point order (the order of both backends' text comparison under "C"). */
-export function normalizeTags(tags: readonly string[]): string[] {
+function normalizeTags(tags: readonly string[]): string[] {
   return [...new Set(tags)].sort((a, b) => {
     const [x, y] = [[...a], [...b]];
     for (let i = 0; i < Math.min(x.length, y.length); i++) {

@@ -55,7 +55,7 @@ export function groupWriter(schema: { properties: Record<string, unknown>; title
 }
 
 /** The UserGroup schema: a group and its token. */
-export const userGroupJson: (group: GroupWithToken) => string = groupWriter(UserGroup);
+const userGroupJson: (group: GroupWithToken) => string = groupWriter(UserGroup);
 
 /** The UserGroupPublic schema: a group without its token. */
 export const publicUserGroupJson: (group: ResolvedGroup) => string = groupWriter(UserGroupPublic);

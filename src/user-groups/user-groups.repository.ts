@@ -206,7 +206,7 @@ const scopedLevel = sql<string>`(cast(account_id as text) || '/' || environment 
  */
 const scopeEnd = (tenant: Tenant) => `${scopeOf(tenant)}0`;
 
-export interface ListFilter extends Tenant {
+interface ListFilter extends Tenant {
   afterTeamId: number;
   limit: number;
   /** user_group_id or name starts with this. */
@@ -311,7 +311,7 @@ function listByTag(db: Kysely<Database>, filter: ListFilter, tag: string): Promi
  * The least string above every string that starts with `prefix`, in code-point order (the
  * order of both backends' comparisons), or undefined when there is none (all U+10FFFF).
  */
-export function prefixEnd(prefix: string): string | undefined {
+function prefixEnd(prefix: string): string | undefined {
   const points = [...prefix];
   while (points.length > 0) {
     const last = points.pop()!.codePointAt(0)!;

@@ -12,7 +12,7 @@ export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
   description: "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.",
 });
 
-export const UserGroupIdString = Type.String({
+const UserGroupIdString = Type.String({
   minLength: 1,
   maxLength: 256,
   pattern: NOT_BLANK_PLAIN_TEXT,
@@ -56,7 +56,7 @@ export const Properties = Type.Unsafe<Record<string, unknown>>({
   examples: [{ region: 'emea', plan: 'pro' }],
 });
 
-export const IsDemoGroup = Type.Boolean({ description: 'A demo user group: its dashboards show a watermark.' });
+const IsDemoGroup = Type.Boolean({ description: 'A demo user group: its dashboards show a watermark.' });
 
 const nullable = <T extends ReturnType<typeof Type.Unsafe>>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -67,7 +67,7 @@ export const ParentUserGroupId = Type.Union([UserGroupIdString, UserGroupIdInteg
   examples: ['acme'],
 });
 
-export const HierarchyLevelName = Type.String({
+const HierarchyLevelName = Type.String({
   minLength: 1,
   maxLength: 64,
   pattern: NOT_BLANK_PLAIN_TEXT,
@@ -128,7 +128,6 @@ export const PostUserBody = Type.Object(
     ],
   },
 );
-export type PostUser = Static<typeof PostUserBody>;
 
 /** GET /api/user identification by query string, for clients that cannot send a GET body. */
 export const GetUserQuery = Type.Object(
@@ -276,7 +275,6 @@ export const UserGroupPublic = Type.Object(publicFields, {
   additionalProperties: false,
   description: 'A user group, without its token.',
 });
-export type UserGroupPublicView = Static<typeof UserGroupPublic>;
 
 export const UserGroup = Type.Object(
   {
@@ -286,7 +284,6 @@ export const UserGroup = Type.Object(
   } as typeof publicFields & { token: ReturnType<typeof Type.String> },
   { title: 'UserGroup', additionalProperties: false, description: 'A user group and its current token.' },
 );
-export type UserGroupView = Static<typeof UserGroup>;
 
 export const Success = Type.Literal(1);
 

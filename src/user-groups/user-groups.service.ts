@@ -313,7 +313,7 @@ export async function removeUserGroup(
   });
 }
 
-export interface ListInput {
+interface ListInput {
   api_environment_tag?: Environment;
   limit?: number;
   cursor?: string;
