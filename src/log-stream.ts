@@ -1,5 +1,6 @@
 // Where the server's log lines go: standard output, in batches (4 KiB, or at least every
-// 200 ms) rather than one write() each, which cost ~15% of throughput. Two limits keep a slow
+// 200 ms) rather than one write() each, which cost a visible share of throughput
+// (docs/performance.md, "What was optimized"). Two limits keep a slow
 // or stuck reader of that output (a full pipe) from hurting the service: the buffer is capped,
 // lines beyond it are dropped and counted on stderr, and the flush at shutdown waits a
 // bounded time. It must never be the synchronous flush that pino runs at process exit for

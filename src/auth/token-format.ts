@@ -29,13 +29,13 @@ export function tokenKind(token: string): TokenKind | null {
   return match[1] === PREFIX.api ? 'api' : 'user_group';
 }
 
-/** The longest embed token the service issues (MAX_EMBED_TOKEN_BYTES). */
-const MAX_JWS_LENGTH = 8192;
+/** The longest embed token the service issues: what proxies commonly accept in one request header (nginx: 8 KiB a line). */
+export const MAX_EMBED_TOKEN_BYTES = 8192;
 const JWS_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /** Three base64url parts: a compact JWS (a short-lived embed token), as opposed to a `ugs_…` token. */
 export function looksLikeJws(token: string): boolean {
-  return token.length <= MAX_JWS_LENGTH && JWS_SHAPE.test(token);
+  return token.length <= MAX_EMBED_TOKEN_BYTES && JWS_SHAPE.test(token);
 }
 
 /**

@@ -1,16 +1,15 @@
 // The hottest reads (a group by its identity or by its token hash, an API token by its hash)
 // run straight on the driver instead of through Kysely's executor. Kysely still builds and
 // compiles them (prepared-read.ts); what they skip is its per-query machinery: a connection
-// mutex, half a dozen awaits, the logging wrapper (measured: 12-15 µs of a ~65 µs
-// get-or-create hit inside the loaded server, ~2.5 µs in a tight loop).
+// mutex, half a dozen awaits, the logging wrapper: a fifth of a get-or-create hit inside the
+// loaded server (docs/performance.md, "What was optimized").
 //
 // And they run together: the reads asked for during one turn of the event loop wait for its
 // end (end-of-turn.ts) and go as one batch. On SQLite a batch is one read transaction, which
 // saves every read but the first its locking system calls; on PostgreSQL the calls of one
 // prepared query become one statement (its `batched` form), which saves round trips, the
-// wake-ups of a database process and that process's per-statement work. Measured on a bare
-// route at 50 connections: SQLite 28-31k -> 36.5k, PostgreSQL 14-15k -> 35k requests/s
-// (docs/performance.md). A batch runs after every request in it arrived, so each still
+// wake-ups of a database process and that process's per-statement work (the figures:
+// docs/performance.md, "Calibration"). A batch runs after every request in it arrived, so each still
 // sees everything committed before it was asked.
 //
 // SQLite: a second connection to the same file, used for nothing else. In WAL mode it sees

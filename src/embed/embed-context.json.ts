@@ -4,7 +4,8 @@
 // hold a key that clashes with a built-in. The output is what EmbedContextResponse describes; test/embed-context.json.test.ts
 // holds it to the schema and to the clash rule.
 import type { UserGroupRow } from '../db/schema.ts';
-import type { EmbedGroup } from './embed.repository.ts';
+import type { EmbedGroupRow } from './embed.repository.ts';
+import type { ResolvedGroup } from '../user-groups/group-chain.ts';
 import { groupWriter } from '../user-groups/user-groups.json.ts';
 import { EmbedUserGroup } from './embed.schemas.ts';
 
@@ -36,6 +37,6 @@ export function variablesJson({
 const embedUserGroupJson = groupWriter(EmbedUserGroup);
 
 /** EmbedContextResponse: the group's public fields (EmbedUserGroup) and its dashboard variables; never a token or an internal id. */
-export function embedContextJson(group: EmbedGroup): string {
+export function embedContextJson(group: ResolvedGroup<EmbedGroupRow>): string {
   return `{"success":1,"user_group":${embedUserGroupJson(group)},"variables":${variablesJson(group)}}`;
 }

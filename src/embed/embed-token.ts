@@ -11,7 +11,7 @@
 import crypto from 'node:crypto';
 import { SignJWT, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import type { Keyring } from '../crypto/keyring.ts';
-import { hashToken, isCanonicalJws } from '../auth/token-format.ts';
+import { hashToken, isCanonicalJws, MAX_EMBED_TOKEN_BYTES } from '../auth/token-format.ts';
 import { BoundedMap } from '../bounded-map.ts';
 import type { EmbedSigningKeys } from './signing-keys.ts';
 import { EMBED_SIGNING_ALGORITHMS } from '../config.ts';
@@ -19,8 +19,6 @@ import { EMBED_TOKEN_MAX_SECONDS } from './embed.schemas.ts';
 
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
 const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
-/** What proxies commonly accept in one request header (nginx: 8 KiB a line). */
-export const MAX_EMBED_TOKEN_BYTES = 8192;
 /** ~250 bytes an entry: 25 MB at most. */
 const VERIFIED_CACHE_SIZE = 100_000;
 const DECIMAL_ID = /^[1-9][0-9]{0,15}$/;

@@ -35,7 +35,6 @@ export type EmbedGroupRow = Pick<
   'team_id' | 'account_id' | 'environment' | 'parent_team_id' | 'token_generation' | 'provided_id' | 'name' | 'mapping' | 'properties'
 > &
   Partial<Omit<UserGroupRow, 'token_hash' | 'token_ciphertext'>>;
-export type EmbedGroup = ResolvedGroup<EmbedGroupRow>;
 
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */
 const selectByCurrentTokenHash = preparedRead(
@@ -86,26 +85,30 @@ const selectChainByTeamId = preparedRead((db, accountId: number, environment: En
   chainStatement<EmbedGroupRow>(db, EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId)),
 );
 
-async function resolved<A extends unknown[]>(reads: HotReads, read: PreparedRead<A, EmbedGroupRow & Ancestry>, ...args: A): Promise<EmbedGroup | undefined> {
+async function resolved<A extends unknown[]>(
+  reads: HotReads,
+  read: PreparedRead<A, EmbedGroupRow & Ancestry>,
+  ...args: A
+): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
   const row = await reads.first(read, ...args);
   return row && resolveHotRow(reads, row, selectChainByTeamId);
 }
 
-export function findGroupByCurrentTokenHash(reads: HotReads, tokenHash: string): Promise<EmbedGroup | undefined> {
+export function findGroupByCurrentTokenHash(reads: HotReads, tokenHash: string): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
   return resolved(reads, selectByCurrentTokenHash, tokenHash);
 }
 
 /** The group of a token retired by a rotation whose grace period has not ended (primary key of retired_tokens). */
-export function findGroupByRetiredTokenHash(reads: HotReads, tokenHash: string, now: string): Promise<EmbedGroup | undefined> {
+export function findGroupByRetiredTokenHash(reads: HotReads, tokenHash: string, now: string): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
   return resolved(reads, selectByRetiredTokenHash, tokenHash, now);
 }
 
 /** The group an embed token names, if it is in `tenant` (primary key; batched on PostgreSQL). */
-export function findGroupByTeamId(reads: HotReads, tenant: Tenant, teamId: number): Promise<EmbedGroup | undefined> {
+export function findGroupByTeamId(reads: HotReads, tenant: Tenant, teamId: number): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
   return resolved(reads, selectByTeamId, tenant.accountId, tenant.environment, teamId);
 }
 
 /** The group of an HS256 embed token (see selectByLegacyTeamId). */
-export function findGroupByLegacyTeamId(reads: HotReads, teamId: number): Promise<EmbedGroup | undefined> {
+export function findGroupByLegacyTeamId(reads: HotReads, teamId: number): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
   return resolved(reads, selectByLegacyTeamId, teamId);
 }

@@ -6,14 +6,21 @@
 import type { DatabaseHandle } from '../db/database.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError, validationFailed } from '../errors.ts';
-import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
+import { credentialFromAuthorization, hashToken, looksLikeJws, MAX_EMBED_TOKEN_BYTES, tokenKind } from '../auth/token-format.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
-import { findGroupByCurrentTokenHash, findGroupByLegacyTeamId, findGroupByRetiredTokenHash, findGroupByTeamId, type EmbedGroup } from './embed.repository.ts';
+import {
+  findGroupByCurrentTokenHash,
+  findGroupByLegacyTeamId,
+  findGroupByRetiredTokenHash,
+  findGroupByTeamId,
+  type EmbedGroupRow,
+} from './embed.repository.ts';
+import type { ResolvedGroup } from '../user-groups/group-chain.ts';
 import type { Environment } from '../db/schema.ts';
-import { EmbedTokenTooLarge, MAX_EMBED_TOKEN_BYTES, type EmbedClaims, type EmbedTokens } from './embed-token.ts';
+import { EmbedTokenTooLarge, type EmbedClaims, type EmbedTokens } from './embed-token.ts';
 import { variablesJson } from './embed-context.json.ts';
 import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
 
@@ -46,12 +53,12 @@ function bearerToken(header: string | undefined): string {
 }
 
 /** The group the caller's token identifies (the routes write its context with embed-context.json.ts). */
-export async function resolveEmbedGroup(deps: EmbedDeps, caller: EmbedCaller): Promise<EmbedGroup> {
+export async function resolveEmbedGroup(deps: EmbedDeps, caller: EmbedCaller): Promise<ResolvedGroup<EmbedGroupRow>> {
   const token = bearerToken(caller.authorization);
   return looksLikeJws(token) ? groupForEmbedToken(deps, token, caller) : groupForUserGroupToken(deps, token);
 }
 
-async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<EmbedGroup> {
+async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<ResolvedGroup<EmbedGroupRow>> {
   const kind = tokenKind(token); // checksum: a mistyped token costs no lookup
   if (kind === 'api') {
     throw new AppError('wrong_token_kind', 'an API token was sent where a user group token or embed token is needed; never give an API token to a browser', {
@@ -68,7 +75,7 @@ async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<E
   return group;
 }
 
-async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedCaller): Promise<EmbedGroup> {
+async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedCaller): Promise<ResolvedGroup<EmbedGroupRow>> {
   const claims = await deps.embedTokens.verify(token, deps.now());
   if (!claims) throw invalidToken();
   // The bindings are checked before the lookup: a token used from the wrong place learns
@@ -105,14 +112,14 @@ async function currentGroupOf(
   deps: EmbedDeps,
   claims: EmbedClaims,
   tenant: { accountId: number | undefined; environment: Environment } | undefined,
-): Promise<EmbedGroup | undefined> {
+): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
   if (tenant?.accountId === undefined && claims.kid.startsWith('hs256:')) return legacyGroupOf(deps, claims);
   if (tenant?.accountId === undefined) return undefined;
   const group = await findGroupByTeamId(deps.database.reads, { accountId: tenant.accountId, environment: tenant.environment }, claims.teamId);
   return group && group.row.token_generation === claims.generation ? group : undefined;
 }
 
-async function legacyGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<EmbedGroup | undefined> {
+async function legacyGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
   const group = await findGroupByLegacyTeamId(deps.database.reads, claims.teamId);
   return group && group.row.token_generation === claims.generation ? group : undefined;
 }

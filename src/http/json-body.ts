@@ -1,5 +1,5 @@
 // JSON request bodies: one parser for every method, including GET, whose body Fastify never
-// reads (the seed's get-or-create carries one). Same limit, same media-type rule, same
+// reads (get-or-create, GET /api/user, carries one: docs/api.md). Same limit, same media-type rule, same
 // refusal of prototype-poisoning keys everywhere. Only the routes that take a body on GET or
 // DELETE read one (readBodyOfAnyMethod); every other GET answers without waiting for a body.
 import type { FastifyInstance, FastifyRequest } from 'fastify';

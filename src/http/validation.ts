@@ -11,7 +11,8 @@ const bodyAjv = new Ajv({ ...common, coerceTypes: false });
 const queryAjv = new Ajv({ ...common, coerceTypes: true });
 
 /**
- * Fastify refuses a body schema on GET routes; the seed's get-or-create has a body anyway.
+ * Fastify refuses a body schema on GET routes; get-or-create (GET /api/user) takes a JSON body
+ * anyway, as the interface this service implements defines it (docs/api.md, "GET /api/user").
  * Such a route keeps its body schema under `x-get-body` (the OpenAPI transform shows it as
  * the request body), and its handler reads the body with the function this returns: the
  * same rules as any body, and the body typed by its schema.

@@ -59,7 +59,7 @@ function parentStep(db: Kysely<Database>, columns: readonly string[]): RawBuilde
  * A hot read's group with what its two nearest ancestors give it (three levels: the default
  * depth), joined to its row by primary key. One row of fixed shape, as cheap as the flat read
  * within a couple of microseconds, where a recursive query cost twice the flat read at three
- * levels (measured on SQLite: 8.4 against 20 µs). A deeper hierarchy (UGS_MAX_HIERARCHY_DEPTH
+ * levels (docs/performance.md, "Night: the hierarchy"). A deeper hierarchy (UGS_MAX_HIERARCHY_DEPTH
  * above 3) shows in `beyond_team_id`, and its chain is then read whole.
  */
 export function withAncestry<R>(columns: readonly string[], where: RawBuilder<unknown>): RawBuilder<R & Ancestry> {

@@ -1,7 +1,7 @@
 // User group tokens are stored sealed (AES-256-GCM), yet get-or-create answers with the
-// plaintext on every call. Opening one costs a fresh OpenSSL cipher context: ~4 µs in a
-// loop, and 20-40 µs inside the busy server, where it was the largest single cost of a
-// get-or-create hit (docs/performance.md). So opened tokens are remembered.
+// plaintext on every call. Opening one costs a fresh OpenSSL cipher context, which inside the
+// busy server was the largest single cost of a get-or-create hit (docs/performance.md, "What
+// was optimized"). So opened tokens are remembered.
 //
 // A token is named by (team_id, token_generation): team ids are never reused, every
 // rotation bumps the generation, and re-sealing under a new key changes neither (nor the

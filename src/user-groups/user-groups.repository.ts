@@ -265,7 +265,7 @@ function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string):
   const end = prefixEnd(prefix);
   // The cursor is a filter here, never an index condition: the prefix's range is the
   // selective one, and a planner without statistics would otherwise intersect it with a scan
-  // of every team_id above the cursor (measured: 4 ms instead of 0.05 at 100,000 groups).
+  // of every team_id above the cursor: a search's cost would grow with the table.
   const afterCursor = sql<boolean>`team_id + 0 > ${filter.afterTeamId}`;
   const others = otherFilters(filter, 'prefix');
   const byId = db
