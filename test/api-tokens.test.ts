@@ -4,7 +4,7 @@
 // with the acting token's id. Driven through HTTP on each backend.
 import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildTestApp, forEachBackend, useTestApp, type BuiltApp, type HttpResult } from './helpers/harness.ts';
+import { buildTestApp, forEachBackend, useTestApp, type BuiltApp, type AnyAnswer, type HttpResult } from './helpers/harness.ts';
 
 forEachBackend('API tokens over HTTP', (backend) => {
   const t = useTestApp(backend);
@@ -30,7 +30,7 @@ forEachBackend('API tokens over HTTP', (backend) => {
       ).n,
     );
 
-  function assertRefused(res: HttpResult, status: number, code: string) {
+  function assertRefused(res: HttpResult<AnyAnswer>, status: number, code: string) {
     assert.equal(res.status, status, res.text);
     assert.equal(res.body.error.code, code, res.text);
   }

@@ -2,10 +2,10 @@
 // isolation on every operation of the management API.
 import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp, type HttpResult } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type AnyAnswer, type HttpResult } from './helpers/harness.ts';
 import { generateToken } from '../src/auth/token-format.ts';
 
-function assertAuthError(res: HttpResult, code: string) {
+function assertAuthError(res: HttpResult<AnyAnswer>, code: string) {
   assert.equal(res.status, 401, `expected 401 ${code}, got ${res.status} ${res.text.slice(0, 200)}`);
   assert.equal(res.body.success, 0);
   assert.equal(res.body.error.code, code);

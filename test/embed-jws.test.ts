@@ -36,7 +36,6 @@ import {
   startTestApp,
   useTestApp,
   type BuiltApp,
-  type HttpResult,
 } from './helpers/harness.ts';
 
 const START = new Date('2031-03-01T08:00:00.000Z');
@@ -75,7 +74,7 @@ forEachBackend('embed tokens (default: ES256)', (backend) => {
     return jwtVerify(token, createLocalJWKSet(await jwks()), { issuer: ISSUER, audience, algorithms: ALGORITHMS, currentDate: at });
   }
 
-  function introspect(token: string, options: { apiToken?: string; form?: boolean } = {}): Promise<HttpResult> {
+  function introspect(token: string, options: { apiToken?: string; form?: boolean } = {}) {
     const apiToken = options.apiToken ?? t.token;
     if (options.form) {
       return t.request('POST', INTROSPECT, {

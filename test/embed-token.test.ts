@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { SignJWT, createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import { buildApp } from '../src/app.ts';
 import { Keyring } from '../src/crypto/keyring.ts';
-import { forEachBackend, testConfig, useTestApp, type HttpResult, createGroup as createGroupOf } from './helpers/harness.ts';
+import { forEachBackend, testConfig, useTestApp, createGroup as createGroupOf } from './helpers/harness.ts';
 
 const CONTEXT = '/api/embed/context';
 const START = new Date('2030-06-01T12:00:00.000Z');
@@ -17,7 +17,7 @@ forEachBackend('embed tokens', (backend) => {
 
   const createGroup = (fields: Record<string, unknown>) => createGroupOf(t, fields);
 
-  async function issue(body: Record<string, unknown>, token = t.token): Promise<HttpResult> {
+  async function issue(body: Record<string, unknown>, token = t.token) {
     return t.request('POST', '/api/embed_token', { token, body });
   }
 
@@ -27,7 +27,7 @@ forEachBackend('embed tokens', (backend) => {
     return res.body.embed_token;
   }
 
-  function context(token: string, options: { origin?: string; embedId?: string } = {}): Promise<HttpResult> {
+  function context(token: string, options: { origin?: string; embedId?: string } = {}) {
     return t.request('GET', CONTEXT, {
       headers: { authorization: `Bearer ${token}`, ...(options.origin === undefined ? {} : { origin: options.origin }) },
       query: options.embedId === undefined ? undefined : { embed_id: options.embedId },

@@ -5,7 +5,7 @@ import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildApp } from '../src/app.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
-import { forEachBackend, testConfig, useTestApp, type HttpResult, type TestApp, createGroup as createGroupOf } from './helpers/harness.ts';
+import { forEachBackend, testConfig, useTestApp, type TestApp, createGroup as createGroupOf } from './helpers/harness.ts';
 
 const CONTEXT = '/api/embed/context';
 const START = new Date('2030-01-01T00:00:00.000Z');
@@ -28,7 +28,7 @@ interface ObjectSchema {
   properties: Record<string, ObjectSchema>;
 }
 
-function context(t: TestApp, authorization: string | undefined, headers: Record<string, string> = {}): Promise<HttpResult> {
+function context(t: TestApp, authorization: string | undefined, headers: Record<string, string> = {}) {
   return t.request('GET', CONTEXT, { headers: { ...(authorization === undefined ? {} : { authorization }), ...headers } });
 }
 

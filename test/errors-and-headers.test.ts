@@ -3,7 +3,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { forEachBackend, useTestApp, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type AnyAnswer, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
 
 const LIMIT = 256 * 1024;
 
@@ -14,7 +14,7 @@ function paddedBody(id: string, size: number): string {
   return core.slice(0, -1) + ' '.repeat(size - core.length) + '}';
 }
 
-function assertErrorEnvelope(res: HttpResult, status: number, code: string) {
+function assertErrorEnvelope(res: HttpResult<AnyAnswer>, status: number, code: string) {
   assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${res.text.slice(0, 300)}`);
   assert.match(String(res.headers['content-type']), /^application\/json/);
   assert.equal(res.body.success, 0);

@@ -3,7 +3,7 @@
 // that have children. Races and several instances: test/hierarchy-races.test.ts.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp, type HttpResult, createGroup } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type AnyAnswer, type HttpResult, createGroup } from './helpers/harness.ts';
 import { findAccountBySlug } from '../src/accounts/accounts.repository.ts';
 import { setAccountLevels } from '../src/user-groups/hierarchy.repository.ts';
 
@@ -21,7 +21,7 @@ forEachBackend('hierarchy of user groups', (backend) => {
 
   const created = (body: Record<string, unknown>) => createGroup(t, body);
 
-  function assertError(res: HttpResult, status: number, code: string, field?: string) {
+  function assertError(res: HttpResult<AnyAnswer>, status: number, code: string, field?: string) {
     assert.equal(res.status, status, res.text);
     assert.equal(res.body.error.code, code, res.text);
     if (field)
@@ -48,7 +48,7 @@ forEachBackend('hierarchy of user groups', (backend) => {
     assert.equal(company.parent_user_group_id, null);
     assert.deepEqual(company.computed_properties, company.properties);
     for (const res of [await get({ user_group_id: user.provided_id }), await list({ parent_user_group_id: company.provided_id })]) {
-      const shown = res.body.user_group ?? res.body.user_groups[0];
+      const shown = 'user_group' in res.body ? res.body.user_group : res.body.user_groups[0];
       assert.deepEqual(shown.computed_properties, { region: 'emea', plan: 'trial', seat: 7 });
       assert.equal(shown.parent_user_group_id, company.provided_id);
     }
@@ -356,7 +356,11 @@ forEachBackend('hierarchy depth setting', (backend) => {
     let parent: string | null = null;
     let token = '';
     for (let level = 1; level <= 5; level++) {
-      const body = { user_group_id: `deep-${level}`, parent_user_group_id: parent, properties: { [`l${level}`]: level, nearest: level } };
+      const body: Record<string, unknown> = {
+        user_group_id: `deep-${level}`,
+        parent_user_group_id: parent,
+        properties: { [`l${level}`]: level, nearest: level },
+      };
       const res = await t.request('POST', '/api/user', { token: t.token, body });
       assert.equal(res.status, 201, res.text);
       parent = `deep-${level}`;

@@ -8,6 +8,7 @@ import {
   LogCapture,
   newSecretKey,
   openTestDatabase,
+  type AnyAnswer,
   type HttpResult,
   type OpenDatabase,
 } from './helpers/harness.ts';
@@ -15,7 +16,7 @@ import {
 const GENERIC_MESSAGE = 'internal error; quote the request id when reporting it';
 
 /** The body is the generic envelope and nothing else: no stack, no SQL, no driver text. */
-function assertGeneric500(res: HttpResult): string {
+function assertGeneric500(res: HttpResult<AnyAnswer>): string {
   assert.equal(res.status, 500, res.text);
   const requestId = res.headers['x-request-id'] as string;
   assert.ok(requestId);

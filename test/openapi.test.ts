@@ -8,7 +8,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { BACKENDS } from './helpers/backends.ts';
-import { startTestApp, type HttpResult, type TestApp } from './helpers/harness.ts';
+import { startTestApp, type AnyAnswer, type HttpResult, type TestApp } from './helpers/harness.ts';
 
 // ajv-formats is CommonJS: its default export arrives as the module object or the function.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => void;
@@ -76,7 +76,7 @@ for (const backend of BACKENDS) {
     after(() => t.close());
 
     /** Checks that the response's status is declared for the operation and that its body matches the declared schema. */
-    function assertConforms(method: string, path: string, response: HttpResult): void {
+    function assertConforms(method: string, path: string, response: HttpResult<AnyAnswer>): void {
       const operation = doc.paths[path.replace(/^\/api\/api_tokens\/\d+$/, '/api/api_tokens/{id}')]?.[method.toLowerCase()];
       assert.ok(operation, `${method} ${path} is documented`);
       const declared = operation.responses[String(response.status)];

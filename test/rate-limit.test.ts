@@ -12,6 +12,7 @@ import {
   newSecretKey,
   openTestDatabase,
   type BuiltApp,
+  type AnyAnswer,
   type HttpResult,
   type OpenDatabase,
 } from './helpers/harness.ts';
@@ -22,7 +23,7 @@ const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 const EMBED_CONTEXT = '/api/embed/context';
 const EMBED_PROBE = '/api/embed/rate-limit-probe';
 
-function assertEnvelope(res: HttpResult, code: string): void {
+function assertEnvelope(res: HttpResult<AnyAnswer>, code: string): void {
   assert.equal(res.body.success, 0);
   assert.equal(res.body.error.code, code);
   assert.equal(res.body.error.request_id, res.headers['x-request-id']);

@@ -12,7 +12,16 @@
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { forEachBackend, openTestDatabase, buildTestApp, issueTestToken, type BuiltApp, type OpenDatabase, type HttpResult } from './helpers/harness.ts';
+import {
+  forEachBackend,
+  openTestDatabase,
+  buildTestApp,
+  issueTestToken,
+  type BuiltApp,
+  type OpenDatabase,
+  type AnyAnswer,
+  type HttpResult,
+} from './helpers/harness.ts';
 import { runEveryOperation } from './helpers/workload.ts';
 import { tenantViolations, type Caller, type Statement } from './helpers/tenant-predicates.ts';
 import type { Environment } from '../src/db/schema.ts';
@@ -127,7 +136,7 @@ forEachBackend('tenant isolation', (backend) => {
   }
 
   /** What no answer to `probe` may hold: another account's marks, and the marks of an environment it may not see. */
-  function assertOwnDataOnly(probe: Probe, res: HttpResult, what: string): void {
+  function assertOwnDataOnly(probe: Probe, res: HttpResult<AnyAnswer>, what: string): void {
     const where = `${probe.name}: ${what} -> ${res.status} ${res.text.slice(0, 400)}`;
     assert.ok(res.status < 500, where);
     const other = ACCOUNTS.find((account) => account !== probe.account)!;

@@ -1,7 +1,7 @@
 // Field rules and limits of request bodies (docs/api.md, "The user group"), through HTTP.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type AnyAnswer, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
 
 /** An object nested `levels` deep (the top object is level 1). */
 function nested(levels: number, leaf: unknown = 1): Record<string, unknown> {
@@ -10,7 +10,7 @@ function nested(levels: number, leaf: unknown = 1): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-function assertRefused(res: HttpResult, field: string, issue?: string) {
+function assertRefused(res: HttpResult<AnyAnswer>, field: string, issue?: string) {
   assert.equal(res.status, 400, `expected 400 for ${field}, got ${res.status} ${res.text.slice(0, 200)}`);
   assert.equal(res.body.success, 0);
   assert.equal(res.body.error.code, 'validation_failed');

@@ -27,6 +27,7 @@ import type {
   ApiTokenListResponse,
   CreatedApiTokenResponse,
   CurrentApiTokenResponse,
+  RevokedApiTokenResponse,
 } from '../../src/api-tokens/api-tokens.schemas.ts';
 
 // ---- responses ----
@@ -54,13 +55,49 @@ export type ResponseBody = { success: 0 | 1 } & Fields<typeof UserGroupResponse>
   Fields<typeof CurrentApiTokenResponse> &
   Fields<typeof ErrorEnvelope>;
 
-export interface HttpResult {
+export interface HttpResult<Body = ResponseBody> {
   status: number;
   headers: Record<string, string | string[] | number | undefined>;
   /** The parsed JSON body; undefined when the body is not JSON (read `text` then). */
-  body: ResponseBody;
+  body: Body;
   text: string;
 }
+
+/**
+ * The success body of each endpoint, as its response schema says. A request whose method and
+ * path are literals is typed by its endpoint (as `h.post<Req, Res>` in Unkey's harness): a
+ * test that reads a field its endpoint does not answer stops compiling. Every answer may be an
+ * error, so `error` is readable on all of them.
+ */
+interface Endpoints {
+  'GET /api/user': Fields<typeof GetOrCreateResponse>;
+  // Create and rotate answer UserGroupResponse; with X-HTTP-Method-Override: GET, get-or-create's.
+  'POST /api/user': Fields<typeof UserGroupResponse> & Partial<Fields<typeof GetOrCreateResponse>>;
+  'PUT /api/user': Fields<typeof UserGroupResponse>;
+  'DELETE /api/user': Fields<typeof DeletedResponse>;
+  'GET /api/user/lookup': Fields<typeof UserGroupResponse>;
+  'GET /api/users': Fields<typeof ListResponse>;
+  'GET /api/user/history': Fields<typeof HistoryResponse>;
+  'POST /api/embed_token': Fields<typeof EmbedTokenResponse>;
+  'GET /api/embed/context': Fields<typeof EmbedContextResponse>;
+  'POST /api/embed/introspect': Fields<typeof IntrospectionResponse>;
+  'GET /api/api_tokens': Fields<typeof ApiTokenListResponse>;
+  'POST /api/api_tokens': Fields<typeof CreatedApiTokenResponse>;
+  'GET /api/api_tokens/current': Fields<typeof CurrentApiTokenResponse>;
+  'GET /api/api_tokens/history': Fields<typeof ApiTokenHistoryResponse>;
+  'GET /.well-known/jwks.json': Fields<typeof JwksResponse>;
+}
+
+/** What every answer has, success or error: a helper that only checks status, envelope or error takes HttpResult<AnyAnswer>. */
+export type AnyAnswer = { success: 0 | 1 } & Fields<typeof ErrorEnvelope>;
+
+type EndpointBody<Method extends string, Path extends string> = `${Method} ${Path}` extends keyof Endpoints
+  ? { success: 0 | 1 } & Endpoints[`${Method} ${Path}`] & Fields<typeof ErrorEnvelope>
+  : Method extends 'DELETE'
+    ? Path extends `/api/api_tokens/${string}`
+      ? { success: 0 | 1 } & Fields<typeof RevokedApiTokenResponse> & Fields<typeof ErrorEnvelope>
+      : ResponseBody
+    : ResponseBody;
 
 /** The body parsed as JSON, or undefined for a body that is not (an empty one, text, HTML). */
 export function parseBody(text: string): ResponseBody {
@@ -88,7 +125,12 @@ export interface RequestOptions {
 }
 
 /** One request through inject, with the API token (or a Bearer credential) and a JSON body. */
-export async function injectRequest(app: FastifyInstance, method: string, path: string, opts: RequestOptions = {}): Promise<HttpResult> {
+export async function injectRequest<Method extends string, Path extends string>(
+  app: FastifyInstance,
+  method: Method,
+  path: Path,
+  opts: RequestOptions = {},
+): Promise<HttpResult<EndpointBody<Method, Path>>> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Token ${opts.token}`;
   if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
@@ -192,7 +234,7 @@ export interface AppOptions {
 export interface BuiltApp {
   app: FastifyInstance;
   keyring: Keyring;
-  request(method: string, path: string, options?: RequestOptions): Promise<HttpResult>;
+  request<Method extends string, Path extends string>(method: Method, path: Path, options?: RequestOptions): Promise<HttpResult<EndpointBody<Method, Path>>>;
 }
 
 /** Builds the app over an open database; add routes to `app` before the first request (or ready()) if needed. */
