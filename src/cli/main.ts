@@ -12,8 +12,7 @@ import { SCOPES, type Scope } from '../auth/principal.ts';
 import { parseDuration } from './duration.ts';
 import { reencryptUserGroupTokens, tokensPerKey } from '../crypto/reencrypt.ts';
 import { reissueTokensOfLostKey } from '../user-groups/lost-key.service.ts';
-import { DEFAULT_ACTIVATION_SECONDS, reencryptSigningKeys, replaceSigningKeysOfLostKey, rotateSigningKey } from '../embed/signing-keys.ts';
-import { allSigningKeys } from '../embed/signing-keys.repository.ts';
+import { DEFAULT_ACTIVATION_SECONDS, reencryptSigningKeys, replaceSigningKeysOfLostKey, rotateSigningKey, listSigningKeys } from '../embed/signing-keys.ts';
 import { declareAccountLevels, readAccountLevels } from '../user-groups/account-levels.service.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
 import fs from 'node:fs';
@@ -384,15 +383,7 @@ export function buildCli(): Command {
     .description('the signing keys: when each signs, and until when it stays published')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const rows = await withDatabase((h) => allSigningKeys(h.db));
-      const listed = rows.map(({ kid, algorithm, created_at, activates_at, retired_at, signed_until }) => ({
-        kid,
-        algorithm,
-        created_at,
-        activates_at,
-        retired_at,
-        signed_until,
-      }));
+      const listed = await withDatabase((h) => listSigningKeys(h));
       print(
         !!opts.json,
         listed,

@@ -146,6 +146,19 @@ export async function replaceSigningKeysOfLostKey(
 }
 
 /** `ugs keys reencrypt`: re-seals the private halves under the newest secret key (compare-and-swap per row). */
+/** Every signing key, newest first, as `ugs keys embed list` shows them: never a private half. */
+export async function listSigningKeys(handle: DatabaseHandle): Promise<Omit<EmbedSigningKeyRow, 'private_key_sealed' | 'public_jwk'>[]> {
+  const rows = await allSigningKeys(handle.db);
+  return rows.map(({ kid, algorithm, created_at, activates_at, retired_at, signed_until }) => ({
+    kid,
+    algorithm,
+    created_at,
+    activates_at,
+    retired_at,
+    signed_until,
+  }));
+}
+
 export async function reencryptSigningKeys(handle: DatabaseHandle, keyring: Keyring): Promise<{ resealed: number; unreadable: string[] }> {
   const outcome = { resealed: 0, unreadable: [] as string[] };
   for (const key of await allSigningKeys(handle.db)) {
