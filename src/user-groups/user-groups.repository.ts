@@ -20,8 +20,9 @@ export interface GroupIdentity extends Tenant {
 export type NewUserGroup = Insertable<UserGroupsTable>;
 
 const selectUserGroupByKey = preparedRead(
-  (_db, accountId: number, environment: Environment, providedId: string) =>
+  (db, accountId: number, environment: Environment, providedId: string) =>
     withAncestry<UserGroupRow>(
+      db,
       USER_GROUP_COLUMNS,
       sql`user_groups.account_id = ${accountId} and user_groups.environment = ${environment} and user_groups.provided_id = ${providedId}`,
     ),
