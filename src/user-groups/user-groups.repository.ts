@@ -5,7 +5,7 @@ import type { AliasedSelectQueryBuilder, Insertable, Kysely, RawBuilder, Updatea
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
 import { preparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
-import type { Dialect } from '../db/database.ts';
+import { dialectOf, type Dialect } from '../db/database.ts';
 import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
 import { sealingKeyId } from '../crypto/stored-keys.ts';
 import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
@@ -228,8 +228,14 @@ interface ListFilter extends Tenant {
  */
 export function listUserGroups(db: Kysely<Database>, filter: ListFilter): Promise<UserGroupRow[]> {
   if (filter.prefix !== undefined) return listByPrefix(db, filter, filter.prefix);
-  if (filter.tag !== undefined) return heldToTenant(db, filter, pageByTag(db, filter, filter.tag));
-  let page = db.selectFrom('user_groups').select(USER_GROUP_COLUMNS);
+  // The tenant's conditions: beside the index range on SQLite, after the walk on PostgreSQL (heldAfterWalk).
+  const postgres = dialectOf(db) === 'postgres';
+  const tenant = postgres ? sql<boolean>`true` : ownedBy('user_groups', filter);
+  if (filter.tag !== undefined) {
+    const walk = pageByTag(db, filter, filter.tag, tenant);
+    return postgres ? heldAfterWalk(db, filter, walk) : walk.execute();
+  }
+  let page = db.selectFrom('user_groups').select(USER_GROUP_COLUMNS).where(tenant);
   if (filter.parentTeamId !== undefined) {
     page = page.where('parent_team_id', '=', filter.parentTeamId).where(otherFilters(filter, 'parent'));
   } else if (filter.level !== undefined) {
@@ -237,18 +243,25 @@ export function listUserGroups(db: Kysely<Database>, filter: ListFilter): Promis
   } else {
     page = page.where(scope, '=', scopeOf(filter));
   }
-  return heldToTenant(db, filter, page.where('team_id', '>', filter.afterTeamId).orderBy('team_id').limit(filter.limit));
+  const walk = page.where('team_id', '>', filter.afterTeamId).orderBy('team_id').limit(filter.limit);
+  return postgres ? heldAfterWalk(db, filter, walk) : walk.execute();
 }
 
 /**
- * A page walked by its index, then held to the tenant by the explicit conditions (ownedBy), in
- * the statement that walks it. Outside the walk, not beside the index range: without
- * statistics PostgreSQL guesses each `=` condition keeps 1 row in 200, and with the two of the
- * tenant it expected a single row, sorted the whole tenant instead of walking the index in
- * order, and a page of 100,000 groups took 50 ms instead of 0.2 (docs/performance.md,
- * "2026-11-25"). A range that found another tenant's row would shorten a page, never leak it.
+ * PostgreSQL: a page walked by its index, then held to the tenant by the explicit conditions
+ * (ownedBy), in the statement that walks it. After the walk, not beside the index range:
+ * without statistics PostgreSQL guesses that each `=` condition keeps 1 row in 200; with the
+ * tenant's two beside the range it expected a single row, sorted the tenant's whole range
+ * instead of walking the index in order, and a first page of 100,000 groups took 50 ms instead
+ * of 0.14 (docs/performance.md, "2026-11-25"). A range that found another tenant's row would
+ * shorten a page, never show it. SQLite plans the walk the same either way, and a subquery
+ * would cost it a copy of every row: there the conditions sit beside the range.
  */
-function heldToTenant(db: Kysely<Database>, tenant: Tenant, walk: { as(alias: 'page'): AliasedSelectQueryBuilder<UserGroupRow, 'page'> }): Promise<UserGroupRow[]> {
+function heldAfterWalk(
+  db: Kysely<Database>,
+  tenant: Tenant,
+  walk: { as(alias: 'page'): AliasedSelectQueryBuilder<UserGroupRow, 'page'> },
+): Promise<UserGroupRow[]> {
   return db.selectFrom(walk.as('page')).select(USER_GROUP_COLUMNS).where(ownedBy('page', tenant)).orderBy('team_id').execute();
 }
 
@@ -305,7 +318,7 @@ function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string):
 }
 
 /** The groups with a tag: the tag table's key (scope, tag, team_id) walked in order, each group by primary key. */
-function pageByTag(db: Kysely<Database>, filter: ListFilter, tag: string) {
+function pageByTag(db: Kysely<Database>, filter: ListFilter, tag: string, tenant: RawBuilder<boolean>) {
   return db
     .selectFrom('user_group_tags')
     .innerJoin('user_groups', 'user_groups.team_id', 'user_group_tags.team_id')
@@ -313,6 +326,7 @@ function pageByTag(db: Kysely<Database>, filter: ListFilter, tag: string) {
     .where('user_group_tags.scope', '=', scopeOf(filter))
     .where('user_group_tags.tag', '=', tag)
     .where('user_group_tags.team_id', '>', filter.afterTeamId)
+    .where(tenant)
     .where(otherFilters(filter, 'tag'))
     .orderBy('user_group_tags.team_id')
     .limit(filter.limit);
