@@ -208,6 +208,8 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.match(page.url(), /#\/groups\?q=acme$/);
 
     await page.getByRole('link', { name: 'Clear' }).click();
+    // The cleared list first: the form is drawn anew with it, and would drop what was typed before.
+    await page.getByText('Page 1: 25 user groups').waitFor();
     await page.getByLabel('Tag').fill('beta');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('Page 1: 6 user groups').waitFor();
