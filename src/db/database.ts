@@ -9,6 +9,7 @@ import type { LogEvent, SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
 import { BoundedMap } from '../bounded-map.ts';
 import { postgresHotReads, sqliteHotReads, type HotReads } from './hot-reads.ts';
+import { withUnaryPlusParameters } from './sqlite-parameters.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -163,7 +164,7 @@ function withStatementCache(connection: SQLite.Database): SqliteDatabase {
     prepare(sqlText: string) {
       let statement = statements.get(sqlText);
       if (!statement) {
-        statement = connection.prepare(sqlText);
+        statement = connection.prepare(withUnaryPlusParameters(sqlText));
         statements.set(sqlText, statement);
       }
       return statement;

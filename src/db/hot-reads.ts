@@ -23,6 +23,7 @@ import type { CompiledQuery, Kysely, LogEvent } from 'kysely';
 import type { BatchedRow, BatchedStatement, BoundRead, PreparedRead } from './prepared-read.ts';
 import type { Database } from './schema.ts';
 import { atEndOfTurn } from '../end-of-turn.ts';
+import { withUnaryPlusParameters } from './sqlite-parameters.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
 
 /** A database's hot reads: committed rows only, never a transaction's. */
@@ -105,7 +106,7 @@ export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQu
   const statement = (sql: string) => {
     let prepared = statements.get(sql);
     if (prepared === undefined) {
-      prepared = connection.prepare(sql);
+      prepared = connection.prepare(withUnaryPlusParameters(sql));
       statements.set(sql, prepared);
     }
     return prepared;

@@ -38,7 +38,7 @@ export type EmbedGroupRow = Pick<
 
 /** The group whose current token hashes to `tokenHash` (unique index on user_groups.token_hash). */
 const selectByCurrentTokenHash = preparedRead(
-  (db, tokenHash: string) => withAncestry<EmbedGroupRow>(db, EMBED_FIELDS, sql`user_groups.token_hash = ${tokenHash}`),
+  (_db, tokenHash: string) => withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.token_hash = ${tokenHash}`),
   {
     batched: (tokenHashes) =>
       batchedWithAncestry<EmbedGroupRow>(
@@ -49,9 +49,8 @@ const selectByCurrentTokenHash = preparedRead(
   },
 );
 
-const selectByRetiredTokenHash = preparedRead((db, tokenHash: string, now: string) =>
+const selectByRetiredTokenHash = preparedRead((_db, tokenHash: string, now: string) =>
   withAncestry<EmbedGroupRow>(
-    db,
     EMBED_FIELDS,
     // ISO-8601 UTC strings of one fixed width compare as the instants they name.
     sql`user_groups.team_id = (select retired_tokens.team_id from retired_tokens
@@ -61,8 +60,8 @@ const selectByRetiredTokenHash = preparedRead((db, tokenHash: string, now: strin
 
 /** The group an embed token names, in the tenant it names. Batched like the token lookups: every page view asks it. */
 const selectByTeamId = preparedRead(
-  (db, accountId: number, environment: Environment, teamId: number) =>
-    withAncestry<EmbedGroupRow>(db, EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId)),
+  (_db, accountId: number, environment: Environment, teamId: number) =>
+    withAncestry<EmbedGroupRow>(EMBED_FIELDS, teamIdInTenant(accountId, environment, teamId)),
   {
     batched: (accountIds, environments, teamIds) =>
       batchedWithAncestry<EmbedGroupRow>(
@@ -79,7 +78,7 @@ const selectByTeamId = preparedRead(
  * signed with the service's own secret, is the credential, as a token's hash is.
  */
 
-const selectByLegacyTeamId = preparedRead((db, teamId: number) => withAncestry<EmbedGroupRow>(db, EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`));
+const selectByLegacyTeamId = preparedRead((_db, teamId: number) => withAncestry<EmbedGroupRow>(EMBED_FIELDS, sql`user_groups.team_id = ${teamId}`));
 
 /** A hierarchy deeper than the ancestry reaches: the whole chain (UGS_MAX_HIERARCHY_DEPTH above 3). */
 const selectChainByTeamId = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>

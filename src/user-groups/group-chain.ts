@@ -18,7 +18,7 @@ export interface ResolvedGroup<R extends ChainRow = UserGroupRow> {
   computedProperties: string | null;
 }
 
-/** What a hot read reads with a group's row from its parent and grandparent (group-sql.ts, withAncestry). */
+/** What a hot read joins to a group's row from its parent and grandparent (user-groups.repository.ts, withAncestry). */
 export interface Ancestry {
   parent_provided_id: string | null;
   parent_mapping: string | null;

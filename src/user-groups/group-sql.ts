@@ -57,46 +57,18 @@ function parentStep(db: Kysely<Database>, columns: readonly string[]): RawBuilde
 
 /**
  * A hot read's group with what its two nearest ancestors give it (three levels: the default
- * depth), found by primary key. One row of fixed shape, as cheap as the flat read within a
- * couple of microseconds, where a recursive query cost twice the flat read at three levels
- * (docs/performance.md, "Night: the hierarchy"). A deeper hierarchy (UGS_MAX_HIERARCHY_DEPTH
+ * depth), joined to its row by primary key. One row of fixed shape, as cheap as the flat read
+ * within a couple of microseconds, where a recursive query cost twice the flat read at three
+ * levels (docs/performance.md, "Night: the hierarchy"). A deeper hierarchy (UGS_MAX_HIERARCHY_DEPTH
  * above 3) shows in `beyond_team_id`, and its chain is then read whole.
- *
- * On SQLite the ancestors come from scalar subqueries, not joins. Since SQLite 3.54 (in
- * better-sqlite3 13) a statement that joins tables marks every parameter compared with `=`
- * as one whose value may change the plan, and better-sqlite3 clears the bindings after every
- * run, which then re-prepares the statement at its next run: the joined form cost 30 µs a read
- * instead of 6 (docs/performance.md, "2026-11-25"). A subquery is planned with the statement
- * and binds nothing.
  */
-export function withAncestry<R>(db: Kysely<Database>, columns: readonly string[], where: RawBuilder<unknown>): RawBuilder<R & Ancestry> {
-  return dialectOf(db) === 'sqlite' ? ancestryBySubqueries<R>(columns, where) : ancestryByJoins<R>(columns, where);
-}
-
-function ancestryByJoins<R>(columns: readonly string[], where: RawBuilder<unknown>): RawBuilder<R & Ancestry> {
+export function withAncestry<R>(columns: readonly string[], where: RawBuilder<unknown>): RawBuilder<R & Ancestry> {
   return sql<R & Ancestry>`select ${qualified('user_groups', columns)},
       p1.provided_id as parent_provided_id, p1.mapping as parent_mapping, p1.properties as parent_properties,
       p2.mapping as grandparent_mapping, p2.properties as grandparent_properties, p2.parent_team_id as beyond_team_id
     from user_groups
     left join user_groups p1 on p1.team_id = user_groups.parent_team_id and ${sameTenant('p1', 'user_groups')}
     left join user_groups p2 on p2.team_id = p1.parent_team_id and ${sameTenant('p2', 'p1')}
-    where ${where}`;
-}
-
-/** The parent (p1) of the group read, within its tenant: the FROM of a scalar subquery. */
-const PARENT = sql`from user_groups p1 where p1.team_id = user_groups.parent_team_id and ${sameTenant('p1', 'user_groups')}`;
-/** The grandparent (p2) of the group read, through its parent, within the tenant. */
-const GRANDPARENT = sql`from user_groups p1 join user_groups p2 on p2.team_id = p1.parent_team_id and ${sameTenant('p2', 'p1')}
-  where p1.team_id = user_groups.parent_team_id and ${sameTenant('p1', 'user_groups')}`;
-const parentColumn = (column: string) => sql`(select ${sql.ref(`p1.${column}`)} ${PARENT})`;
-const grandparentColumn = (column: string) => sql`(select ${sql.ref(`p2.${column}`)} ${GRANDPARENT})`;
-
-function ancestryBySubqueries<R>(columns: readonly string[], where: RawBuilder<unknown>): RawBuilder<R & Ancestry> {
-  return sql<R & Ancestry>`select ${qualified('user_groups', columns)},
-      ${parentColumn('provided_id')} as parent_provided_id, ${parentColumn('mapping')} as parent_mapping,
-      ${parentColumn('properties')} as parent_properties, ${grandparentColumn('mapping')} as grandparent_mapping,
-      ${grandparentColumn('properties')} as grandparent_properties, ${grandparentColumn('parent_team_id')} as beyond_team_id
-    from user_groups
     where ${where}`;
 }
 
@@ -111,7 +83,7 @@ export function batchedWithAncestry<R>(
   where: RawBuilder<unknown>,
 ): RawBuilder<BatchedRow<R & Ancestry>> {
   return sql<BatchedRow<R & Ancestry>>`select k.batch_index, g.* from ${unnest}
-    cross join lateral (${ancestryByJoins(columns, where)} limit 1) g`;
+    cross join lateral (${withAncestry(columns, where)} limit 1) g`;
 }
 
 /** A group's chain by its team_id, within its tenant (the seed of a prepared chain read). */

@@ -20,9 +20,8 @@ export interface GroupIdentity extends Tenant {
 export type NewUserGroup = Insertable<UserGroupsTable>;
 
 const selectUserGroupByKey = preparedRead(
-  (db, accountId: number, environment: Environment, providedId: string) =>
+  (_db, accountId: number, environment: Environment, providedId: string) =>
     withAncestry<UserGroupRow>(
-      db,
       USER_GROUP_COLUMNS,
       sql`user_groups.account_id = ${accountId} and user_groups.environment = ${environment} and user_groups.provided_id = ${providedId}`,
     ),
