@@ -125,6 +125,8 @@ interface ScenarioOutcome {
   ceiling?: LoadResult;
   /** server requests/s divided by ceiling requests/s (of the median round, with --rounds). */
   ratio?: number;
+  /** Groups written per second (scenarios that write groups: requests/s times groups per request). */
+  groupsPerSecond?: number;
   /** With --rounds above 1: every round, in order; server, ceiling and ratio above are the median one's. */
   rounds?: Round[];
 }
@@ -362,6 +364,8 @@ async function main() {
     outcome.ceiling = median.ceiling;
     outcome.server = median.server;
     outcome.ratio = median.ratio;
+    const perRequest = scenarioByName(outcome.name).groupsPerRequest;
+    if (perRequest !== undefined) outcome.groupsPerSecond = median.server.requestsPerSecond * perRequest;
     if (results.length > 1) {
       outcome.rounds = results.map((m) => ({
         ceilingRequestsPerSecond: m.ceiling.requestsPerSecond,
@@ -449,13 +453,14 @@ async function main() {
 }
 
 function printTable(outcomes: ScenarioOutcome[]) {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors+non-2xx', 'ceiling req/s', 'ceiling p99 ms', 'vs ceiling', 'response B'];
+  const header = ['scenario', 'req/s', 'groups/s', 'p50 ms', 'p99 ms', 'errors+non-2xx', 'ceiling req/s', 'ceiling p99 ms', 'vs ceiling', 'response B'];
   const rows = outcomes.map((o) =>
     o.skipped
       ? [o.name, `skipped: ${o.skipped}`]
       : [
           o.name,
           fmt(o.server?.requestsPerSecond),
+          o.groupsPerSecond === undefined ? '-' : fmt(o.groupsPerSecond),
           fmt(o.server?.latencyP50Ms),
           fmt(o.server?.latencyP99Ms),
           fmt(badCount(o.server)),

@@ -79,9 +79,13 @@ export interface ScenarioDefinition {
   jwsAlgorithm?: EmbedSigningAlgorithm;
   /** The algorithm the server must sign with while it runs (the mint scenarios). */
   signingAlgorithm?: EmbedSigningAlgorithm;
+  /** Groups written per request (create: 1; upsert: UPSERT_BATCH), for the groups/s column. */
+  groupsPerRequest?: number;
   make(data: ScenarioData): ScenarioRunner;
 }
 
+/** Groups per bulk upsert request. */
+const UPSERT_BATCH = 100;
 const randomIndex = (n: number) => Math.floor(Math.random() * n);
 const json = { 'content-type': 'application/json' };
 const auth = (data: ScenarioData) => ({ authorization: `Token ${data.apiToken}` });
@@ -123,6 +127,7 @@ export const SCENARIOS: ScenarioDefinition[] = [
     method: 'POST',
     path: '/api/user',
     status: 201,
+    groupsPerRequest: 1,
     description:
       'create of a new group with a unique id: `POST /api/user` `{"user_group_id":"<run>-<n>","name":"New group <n>","properties":{"region":"emea","plan":"pro"}}`',
     make: (data) => {
@@ -132,6 +137,26 @@ export const SCENARIOS: ScenarioDefinition[] = [
           const n = counter++;
           const body = { user_group_id: `${data.createPrefix}${n}`, name: `New group ${n}`, properties: { region: 'emea', plan: 'pro' } };
           return { method: 'POST', path: '/api/user', headers: { ...auth(data), ...json }, body: JSON.stringify(body) };
+        },
+      };
+    },
+  },
+  {
+    name: 'upsert',
+    method: 'POST',
+    path: '/api/users/upsert',
+    status: 200,
+    groupsPerRequest: UPSERT_BATCH,
+    description: `bulk create: \`POST /api/users/upsert\` with ${UPSERT_BATCH} new groups, each the body of the create scenario`,
+    make: (data) => {
+      let counter = 0;
+      return {
+        next: () => {
+          const user_groups = Array.from({ length: UPSERT_BATCH }, () => {
+            const n = counter++;
+            return { user_group_id: `${data.createPrefix}u${n}`, name: `New group ${n}`, properties: { region: 'emea', plan: 'pro' } };
+          });
+          return { method: 'POST', path: '/api/users/upsert', headers: { ...auth(data), ...json }, body: JSON.stringify({ user_groups }) };
         },
       };
     },

@@ -33,6 +33,17 @@ import { registerConsoleRoutes } from './http/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { Tracing } from './tracing/trace-context.ts';
 import { countRequest, registerMetrics } from './metrics/metrics.routes.ts';
+import { EventSequencer } from './events/sequencer.ts';
+import { registerEventRoutes } from './events/events.routes.ts';
+import { eventCodeSamples } from './events/events.operations.ts';
+import { EventStreams } from './events/event-stream.ts';
+import { registerEventStreamRoute } from './events/event-stream.routes.ts';
+import { eventStreamCodeSamples } from './events/event-stream.operations.ts';
+import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
+import { webhookCodeSamples } from './webhooks/webhooks.operations.ts';
+import { registerIdempotency } from './http/idempotency.ts';
+import { IdempotencySweeper } from './http/idempotency-sweeper.ts';
 
 interface AppDependencies {
   config: Config;
@@ -86,7 +97,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(swagger, {
     openapi: openApiInfo,
     transform: showGetBodies,
-    transformObject: finishOpenApiDocument({ ...userGroupCodeSamples, ...embedCodeSamples, ...apiTokenCodeSamples, ...operationalCodeSamples }),
+    transformObject: finishOpenApiDocument({
+      ...userGroupCodeSamples,
+      ...embedCodeSamples,
+      ...apiTokenCodeSamples,
+      ...eventCodeSamples,
+      ...eventStreamCodeSamples,
+      ...webhookCodeSamples,
+      ...operationalCodeSamples,
+    }),
   });
   registerDocsRoutes(app);
   registerConsoleRoutes(app);
@@ -94,6 +113,47 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerOperationalRoutes(app, deps.database);
   metrics.watchDatabase(deps.database);
   registerMetrics(app, metrics);
+
+  // Change events: moved from the outbox into the feed while the app runs (events/sequencer.ts).
+  const sequencer = new EventSequencer(deps.database, {
+    now,
+    retentionMs: config.eventRetentionMs,
+    pollMs: config.eventPollMs,
+    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+  });
+  app.addHook('onReady', async () => sequencer.start());
+  app.addHook('onClose', async () => sequencer.stop());
+  // Open event streams end before the server waits for its connections (they would hold it up).
+  const eventStreams = new EventStreams(deps.database, (listener) => sequencer.onNewEvents(listener), {
+    heartbeatMs: config.eventHeartbeatMs,
+    stallMs: config.eventStreamStallMs,
+    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    onStalled: (accountId) => app.log.warn({ account_id: accountId }, 'closed an event stream whose client stopped reading'),
+  });
+  app.addHook('preClose', async () => eventStreams.closeAll());
+  // Webhooks: deliveries made in the sequencer's transaction, sent by a dispatcher per instance (webhooks/dispatcher.ts).
+  const webhooks = new WebhookDispatcher(deps.database, deps.keyring, new AccountSlugs(deps.database.db), {
+    now,
+    retryScheduleMs: config.webhookRetryScheduleMs,
+    allowPrivate: config.webhookAllowPrivate,
+    retentionMs: config.eventRetentionMs,
+    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    onOutcome: (outcome) => metrics.webhookAttempted(outcome),
+  });
+  webhooks.attach(sequencer);
+  metrics.watchWebhookBacklog(() => webhooks.oldestPendingAgeSeconds());
+  app.addHook('onReady', async () => webhooks.start());
+  app.addHook('preClose', async () => webhooks.stop());
+
+  // Idempotency-Key on the routes that opt in (config: { idempotent: true }); its keys expire after 24 h.
+  registerIdempotency(app, { database: deps.database, keyring: deps.keyring, now, lockMs: config.requestTimeoutMs });
+  const idempotencySweeper = new IdempotencySweeper(deps.database, {
+    now,
+    everyMs: 60_000,
+    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+  });
+  app.addHook('onReady', async () => idempotencySweeper.start());
+  app.addHook('onClose', async () => idempotencySweeper.stop());
 
   const tokens = new OpenedTokenCache(deps.keyring, config.tokenCacheSize);
   const authenticator = new ApiTokenAuthenticator(deps.database.reads, now, config.apiTokenCacheMs);
@@ -111,6 +171,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     registerEmbedTokenRoute(api, embed);
     registerIntrospectionRoute(api, embed);
     registerApiTokenRoutes(api, { database: deps.database, accountSlugs: embed.accountSlugs, now });
+    registerEventRoutes(api, { database: deps.database, accountSlugs: embed.accountSlugs });
+    registerEventStreamRoute(api, { streams: eventStreams, accountSlugs: embed.accountSlugs });
+    registerWebhookRoutes(api, {
+      database: deps.database,
+      keyring: deps.keyring,
+      allowPrivate: config.webhookAllowPrivate,
+      accountSlugs: embed.accountSlugs,
+      now,
+    });
   });
   await registerEmbedRoutes(app, { ...embed, corsOrigins: config.corsOrigins });
   await registerWellKnownRoutes(app, signingKeys, config.publicUrl);

@@ -1,6 +1,8 @@
 // One typed configuration object, read from the environment once and validated at start,
 // so that a typo in a variable fails the start instead of a request.
 
+import { parseDuration } from './duration.ts';
+
 export interface Config {
   host: string;
   port: number;
@@ -60,6 +62,18 @@ export interface Config {
   traceSampler: 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
   /** The share of traces recorded by the traceidratio samplers, 0 to 1. */
   traceSamplerRatio: number;
+  /** How long change events are kept (UGS_EVENT_RETENTION, e.g. `7d`). */
+  eventRetentionMs: number;
+  /** How often an instance looks for events other instances wrote. */
+  eventPollMs: number;
+  /** The waits before each retry of a failed webhook delivery (UGS_WEBHOOK_RETRY_SCHEDULE); then it is given up. */
+  webhookRetryScheduleMs: number[];
+  /** Webhook URLs may resolve to loopback, private and link-local addresses (UGS_WEBHOOK_ALLOW_PRIVATE): tests and closed networks only. */
+  webhookAllowPrivate: boolean;
+  /** How often an event stream (GET /api/events/stream) writes a heartbeat comment. */
+  eventHeartbeatMs: number;
+  /** How long an event stream may stay stalled (its client not reading) before it is closed. */
+  eventStreamStallMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -110,6 +124,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     traceSampler: traceSampler(env.OTEL_TRACES_SAMPLER),
     traceSamplerRatio: ratio(env, 'OTEL_TRACES_SAMPLER_ARG', 1),
     embedSigningAlgorithm: oneOf(env, 'UGS_EMBED_SIGNING_ALG', EMBED_SIGNING_ALGORITHMS),
+    eventRetentionMs: duration(env, 'UGS_EVENT_RETENTION', '7d'),
+    eventPollMs: integer(env, 'UGS_EVENT_POLL_MS', 100, 10, 10_000),
+    webhookRetryScheduleMs: durations(env, 'UGS_WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,8h,8h'),
+    webhookAllowPrivate: boolean(env, 'UGS_WEBHOOK_ALLOW_PRIVATE', false),
+    eventHeartbeatMs: integer(env, 'UGS_EVENT_HEARTBEAT_MS', 15_000, 10, 600_000),
+    eventStreamStallMs: integer(env, 'UGS_EVENT_STREAM_STALL_MS', 60_000, 100, 3_600_000),
   };
   config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -204,6 +224,23 @@ function list(value: string | undefined): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+}
+
+/** A duration such as `7d`, `12h`, `90s` (duration.ts). */
+function duration(env: NodeJS.ProcessEnv, name: string, fallback: string): number {
+  const text = env[name] || fallback;
+  const ms = parseDuration(text);
+  if (ms === null) throw new ConfigError(`${name} must be a duration such as 7d, 12h, 30m or 90s, not "${text}"`);
+  return ms;
+}
+
+/** A comma-separated list of 1 to 20 durations, e.g. `5s,5m,30m`. */
+function durations(env: NodeJS.ProcessEnv, name: string, fallback: string): number[] {
+  const text = env[name] || fallback;
+  const list = text.split(',').map((part) => parseDuration(part));
+  if (list.length > 20 || list.some((ms) => ms === null))
+    throw new ConfigError(`${name} must be 1 to 20 comma-separated durations such as 5s,5m,2h, not "${text}"`);
+  return list as number[];
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

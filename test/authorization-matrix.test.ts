@@ -4,7 +4,8 @@
 // suite until it has a row below.
 import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, injectRequest, useTestApp } from './helpers/harness.ts';
+import type { FastifyInstance } from 'fastify';
+import { forEachBackend, injectRequest, parseBody, useTestApp } from './helpers/harness.ts';
 import { isOperational, routeTable } from './helpers/route-table.ts';
 import { generateToken } from '../src/auth/token-format.ts';
 
@@ -15,6 +16,8 @@ interface Probe {
   body?: unknown;
   query?: Record<string, string>;
   headers?: Record<string, string>;
+  /** The answer is an endless stream (Server-Sent Events): only its start is read. */
+  stream?: boolean;
 }
 interface Target {
   /** A user_group_id and the environment it lives in. */
@@ -40,13 +43,22 @@ interface RouteRow {
   scope?: 'write' | 'admin';
   /** Works on the account, in no environment: an environment-restricted token is not refused for that. */
   noEnvironment?: boolean;
+  /** Reads the account's change events: an environment-restricted token reads only its environment's. */
+  eventsOfItsEnvironment?: boolean;
   /** Works on API tokens: an environment-restricted admin sees only those restricted to its environment. */
   tokensOfItsEnvironment?: boolean;
   /** Answers a forbidden environment as `active: false` (RFC 7662 reveals nothing) instead of 403. */
   inactiveWhenForbidden?: boolean;
+  /** Works on webhook endpoints: an environment-restricted admin reaches only those of its environment. */
+  endpointsOfItsEnvironment?: boolean;
 }
 
 const OVERRIDE = { 'x-http-method-override': 'GET' };
+/** Webhook endpoints: the victim's, the caller's (every environment) and the caller's restricted to Testing. */
+const webhookEndpoints = { victim: 0, own: 0, testing: 0 };
+const endpointOf = (t: Target) => (t.id.startsWith('victim') ? webhookEndpoints.victim : t.env === 'Testing' ? webhookEndpoints.testing : webhookEndpoints.own);
+// Public, so that creating it passes the SSRF check; of a type nothing here produces, so that nothing is sent.
+const QUIET_ENDPOINT = { url: 'http://93.184.216.34/hook', types: ['embed_key.retired'] };
 const ROUTES: Record<string, RouteRow> = {
   'GET /api/user': {
     kind: 'api',
@@ -78,6 +90,14 @@ const ROUTES: Record<string, RouteRow> = {
     scope: 'write',
     probe: (t) => ({ method: 'DELETE', url: '/api/user', query: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 404, code: 'user_group_not_found' },
+  },
+  'POST /api/users/upsert': {
+    kind: 'api',
+    scope: 'write',
+    // The item's environment decides: an item of a forbidden environment fails alone (200), so the probe names none.
+    probe: (_t, fresh) => ({ method: 'POST', url: '/api/users/upsert', body: { user_groups: [{ user_group_id: fresh }] } }),
+    otherAccount: { status: 200 }, // created in the caller's account: there is no way to name another
+    noEnvironment: true,
   },
   'GET /api/users': {
     kind: 'api',
@@ -139,11 +159,81 @@ const ROUTES: Record<string, RouteRow> = {
     probe: () => ({ method: 'GET', url: '/api/api_tokens/history' }),
     otherAccount: { status: 200 },
   },
+  'GET /api/events': {
+    kind: 'api',
+    eventsOfItsEnvironment: true,
+    probe: () => ({ method: 'GET', url: '/api/events' }),
+    otherAccount: { status: 200 },
+  },
+  'GET /api/events/stream': {
+    kind: 'api',
+    noEnvironment: true, // a restricted token sees its environment's events (test/events-stream.test.ts)
+    probe: () => ({ method: 'GET', url: '/api/events/stream', stream: true }),
+    otherAccount: { status: 200 }, // the caller's own events from now on: there is no way to name another account
+  },
+  'GET /api/webhook_endpoints': {
+    kind: 'api',
+    scope: 'admin',
+    endpointsOfItsEnvironment: true,
+    probe: () => ({ method: 'GET', url: '/api/webhook_endpoints' }),
+    otherAccount: { status: 200 }, // the caller's own endpoints only
+  },
+  'POST /api/webhook_endpoints': {
+    kind: 'api',
+    scope: 'admin',
+    endpointsOfItsEnvironment: true,
+    probe: () => ({ method: 'POST', url: '/api/webhook_endpoints', body: QUIET_ENDPOINT }),
+    otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
+  },
+  'DELETE /api/webhook_endpoints/:id': {
+    kind: 'api',
+    scope: 'admin',
+    endpointsOfItsEnvironment: true,
+    probe: (t) => ({ method: 'DELETE', url: `/api/webhook_endpoints/${endpointOf(t)}` }),
+    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
+  },
+  'POST /api/webhook_endpoints/:id/rotate_secret': {
+    kind: 'api',
+    scope: 'admin',
+    endpointsOfItsEnvironment: true,
+    probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/rotate_secret` }),
+    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
+  },
+  'GET /api/webhook_endpoints/:id/deliveries': {
+    kind: 'api',
+    scope: 'admin',
+    endpointsOfItsEnvironment: true,
+    probe: (t) => ({ method: 'GET', url: `/api/webhook_endpoints/${endpointOf(t)}/deliveries` }),
+    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
+  },
+  'POST /api/webhook_endpoints/:id/test': {
+    kind: 'api',
+    scope: 'admin',
+    endpointsOfItsEnvironment: true,
+    probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/test` }),
+    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
+  },
   'GET /api/embed/context': {
     kind: 'embed',
     probe: () => ({ method: 'GET', url: '/api/embed/context' }),
   },
 };
+
+/** An answer that may be an endless stream: its status and headers, and its first chunk (a refusal: its whole body). */
+async function streamStart(app: FastifyInstance, probe: Probe, credential: Credential) {
+  const abort = new AbortController();
+  const headers: Record<string, string> = { ...probe.headers };
+  if (credential.token) headers.authorization = `Token ${credential.token}`;
+  if (credential.bearer) headers.authorization = `Bearer ${credential.bearer}`;
+  const response = await app.inject({ method: 'GET', url: probe.url, query: probe.query, headers, payloadAsStream: true, signal: abort.signal });
+  let text = '';
+  for await (const chunk of response.stream()) {
+    text += String(chunk);
+    if (response.statusCode === 200) break;
+  }
+  abort.abort();
+  return { status: response.statusCode, headers: response.headers, body: parseBody(text), text };
+}
 
 const flipLast = (token: string) => `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
 
@@ -181,6 +271,7 @@ forEachBackend('authorization matrix', (backend) => {
   }
 
   function send(probe: Probe, credential: Credential) {
+    if (probe.stream) return streamStart(t.app, probe, credential);
     return injectRequest(t.app, probe.method, probe.url, { ...credential, body: probe.body, query: probe.query, headers: probe.headers });
   }
 
@@ -216,7 +307,29 @@ forEachBackend('authorization matrix', (backend) => {
     const retired = await createGroup(tokens.rw, 'own-retired', 'Customer');
     assert.equal((await t.request('POST', '/api/user', { token: tokens.rw, body: { current_token: retired.groupToken } })).status, 200);
     tokens.retiredGroupToken = retired.groupToken;
+    webhookEndpoints.victim = await insertWebhookEndpoint('victim', null);
+    webhookEndpoints.own = await insertWebhookEndpoint('caller', null);
+    webhookEndpoints.testing = await insertWebhookEndpoint('caller', 'Testing');
   });
+
+  /** A webhook endpoint row (its loopback URL is refused when a test event is sent: nothing leaves). */
+  async function insertWebhookEndpoint(account: string, environment: 'Testing' | null): Promise<number> {
+    const { id: accountId } = await t.handle.db.selectFrom('accounts').select('id').where('slug', '=', account).executeTakeFirstOrThrow();
+    const row = await t.handle.db
+      .insertInto('webhook_endpoints')
+      .values({
+        account_id: accountId,
+        url: 'http://127.0.0.1:9/hook',
+        types: JSON.stringify(QUIET_ENDPOINT.types),
+        description: null,
+        environment,
+        secret_sealed: t.keyring.seal('whsec_AAAA', 'webhook-secret'),
+        created_at: new Date().toISOString(),
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return Number(row.id);
+  }
 
   it('the route table has a row for every route, and every row is a route', () => {
     const routes = routeTable(t.app)
@@ -257,6 +370,11 @@ forEachBackend('authorization matrix', (backend) => {
         }
         if (key === 'GET /api/user/history') assert.deepEqual(res.body.entries, []);
         if (key === 'GET /api/users') assert.deepEqual(res.body.user_groups, []);
+        if (key === 'GET /api/events')
+          assert.ok(
+            res.body.events.every((event) => event.account === 'caller'),
+            "another account's events",
+          );
         if (key === 'POST /api/embed/introspect') assert.deepEqual(res.body, { success: 1, active: false });
         if (key === 'GET /api/api_tokens/current') assert.equal(res.body.account, 'caller');
         if (key === 'GET /api/api_tokens')
@@ -286,6 +404,16 @@ forEachBackend('authorization matrix', (backend) => {
         it(`${key}: a read,write API token without admin -> 403 insufficient_scope`, async () => {
           await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.noAdmin }, 403, 'insufficient_scope');
         });
+      }
+
+      if (row.eventsOfItsEnvironment) {
+        it(`${key}: a token restricted to Testing reads only Testing's events`, async () => {
+          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
+          assert.equal(res.status, 200, res.text);
+          assert.ok(res.body.events.length > 0, 'the Testing events of the suite');
+          for (const event of res.body.events) assert.equal(event.data.api_environment_tag ?? event.data.allowed_environment, 'Testing', JSON.stringify(event));
+        });
+        continue;
       }
 
       if (row.noEnvironment) {
@@ -320,6 +448,27 @@ forEachBackend('authorization matrix', (backend) => {
               : res.body.entries.map((entry: { api_token_id: number }) => entry.api_token_id);
           assert.ok(ids.length > 0, `${key} shows the Testing tokens`);
           for (const id of ids) assert.ok(testingTokenIds.has(id), `${key} shows token ${id}, which is not restricted to Testing`);
+        });
+        continue;
+      }
+
+      if (row.endpointsOfItsEnvironment) {
+        it(`${key}: an admin restricted to Testing reaches only the webhook endpoints of Testing; others answer as another account's`, async () => {
+          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
+          if (key.includes(':id')) {
+            assert.equal(res.status, 404, res.text);
+            assert.equal(res.body.error.code, 'webhook_endpoint_not_found');
+          } else if (key === 'GET /api/webhook_endpoints') {
+            assert.equal(res.status, 200, res.text);
+            const listed = res.body.webhook_endpoints.map((endpoint: { id: number; environment: string | null }) => [endpoint.id, endpoint.environment]);
+            assert.ok(listed.length > 0 && listed.every(([, environment]: unknown[]) => environment === 'Testing'), JSON.stringify(listed));
+          } else {
+            assert.equal(res.status, 201, res.text);
+            assert.equal(res.body.webhook_endpoint.environment, 'Testing', 'it receives only the events of Testing');
+          }
+          const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
+          assert.ok(own.status < 400, `${key} in Testing: ${own.status} ${own.text}`);
+          if (key === 'DELETE /api/webhook_endpoints/:id') webhookEndpoints.testing = await insertWebhookEndpoint('caller', 'Testing');
         });
         continue;
       }

@@ -8,6 +8,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -41,7 +43,8 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
   before(async () => {
     database = await createTestDatabase('sqlite');
     const secretKey = crypto.randomBytes(32).toString('base64');
-    env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey };
+    // Webhooks go to a receiver of this test, on 127.0.0.1.
+    env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey, UGS_WEBHOOK_ALLOW_PRIVATE: 'true' };
     adminToken = (await issueTokenWithCli(env, ['--account', 'acme', '--scopes', 'read,write,admin', '--name', 'support'])).token;
     readToken = (await issueTokenWithCli(env, ['--account', 'acme', '--scopes', 'read', '--name', 'viewer'])).token;
     server = await spawnServer(env);
@@ -412,6 +415,77 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
       .getByText(/Token \d+ revoked by API token \d+/)
       .first()
       .waitFor();
+  });
+
+  it('console: add a webhook endpoint (its secret shown once), send a test event, see its deliveries, delete it', async () => {
+    const received: { type: string; id: string }[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        received.push({ type: JSON.parse(body).type, id: String(req.headers['webhook-id']) });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    try {
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Webhooks of acme' }).waitFor();
+      await page.getByText('No endpoint yet.').waitFor();
+      await page.getByLabel('URL').fill(url);
+      await page.getByLabel('Description').fill('cache invalidation');
+      await page.getByLabel('user_group.created').check();
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      const secret = await page.getByLabel('Signing secret').inputValue();
+      assert.match(secret, /^whsec_/);
+      const row = page.locator('table.webhooks tbody tr', { hasText: 'cache invalidation' });
+      await row.waitFor();
+      const id = await row.getAttribute('data-endpoint-id');
+      assert.doesNotMatch((await page.locator('table.webhooks').textContent()) ?? '', /whsec_/, 'the listing never shows a secret');
+      await assertAccessible('webhooks');
+      await assertKeyboardReachable('webhooks');
+      await shot('webhooks');
+
+      await row.getByRole('button', { name: `Send a test event to endpoint ${id}` }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Test event delivered to endpoint ${id}: HTTP 200` })
+        .waitFor();
+      assert.equal(received[0]?.type, 'webhook_endpoint.test');
+
+      // A change is delivered, and listed with its attempt.
+      assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token: adminToken, body: { user_group_id: 'webhook-console' } })).status, 201);
+      const deadline = Date.now() + 10_000;
+      while (!received.some((r) => r.type === 'user_group.created') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      await row.getByRole('link', { name: `Deliveries of endpoint ${id}` }).click();
+      await page.getByRole('heading', { name: `Deliveries of endpoint ${id}` }).waitFor();
+      const delivery = page.locator('table.deliveries tbody tr', { hasText: 'user_group.created' });
+      await delivery.getByText('delivered').waitFor();
+      await delivery.getByText(/HTTP 200 in \d+ ms/).waitFor();
+      assert.equal(await delivery.locator('code').textContent(), received.find((r) => r.type === 'user_group.created')!.id, 'the webhook-id the receiver got');
+      await assertAccessible('webhook deliveries');
+      await shot('webhook-deliveries');
+
+      await page.getByRole('link', { name: 'All endpoints' }).click();
+      await page
+        .locator('table.webhooks tbody tr', { hasText: 'cache invalidation' })
+        .getByRole('button', { name: `Delete endpoint ${id}` })
+        .click();
+      await page
+        .getByRole('dialog', { name: 'Delete the webhook endpoint' })
+        .getByRole('button', { name: `Delete endpoint ${id}` })
+        .click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Deleted endpoint ${id}.` })
+        .waitFor();
+      const listed = await httpRequest(server.baseUrl, 'GET', '/api/webhook_endpoints', { token: adminToken });
+      assert.deepEqual(listed.body.webhook_endpoints, []);
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 
   it('console: the signing keys page lists the published keys (kid, kty, alg) of every algorithm and what signs now, read from the public documents without the API token', async () => {

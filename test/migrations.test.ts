@@ -20,7 +20,15 @@ forEachBackend('migrations', (backend) => {
       const rows = await sql<{ name: string }>`select name from kysely_migration`.execute(handle.db);
       assert.deepEqual(
         rows.rows.map((r) => r.name),
-        ['0001-initial', '0002-plans-without-statistics', '0003-hierarchy-and-tags', '0004-embed-signing-keys', '0005-tenant-columns'],
+        [
+          '0001-initial',
+          '0002-plans-without-statistics',
+          '0003-hierarchy-and-tags',
+          '0004-embed-signing-keys',
+          '0005-tenant-columns',
+          '0006-change-events',
+          '0007-idempotency-keys',
+        ],
       );
       const again = await migrateToLatest(handle);
       assert.deepEqual(again.applied, [], 'a later start finds nothing to do');

@@ -38,7 +38,8 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
       assert.equal(created.status, 201, created.text);
     }
 
-    dataApi = await startDataApi({ UGS_ISSUER: serviceUrl, AUDIENCE: 'ugs:embed,sales', JWKS_CACHE_SECONDS: '1' });
+    // With an API token, the data API follows the change events to refuse revoked embed tokens.
+    dataApi = await startDataApi({ UGS_ISSUER: serviceUrl, AUDIENCE: 'ugs:embed,sales', JWKS_CACHE_SECONDS: '1', UGS_API_TOKEN: apiToken });
   });
 
   after(async () => {
@@ -133,6 +134,29 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
       ['Hammocks', 'Doomsday device'],
     );
     assert.equal((await rows('/orders', older)).status, 200, 'a token of the older key still verifies');
+  });
+
+  it('an embed token whose group is deleted, or whose group token is rotated, is refused once the change event arrives', async () => {
+    for (const [id, change] of [
+      ['soon-deleted', 'delete'],
+      ['soon-rotated', 'rotate'],
+    ] as const) {
+      const created = await service.request('POST', '/api/user', { token: apiToken, body: { user_group_id: id } });
+      assert.equal(created.status, 201, created.text);
+      const token = await embedToken({ user_group_id: id });
+      assert.equal((await rows('/orders', token)).status, 200);
+      const changed =
+        change === 'delete'
+          ? await service.request('DELETE', '/api/user', { token: apiToken, query: { user_group_id: id } })
+          : await service.request('POST', '/api/user', { token: apiToken, body: { current_token: created.body.user_group.token } });
+      assert.equal(changed.status, 200, changed.text);
+      let answer = await rows('/orders', token);
+      for (const deadline = Date.now() + 10_000; answer.status === 200 && Date.now() < deadline; answer = await rows('/orders', token)) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(answer.status, 401, `${change}: ${JSON.stringify(answer.body)}`);
+      assert.equal(answer.body.error?.code, 'invalid_token');
+    }
   });
 
   it('the database role the example uses cannot bypass row-level security', async () => {

@@ -82,7 +82,7 @@ for (const backend of BACKENDS) {
           if (capturing) captured.push({ sql: event.query.sql, parameters: event.query.parameters });
         },
       });
-      built = await buildTestApp(database);
+      built = await buildTestApp(database, { config: { webhookAllowPrivate: true } }); // the workload's webhook endpoint is on 127.0.0.1
       token = (await issueTestToken(database.handle, { account: 'plans', scopes: ['read', 'write', 'admin'] })).token;
       const other = (await issueTestToken(database.handle, { account: 'plans-other' })).token;
       // Grown through the API: two accounts, both environments, the way real tables grow.

@@ -10,6 +10,7 @@ import { GroupList } from './pages/group-list.tsx';
 import { GroupDetail } from './pages/group-detail.tsx';
 import { GroupForm } from './pages/group-form.tsx';
 import { TokensPage } from './pages/tokens.tsx';
+import { WebhookDeliveriesPage, WebhooksPage } from './pages/webhooks.tsx';
 import { SigningKeysPage } from './pages/signing-keys.tsx';
 
 export function App() {
@@ -55,7 +56,14 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
     storeEnvironment(value);
     setEnvironment(value);
   };
-  const current = route.page === 'tokens' || route.page === 'keys' ? route.page : route.page === 'not-found' ? null : 'groups';
+  const current =
+    route.page === 'tokens' || route.page === 'keys' || route.page === 'webhooks'
+      ? route.page
+      : route.page === 'webhook'
+        ? 'webhooks'
+        : route.page === 'not-found'
+          ? null
+          : 'groups';
   useEffect(() => {
     const titles = {
       groups: 'User groups',
@@ -63,6 +71,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
       group: 'User group',
       'edit-group': 'Edit user group',
       tokens: 'API tokens',
+      webhooks: 'Webhooks',
+      webhook: 'Webhook deliveries',
       keys: 'Signing keys',
       'not-found': 'Not found',
     };
@@ -86,6 +96,11 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
           {session.isAdmin && (
             <a href="#/tokens" aria-current={current === 'tokens' ? 'page' : undefined}>
               API tokens
+            </a>
+          )}
+          {session.isAdmin && (
+            <a href="#/webhooks" aria-current={current === 'webhooks' ? 'page' : undefined}>
+              Webhooks
             </a>
           )}
           <a href="#/keys" aria-current={current === 'keys' ? 'page' : undefined}>
@@ -137,6 +152,17 @@ function Page({ route, session, environment }: { route: Route; session: Session;
         <TokensPage session={session} />
       ) : (
         <ErrorAlert error={new Error('managing API tokens needs an API token with the admin scope')} />
+      );
+    case 'webhooks':
+    case 'webhook':
+      return session.isAdmin ? (
+        route.page === 'webhook' ? (
+          <WebhookDeliveriesPage session={session} id={route.id} />
+        ) : (
+          <WebhooksPage session={session} />
+        )
+      ) : (
+        <ErrorAlert error={new Error('managing webhooks needs an API token with the admin scope')} />
       );
     case 'keys':
       return <SigningKeysPage session={session} />;

@@ -8,6 +8,8 @@ export type Route =
   | { page: 'group'; environment: string; id: string }
   | { page: 'edit-group'; environment: string; id: string }
   | { page: 'tokens' }
+  | { page: 'webhooks' }
+  | { page: 'webhook'; id: number }
   | { page: 'keys' }
   | { page: 'not-found'; fragment: string };
 
@@ -32,6 +34,8 @@ export function parseRoute(hash: string): Route | undefined {
   if (parts[0] === 'group' && parts.length === 4 && parts[3] === 'edit') return { page: 'edit-group', environment: parts[1], id: parts[2] };
   if (parts[0] === 'tokens' && parts.length === 1) return { page: 'tokens' };
   if (parts[0] === 'keys' && parts.length === 1) return { page: 'keys' };
+  if (parts[0] === 'webhooks' && parts.length === 1) return { page: 'webhooks' };
+  if (parts[0] === 'webhooks' && parts.length === 2 && /^[1-9][0-9]{0,15}$/.test(parts[1])) return { page: 'webhook', id: Number(parts[1]) };
   return { page: 'not-found', fragment };
 }
 

@@ -11,6 +11,7 @@ import cors from '@fastify/cors';
 import fastifyJwt from '@fastify/jwt';
 import buildGetJwks from 'get-jwks';
 import pg from 'pg';
+import { followRevocations } from '@ugs/client';
 
 // The service's UGS_PUBLIC_URL: the iss of its tokens, and where its keys are.
 const UGS_ISSUER = (process.env.UGS_ISSUER || 'http://127.0.0.1:3000').replace(/\/+$/, '');
@@ -34,6 +35,17 @@ if (!process.env.DATABASE_URL) {
 }
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+// Optional: an API token (read scope) of the account whose dashboards this API serves. With
+// it, the API follows the service's change events and refuses embed tokens whose group was
+// deleted, or whose group's token was rotated, since they were issued: as the service does,
+// without asking it per request (docs/verify-embed-tokens.md, "Refusing revoked tokens offline").
+const revocations = process.env.UGS_API_TOKEN
+  ? followRevocations({
+      baseUrl: process.env.UGS_URL || UGS_ISSUER,
+      apiToken: process.env.UGS_API_TOKEN,
+      onError: (err) => console.error(`revocations: ${err.message}; reconnecting`),
+    })
+  : undefined;
 const getJwks = buildGetJwks({ issuersWhitelist: [UGS_ISSUER], ttl: JWKS_CACHE_SECONDS * 1000 });
 const app = Fastify();
 
@@ -66,6 +78,8 @@ async function viewer(request) {
   } catch (err) {
     throw new Refusal(401, 'invalid_token', `the embed token is not valid (${err.code ?? 'FST_JWT_AUTHORIZATION_TOKEN_INVALID'})`);
   }
+  const revoked = revocations?.check(claims);
+  if (revoked) throw new Refusal(401, 'invalid_token', `the embed token is no longer valid (${revoked})`);
   // A token bound to a page is good only from that page.
   if (claims.ugs_origin !== undefined && request.headers.origin !== undefined && request.headers.origin !== claims.ugs_origin) {
     throw new Refusal(403, 'origin_forbidden', 'this embed token is bound to another origin');
@@ -120,11 +134,13 @@ app.setErrorHandler((err, _request, reply) => {
   return reply.code(500).send({ error: { code: 'internal_error', message: 'the query failed; see the data API log' } });
 });
 
+await revocations?.ready; // every revocation the service keeps, before the first request
 const address = await app.listen({ host: HOST, port: PORT });
 console.log(`data API listening on ${address} (tokens of ${UGS_ISSUER}, audience ${AUDIENCE.join(', ')})`);
 const stop = () =>
   app
     .close()
+    .then(() => revocations?.close())
     .then(() => pool.end())
     .then(() => process.exit(0));
 process.on('SIGTERM', stop);

@@ -39,7 +39,7 @@ export function registerApiTokenRoutes(app: FastifyInstance, deps: ApiTokenRoute
     return { success: 1 as const, api_tokens: tokens.map((token) => apiTokenJson(token, now)) };
   });
 
-  api.post('/api/api_tokens', { schema: createApiTokenOperation }, async (request, reply) => {
+  api.post('/api/api_tokens', { schema: createApiTokenOperation, config: { idempotent: true } }, async (request, reply) => {
     const principal = admin(request);
     const now = deps.now();
     const { body } = request;

@@ -1,9 +1,12 @@
 // The append-only history of changes. Entries are written in the same transaction as the
 // change they describe, so a failed request leaves none; they never hold a token value.
+// Each entry also writes the change's event to the outbox (outbox.ts): whatever is in the
+// history is in the event feed, by construction.
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
 import { ownedBy, type Tenant } from '../db/tenant.ts';
+import { appendEvents, type ChangeEvent, type EventType } from './outbox.ts';
 
 export interface AuditEntry {
   accountId: number;
@@ -11,7 +14,11 @@ export interface AuditEntry {
   subjectId: string | number;
   environment?: Environment | null;
   providedId?: string | null;
-  action: string;
+  action: AuditAction;
+  /** A user group's token generation after the change (embed tokens carry it). */
+  generation?: number;
+  /** A rotation with a grace period: when the previous token stops working. */
+  gracePeriodEndsAt?: Date;
   changedFields?: string[];
   details?: AuditDetails;
   actorTokenId?: number | null;
@@ -28,6 +35,17 @@ export interface Actor {
   requestId: string | null;
 }
 
+/** What the history calls each change, and the type of its event. */
+const EVENT_OF_ACTION = {
+  'user_group.create': 'user_group.created',
+  'user_group.update': 'user_group.updated',
+  'user_group.rotate': 'user_group.token_rotated',
+  'user_group.delete': 'user_group.deleted',
+  'api_token.issue': 'api_token.created',
+  'api_token.revoke': 'api_token.revoked',
+} as const satisfies Record<string, EventType>;
+export type AuditAction = keyof typeof EVENT_OF_ACTION;
+
 /** Rows per insert statement (about 11 parameters each). */
 const AUDIT_CHUNK = 200;
 
@@ -43,6 +61,24 @@ export async function appendAudits(db: Kysely<Database>, entries: readonly Audit
       .values(entries.slice(start, start + AUDIT_CHUNK).map(auditRow))
       .execute();
   }
+  await appendEvents(db, entries.map(changeEvent));
+}
+
+/** The event of a history entry (docs/api.md, "Change events"): the subject's identity and what changed. */
+function changeEvent(entry: AuditEntry): ChangeEvent {
+  const data: Record<string, unknown> =
+    entry.subjectType === 'user_group'
+      ? {
+          team_id: Number(entry.subjectId),
+          user_group_id: entry.providedId ?? null,
+          api_environment_tag: entry.environment ?? null,
+          generation: entry.generation ?? null,
+        }
+      : { api_token_id: Number(entry.subjectId), allowed_environment: entry.environment ?? null };
+  if (entry.changedFields) data.changed_fields = entry.changedFields;
+  if (entry.details) data.changes = entry.details;
+  if (entry.gracePeriodEndsAt) data.grace_period_ends_at = entry.gracePeriodEndsAt.toISOString();
+  return { accountId: entry.accountId, environment: entry.environment ?? null, type: EVENT_OF_ACTION[entry.action], occurredAt: entry.at, data };
 }
 
 function auditRow(entry: AuditEntry) {

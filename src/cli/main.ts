@@ -9,13 +9,18 @@ import { ACCOUNT_SLUG, allAccounts, createAccount } from '../accounts/accounts.s
 import { historyOfAccount } from '../audit/history.service.ts';
 import { apiTokenStatus, issueApiToken, listApiTokens, revokeApiToken } from '../api-tokens/api-tokens.service.ts';
 import { SCOPES, type Scope } from '../auth/principal.ts';
-import { parseDuration } from './duration.ts';
-import { reencryptUserGroupTokens, tokensPerKey } from '../crypto/reencrypt.ts';
+import { parseDuration } from '../duration.ts';
+import { reencryptUserGroupTokens, reencryptWebhookSecrets, tokensPerKey } from '../crypto/reencrypt.ts';
 import { reissueTokensOfLostKey } from '../user-groups/lost-key.service.ts';
 import { DEFAULT_ACTIVATION_SECONDS, reencryptSigningKeys, replaceSigningKeysOfLostKey, rotateSigningKey, listSigningKeys } from '../embed/signing-keys.ts';
 import { declareAccountLevels, readAccountLevels } from '../user-groups/account-levels.service.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
+import { tailEvents } from '../events/event-tail.ts';
 import fs from 'node:fs';
+import { findAccountBySlug } from '../accounts/accounts.repository.ts';
+import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
+import { createEndpoint, deleteEndpointIn, listEndpointsOf } from '../webhooks/webhooks.service.ts';
+import { webhookEndpointJson } from '../webhooks/webhooks.json.ts';
 
 const CLI_ACTOR = { tokenId: null, requestId: null };
 
@@ -222,6 +227,69 @@ export function buildCli(): Command {
       print(!!opts.json, { id, revoked: true }, `revoked API token ${id}`);
     });
 
+  const webhooks = program.command('webhooks').description('manage an account\'s webhook endpoints (docs/api.md, "Webhooks")');
+  const accountId = async (h: DatabaseHandle, name: string) => {
+    const found = await findAccountBySlug(h.db, name);
+    if (!found) throw new UsageError(`no account "${name}"`);
+    return Number(found.id);
+  };
+  webhooks
+    .command('list')
+    .description('list the webhook endpoints of an account (never shows a secret)')
+    .requiredOption('--account <slug>', 'the account', slug)
+    .option('--json', 'print JSON')
+    .action(async (opts: { account: string; json?: boolean }) => {
+      const rows = (await withDatabase(async (h) => listEndpointsOf(h, await accountId(h, opts.account)))).map(webhookEndpointJson);
+      print(
+        !!opts.json,
+        rows,
+        ['id\tstatus\tenv\ttypes\turl']
+          .concat(rows.map((r) => [r.id, r.status, r.environment ?? 'any', r.types?.join(',') ?? 'all', r.url].join('\t')))
+          .join('\n'),
+      );
+    });
+  webhooks
+    .command('create')
+    .description('create a webhook endpoint and print its secret once')
+    .requiredOption('--account <slug>', 'the account', slug)
+    .requiredOption('--url <url>', 'where events are POSTed: http(s), to a public address unless UGS_WEBHOOK_ALLOW_PRIVATE=true')
+    .option('--types <list>', `comma-separated event types (default: all): ${EVENT_TYPES.join(', ')}`)
+    .addOption(new Option('--env <environment>', 'only the events of this environment').choices(['Customer', 'Testing', 'any']).default('any'))
+    .option('--description <text>', 'what it is for')
+    .option('--json', 'print JSON, with the secret')
+    .action(async (opts: { account: string; url: string; types?: string; env: string; description?: string; json?: boolean }) => {
+      const types = opts.types === undefined ? null : [...new Set(opts.types.split(',').map((s) => s.trim()))];
+      const unknown = (types ?? []).filter((type) => !(EVENT_TYPES as readonly string[]).includes(type));
+      if (unknown.length > 0) throw new UsageError(`unknown event types ${unknown.join(', ')}: types are ${EVENT_TYPES.join(', ')}`);
+      const keyring = configuredKeyring();
+      const created = await withDatabase(async (h) =>
+        createEndpoint(
+          { database: h, keyring, allowPrivate: loadConfig().webhookAllowPrivate },
+          { accountId: await accountId(h, opts.account), environment: opts.env === 'any' ? null : (opts.env as Environment) },
+          { url: opts.url, types: types as EventType[] | null, description: opts.description ?? null },
+          new Date(),
+        ),
+      );
+      const json = { ...webhookEndpointJson(created.endpoint), secret: created.secret };
+      print(
+        !!opts.json,
+        json,
+        [`webhook endpoint ${json.id} for account ${opts.account}: ${json.url}`, 'Its secret is shown only this once:', '', `  ${json.secret}`].join('\n'),
+      );
+    });
+  webhooks
+    .command('delete')
+    .description('delete a webhook endpoint with its pending deliveries')
+    .requiredOption('--account <slug>', 'the account', slug)
+    .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
+    .option('--json', 'print JSON')
+    .action(async (id: number, opts: { account: string; json?: boolean }) => {
+      await withDatabase(async (h) => deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id)).catch((err) => {
+        throw err instanceof Error && 'code' in err && err.code === 'webhook_endpoint_not_found' ? new UsageError(err.message) : err;
+      });
+      print(!!opts.json, { id, deleted: true }, `deleted webhook endpoint ${id}`);
+    });
+
   program
     .command('migrate')
     .description('apply database migrations (the server also does this on start)')
@@ -285,15 +353,24 @@ export function buildCli(): Command {
     .option('--json', 'print JSON')
     .action(async (opts: { batchSize: number; json?: boolean }) => {
       const keyring = configuredKeyring();
-      const [outcome, signing] = await withDatabase(
-        async (h) => [await reencryptUserGroupTokens(h, keyring, { batchSize: opts.batchSize }), await reencryptSigningKeys(h, keyring)] as const,
+      const [outcome, signing, webhookSecrets] = await withDatabase(
+        async (h) =>
+          [
+            await reencryptUserGroupTokens(h, keyring, { batchSize: opts.batchSize }),
+            await reencryptSigningKeys(h, keyring),
+            await reencryptWebhookSecrets(h, keyring),
+          ] as const,
       );
       print(
         !!opts.json,
-        { current_key_id: keyring.currentKeyId, ...outcome, embed_signing_keys: signing },
+        { current_key_id: keyring.currentKeyId, ...outcome, embed_signing_keys: signing, webhook_secrets: webhookSecrets },
         [
           `re-sealed ${outcome.resealed} of ${outcome.examined} user group tokens under key ${keyring.currentKeyId}`,
           `re-sealed ${signing.resealed} embed signing keys`,
+          `re-sealed ${webhookSecrets.resealed} webhook endpoint secrets`,
+          webhookSecrets.unreadable.length
+            ? `webhook endpoints whose secrets are sealed under keys that are not configured: ${webhookSecrets.unreadable.join(', ')}`
+            : '',
           signing.unreadable.length ? `embed signing keys sealed under keys that are not configured: ${signing.unreadable.join(', ')}` : '',
           outcome.changedConcurrently
             ? `${outcome.changedConcurrently} were rotated meanwhile (already under the newest key of the rotating instance; run again to be sure)`
@@ -305,7 +382,7 @@ export function buildCli(): Command {
           .filter(Boolean)
           .join('\n'),
       );
-      if (outcome.unreadable.length + signing.unreadable.length > 0) {
+      if (outcome.unreadable.length + signing.unreadable.length + webhookSecrets.unreadable.length > 0) {
         throw new Error('some tokens or signing keys could not be re-sealed: add their keys to UGS_SECRET_KEY (after the newest) and run again');
       }
     });
@@ -392,6 +469,42 @@ export function buildCli(): Command {
           ...listed.map((k) => [k.kid, k.algorithm, k.activates_at, k.retired_at ?? '-', k.signed_until].join('\t')),
         ].join('\n'),
       );
+    });
+
+  const events = program.command('events').description('an account\'s change events (docs/api.md, "Change events")');
+  events
+    .command('tail')
+    .description('print the events as JSON lines as they come, until interrupted (read from the database; a running server numbers them)')
+    .requiredOption('--account <slug>', 'the account', slug)
+    .addOption(new Option('--env <environment>', "only this environment's events").choices(['Customer', 'Testing']))
+    .option('--types <types>', 'comma-separated event types, e.g. user_group.deleted,user_group.token_rotated')
+    .option('--after <id>', 'start after this event id (default: only new events)', (value) =>
+      String(integerIn(0, Number.MAX_SAFE_INTEGER, 'an event id')(value)),
+    )
+    .action(async (opts: { account: string; env?: Environment; types?: string; after?: string }) => {
+      const stop = new AbortController();
+      const interrupted = () => stop.abort();
+      process.once('SIGINT', interrupted);
+      process.once('SIGTERM', interrupted);
+      try {
+        await withDatabase((h) =>
+          tailEvents(
+            h,
+            {
+              accountSlug: opts.account,
+              environment: opts.env ?? null,
+              types: opts.types,
+              after: opts.after,
+              pollMs: loadConfig().eventPollMs,
+              signal: stop.signal,
+            },
+            (event) => process.stdout.write(`${JSON.stringify(event)}\n`),
+          ),
+        );
+      } finally {
+        process.off('SIGINT', interrupted);
+        process.off('SIGTERM', interrupted);
+      }
     });
 
   return program;

@@ -95,3 +95,39 @@ export async function tokensPerKey(db: Kysely<Database>): Promise<{ key_id: stri
     .execute();
   return rows.map((r) => ({ key_id: r.key_id, tokens: Number(r.tokens) }));
 }
+
+/**
+ * Re-seals webhook endpoint secrets (the current one, and the previous one while it signs)
+ * under the newest key; each row only if it still holds what was read (compare-and-swap:
+ * a rotation meanwhile wins). Returns how many were re-sealed, and the endpoints whose
+ * secrets no configured key opens.
+ */
+export async function reencryptWebhookSecrets(handle: DatabaseHandle, keyring: Keyring): Promise<{ resealed: number; unreadable: number[] }> {
+  const outcome = { resealed: 0, unreadable: [] as number[] };
+  const rows = await handle.db.selectFrom('webhook_endpoints').select(['id', 'secret_sealed', 'previous_secret_sealed']).orderBy('id').execute();
+  for (const row of rows) {
+    const reseal = (sealed: string | null): string | null | undefined => {
+      if (sealed === null || Keyring.sealedKeyId(sealed) === keyring.currentKeyId) return sealed;
+      try {
+        return keyring.seal(keyring.open(sealed, 'webhook-secret'), 'webhook-secret');
+      } catch {
+        return undefined;
+      }
+    };
+    const current = reseal(row.secret_sealed) as string | undefined;
+    const previous = reseal(row.previous_secret_sealed);
+    if (current === undefined) {
+      outcome.unreadable.push(Number(row.id));
+      continue;
+    }
+    if (current === row.secret_sealed && (previous === row.previous_secret_sealed || previous === undefined)) continue;
+    const result = await handle.db
+      .updateTable('webhook_endpoints')
+      .set({ secret_sealed: current, previous_secret_sealed: previous === undefined ? row.previous_secret_sealed : previous })
+      .where('id', '=', row.id)
+      .where('secret_sealed', '=', row.secret_sealed)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 1) outcome.resealed++;
+  }
+  return outcome;
+}

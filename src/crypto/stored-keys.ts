@@ -35,12 +35,25 @@ function signingKeySealers(db: Kysely<Database>, now: string): Promise<{ key_id:
     .execute();
 }
 
+/** The secret key ids that sealed webhook endpoint secrets that still sign (the current one, and the previous one for 24 h after a rotation). */
+async function webhookSecretSealers(db: Kysely<Database>, now: string): Promise<{ key_id: string; endpoint_id: number }[]> {
+  const rows = await db.selectFrom('webhook_endpoints').select(['id', 'secret_sealed', 'previous_secret_sealed', 'previous_secret_expires_at']).execute();
+  return rows.flatMap((row) => [
+    { key_id: row.secret_sealed.slice(0, 8), endpoint_id: Number(row.id) },
+    ...(row.previous_secret_sealed !== null && row.previous_secret_expires_at !== null && row.previous_secret_expires_at > now
+      ? [{ key_id: row.previous_secret_sealed.slice(0, 8), endpoint_id: Number(row.id) }]
+      : []),
+  ]);
+}
+
 interface MissingKey {
   key_id: string;
   /** How many stored tokens it sealed. */
   tokens: number;
   /** The embed signing keys (kid) it sealed that sign now or later. */
   signing_keys: string[];
+  /** The webhook endpoints (id) whose signing secret it sealed. */
+  webhook_endpoints: number[];
 }
 
 /**
@@ -50,7 +63,7 @@ interface MissingKey {
 export async function missingSealingKeys(db: Kysely<Database>, keyring: Keyring, now: Date): Promise<MissingKey[]> {
   const configured = new Set(keyring.keyIds);
   const missing = new Map<string, MissingKey>();
-  const entry = (keyId: string) => missing.get(keyId) ?? missing.set(keyId, { key_id: keyId, tokens: 0, signing_keys: [] }).get(keyId)!;
+  const entry = (keyId: string) => missing.get(keyId) ?? missing.set(keyId, { key_id: keyId, tokens: 0, signing_keys: [], webhook_endpoints: [] }).get(keyId)!;
   for (const keyId of await sealingKeyIds(db)) {
     if (configured.has(keyId)) continue;
     const row = await db
@@ -63,6 +76,9 @@ export async function missingSealingKeys(db: Kysely<Database>, keyring: Keyring,
   for (const { key_id: keyId, kid } of await signingKeySealers(db, now.toISOString())) {
     if (!configured.has(keyId)) entry(keyId).signing_keys.push(kid);
   }
+  for (const { key_id: keyId, endpoint_id: endpointId } of await webhookSecretSealers(db, now.toISOString())) {
+    if (!configured.has(keyId) && !entry(keyId).webhook_endpoints.includes(endpointId)) entry(keyId).webhook_endpoints.push(endpointId);
+  }
   return [...missing.values()].sort((a, b) => a.key_id.localeCompare(b.key_id));
 }
 
@@ -70,18 +86,21 @@ export async function missingSealingKeys(db: Kysely<Database>, keyring: Keyring,
 export function missingKeysMessage(missing: MissingKey[], keyring: Keyring, keySource: string): string {
   const total = missing.reduce((sum, key) => sum + key.tokens, 0);
   const signing = missing.reduce((sum, key) => sum + key.signing_keys.length, 0);
+  const webhooks = missing.reduce((sum, key) => sum + key.webhook_endpoints.length, 0);
   const what = [
     total > 0 ? `${total.toLocaleString('en-US')} stored user group tokens` : '',
     signing > 0 ? `${signing} embed signing key${signing === 1 ? '' : 's'}` : '',
+    webhooks > 0 ? `the secrets of ${webhooks} webhook endpoint${webhooks === 1 ? '' : 's'}` : '',
   ]
     .filter(Boolean)
     .join(' and ');
   return [
-    `refusing to start: ${what} ${total + signing === 1 ? 'is' : 'are'} sealed under secret keys that are not configured:`,
+    `refusing to start: ${what} ${total + signing + webhooks === 1 ? 'is' : 'are'} sealed under secret keys that are not configured:`,
     ...missing.map(
       (key) =>
         `  key id ${key.key_id}: ${key.tokens.toLocaleString('en-US')} tokens` +
-        (key.signing_keys.length > 0 ? `, embed signing key${key.signing_keys.length === 1 ? '' : 's'} ${key.signing_keys.join(', ')}` : ''),
+        (key.signing_keys.length > 0 ? `, embed signing key${key.signing_keys.length === 1 ? '' : 's'} ${key.signing_keys.join(', ')}` : '') +
+        (key.webhook_endpoints.length > 0 ? `, webhook endpoint${key.webhook_endpoints.length === 1 ? '' : 's'} ${key.webhook_endpoints.join(', ')}` : ''),
     ),
     `The configured keys (${keySource}): ${keyring.keyIds.join(', ')}.`,
     'Without the key that sealed them, those groups cannot be answered. Either:',
@@ -90,6 +109,7 @@ export function missingKeysMessage(missing: MissingKey[], keyring: Keyring, keyS
     `  - if the key is lost for good: npx ugs keys reissue ${missing.map((key) => key.key_id).join(' ')}`,
     '    gives those groups new tokens under the configured key; their old tokens stop working, and your',
     '    backend fetches the new ones with a get-or-create (GET /api/user). A lost embed signing key is',
-    '    replaced by a new one; the embed tokens it signed keep verifying until they expire.',
+    '    replaced by a new one; the embed tokens it signed keep verifying until they expire. A webhook endpoint',
+    '    whose secret is lost is deleted and created again (a new secret).',
   ].join('\n');
 }

@@ -31,6 +31,8 @@ export interface DatabaseHandle {
   pool?: pg.Pool;
   /** SQLite: how long a write waits for another process's write lock (sqlite-lock.ts). */
   lockWaitMs?: number;
+  /** Called after every write transaction commits (the event sequencer moves what it wrote). */
+  onCommit: Set<() => void>;
   close(): Promise<void>;
 }
 
@@ -99,6 +101,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
     dialect: 'sqlite',
     description: `sqlite:${file}`,
     lockWaitMs: options.lockWaitMs,
+    onCommit: new Set(),
     close: async () => {
       await reads.close();
       await db.destroy();
@@ -135,6 +138,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     dialect: 'postgres',
     description: redactUrl(url),
     pool,
+    onCommit: new Set(),
     close: () => db.destroy(),
   };
 }

@@ -15,6 +15,8 @@ import { plansWithoutStatistics } from './migrations/0002-plans-without-statisti
 import { hierarchyAndTags } from './migrations/0003-hierarchy-and-tags.ts';
 import { embedSigningKeys } from './migrations/0004-embed-signing-keys.ts';
 import { tenantColumns } from './migrations/0005-tenant-columns.ts';
+import { changeEvents } from './migrations/0006-change-events.ts';
+import { idempotencyKeys } from './migrations/0007-idempotency-keys.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -27,6 +29,8 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0003-hierarchy-and-tags': hierarchyAndTags(dialect),
     '0004-embed-signing-keys': embedSigningKeys(),
     '0005-tenant-columns': tenantColumns(dialect),
+    '0006-change-events': changeEvents(dialect),
+    '0007-idempotency-keys': idempotencyKeys(dialect),
   };
 }
 

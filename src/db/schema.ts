@@ -120,6 +120,90 @@ interface EmbedSigningKeysTable {
   signed_until: string;
 }
 
+/** A change's event, written in the change's transaction (migration 0006); JSON `data`. */
+interface EventOutboxTable {
+  id: Generated<number>;
+  account_id: number;
+  /** A group's environment; an API token's restriction (null: none); null for a signing key. */
+  environment: Environment | null;
+  type: string;
+  occurred_at: string;
+  data: string;
+}
+
+/** The feed: an account's events numbered by `seq` in the order they were sequenced. */
+interface EventsTable extends EventOutboxTable {
+  seq: number;
+}
+
+interface EventHeadsTable {
+  account_id: number;
+  last_seq: number;
+  /** Every event of the account up to this seq was removed by retention. */
+  pruned_through: number;
+}
+
+interface WebhookEndpointsTable {
+  id: Generated<number>;
+  account_id: number;
+  url: string;
+  /** JSON array of event types; null: every type. */
+  types: string | null;
+  description: string | null;
+  /** The only environment whose events it receives; null: every event. */
+  environment: Environment | null;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: string | null;
+  created_at: string;
+  failing_since: string | null;
+  disabled_at: string | null;
+  next_attempt_at: string | null;
+  lease_owner: string | null;
+  lease_until: string | null;
+}
+
+interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  endpoint_id: number;
+  account_id: number;
+  event_seq: number;
+  event_type: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: Generated<number>;
+  next_attempt_at: string;
+  created_at: string;
+  finished_at: string | null;
+}
+
+interface WebhookAttemptsTable {
+  id: Generated<number>;
+  delivery_id: number;
+  account_id: number;
+  attempted_at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+
+/** An Idempotency-Key an account sent in the last 24 h, and the answer it got (migration 0007). */
+interface IdempotencyKeysTable {
+  id: Generated<number>;
+  account_id: number;
+  idempotency_key: string;
+  /** SHA-256 (hex) of the request's method, path and canonical JSON body. */
+  request_hash: string;
+  state: 'running' | 'done';
+  /** The attempt running the request; null once done. */
+  owner: string | null;
+  locked_until: string | null;
+  response_status: number | null;
+  /** The answer, sealed under the secret key (purpose idempotent-answer). */
+  response_sealed: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -128,6 +212,13 @@ export interface Database {
   retired_tokens: RetiredTokensTable;
   audit_log: AuditLogTable;
   embed_signing_keys: EmbedSigningKeysTable;
+  event_outbox: EventOutboxTable;
+  events: EventsTable;
+  event_heads: EventHeadsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -135,3 +226,7 @@ export type ApiTokenRow = Selectable<ApiTokensTable>;
 export type UserGroupRow = Selectable<UserGroupsTable>;
 export type AuditLogRow = Selectable<AuditLogTable>;
 export type EmbedSigningKeyRow = Selectable<EmbedSigningKeysTable>;
+export type EventRow = Selectable<EventsTable>;
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;

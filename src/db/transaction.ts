@@ -13,6 +13,12 @@ import { SQLITE_LOCK_WAIT_MS, retryWhileLocked } from './sqlite-lock.ts';
 const MAX_ATTEMPTS = 5;
 
 export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+  const result = await runTransaction(handle, work);
+  for (const listener of handle.onCommit) listener();
+  return result;
+}
+
+async function runTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   if (handle.dialect === 'sqlite') return retryWhileLocked(() => sqliteTransaction(handle, work), handle.lockWaitMs ?? SQLITE_LOCK_WAIT_MS);
   for (let attempt = 1; ; attempt++) {
     try {

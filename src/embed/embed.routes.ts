@@ -80,6 +80,7 @@ export function registerEmbedTokenRoute(app: FastifyInstance, deps: EmbedDeps): 
     '/api/embed_token',
     {
       schema: createEmbedTokenOperation,
+      config: { idempotent: true },
     },
     async (request) => issueEmbedToken(deps, principalOf(request), request.body),
   );

@@ -43,8 +43,9 @@ export async function insertSigningKey(trx: Kysely<Database>, row: EmbedSigningK
 }
 
 /** The newest key stops signing at `at`, when the key about to be inserted takes over. */
-export async function retireNewestKey(trx: Kysely<Database>, at: string): Promise<void> {
-  await trx.updateTable('embed_signing_keys').set({ retired_at: at }).where('retired_at', 'is', null).execute();
+export async function retireNewestKey(trx: Kysely<Database>, at: string): Promise<string[]> {
+  const rows = await trx.updateTable('embed_signing_keys').set({ retired_at: at }).where('retired_at', 'is', null).returning('kid').execute();
+  return rows.map((row) => row.kid);
 }
 
 /**

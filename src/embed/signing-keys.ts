@@ -13,7 +13,9 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type GenerateKeyPairOptions, type JWK } from 'jose';
 import type { EmbedSigningAlgorithm } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
-import type { EmbedSigningKeyRow } from '../db/schema.ts';
+import type { Database, EmbedSigningKeyRow } from '../db/schema.ts';
+import type { Kysely } from 'kysely';
+import { appendEventForEveryAccount } from '../audit/outbox.ts';
 import { inTransaction } from '../db/transaction.ts';
 import {
   countSigningKeys,
@@ -75,12 +77,24 @@ async function newKeyRow(keyring: Keyring, algorithm: EmbedSigningAlgorithm, cre
   };
 }
 
+/** Every account's feed learns of a new key (docs/api.md, "Change events"): its kid, never the key. */
+function keyAdded(trx: Kysely<Database>, row: Pick<EmbedSigningKeyRow, 'kid' | 'algorithm' | 'activates_at'>, now: Date): Promise<void> {
+  return appendEventForEveryAccount(trx, 'embed_key.added', now, { kid: row.kid, algorithm: row.algorithm, activates_at: row.activates_at });
+}
+
+async function keysRetired(trx: Kysely<Database>, kids: string[], retiredAt: string, now: Date): Promise<void> {
+  for (const kid of kids) await appendEventForEveryAccount(trx, 'embed_key.retired', now, { kid, retired_at: retiredAt });
+}
+
 /** The first key of an empty table, signing at once; nothing when there is a key already. */
 export async function ensureSigningKey(handle: DatabaseHandle, keyring: Keyring, now: Date, algorithm: EmbedSigningAlgorithm): Promise<void> {
   const row = await newKeyRow(keyring, algorithm, now, now);
   await inTransaction(handle, async (trx) => {
     await lockSigningKeys(trx);
-    if ((await countSigningKeys(trx)) === 0) await insertSigningKey(trx, row);
+    if ((await countSigningKeys(trx)) === 0) {
+      await insertSigningKey(trx, row);
+      await keyAdded(trx, row, now);
+    }
   });
 }
 
@@ -110,8 +124,9 @@ export async function rotateSigningKey(
     const dropped = await dropExpiredSigningKeys(trx, now.toISOString());
     const first = (await countSigningKeys(trx)) === 0;
     const activates = first ? now.toISOString() : row.activates_at;
-    if (!first) await retireNewestKey(trx, activates);
+    if (!first) await keysRetired(trx, await retireNewestKey(trx, activates), activates, now);
     await insertSigningKey(trx, { ...row, activates_at: activates, signed_until: activates });
+    await keyAdded(trx, { ...row, activates_at: activates }, now);
     return { kid: row.kid, algorithm, activates_at: activates, dropped };
   });
 }
@@ -140,7 +155,16 @@ export async function replaceSigningKeysOfLostKey(
       lost.map((key) => key.kid),
       at,
     );
-    if (newestIsLost) await insertSigningKey(trx, row);
+    await keysRetired(
+      trx,
+      lost.filter((key) => key.retired_at === null || key.retired_at > at).map((key) => key.kid),
+      at,
+      now,
+    );
+    if (newestIsLost) {
+      await insertSigningKey(trx, row);
+      await keyAdded(trx, row, now);
+    }
     return lost.map((key) => key.kid);
   });
 }

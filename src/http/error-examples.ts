@@ -30,6 +30,11 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     message: 'a hierarchy is at most 3 levels deep (UGS_MAX_HIERARCHY_DEPTH); this change would make it 4',
     details: [{ field: 'parent_user_group_id', issue: 'too_deep' }],
   },
+  webhook_url_forbidden: {
+    summary: 'The webhook URL is not allowed',
+    message: 'webhook URL host "10.0.0.7" resolves to 10.0.0.7, a private address: webhooks go to public addresses only (UGS_WEBHOOK_ALLOW_PRIVATE)',
+    details: [{ field: 'url', issue: 'forbidden_address' }],
+  },
   missing_api_token: { summary: 'No Authorization header', message: 'send the API token as Authorization: Token <API token>' },
   invalid_api_token: { summary: 'Unknown, revoked or expired API token', message: 'the API token is not valid' },
   wrong_token_kind: {
@@ -55,10 +60,19 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   },
   user_group_not_found: { summary: 'No such user group', message: 'no user group with user_group_id "example_1" in Customer' },
   api_token_not_found: { summary: 'No such API token in this account', message: 'no API token with id 42 in this account' },
+  webhook_endpoint_not_found: { summary: 'No such webhook endpoint in this account', message: 'no webhook endpoint with id 3 in this account' },
   api_token_revoked: { summary: 'The API token was revoked before', message: 'API token 42 was already revoked at 2026-11-24T10:00:00.000Z' },
   last_admin_token: {
     summary: "The account's last admin token",
     message: "API token 1 is the account's last active token with the admin scope: create another admin token before revoking it",
+  },
+  idempotency_key_in_use: {
+    summary: 'A request with this Idempotency-Key is still running',
+    message: 'a request with this Idempotency-Key is still running: retry it once that one has answered',
+  },
+  idempotency_key_reused: {
+    summary: 'The Idempotency-Key was used for another request',
+    message: 'this Idempotency-Key was used in the last 24 h for another request (another method, path or body): use a new key for a new request',
   },
   token_not_found: { summary: 'Not a current token of this account', message: 'current_token is not the current token of any user group of this account' },
   not_found: { summary: 'No such path', message: 'no route GET /api/usr' },
@@ -66,6 +80,11 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   request_timeout: {
     summary: 'The request did not arrive in time',
     message: 'the request did not arrive in time: send the headers and the body without pausing',
+  },
+  cursor_expired: {
+    summary: 'The cursor is older than the events kept',
+    message:
+      'events after 41 are no longer kept (events are kept for the retention period): resynchronise, then read on from next_cursor of a read without "after"',
   },
   user_group_exists: { summary: 'The id is taken', message: 'a user group with user_group_id "example_1" already exists in Customer' },
   hierarchy_cycle: {

@@ -6,6 +6,7 @@
 //   - every answer declares its headers (X-Request-Id, Retry-After, RateLimit, …);
 //   - GET and DELETE /api/user take their JSON body as optional, as the server does;
 //   - POST /api/user declares X-HTTP-Method-Override and the answer it then gives;
+//   - operations that take an Idempotency-Key declare it, and Idempotent-Replayed (http/idempotency.ts);
 //   - each operation carries code samples (x-codeSamples), from the features' docs.
 import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from '@fastify/swagger';
 import { ERROR_EXAMPLES } from './error-examples.ts';
@@ -61,6 +62,11 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
         example: '"api-token";q=60000;w=60',
       },
       WWWAuthenticate: { description: 'How to authenticate.', schema: { type: 'string' }, example: 'Token' },
+      IdempotentReplayed: {
+        description: 'Present (`true`) when this is the stored answer of an earlier request with the same Idempotency-Key, not a new run.',
+        schema: { type: 'string', enum: ['true'] },
+        example: 'true',
+      },
     },
   },
   tags: [
@@ -70,6 +76,8 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
       description: 'What an embedded dashboard calls from the browser (CORS enabled), and the short-lived embed tokens your backend issues for it.',
     },
     { name: 'API tokens', description: "An API token with the admin scope manages its own account's API tokens." },
+    { name: 'Change events', description: 'Every committed change of the account, in order: a feed to poll and a stream to follow.' },
+    { name: 'Webhooks', description: "Endpoints that receive the account's change events, signed as the Standard Webhooks specification says." },
     { name: 'Operations', description: 'Health, readiness and metrics.' },
   ],
 };
@@ -130,6 +138,7 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
       media.examples = Object.fromEntries(codes.map((code) => [code, errorExample(code)]));
     }
   }
+  if (operation['x-idempotent'] === true) declareIdempotencyKey(operation);
   const operationId = operation.operationId as string | undefined;
   if (operationId && codeSamples[operationId]) operation['x-codeSamples'] = codeSamples[operationId];
   // The document has no root-level security: an operation that names none (the probes,
@@ -160,6 +169,26 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
       const media = (responses[status]?.content as Record<string, Json> | undefined)?.['application/json'];
       if (media) media.schema = { anyOf: [media.schema, ref('GetOrCreateResponse')] };
     }
+  }
+}
+
+/** An operation that takes an Idempotency-Key (http/idempotency.ts): the header, and which answers may be replays. */
+function declareIdempotencyKey(operation: Json): void {
+  delete operation['x-idempotent'];
+  operation.parameters = [
+    ...((operation.parameters as Json[] | undefined) ?? []),
+    {
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description:
+        'Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys are per account. See docs/api.md, "Idempotent retries".',
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+      example: '5f2b7c1e-0d43-4a7a-9a55-2b8f3f0c9e12',
+    },
+  ];
+  for (const [status, response] of Object.entries(operation.responses as Record<string, Json>)) {
+    if (Number(status) < 500 && status !== '429') (response.headers as Json)['Idempotent-Replayed'] = header('IdempotentReplayed');
   }
 }
 

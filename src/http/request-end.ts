@@ -16,6 +16,13 @@ export function onRequestEnd(app: FastifyInstance, listeners: readonly RequestEn
   };
   app.addHook('onSend', (request, reply, payload, done) => {
     if (request.raw.socket?.destroyed === true) tell(request, reply, true);
+    // A streamed answer (the event stream) whose client goes away while it is being written:
+    // its connection closes, it never finishes, and this is its end. Only streams: a listener
+    // on every answer would cost the hot reads.
+    else if (typeof (payload as { pipe?: unknown } | null)?.pipe === 'function')
+      reply.raw.once('close', () => {
+        if ((request as { [TOLD]?: boolean })[TOLD] !== true && !reply.raw.writableFinished) tell(request, reply, true);
+      });
     done(null, payload);
   });
   app.addHook('onResponse', (request, reply, done) => {

@@ -25,6 +25,11 @@ export function getBodyOf<T extends TSchema>(schema: T): (body: unknown) => Stat
   };
 }
 
+/** A body validator for a route that checks only part of its declared body itself (the bulk upsert: its envelope). */
+export function bodyValidator(schema: TSchema): ValidateFunction {
+  return bodyAjv.compile(schema) as ValidateFunction;
+}
+
 export function registerValidation(app: FastifyInstance): void {
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart === 'querystring' || httpPart === 'params') return withDecimalIntegers(schema as TSchema, queryAjv.compile(schema));

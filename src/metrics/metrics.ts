@@ -10,7 +10,7 @@ const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 const DB_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 /** Why a user group token was issued. */
-type TokenIssueReason = 'create' | 'get_or_create' | 'rotate';
+type TokenIssueReason = 'create' | 'get_or_create' | 'rotate' | 'upsert';
 
 /**
  * What the services and hooks report where it happens (not read back from responses): a
@@ -35,6 +35,11 @@ export interface Metrics extends ServiceEvents {
   observeQuery(event: LogEvent): void;
   /** Adds the connection pool gauges (PostgreSQL only; SQLite has no pool). */
   watchDatabase(database: DatabaseHandle): void;
+  /** Webhook delivery attempts by outcome: delivered, retry (will be tried again), failed (given up). */
+  webhookDeliveries: Counter<'outcome'>;
+  webhookAttempted(outcome: 'delivered' | 'retry' | 'failed'): void;
+  /** Adds the gauge of the oldest pending webhook delivery's age, read when scraped. */
+  watchWebhookBacklog(oldestPendingAgeSeconds: () => Promise<number>): void;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -80,7 +85,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registers,
   });
 
+  const webhookDeliveries = new Counter({
+    name: 'ugs_webhook_deliveries_total',
+    help: 'Webhook delivery attempts, by outcome: delivered (2xx), retry (failed, will be tried again), failed (failed, given up).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+
   let watched = false;
+  let watchedBacklog = false;
   return {
     registry,
     httpRequests,
@@ -92,6 +105,24 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     userGroupTokenIssued: (reason) => tokensIssued.inc({ reason }),
     embedTokenIssued: () => embedTokensIssued.inc(),
     requestRateLimited: (route) => rateLimited.inc({ route }),
+    webhookDeliveries,
+    webhookAttempted: (outcome) => webhookDeliveries.inc({ outcome }),
+    watchWebhookBacklog(oldestPendingAgeSeconds) {
+      if (watchedBacklog) return;
+      watchedBacklog = true;
+      new Gauge({
+        name: 'ugs_webhook_oldest_pending_delivery_age_seconds',
+        help: 'Age of the oldest webhook delivery not yet delivered nor given up (enabled endpoints); 0 when none waits.',
+        registers,
+        async collect() {
+          try {
+            this.set(await oldestPendingAgeSeconds());
+          } catch {
+            // A scrape must not fail with the database: the last value stands.
+          }
+        },
+      });
+    },
     observeQuery(event) {
       try {
         dbQueryDuration.observe({ operation: queryOperation(event), outcome: event.level === 'error' ? 'error' : 'ok' }, event.queryDurationMillis / 1000);

@@ -78,6 +78,19 @@ export async function childLevels(trx: Kysely<Database>, tenant: Tenant, teamId:
 }
 
 /** Replaces a group's rows in the tag table (the filter's index) with `tags`; the table's scope column names the tenant. */
+/** The tag rows of new groups (which have none yet), in as few statements as the parameter limits allow. */
+export async function insertTagRowsOfNewGroups(
+  trx: Kysely<Database>,
+  groups: readonly { tenant: Tenant; teamId: number; tags: readonly string[] }[],
+): Promise<void> {
+  const rows = groups.flatMap(({ tenant, teamId, tags }) => tags.map((tag) => ({ team_id: teamId, scope: scopeOf(tenant), tag })));
+  for (let start = 0; start < rows.length; start += 1000)
+    await trx
+      .insertInto('user_group_tags')
+      .values(rows.slice(start, start + 1000))
+      .execute();
+}
+
 export async function replaceTagRows(trx: Kysely<Database>, tenant: Tenant, teamId: number, tags: readonly string[]): Promise<void> {
   const scope = scopeOf(tenant);
   // "|| ''": the scope as a value, a filter on the group's rows: as an index condition it would

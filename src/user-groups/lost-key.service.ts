@@ -46,6 +46,7 @@ export async function reissueTokensOfLostKey(
           subjectId: replaced.team_id,
           environment: replaced.environment,
           providedId: replaced.provided_id,
+          generation: replaced.token_generation,
           action: 'user_group.rotate',
           actorTokenId: actor.tokenId,
           requestId: actor.requestId,

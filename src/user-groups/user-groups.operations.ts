@@ -20,6 +20,10 @@ import {
   UserGroupKey,
   UserGroupKeyQuery,
   UserGroupResponse,
+  UPSERT_BODY_LIMIT_BYTES,
+  UPSERT_MAX_ITEMS,
+  UpsertBody,
+  UpsertResponse,
 } from './user-groups.schemas.ts';
 
 const tags = ['User groups'];
@@ -122,6 +126,23 @@ export const listOperation = {
   },
 };
 
+export const upsertOperation = {
+  tags,
+  operationId: 'upsertUserGroups',
+  summary: 'Create or update up to 1,000 user groups in one call',
+  description: [
+    'Needs the `write` scope. Each item is created when missing, or else gets the fields it gives (absent fields stay, as in PUT), in order, in one transaction:',
+    'an item may name as parent a group created by an earlier item. An item that breaks a rule fails alone (`status: "failed"`, with the `error` code a single call would answer) and changes nothing; the others go on.',
+    `The answer is \`200\` whatever the items' outcomes. More than ${UPSERT_MAX_ITEMS} items, or a body over ${UPSERT_BODY_LIMIT_BYTES / 1024 / 1024} MiB, is refused whole and changes nothing.`,
+  ].join(' '),
+  security,
+  body: UpsertBody,
+  response: {
+    200: { ...UpsertResponse, 'x-response-description': 'One result per item, in order, and the counts.' },
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS),
+  },
+};
+
 export const lookupOperation = {
   tags,
   operationId: 'lookupUserGroup',
@@ -154,6 +175,14 @@ const client =
 
 /** Code samples of each operation, by operationId (docs/api.md, "Operations"). */
 export const userGroupCodeSamples: Record<string, CodeSample[]> = {
+  upsertUserGroups: [
+    curl(
+      'curl -X POST "$UGS/api/users/upsert" -H "Authorization: Token $TOKEN" -H "Content-Type: application/json" \\\n  -d \'{"user_groups": [{"user_group_id": "acme", "name": "ACME"}, {"user_group_id": "acme-eu", "parent_user_group_id": "acme"}]}\'',
+    ),
+    typescript(
+      `${client}const { results, counts } = await ugs.upsertUserGroups({ user_groups: [{ user_group_id: 'acme', name: 'ACME' }, { user_group_id: 'acme-eu', parent_user_group_id: 'acme' }] });`,
+    ),
+  ],
   getOrCreateUserGroup: [
     curl('curl "$UGS/api/user?user_group_id=example_1&name=Example%201" \\\n  -H "Authorization: Token $TOKEN"'),
     typescript(

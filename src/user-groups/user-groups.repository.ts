@@ -105,6 +105,41 @@ export function insertUserGroupIfAbsent(db: Kysely<Database>, values: NewUserGro
     .executeTakeFirst();
 }
 
+/** Rows per multi-row insert of groups (about 15 parameters each). */
+const INSERT_CHUNK = 500;
+
+/** New groups in as few statements as the parameter limits allow; the rows inserted (an identity that exists is skipped). */
+export async function insertUserGroupsIfAbsent(db: Kysely<Database>, values: readonly NewUserGroup[]): Promise<UserGroupRow[]> {
+  const rows: UserGroupRow[] = [];
+  for (let start = 0; start < values.length; start += INSERT_CHUNK) {
+    rows.push(
+      ...(await db
+        .insertInto('user_groups')
+        .values(values.slice(start, start + INSERT_CHUNK))
+        .onConflict((oc) => oc.columns(['account_id', 'environment', 'provided_id']).doNothing())
+        .returningAll()
+        .execute()),
+    );
+  }
+  return rows;
+}
+
+/** Which of these user_group_ids name a group of the tenant. */
+export async function existingProvidedIds(db: Kysely<Database>, tenant: Tenant, providedIds: readonly string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (let start = 0; start < providedIds.length; start += INSERT_CHUNK) {
+    const rows = await db
+      .selectFrom('user_groups')
+      .select('provided_id')
+      .where('account_id', '=', tenant.accountId)
+      .where('environment', '=', tenant.environment)
+      .where('provided_id', 'in', providedIds.slice(start, start + INSERT_CHUNK))
+      .execute();
+    for (const row of rows) found.add(row.provided_id);
+  }
+  return found;
+}
+
 /**
  * Compare-and-swap: replaces the token only if `oldHash` is still the current one of a group of
  * the account, in `environment` when the caller may use only that one.
@@ -141,13 +176,13 @@ export function replaceSealedToken(
   db: Kysely<Database>,
   read: Pick<UserGroupRow, 'team_id' | 'token_ciphertext'>,
   token: { hash: string; ciphertext: string; at: string },
-): Promise<Pick<UserGroupRow, 'team_id' | 'account_id' | 'environment' | 'provided_id'> | undefined> {
+): Promise<Pick<UserGroupRow, 'team_id' | 'account_id' | 'environment' | 'provided_id' | 'token_generation'> | undefined> {
   return db
     .updateTable('user_groups')
     .set((eb) => ({ token_hash: token.hash, token_ciphertext: token.ciphertext, token_generation: eb('token_generation', '+', 1), updated_at: token.at }))
     .where('team_id', '=', read.team_id)
     .where('token_ciphertext', '=', read.token_ciphertext)
-    .returning(['team_id', 'account_id', 'environment', 'provided_id'])
+    .returning(['team_id', 'account_id', 'environment', 'provided_id', 'token_generation'])
     .executeTakeFirst();
 }
 

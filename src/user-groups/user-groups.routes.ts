@@ -6,10 +6,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError, validationFailed } from '../errors.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { METHOD_OVERRIDE_CONSTRAINT } from '../http/method-override.ts';
-import { getBodyOf } from '../http/validation.ts';
+import { bodyValidator, getBodyOf } from '../http/validation.ts';
 import { readBodyOfAnyMethod } from '../http/json-body.ts';
 import { sendJson } from '../http/json-reply.ts';
-import { GetUserBody, type GetUserBodyInput, type UserGroupInput, type UserGroupKeyInput } from './user-groups.schemas.ts';
+import {
+  GetUserBody,
+  UPSERT_BODY_LIMIT_BYTES,
+  UpsertEnvelope,
+  UpsertItem,
+  type GetUserBodyInput,
+  type UserGroupInput,
+  type UserGroupKeyInput,
+} from './user-groups.schemas.ts';
 import {
   createOrRotateOperation,
   deleteOperation,
@@ -19,6 +27,7 @@ import {
   listOperation,
   lookupOperation,
   updateOperation,
+  upsertOperation,
 } from './user-groups.operations.ts';
 import {
   createUserGroup,
@@ -28,12 +37,16 @@ import {
   removeUserGroup,
   rotateUserGroupToken,
   updateUserGroup,
+  upsertUserGroups,
   type UserGroupDeps,
 } from './user-groups.service.ts';
 import { userGroupHistoryEntries } from './user-group-history.service.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';
 
 const getUserBody = getBodyOf(GetUserBody);
+/** A bulk upsert's items are checked one by one, so that a bad item fails alone (the route checks only the envelope). */
+const upsertItem = getBodyOf(UpsertItem);
+const upsertEnvelope = bodyValidator(UpsertEnvelope);
 
 /**
  * GET and DELETE identify a group by JSON body or by query string, never both: a request
@@ -76,7 +89,18 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
     },
   );
 
-  api.post('/api/user', { schema: createOrRotateOperation }, async (request, reply) => {
+  api.post(
+    '/api/users/upsert',
+    { schema: upsertOperation, bodyLimit: UPSERT_BODY_LIMIT_BYTES, validatorCompiler: () => upsertEnvelope, config: { idempotent: true } },
+    async (request) => {
+      const results = await upsertUserGroups(deps, principalOf(request), actorOf(request), request.body.user_groups, upsertItem);
+      const counts = { created: 0, updated: 0, unchanged: 0, failed: 0 };
+      for (const result of results) counts[result.status]++;
+      return { success: 1 as const, results, counts };
+    },
+  );
+
+  api.post('/api/user', { schema: createOrRotateOperation, config: { idempotent: true } }, async (request, reply) => {
     const { current_token: currentToken, grace_period_seconds: graceSeconds, user_group_id: id, ...fields } = request.body;
     if (currentToken !== undefined) {
       const extra = Object.keys(request.body).filter((field) => !ROTATE_FIELDS.has(field));

@@ -337,3 +337,74 @@ export const HistoryResponse = Type.Object(
   },
   { title: 'History' },
 );
+
+/** At most this many items per bulk upsert (docs/api.md, "POST /api/users/upsert"). */
+export const UPSERT_MAX_ITEMS = 1000;
+/** The body limit of a bulk upsert: 1,000 items of about 4 KiB each (the 256 KiB of other routes fits ~60). */
+export const UPSERT_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+
+export const UpsertItem = Type.Object(
+  { user_group_id: UserGroupId, ...groupFields },
+  {
+    title: 'UpsertItem',
+    additionalProperties: false,
+    description: 'The fields of a create. A missing group is created with them; an existing one gets the fields given (absent fields stay, as in PUT).',
+  },
+);
+
+export const UpsertBody = Type.Object(
+  {
+    user_groups: Type.Array(UpsertItem, {
+      minItems: 1,
+      maxItems: UPSERT_MAX_ITEMS,
+      description: `1-${UPSERT_MAX_ITEMS} groups, done in order. Each item is checked on its own: a bad item fails alone.`,
+    }),
+  },
+  {
+    title: 'UpsertRequest',
+    additionalProperties: false,
+    examples: [
+      {
+        user_groups: [
+          { user_group_id: 'acme', name: 'ACME', properties: { plan: 'pro' } },
+          { user_group_id: 'acme-eu', parent_user_group_id: 'acme' },
+        ],
+      },
+    ],
+  },
+);
+
+/** What the route itself checks before the items: an object with 1-1,000 objects (each item is checked on its own, by UpsertItem). */
+export const UpsertEnvelope = Type.Object(
+  { user_groups: Type.Array(Type.Object({}), { minItems: 1, maxItems: UPSERT_MAX_ITEMS }) },
+  { additionalProperties: false },
+);
+
+export const UpsertResult = Type.Object(
+  {
+    user_group_id: Type.String({ description: "The item's user_group_id (as text)." }),
+    api_environment_tag: EnvironmentTag,
+    status: Type.Enum(['created', 'updated', 'unchanged', 'failed'], { type: 'string' }),
+    team_id: Type.Optional(Type.Integer({ description: 'Absent for a failed item.' })),
+    token: Type.Optional(Type.String({ description: 'The new user group token: for `created` only.' })),
+    error: Type.Optional(
+      Type.Object(
+        { code: Type.String({ description: 'The code a single call would have answered, e.g. parent_not_found.' }), message: Type.String() },
+        { description: 'For `failed` only.' },
+      ),
+    ),
+  },
+  { title: 'UpsertResult', additionalProperties: false },
+);
+
+export const UpsertResponse = Type.Object(
+  {
+    success: Success,
+    results: Type.Array(UpsertResult, { description: 'One per item, in the order of the request.' }),
+    counts: Type.Object(
+      { created: Type.Integer(), updated: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer() },
+      { additionalProperties: false },
+    ),
+  },
+  { title: 'UpsertResponse' },
+);

@@ -6,12 +6,13 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../db/transaction.ts';
+import { sql } from '../db/kysely.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { AppError } from '../errors.ts';
 import type { OpenedTokenCache } from './opened-tokens.ts';
 import { UPDATABLE_FIELDS, type PutUser, type UserGroupInput } from './user-groups.schemas.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
-import { appendAudit, appendAudits, type Actor, type AuditDetails, type AuditEntry } from '../audit/audit.repository.ts';
+import { appendAudit, appendAudits, type Actor, type AuditAction, type AuditDetails, type AuditEntry } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
 import { environmentForbidden, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import {
@@ -19,7 +20,9 @@ import {
   findUserGroup,
   findUserGroupChain,
   findUserGroupForUpdate,
+  existingProvidedIds,
   insertUserGroupIfAbsent,
+  insertUserGroupsIfAbsent,
   listUserGroups,
   dropRetiredTokens,
   purgeExpiredRetiredTokens,
@@ -30,7 +33,7 @@ import {
   type GroupIdentity,
 } from './user-groups.repository.ts';
 import type { Tenant } from '../db/tenant.ts';
-import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
+import { childLevels, deleteSubtree, hasChildren, insertTagRowsOfNewGroups, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
 import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy.ts';
 import { checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
 import { resolveChain, type ResolvedGroup } from './group-chain.ts';
@@ -68,43 +71,62 @@ function parentChoice(input: UserGroupInput): ParentChoice {
 const tagsOf = (row: { group_tags: string }) => JSON.parse(row.group_tags) as string[];
 
 /** Inserts a new group with a fresh token (input already checked); undefined if the identity already exists. */
-async function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGroupInput, actor: Actor): Promise<ResolvedGroup | undefined> {
+function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGroupInput, actor: Actor): Promise<ResolvedGroup | undefined> {
   const token = generateToken('user_group');
   const at = deps.now();
+  return inTransaction(deps.database, async (trx) => {
+    const inserted = await insertNewIn(trx, deps, key, input, token, at, actor);
+    if (!inserted) return undefined;
+    await appendAudit(trx, inserted.audit);
+    return resolveChain(inserted.chain);
+  });
+}
+
+/**
+ * The insert of a new group, in the caller's transaction: its chain (the group, then its
+ * ancestors) and its history entry, which the caller appends with its actor; undefined if the
+ * identity already exists. Every rule is checked before the first write.
+ */
+async function insertNewIn(
+  trx: Kysely<Database>,
+  deps: UserGroupDeps,
+  key: GroupIdentity,
+  input: UserGroupInput,
+  token: string,
+  at: Date,
+  actor: Actor,
+): Promise<{ chain: UserGroupRow[]; audit: AuditEntry } | undefined> {
   const parent = parentChoice(input);
   const fields = storedFields(input);
-  return inTransaction(deps.database, async (trx) => {
-    // A new group has no descendants: it can close no cycle, only be too deep or at the wrong
-    // level. The lock when it has a parent or a level: a declaration of the account's levels
-    // (account-levels.service.ts) takes it too.
-    if ((parent.given && parent.providedId !== null) || fields.hierarchy_level) await lockHierarchy(trx, deps.database.dialect, key);
+  // A new group has no descendants: it can close no cycle, only be too deep or at the wrong
+  // level. The lock when it has a parent or a level: a declaration of the account's levels
+  // (account-levels.service.ts) takes it too.
+  if ((parent.given && parent.providedId !== null) || fields.hierarchy_level) await lockHierarchy(trx, deps.database.dialect, key);
 
-    const parentChain = await parentChainFor(trx, key, parent, { height: 1, maxDepth: deps.maxHierarchyDepth });
-    await checkLevel(trx, key.accountId, fields.hierarchy_level ?? null, parentChain[0]?.hierarchy_level ?? null, []);
-    const row = await insertUserGroupIfAbsent(trx, {
-      account_id: key.accountId,
-      environment: key.environment,
-      provided_id: key.providedId,
-      // What the input leaves out: the name defaults to the id; columns that may be null are null.
-      name: key.providedId,
-      is_demo_group: 0,
-      group_tags: '[]',
-      ...fields,
-      parent_team_id: parentChain[0]?.team_id ?? null,
-      token_hash: hashToken(token),
-      token_ciphertext: deps.tokens.seal(token),
-      created_at: at.toISOString(),
-      updated_at: at.toISOString(),
-    });
-    if (!row) return undefined;
-    const tags = tagsOf(row);
-    if (tags.length > 0) await replaceTagRows(trx, key, row.team_id, tags);
-    const details: AuditDetails = {};
-    if (parentChain.length > 0) details.parent_user_group_id = { old: null, new: parentChain[0].provided_id };
-    if (tags.length > 0) details.group_tags = { old: [], new: tags };
-    await audit(trx, row, 'user_group.create', actor, at, undefined, details);
-    return resolveChain([row, ...parentChain]);
+  const parentChain = await parentChainFor(trx, key, parent, { height: 1, maxDepth: deps.maxHierarchyDepth });
+  await checkLevel(trx, key.accountId, fields.hierarchy_level ?? null, parentChain[0]?.hierarchy_level ?? null, []);
+  const row = await insertUserGroupIfAbsent(trx, {
+    account_id: key.accountId,
+    environment: key.environment,
+    provided_id: key.providedId,
+    // What the input leaves out: the name defaults to the id; columns that may be null are null.
+    name: key.providedId,
+    is_demo_group: 0,
+    group_tags: '[]',
+    ...fields,
+    parent_team_id: parentChain[0]?.team_id ?? null,
+    token_hash: hashToken(token),
+    token_ciphertext: deps.tokens.seal(token),
+    created_at: at.toISOString(),
+    updated_at: at.toISOString(),
   });
+  if (!row) return undefined;
+  const tags = tagsOf(row);
+  if (tags.length > 0) await replaceTagRows(trx, key, row.team_id, tags);
+  const details: AuditDetails = {};
+  if (parentChain.length > 0) details.parent_user_group_id = { old: null, new: parentChain[0].provided_id };
+  if (tags.length > 0) details.group_tags = { old: [], new: tags };
+  return { chain: [row, ...parentChain], audit: auditEntry(row, 'user_group.create', actor, at, undefined, details) };
 }
 
 export async function createUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<GroupWithToken> {
@@ -173,55 +195,79 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
   }
   const at = deps.now();
   const group = await inTransaction(deps.database, async (trx) => {
-    // The hierarchy lock before any row lock (hierarchy.repository.ts), and only when the
-    // change could break a rule of the hierarchy.
-    const reshapes = parent.given || changes.hierarchy_level !== undefined;
-    if (reshapes) await lockHierarchy(trx, deps.database.dialect, key);
-    const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
-    if (!current) throw notFound(key);
-    const details: AuditDetails = {};
-    const changed: string[] = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
-    let parentTeamId = current.parent_team_id;
-    // The group and its ancestors as they are: the old parent, and the parent chain when it stays.
-    const currentChain = reshapes ? await findUserGroupChain(trx, key, current.team_id) : undefined;
-    if (currentChain) {
-      const height = parent.given ? await subtreeHeight(trx, key, current.team_id) : 0;
-      const parentChain = parent.given
-        ? await parentChainFor(trx, key, parent, { height, maxDepth: deps.maxHierarchyDepth, moving: current })
-        : currentChain.slice(1);
-      parentTeamId = parentChain[0]?.team_id ?? null;
-      const level = changes.hierarchy_level !== undefined ? changes.hierarchy_level : current.hierarchy_level;
-      await checkLevel(trx, key.accountId, level, parentChain[0]?.hierarchy_level ?? null, await childLevelsIfChanged(trx, key, current, level));
-      if (parentTeamId !== current.parent_team_id) {
-        changed.push('parent_user_group_id');
-        details.parent_user_group_id = { old: currentChain[1]?.provided_id ?? null, new: parentChain[0]?.provided_id ?? null };
-      }
-    }
-    if (newId !== undefined) {
-      changed.push('user_group_id');
-      details.user_group_id = { old: current.provided_id, new: newId };
-    }
-    if (changed.includes('group_tags')) details.group_tags = { old: tagsOf(current), new: JSON.parse(changes.group_tags!) };
-    if (changed.length === 0) return resolveChain(currentChain ?? (await findUserGroupChain(trx, key, current.team_id)));
-    let updated: UserGroupRow | undefined;
-    try {
-      updated = await updateUserGroupFields(trx, key, current.team_id, {
-        ...changes,
-        parent_team_id: parentTeamId,
-        ...(newId === undefined ? {} : { provided_id: newId }),
-        updated_at: at.toISOString(),
-      });
-    } catch (err) {
-      // Another group holds the new id, or took it a moment ago: the identity's unique key decides.
-      if (newId !== undefined && isUniqueViolation(err)) throw groupExists(key, newId);
-      throw err;
-    }
-    if (!updated) throw notFound(key);
-    if (details.group_tags) await replaceTagRows(trx, key, updated.team_id, tagsOf(updated));
-    await audit(trx, updated, 'user_group.update', actor, at, changed, details);
-    return resolveChain(await findUserGroupChain(trx, key, updated.team_id));
+    const { row, audit } = await updateIn(trx, deps, key, { changes, parent, newId }, actor, at);
+    if (audit) await appendAudit(trx, audit);
+    return resolveChain(await findUserGroupChain(trx, key, row.team_id));
   });
   return withToken(group, deps.tokens);
+}
+
+interface GroupChange {
+  changes: ReturnType<typeof storedFields>;
+  parent: ParentChoice;
+  /** A rename: the new user_group_id. */
+  newId?: string;
+}
+
+/**
+ * A change to an existing group, in the caller's transaction: the group as it is afterwards,
+ * and the history entry for the caller to append (none when nothing changed). Every rule is
+ * checked before the first write.
+ */
+async function updateIn(
+  trx: Kysely<Database>,
+  deps: UserGroupDeps,
+  key: GroupIdentity,
+  { changes, parent, newId }: GroupChange,
+  actor: Actor,
+  at: Date,
+): Promise<{ row: UserGroupRow; audit?: AuditEntry }> {
+  // The hierarchy lock before any row lock (hierarchy.repository.ts), and only when the
+  // change could break a rule of the hierarchy.
+  const reshapes = parent.given || changes.hierarchy_level !== undefined;
+  if (reshapes) await lockHierarchy(trx, deps.database.dialect, key);
+  const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
+  if (!current) throw notFound(key);
+  const details: AuditDetails = {};
+  const changed: string[] = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
+  let parentTeamId = current.parent_team_id;
+  // The group and its ancestors as they are: the old parent, and the parent chain when it stays.
+  const currentChain = reshapes ? await findUserGroupChain(trx, key, current.team_id) : undefined;
+  if (currentChain) {
+    const height = parent.given ? await subtreeHeight(trx, key, current.team_id) : 0;
+    const parentChain = parent.given
+      ? await parentChainFor(trx, key, parent, { height, maxDepth: deps.maxHierarchyDepth, moving: current })
+      : currentChain.slice(1);
+    parentTeamId = parentChain[0]?.team_id ?? null;
+    const level = changes.hierarchy_level !== undefined ? changes.hierarchy_level : current.hierarchy_level;
+    await checkLevel(trx, key.accountId, level, parentChain[0]?.hierarchy_level ?? null, await childLevelsIfChanged(trx, key, current, level));
+    if (parentTeamId !== current.parent_team_id) {
+      changed.push('parent_user_group_id');
+      details.parent_user_group_id = { old: currentChain[1]?.provided_id ?? null, new: parentChain[0]?.provided_id ?? null };
+    }
+  }
+  if (newId !== undefined) {
+    changed.push('user_group_id');
+    details.user_group_id = { old: current.provided_id, new: newId };
+  }
+  if (changed.includes('group_tags')) details.group_tags = { old: tagsOf(current), new: JSON.parse(changes.group_tags!) };
+  if (changed.length === 0) return { row: current };
+  let updated: UserGroupRow | undefined;
+  try {
+    updated = await updateUserGroupFields(trx, key, current.team_id, {
+      ...changes,
+      parent_team_id: parentTeamId,
+      ...(newId === undefined ? {} : { provided_id: newId }),
+      updated_at: at.toISOString(),
+    });
+  } catch (err) {
+    // Another group holds the new id, or took it a moment ago: the identity's unique key decides.
+    if (newId !== undefined && isUniqueViolation(err)) throw groupExists(key, newId);
+    throw err;
+  }
+  if (!updated) throw notFound(key);
+  if (details.group_tags) await replaceTagRows(trx, key, updated.team_id, tagsOf(updated));
+  return { row: updated, audit: auditEntry(updated, 'user_group.update', actor, at, changed, details) };
 }
 
 /** The levels of a group's children, when its level changes to a named one (they must stay deeper). */
@@ -262,7 +308,10 @@ export async function rotateUserGroupToken(
       // grace period of an earlier rotation too (docs/api.md, "Rotation").
       await dropRetiredTokens(trx, tenant, swapped.team_id);
     }
-    await audit(trx, swapped, 'user_group.rotate', actor, at);
+    await appendAudit(trx, {
+      ...auditEntry(swapped, 'user_group.rotate', actor, at),
+      gracePeriodEndsAt: grace > 0 ? new Date(at.getTime() + grace * 1000) : undefined,
+    });
     return resolveChain(await findUserGroupChain(trx, tenant, swapped.team_id));
   });
   if (!group) {
@@ -311,6 +360,230 @@ export async function removeUserGroup(
     );
     return { group, deletedCount: deleted.length };
   });
+}
+
+/** One item's outcome in a bulk upsert (docs/api.md, "POST /api/users/upsert"). */
+export interface UpsertOutcome {
+  user_group_id: string;
+  api_environment_tag: Environment;
+  status: 'created' | 'updated' | 'unchanged' | 'failed';
+  team_id?: number;
+  /** The new group's token: for `created` only. */
+  token?: string;
+  error?: { code: string; message: string };
+}
+
+/**
+ * Creates each item that is missing and gives each existing one the fields it names (absent
+ * fields stay, as in PUT), in order, in one transaction: an item may name as parent a group an
+ * earlier item created. An item that breaks a rule is rolled back to its savepoint and
+ * answered `failed` with the code a single call would get; the others go on. One commit for
+ * the whole call is what makes it many times faster than one call per group.
+ */
+export async function upsertUserGroups(
+  deps: UserGroupDeps,
+  principal: Principal,
+  actor: Actor,
+  items: readonly unknown[],
+  validateItem: (item: unknown) => UserGroupInput,
+): Promise<UpsertOutcome[]> {
+  requireScope(principal, 'write', 'upserting user groups');
+  const at = deps.now();
+  const checked = items.map((raw) => checkItem(principal, raw, validateItem));
+  const outcomes = await inTransaction(deps.database, async (trx) => {
+    const outcomes: UpsertOutcome[] = new Array(items.length);
+    const audits: AuditEntry[] = [];
+    const plain = await plainNewItems(trx, checked);
+    // A run of plain new groups is inserted at once, in order with the items around it.
+    let run: number[] = [];
+    const flush = async () => {
+      if (run.length === 0) return;
+      const inserted = await insertPlainGroups(
+        trx,
+        deps,
+        run.map((index) => checked[index] as CheckedItem),
+        at,
+        actor,
+      );
+      for (const [position, index] of run.entries()) {
+        const done = inserted[position];
+        if (done) {
+          audits.push(done.audit);
+          outcomes[index] = created(checked[index] as CheckedItem, done.row, done.token);
+        } else {
+          // Another transaction created it meanwhile (PostgreSQL): change it as it now is.
+          outcomes[index] = await upsertSaved(trx, deps, checked[index] as CheckedItem, actor, at, audits);
+        }
+      }
+      run = [];
+    };
+    for (const [index, item] of checked.entries()) {
+      if (plain.has(index)) {
+        run.push(index);
+        continue;
+      }
+      await flush();
+      outcomes[index] = 'error' in item ? item.failed : await upsertSaved(trx, deps, item, actor, at, audits);
+    }
+    await flush();
+    await appendAudits(trx, audits);
+    return outcomes;
+  });
+  for (const outcome of outcomes) if (outcome.status === 'created') deps.events.userGroupTokenIssued('upsert');
+  return outcomes;
+}
+
+/** An item checked on its own before the transaction: its identity and fields, or its failure. */
+type CheckedItem = { key: GroupIdentity; item: UserGroupInput };
+type CheckResult = CheckedItem | { error: true; failed: UpsertOutcome };
+
+function checkItem(principal: Principal, raw: unknown, validateItem: (item: unknown) => UserGroupInput): CheckResult {
+  try {
+    const item = validateItem(raw);
+    checkProperties(item.properties);
+    return { key: keyFor(principal, item), item };
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    return { error: true, failed: failedItem(principal, raw, err) };
+  }
+}
+
+function failedItem(principal: Principal, raw: unknown, err: AppError): UpsertOutcome {
+  return { ...itemIdentity(principal, raw), status: 'failed', error: { code: err.code, message: err.message } };
+}
+
+function created({ key }: CheckedItem, row: UserGroupRow, token?: string): UpsertOutcome {
+  return { user_group_id: key.providedId, api_environment_tag: key.environment, status: 'created', team_id: row.team_id, ...(token ? { token } : {}) };
+}
+
+/**
+ * The items that create a group with nothing the hierarchy must check: no parent, no level,
+ * an identity that does not exist yet and that no earlier item of the call names. Such a
+ * group can fail no rule once its fields are valid, so many are inserted in one statement.
+ */
+async function plainNewItems(trx: Kysely<Database>, checked: readonly CheckResult[]): Promise<Set<number>> {
+  const candidates = new Map<string, number>();
+  const seen = new Set<string>();
+  for (const [index, item] of checked.entries()) {
+    if ('error' in item) continue;
+    const identity = `${item.key.environment}/${item.key.providedId}`;
+    const plain = (item.item.parent_user_group_id ?? null) === null && (item.item.hierarchy_level ?? null) === null;
+    if (plain && !seen.has(identity)) candidates.set(identity, index);
+    seen.add(identity);
+  }
+  const plain = new Set<number>();
+  for (const environment of ['Customer', 'Testing'] as const) {
+    const ofEnvironment = [...candidates.values()].filter((index) => (checked[index] as CheckedItem).key.environment === environment);
+    if (ofEnvironment.length === 0) continue;
+    const { accountId } = (checked[ofEnvironment[0]] as CheckedItem).key;
+    const existing = await existingProvidedIds(
+      trx,
+      { accountId, environment },
+      ofEnvironment.map((index) => (checked[index] as CheckedItem).key.providedId),
+    );
+    for (const index of ofEnvironment) if (!existing.has((checked[index] as CheckedItem).key.providedId)) plain.add(index);
+  }
+  return plain;
+}
+
+/** Inserts plain new groups at once: per item, its row, token and history entry, or undefined when the identity was taken meanwhile. */
+async function insertPlainGroups(
+  trx: Kysely<Database>,
+  deps: UserGroupDeps,
+  items: readonly CheckedItem[],
+  at: Date,
+  actor: Actor,
+): Promise<({ row: UserGroupRow; token: string; audit: AuditEntry } | undefined)[]> {
+  const tokens = items.map(() => generateToken('user_group'));
+  const rows = await insertUserGroupsIfAbsent(
+    trx,
+    items.map(({ key, item }, i) => ({
+      account_id: key.accountId,
+      environment: key.environment,
+      provided_id: key.providedId,
+      name: key.providedId,
+      is_demo_group: 0,
+      group_tags: '[]',
+      ...storedFields(item),
+      parent_team_id: null,
+      token_hash: hashToken(tokens[i]),
+      token_ciphertext: deps.tokens.seal(tokens[i]),
+      created_at: at.toISOString(),
+      updated_at: at.toISOString(),
+    })),
+  );
+  const byIdentity = new Map(rows.map((row) => [`${row.environment}/${row.provided_id}`, row]));
+  const done = items.map(({ key }, i) => {
+    const row = byIdentity.get(`${key.environment}/${key.providedId}`);
+    if (!row) return undefined;
+    const tags = tagsOf(row);
+    const details: AuditDetails = tags.length > 0 ? { group_tags: { old: [], new: tags } } : {};
+    return { row, token: tokens[i], audit: auditEntry(row, 'user_group.create', actor, at, undefined, details), tags };
+  });
+  await insertTagRowsOfNewGroups(
+    trx,
+    done.flatMap((d) =>
+      d && d.tags.length > 0 ? [{ tenant: { accountId: d.row.account_id, environment: d.row.environment }, teamId: d.row.team_id, tags: d.tags }] : [],
+    ),
+  );
+  return done;
+}
+
+/** One item the general way, inside a savepoint: a rule it breaks rolls back only its own writes. */
+async function upsertSaved(
+  trx: Kysely<Database>,
+  deps: UserGroupDeps,
+  { key, item }: CheckedItem,
+  actor: Actor,
+  at: Date,
+  audits: AuditEntry[],
+): Promise<UpsertOutcome> {
+  await sql`savepoint upsert_item`.execute(trx);
+  try {
+    const outcome = await upsertOne(trx, deps, key, item, actor, at);
+    await sql`release savepoint upsert_item`.execute(trx);
+    if (outcome.audit) audits.push(outcome.audit);
+    return {
+      user_group_id: key.providedId,
+      api_environment_tag: key.environment,
+      status: outcome.status,
+      team_id: outcome.row.team_id,
+      ...(outcome.token === undefined ? {} : { token: outcome.token }),
+    };
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    await sql`rollback to savepoint upsert_item`.execute(trx);
+    return { user_group_id: key.providedId, api_environment_tag: key.environment, status: 'failed', error: { code: err.code, message: err.message } };
+  }
+}
+
+async function upsertOne(
+  trx: Kysely<Database>,
+  deps: UserGroupDeps,
+  key: GroupIdentity,
+  item: UserGroupInput,
+  actor: Actor,
+  at: Date,
+): Promise<{ status: 'created' | 'updated' | 'unchanged'; row: UserGroupRow; token?: string; audit?: AuditEntry }> {
+  if (!(await findUserGroupForUpdate(trx, deps.database.dialect, key))) {
+    const token = generateToken('user_group');
+    const inserted = await insertNewIn(trx, deps, key, item, token, at, actor);
+    if (inserted) return { status: 'created', row: inserted.chain[0], token, audit: inserted.audit };
+    // Another transaction created it since the read: change it as it now is.
+  }
+  const { row, audit } = await updateIn(trx, deps, key, { changes: storedFields(item), parent: parentChoice(item) }, actor, at);
+  return { status: audit ? 'updated' : 'unchanged', row, audit };
+}
+
+/** How a result names an item, even one too broken to validate. */
+function itemIdentity(principal: Principal, raw: unknown): Pick<UpsertOutcome, 'user_group_id' | 'api_environment_tag'> {
+  const item = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  const id = item.user_group_id;
+  const environment = item.api_environment_tag;
+  return {
+    user_group_id: typeof id === 'string' || typeof id === 'number' ? String(id) : '',
+    api_environment_tag: environment === 'Customer' || environment === 'Testing' ? environment : (principal.allowedEnvironment ?? principal.defaultEnvironment),
+  };
 }
 
 interface ListInput {
@@ -379,8 +652,9 @@ function notFound(key: GroupIdentity): AppError {
   return new AppError('user_group_not_found', `no user group with user_group_id "${key.providedId}" in ${key.environment}`);
 }
 
-function auditEntry(row: UserGroupRow, action: string, actor: Actor, at: Date, changedFields?: string[], details?: AuditDetails): AuditEntry {
+function auditEntry(row: UserGroupRow, action: AuditAction, actor: Actor, at: Date, changedFields?: string[], details?: AuditDetails): AuditEntry {
   return {
+    generation: row.token_generation,
     accountId: row.account_id,
     subjectType: 'user_group',
     subjectId: row.team_id,
@@ -393,8 +667,4 @@ function auditEntry(row: UserGroupRow, action: string, actor: Actor, at: Date, c
     requestId: actor.requestId,
     at,
   };
-}
-
-function audit(trx: DatabaseHandle['db'], row: UserGroupRow, action: string, actor: Actor, at: Date, changedFields?: string[], details?: AuditDetails) {
-  return appendAudit(trx, auditEntry(row, action, actor, at, changedFields, details));
 }

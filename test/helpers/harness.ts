@@ -18,10 +18,24 @@ import type { Metrics } from '../../src/metrics/metrics.ts';
 import { openMigratedDatabase } from '../../src/runtime.ts';
 import { issueApiToken, revokeApiToken } from '../../src/api-tokens/api-tokens.service.ts';
 import type { Scope } from '../../src/auth/principal.ts';
-import type { DeletedResponse, GetOrCreateResponse, HistoryResponse, ListResponse, UserGroupResponse } from '../../src/user-groups/user-groups.schemas.ts';
+import type {
+  DeletedResponse,
+  GetOrCreateResponse,
+  HistoryResponse,
+  ListResponse,
+  UpsertResponse,
+  UserGroupResponse,
+} from '../../src/user-groups/user-groups.schemas.ts';
 import type { EmbedContextResponse, EmbedTokenResponse, IntrospectionResponse, JwksResponse } from '../../src/embed/embed.schemas.ts';
 import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
 import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
+import type { EventFeedResponse } from '../../src/events/events.schemas.ts';
+import type {
+  CreatedWebhookEndpointResponse,
+  WebhookDeliveriesResponse,
+  WebhookEndpointListResponse,
+  WebhookTestResponse,
+} from '../../src/webhooks/webhooks.schemas.ts';
 import type {
   ApiTokenHistoryResponse,
   ApiTokenListResponse,
@@ -53,6 +67,12 @@ export type ResponseBody = { success: 0 | 1 } & Fields<typeof UserGroupResponse>
   Fields<typeof ApiTokenListResponse> &
   Fields<typeof ApiTokenHistoryResponse> &
   Fields<typeof CurrentApiTokenResponse> &
+  Fields<typeof EventFeedResponse> &
+  Fields<typeof UpsertResponse> &
+  Fields<typeof CreatedWebhookEndpointResponse> &
+  Fields<typeof WebhookEndpointListResponse> &
+  Fields<typeof WebhookDeliveriesResponse> &
+  Fields<typeof WebhookTestResponse> &
   Fields<typeof ErrorEnvelope>;
 
 export interface HttpResult<Body = ResponseBody> {

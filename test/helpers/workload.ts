@@ -37,6 +37,11 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   await request('GET', '/api/user', { body: { user_group_id: id('new'), properties: { a: 1 }, api_environment_tag: env } });
   await request('POST', '/api/user', { body: { user_group_id: id('created'), api_environment_tag: env } });
   await request('PUT', '/api/user', { body: { user_group_id: id('created'), name: 'Renamed', api_environment_tag: env } });
+  // An idempotent create, and its retry: the stored answer again.
+  const idempotent = { body: { user_group_id: id('idempotent'), api_environment_tag: env }, headers: { 'idempotency-key': id('key') } };
+  const first = await request('POST', '/api/user', idempotent);
+  const replayed = await request('POST', '/api/user', idempotent);
+  assert.equal(replayed.user_group.token, first.user_group.token, 'an idempotent retry answers the first answer');
   const rotated = await request('POST', '/api/user', { body: { current_token: tokens[0], grace_period_seconds: 60 } });
   assert.equal((await caller.request('GET', '/api/embed/context', { bearer: tokens[0] })).status, 200, 'a retired token in its grace period');
   await request('POST', '/api/user', { body: { current_token: rotated.user_group.token, grace_period_seconds: 60 } });
@@ -88,4 +93,27 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   const created = await request('POST', '/api/api_tokens', { body: { scopes: ['read'], allowed_environment: env, name: id('token') } });
   await request('DELETE', `/api/api_tokens/${created.api_token.id}`);
   await request('GET', '/api/api_tokens/history');
+  // Bulk upsert: plain new groups (inserted at once), a change to an existing one, a child of a new one, a failure.
+  await request('POST', '/api/users/upsert', {
+    body: {
+      user_groups: [
+        { user_group_id: id('bulk-1'), api_environment_tag: env, group_tags: ['vip'] },
+        { user_group_id: id('bulk-2'), api_environment_tag: env },
+        { user_group_id: existing[0], api_environment_tag: env, properties: { bulk: true } },
+        { user_group_id: id('bulk-child'), api_environment_tag: env, parent_user_group_id: id('bulk-1') },
+        { user_group_id: id('bulk-orphan'), api_environment_tag: env, parent_user_group_id: id('no-such-parent') },
+      ],
+    },
+  });
+  // Webhook endpoints: create, list, deliveries, a test send (to a port nobody listens on), rotate, delete.
+  const endpoint = await request('POST', '/api/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/hook', types: ['user_group.created'] } });
+  const endpointId = endpoint.webhook_endpoint.id;
+  await request('GET', '/api/webhook_endpoints');
+  await request('GET', `/api/webhook_endpoints/${endpointId}/deliveries`);
+  await request('POST', `/api/webhook_endpoints/${endpointId}/test`);
+  await request('POST', `/api/webhook_endpoints/${endpointId}/rotate_secret`);
+  await request('DELETE', `/api/webhook_endpoints/${endpointId}`);
+  // Change events: the feed, filtered and not, from the start and from a cursor.
+  await request('GET', '/api/events');
+  await request('GET', '/api/events', { query: { after: '1', types: 'user_group.created,user_group.deleted', limit: '5' } });
 }

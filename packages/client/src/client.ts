@@ -7,6 +7,17 @@ import { operationQueryParameters } from './openapi.js';
 import type {
   ApiTokenHistoryParams,
   ApiTokenHistoryResponse,
+  ListEventsParams,
+  UpsertUserGroupsParams,
+  UpsertUserGroupsResponse,
+  ListEventsResponse,
+  CreateWebhookEndpointParams,
+  CreatedWebhookEndpointResponse,
+  DeletedWebhookEndpointResponse,
+  ListWebhookDeliveriesParams,
+  WebhookDeliveriesResponse,
+  WebhookEndpointListResponse,
+  WebhookTestResponse,
   ApiTokenListResponse,
   CreateApiTokenParams,
   CreatedApiTokenResponse,
@@ -240,6 +251,55 @@ export class UserGroupServiceClient {
   /** Who issued and revoked the account's API tokens, newest first. */
   getApiTokenHistory(params: ApiTokenHistoryParams = {}, options?: CallOptions): Promise<ApiTokenHistoryResponse> {
     return this.#call({ method: 'GET', path: '/api/api_tokens/history', query: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** Creates or updates up to 1,000 groups in one call; one result per item, in order. Retried only on 429/503. */
+  upsertUserGroups(params: UpsertUserGroupsParams, options?: CallOptions): Promise<UpsertUserGroupsResponse> {
+    return this.#call({ method: 'POST', path: '/api/users/upsert', body: params, auth: 'api', retry: 'overload' }, options);
+  }
+
+  /** The account's change events after `after`, in order; poll again with `next_cursor`. */
+  listEvents(params: ListEventsParams = {}, options?: CallOptions): Promise<ListEventsResponse> {
+    return this.#call({ method: 'GET', path: '/api/events', query: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** The account's webhook endpoints; never a secret. Needs the admin scope. */
+  listWebhookEndpoints(options?: CallOptions): Promise<WebhookEndpointListResponse> {
+    return this.#call({ method: 'GET', path: '/api/webhook_endpoints', auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /**
+   * Creates a webhook endpoint and answers its secret (`whsec_…`), once. A URL that resolves to a
+   * private address is `webhook_url_forbidden` (400). Needs the admin scope. Retried only on 429/503.
+   */
+  createWebhookEndpoint(params: CreateWebhookEndpointParams, options?: CallOptions): Promise<CreatedWebhookEndpointResponse> {
+    return this.#call({ method: 'POST', path: '/api/webhook_endpoints', body: params, auth: 'api', retry: 'overload' }, options);
+  }
+
+  /** Deletes a webhook endpoint of this account: `webhook_endpoint_not_found` (404) if there is none. */
+  deleteWebhookEndpoint(id: number, options?: CallOptions): Promise<DeletedWebhookEndpointResponse> {
+    return this.#call({ method: 'DELETE', path: `/api/webhook_endpoints/${encodeURIComponent(String(id))}`, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** A new secret for a webhook endpoint, shown once; the old one also signs for 24 h. Retried only on 429/503. */
+  rotateWebhookSecret(id: number, options?: CallOptions): Promise<CreatedWebhookEndpointResponse> {
+    return this.#call(
+      { method: 'POST', path: `/api/webhook_endpoints/${encodeURIComponent(String(id))}/rotate_secret`, auth: 'api', retry: 'overload' },
+      options,
+    );
+  }
+
+  /** A webhook endpoint's latest deliveries, newest first, with every attempt. */
+  listWebhookDeliveries(id: number, params: ListWebhookDeliveriesParams = {}, options?: CallOptions): Promise<WebhookDeliveriesResponse> {
+    return this.#call(
+      { method: 'GET', path: `/api/webhook_endpoints/${encodeURIComponent(String(id))}/deliveries`, query: params, auth: 'api', retry: 'idempotent' },
+      options,
+    );
+  }
+
+  /** Sends a `webhook_endpoint.test` event to the endpoint now and answers how it went. Retried only on 429/503. */
+  testWebhookEndpoint(id: number, options?: CallOptions): Promise<WebhookTestResponse> {
+    return this.#call({ method: 'POST', path: `/api/webhook_endpoints/${encodeURIComponent(String(id))}/test`, auth: 'api', retry: 'overload' }, options);
   }
 
   /** The public keys that verify embed tokens (RFC 7517), of every algorithm published now. Needs no token. */

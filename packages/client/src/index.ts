@@ -3,3 +3,12 @@ export { UserGroupServiceError, isUserGroupServiceError, type ClientErrorCode, t
 export { parseRetryAfter, retryDelayMs, DEFAULT_RETRY, type RetryOptions } from './retry.js';
 export type * from './types.js';
 export { operationQueryParameters, requestFields } from './openapi.js';
+export {
+  followEvents,
+  followRevocations,
+  EmbedRevocationList,
+  type FollowEventsOptions,
+  type EmbedRevocationListOptions,
+  type EmbedTokenClaims,
+  type EmbedRevocation,
+} from './events.js';

@@ -1,0 +1,255 @@
+// The stream of change events (docs/api.md, "Change events", "The stream"): the same events,
+// filters and rules as the feed, written as Server-Sent Events while the connection lasts.
+//
+// Each open stream keeps its own cursor (the seq of the last event it wrote) and reads the
+// feed after it, always naming its account and its token's environment (eventsAfter): a
+// wake-up only says "look now", it carries no rows, so one account's events never pass
+// through another account's stream. It looks when the sequencer says its account (or any
+// account, for other instances' events) has new events, and every SAFETY_READ_MS anyway.
+//
+// Backpressure: a stream reads the next events only while its reader wants more (Node
+// calls _read() when the response has room again); a client that stops reading stops the
+// reads, holds at most a page of events, and is disconnected once stalled for stallMs.
+import { Readable } from 'node:stream';
+import type { ServerResponse } from 'node:http';
+import type { DatabaseHandle } from '../db/database.ts';
+import type { EventRow } from '../db/schema.ts';
+import type { EventType } from '../audit/outbox.ts';
+import { requireScope, type Principal } from '../auth/principal.ts';
+import { eventJson } from './events.json.ts';
+import { parseEventTypes, startingPoint } from './events.service.ts';
+import { eventsAfter } from './events.repository.ts';
+import type { NewEventsListener } from './sequencer.ts';
+
+/** Events read per query: also the most a stalled stream holds beyond its buffer. */
+const PAGE = 100;
+/** Every stream reads its feed this often even without a wake-up. */
+const SAFETY_READ_MS = 1000;
+/** How long a shutdown waits for streams to flush their last frame before it cuts them. */
+const SHUTDOWN_FLUSH_MS = 1000;
+/** What a reader (EventSource) waits before reconnecting after the stream ends. */
+const RETRY_MS = 1000;
+
+export interface EventStreamOptions {
+  heartbeatMs: number;
+  stallMs: number;
+  onError: (err: unknown, what: string) => void;
+  /** A stream was closed because its client stopped reading. */
+  onStalled: (accountId: number) => void;
+}
+
+export interface StreamRequest {
+  /** The `after` query parameter. */
+  after?: string;
+  /** The Last-Event-ID header: wins over `after` (a reconnecting EventSource sends it with the first URL). */
+  lastEventId?: string;
+  types?: string;
+}
+
+/** One SSE event: `id`, `event` and the event object as `data` (one line: JSON has no raw newline). */
+export function sseFrame(row: EventRow, accountSlug: string): string {
+  return `id: ${Number(row.seq)}\nevent: ${row.type}\ndata: ${JSON.stringify(eventJson(row, accountSlug))}\n\n`;
+}
+
+/** Every open stream of this instance: wakes them, ticks them, and ends them on shutdown. */
+export class EventStreams {
+  private readonly streams = new Set<AccountEventStream>();
+  private readonly ticker: NodeJS.Timeout;
+  private closing = false;
+
+  constructor(
+    private readonly database: DatabaseHandle,
+    onNewEvents: (listener: NewEventsListener) => unknown,
+    private readonly options: EventStreamOptions,
+  ) {
+    onNewEvents((accounts) => {
+      for (const stream of this.streams) if (accounts === null || accounts.has(stream.accountId)) stream.wake();
+    });
+    this.ticker = setInterval(() => this.tick(), Math.min(SAFETY_READ_MS, options.heartbeatMs));
+    this.ticker.unref();
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /**
+   * The rules first, while an error can still be an HTTP answer: the `read` scope, known
+   * types, a cursor still kept (410 otherwise). Without a cursor the stream starts at the
+   * head: only events sequenced from now on.
+   */
+  async open(principal: Principal, accountSlug: string, input: StreamRequest, response: ServerResponse): Promise<Readable> {
+    requireScope(principal, 'read', 'reading change events');
+    const types = parseEventTypes(input.types);
+    const cursor = input.lastEventId ?? input.after;
+    const start = await startingPoint(this.database, principal, cursor);
+    const stream = new AccountEventStream(this.database, {
+      principal,
+      accountSlug,
+      types,
+      afterSeq: cursor === undefined ? start.lastSeq : start.afterSeq,
+      response,
+      onError: this.options.onError,
+    });
+    if (this.closing) {
+      stream.finish();
+      return stream;
+    }
+    this.streams.add(stream);
+    stream.once('close', () => this.streams.delete(stream));
+    stream.wake();
+    return stream;
+  }
+
+  private tick(): void {
+    const now = Date.now();
+    for (const stream of this.streams) stream.tick(now, this.options);
+  }
+
+  /**
+   * Shutdown (preClose, before the server waits for its connections): every stream gets
+   * `event: shutdown` and ends, its connection closes once that is written; one that cannot
+   * flush it within SHUTDOWN_FLUSH_MS (a stalled client) is cut.
+   */
+  async closeAll(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.ticker);
+    const open = [...this.streams];
+    const finished = open.map((stream) => stream.finish());
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, SHUTDOWN_FLUSH_MS);
+      timer.unref();
+    });
+    await Promise.race([Promise.all(finished), late]);
+    clearTimeout(timer);
+    for (const stream of open) stream.cut();
+  }
+}
+
+interface StreamState {
+  principal: Principal;
+  accountSlug: string;
+  types: EventType[] | null;
+  afterSeq: number;
+  response: ServerResponse;
+  onError: (err: unknown, what: string) => void;
+}
+
+class AccountEventStream extends Readable {
+  readonly accountId: number;
+  private cursor: number;
+  /** The reader has room: Node called _read() and no push() since said "full". */
+  private wanted = false;
+  /** Events may be waiting: a wake-up, or a full page, since the last read. */
+  private pending = true;
+  private reading = false;
+  private ended = false;
+  private stalledSince: number | undefined;
+  private lastWrite = Date.now();
+  private lastRead = Date.now();
+
+  constructor(
+    private readonly database: DatabaseHandle,
+    private readonly state: StreamState,
+  ) {
+    super({ highWaterMark: 64 * 1024 });
+    this.accountId = state.principal.accountId;
+    this.cursor = state.afterSeq;
+    // Sent at once, so that the reader has the answer's headers without waiting for an event.
+    this.write(`retry: ${RETRY_MS}\n: events of ${state.accountSlug} after ${this.cursor}\n\n`);
+  }
+
+  override _read(): void {
+    this.wanted = true;
+    this.stalledSince = undefined;
+    if (this.pending) void this.readFeed();
+  }
+
+  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
+    this.ended = true;
+    callback(err);
+  }
+
+  wake(): void {
+    this.pending = true;
+    if (this.wanted) void this.readFeed();
+  }
+
+  tick(now: number, options: EventStreamOptions): void {
+    if (this.ended) return;
+    if (this.stalledSince !== undefined && now - this.stalledSince >= options.stallMs) {
+      options.onStalled(this.accountId);
+      this.cut();
+      return;
+    }
+    if (now - this.lastRead >= SAFETY_READ_MS) this.wake();
+    if (this.wanted && now - this.lastWrite >= options.heartbeatMs) this.write(': heartbeat\n\n');
+  }
+
+  /** Ends the stream with `event: shutdown`; resolves when the response has been written out (or its connection is gone). */
+  finish(): Promise<void> {
+    const { response } = this.state;
+    const done = new Promise<void>((resolve) => {
+      if (response.writableFinished || response.destroyed) return resolve();
+      response.once('finish', () => resolve());
+      response.once('close', () => resolve());
+    });
+    if (!this.ended) {
+      this.ended = true;
+      // No id: a reader's Last-Event-ID stays the last event's, and it resumes from there.
+      this.push('event: shutdown\ndata: {"reason":"the server is shutting down: reconnect with Last-Event-ID"}\n\n');
+      this.push(null);
+    }
+    return done;
+  }
+
+  /** Closes the connection at once. */
+  cut(): void {
+    this.ended = true;
+    const socket = this.state.response.socket;
+    if (this.state.response.writableFinished) socket?.end();
+    else socket?.destroy();
+    this.destroy();
+  }
+
+  private write(text: string): void {
+    this.lastWrite = Date.now();
+    if (!this.push(text)) this.becomeFull();
+  }
+
+  private becomeFull(): void {
+    this.wanted = false;
+    this.stalledSince ??= Date.now();
+  }
+
+  /** Reads and writes pages after the cursor while the reader has room; one read at a time. */
+  private async readFeed(): Promise<void> {
+    if (this.reading) return;
+    this.reading = true;
+    try {
+      while (this.pending && this.wanted && !this.ended) {
+        this.pending = false;
+        this.lastRead = Date.now();
+        const rows = await eventsAfter(this.database.db, {
+          accountId: this.state.principal.accountId,
+          environment: this.state.principal.allowedEnvironment,
+          afterSeq: this.cursor,
+          limit: PAGE,
+          types: this.state.types,
+        });
+        if (this.ended) return;
+        for (const row of rows) {
+          this.cursor = Number(row.seq);
+          this.write(sseFrame(row, this.state.accountSlug));
+        }
+        if (rows.length === PAGE) this.pending = true;
+      }
+    } catch (err) {
+      this.pending = true; // read again at the next tick
+      this.state.onError(err, 'reading events for a stream');
+    } finally {
+      this.reading = false;
+    }
+  }
+}

@@ -1,0 +1,111 @@
+// The SQL of the event feed (docs/api.md, "Change events"): the sequencer's moves from the
+// outbox into the feed, the feed's reads (each names its account, and the environment a
+// token is restricted to, docs/security.md "Tenant isolation"), and retention.
+import type { Kysely } from 'kysely';
+import { sql } from '../db/kysely.ts';
+import type { Database, Environment, EventRow } from '../db/schema.ts';
+import type { EventType } from '../audit/outbox.ts';
+
+/** The outbox rows committed so far, oldest first: a background read of every account's. */
+export function committedOutbox(db: Kysely<Database>, limit: number) {
+  return db.selectFrom('event_outbox').selectAll().orderBy('id').limit(limit).execute();
+}
+
+export async function outboxIsEmpty(db: Kysely<Database>): Promise<boolean> {
+  return (await db.selectFrom('event_outbox').select('id').limit(1).executeTakeFirst()) === undefined;
+}
+
+/** The last seq of each account, creating a head for an account that has none. */
+export async function lastSeqs(trx: Kysely<Database>, accountIds: number[]): Promise<Map<number, number>> {
+  await trx
+    .insertInto('event_heads')
+    .values(accountIds.map((account_id) => ({ account_id, last_seq: 0, pruned_through: 0 })))
+    .onConflict((oc) => oc.column('account_id').doNothing())
+    .execute();
+  const rows = await trx.selectFrom('event_heads').select(['account_id', 'last_seq']).where('account_id', 'in', accountIds).execute();
+  return new Map(rows.map((row) => [Number(row.account_id), Number(row.last_seq)]));
+}
+
+export async function setLastSeq(trx: Kysely<Database>, accountId: number, lastSeq: number): Promise<void> {
+  await trx.updateTable('event_heads').set({ last_seq: lastSeq }).where('account_id', '=', accountId).execute();
+}
+
+/** Rows per insert statement (7 parameters each). */
+const EVENTS_CHUNK = 200;
+
+export async function insertEvents(trx: Kysely<Database>, rows: Omit<EventRow, 'id'>[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += EVENTS_CHUNK)
+    await trx
+      .insertInto('events')
+      .values(rows.slice(start, start + EVENTS_CHUNK))
+      .execute();
+}
+
+export async function deleteOutboxRows(trx: Kysely<Database>, ids: number[]): Promise<void> {
+  for (let start = 0; start < ids.length; start += 500)
+    await trx
+      .deleteFrom('event_outbox')
+      .where('id', 'in', ids.slice(start, start + 500))
+      .execute();
+}
+
+/** An account's head: the last seq handed out, and the last one retention removed (0, 0 before any event). */
+export async function eventHead(db: Kysely<Database>, accountId: number): Promise<{ lastSeq: number; prunedThrough: number }> {
+  const row = await db.selectFrom('event_heads').select(['last_seq', 'pruned_through']).where('account_id', '=', accountId).executeTakeFirst();
+  return { lastSeq: Number(row?.last_seq ?? 0), prunedThrough: Number(row?.pruned_through ?? 0) };
+}
+
+export interface FeedQuery {
+  accountId: number;
+  /** The environment the reader's token is restricted to, or null for every event of the account. */
+  environment: Environment | null;
+  afterSeq: number;
+  limit: number;
+  types: readonly EventType[] | null;
+}
+
+/** An account's events after a seq, in order. */
+export function eventsAfter(db: Kysely<Database>, query: FeedQuery): Promise<EventRow[]> {
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('account_id', '=', query.accountId)
+    .where('seq', '>', query.afterSeq)
+    .$if(query.environment !== null, (q) => q.where('environment', '=', query.environment!))
+    .$if(query.types !== null, (q) => q.where('type', 'in', query.types!))
+    .orderBy('seq')
+    .limit(query.limit)
+    .execute();
+}
+
+/** The highest event id: what another instance's sequencer has added shows here. */
+export async function newestEventId(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('events').select(sql<number | null>`max(id)`.as('id')).executeTakeFirst();
+  return Number(row?.id ?? 0);
+}
+
+/**
+ * Removes up to `limit` of the oldest events that occurred before `cutoff`, and records per
+ * account what went. Walks the key from the oldest and stops at the first younger event:
+ * never a scan of the whole table for old rows that are not there.
+ */
+export async function pruneEvents(trx: Kysely<Database>, cutoff: string, limit: number): Promise<number> {
+  const oldest = await trx.selectFrom('events').select(['id', 'account_id', 'seq', 'occurred_at']).orderBy('id').limit(limit).execute();
+  const firstKept = oldest.findIndex((row) => row.occurred_at >= cutoff);
+  const expired = firstKept === -1 ? oldest : oldest.slice(0, firstKept);
+  if (expired.length === 0) return 0;
+  await trx
+    .deleteFrom('events')
+    .where('id', '<=', expired[expired.length - 1].id)
+    .execute();
+  const through = new Map<number, number>();
+  for (const row of expired) through.set(Number(row.account_id), Math.max(through.get(Number(row.account_id)) ?? 0, Number(row.seq)));
+  for (const [accountId, seq] of through) {
+    await trx
+      .updateTable('event_heads')
+      .set({ pruned_through: sql<number>`case when pruned_through > ${seq} then pruned_through else ${seq} end` })
+      .where('account_id', '=', accountId)
+      .execute();
+  }
+  return expired.length;
+}

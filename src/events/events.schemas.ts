@@ -1,0 +1,60 @@
+// Change events over HTTP, declared once: validation, the response allow-list and the
+// OpenAPI document (docs/api.md, "Change events").
+import { Type, type Static } from 'typebox';
+import { EVENT_TYPES } from '../audit/outbox.ts';
+
+export const EventTypeName = Type.Enum([...EVENT_TYPES], { title: 'EventType', type: 'string' });
+
+export const ChangeEvent = Type.Object(
+  {
+    id: Type.Integer({
+      minimum: 1,
+      description: "The event's number in its account's feed: events are numbered 1, 2, 3… in the order the feed gives them. Unique within the account.",
+      examples: [42],
+    }),
+    type: EventTypeName,
+    occurred_at: Type.String({ format: 'date-time', description: 'When the change was made.' }),
+    account: Type.String({ description: 'The slug of the account whose change it is.', examples: ['acme'] }),
+    data: Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        "What changed. A user group's events: team_id, user_group_id, api_environment_tag, generation, and changed_fields, changes ({field: {old, new}} for a rename, a move or tags) and grace_period_ends_at where they apply. An API token's: api_token_id, allowed_environment. A signing key's: kid, algorithm. Never a token or a key.",
+      examples: [{ team_id: 17, user_group_id: 'customer-42', api_environment_tag: 'Customer', generation: 0, changed_fields: ['properties'] }],
+    }),
+  },
+  { title: 'ChangeEvent', additionalProperties: false },
+);
+export type ChangeEventJson = Static<typeof ChangeEvent>;
+
+const Cursor = Type.String({
+  pattern: '^(0|[1-9][0-9]{0,15})$',
+  description: 'An event id (next_cursor of the previous page): the feed goes on after it. Absent: from the oldest event kept.',
+  examples: ['41'],
+});
+
+export const EventTypesFilter = Type.String({
+  pattern: '^[a-z_.]+(,[a-z_.]+)*$',
+  description: 'Comma-separated event types; absent: every type.',
+  examples: ['user_group.updated,user_group.deleted'],
+});
+
+export const EventFeedQuery = Type.Object(
+  {
+    after: Type.Optional(Cursor),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, description: 'At most this many events, 1-500 (default 100).' })),
+    types: Type.Optional(EventTypesFilter),
+  },
+  { additionalProperties: false },
+);
+
+export const EventFeedResponse = Type.Object(
+  {
+    success: Type.Literal(1),
+    events: Type.Array(ChangeEvent),
+    next_cursor: Type.String({
+      description:
+        "Where the next request goes on (its `after`): the last event's id, or, when there was none, the point this read reached. Always present: a consumer polls with it.",
+      examples: ['42'],
+    }),
+  },
+  { title: 'EventFeed' },
+);

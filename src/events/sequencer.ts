@@ -1,0 +1,221 @@
+// Moves committed events from the outbox into the feed, numbering each account's events in
+// the order they are moved (docs/api.md, "Change events"), and tells this instance's readers
+// (the stream, the webhook dispatcher) when an account has new events.
+//
+// One sequencer runs at a time across every instance: on PostgreSQL a transaction-level
+// advisory lock (tried, never waited for: an instance that finds it taken runs again
+// shortly); on SQLite the write lock. Because an account's numbers are handed out only
+// there, and only for rows already committed, a reader that has read up to seq n never later
+// finds a new event below n. Rows committed out of order (a transaction that inserted
+// earlier but committed later) are simply numbered later.
+//
+// When it runs: right after a write of this instance commits (DatabaseHandle.onCommit), and
+// every pollMs for what other instances wrote. Other instances' readers learn of new events
+// by watching the newest event id (one indexed read per pollMs): it works through PgBouncer's
+// transaction pooling, where LISTEN cannot.
+import { AsyncResource } from 'node:async_hooks';
+import type { Kysely } from 'kysely';
+import { sql } from '../db/kysely.ts';
+import type { DatabaseHandle } from '../db/database.ts';
+import type { Database, EventRow } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
+import { committedOutbox, deleteOutboxRows, insertEvents, lastSeqs, newestEventId, outboxIsEmpty, pruneEvents, setLastSeq } from './events.repository.ts';
+
+const SEQUENCER_LOCK_KEY = 726_415_006; // arbitrary, fixed: "ugs event sequencer"
+/** Outbox rows moved per transaction. */
+const BATCH = 500;
+/** How soon to try again when another instance is sequencing. */
+const BUSY_RETRY_MS = 10;
+/** How often retention removes old events: every minute, or more often under a shorter retention. */
+const PRUNE_EVERY_MS = 60_000;
+
+/**
+ * Runs inside the sequencer's transaction with the events it numbered (webhook deliveries are
+ * made here). An event is known by (account_id, seq); its `id` there is the outbox row's.
+ */
+export type SequencedHook = (trx: Kysely<Database>, events: EventRow[], now: Date) => Promise<void>;
+
+/** Which accounts have new events; null: any may (another instance sequenced them). */
+export type NewEventsListener = (accounts: ReadonlySet<number> | null) => void;
+
+export interface SequencerOptions {
+  now: () => Date;
+  /** Events are kept this long (UGS_EVENT_RETENTION). */
+  retentionMs: number;
+  /** How often to look for other instances' events. */
+  pollMs: number;
+  onError: (err: unknown, what: string) => void;
+}
+
+export class EventSequencer {
+  private readonly listeners = new Set<NewEventsListener>();
+  private readonly hooks: SequencedHook[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private busy = false;
+  private stopped = true;
+  private newestSeen = 0;
+  private lastPrune = 0;
+  private readonly onCommit = () => this.kick();
+  /**
+   * The sequencer's own async context: a kick comes from a request's commit, and work it
+   * started there would otherwise belong to that request (its trace, its request id).
+   */
+  private readonly scope = new AsyncResource('EventSequencer');
+
+  constructor(
+    private readonly handle: DatabaseHandle,
+    private readonly options: SequencerOptions,
+  ) {}
+
+  private get pruneEveryMs(): number {
+    return Math.min(PRUNE_EVERY_MS, Math.max(this.options.retentionMs / 2, this.options.pollMs));
+  }
+
+  addHook(hook: SequencedHook): void {
+    this.hooks.push(hook);
+  }
+
+  onNewEvents(listener: NewEventsListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.lastPrune = Date.now() - this.pruneEveryMs + Math.min(1000, this.pruneEveryMs); // a first pass soon after start
+    this.handle.onCommit.add(this.onCommit);
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.handle.onCommit.delete(this.onCommit);
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Sequence soon: a write committed. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  /** One pass now (tests, and `ugs events` on a stopped service). */
+  async runOnce(): Promise<void> {
+    await this.running;
+    await this.pass();
+  }
+
+  private schedule(delayMs: number): void {
+    this.scope.runInAsyncScope(() => this.setTimer(delayMs));
+  }
+
+  private setTimer(delayMs: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.pass()
+        .catch((err) => this.options.onError(err, 'sequencing events'))
+        .finally(() => {
+          this.running = undefined;
+          if (this.stopped) return;
+          const delay = this.again ? 0 : this.busy ? BUSY_RETRY_MS : this.options.pollMs;
+          this.again = false;
+          this.busy = false;
+          this.schedule(delay);
+        });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async pass(): Promise<void> {
+    let ownCount = 0;
+    for (;;) {
+      const outcome = await this.sequenceBatch();
+      if (outcome === 'busy') {
+        this.busy = true; // another instance holds the lock: try again shortly
+        break;
+      }
+      if (outcome.accounts.size === 0) break;
+      // Ids this instance gave out itself are no news to the watch below.
+      ownCount += outcome.count;
+      this.notify(outcome.accounts);
+      if (this.stopped) break;
+    }
+    await this.watchOtherInstances(ownCount);
+    if (Date.now() - this.lastPrune >= this.pruneEveryMs) {
+      this.lastPrune = Date.now();
+      await this.prune();
+    }
+  }
+
+  /** Moves one batch: the accounts that got events and how many, or 'busy' when another instance is sequencing. */
+  private async sequenceBatch(): Promise<{ accounts: Set<number>; count: number } | 'busy'> {
+    if (await outboxIsEmpty(this.handle.db)) return { accounts: new Set(), count: 0 };
+    return inTransaction(this.handle, async (trx) => {
+      if (!(await this.lock(trx))) return 'busy';
+      const outbox = await committedOutbox(trx, BATCH);
+      if (outbox.length === 0) return { accounts: new Set<number>(), count: 0 };
+      const accounts = [...new Set(outbox.map((row) => Number(row.account_id)))];
+      const seqs = await lastSeqs(trx, accounts);
+      const events: EventRow[] = outbox.map((row) => {
+        const accountId = Number(row.account_id);
+        const seq = (seqs.get(accountId) ?? 0) + 1;
+        seqs.set(accountId, seq);
+        return { ...row, account_id: accountId, seq };
+      });
+      const count = outbox.length;
+      await insertEvents(
+        trx,
+        events.map(({ id: _id, ...event }) => event),
+      );
+      for (const accountId of accounts) await setLastSeq(trx, accountId, seqs.get(accountId)!);
+      await deleteOutboxRows(
+        trx,
+        outbox.map((row) => Number(row.id)),
+      );
+      const now = this.options.now();
+      for (const hook of this.hooks) await hook(trx, events, now);
+      return { accounts: new Set(accounts), count };
+    });
+  }
+
+  private async lock(trx: Kysely<Database>): Promise<boolean> {
+    if (this.handle.dialect === 'sqlite') return true; // BEGIN IMMEDIATE took the write lock
+    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(${SEQUENCER_LOCK_KEY}) as locked`.execute(trx);
+    return rows[0]?.locked === true;
+  }
+
+  /**
+   * New events that another instance sequenced wake this instance's readers: the newest id
+   * moved further than by the events this instance inserted itself in this pass (a gap in
+   * the ids wakes them for nothing, never the other way round).
+   */
+  private async watchOtherInstances(ownCount: number): Promise<void> {
+    const newest = await newestEventId(this.handle.db);
+    const others = newest - this.newestSeen > ownCount;
+    this.newestSeen = Math.max(this.newestSeen, newest);
+    if (others) this.notify(null);
+  }
+
+  private notify(accounts: ReadonlySet<number> | null): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(accounts);
+      } catch (err) {
+        this.options.onError(err, 'waking event readers');
+      }
+    }
+  }
+
+  private async prune(): Promise<void> {
+    const cutoff = new Date(this.options.now().getTime() - this.options.retentionMs).toISOString();
+    for (;;) {
+      const removed = await inTransaction(this.handle, async (trx) => ((await this.lock(trx)) ? pruneEvents(trx, cutoff, 1000) : 0));
+      if (removed < 1000 || this.stopped) return;
+    }
+  }
+}

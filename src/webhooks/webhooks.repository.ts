@@ -1,0 +1,279 @@
+// The SQL of webhooks (docs/api.md, "Webhooks"). A request's statements name the caller's
+// account, and the environment an admin token is restricted to (VisibleEndpoints); the
+// dispatcher's background statements go by an endpoint's or a delivery's key.
+import type { Kysely } from 'kysely';
+import { sql } from '../db/kysely.ts';
+import { dialectOf } from '../db/database.ts';
+import type { Database, Environment, EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
+
+/** The endpoints a caller may see: its account's, and only its environment's when its token is restricted. */
+export interface VisibleEndpoints {
+  accountId: number;
+  environment: Environment | null;
+}
+
+export type NewEndpoint = Pick<WebhookEndpointRow, 'account_id' | 'url' | 'types' | 'description' | 'environment' | 'secret_sealed' | 'created_at'>;
+
+export async function insertEndpoint(trx: Kysely<Database>, row: NewEndpoint): Promise<WebhookEndpointRow> {
+  return trx.insertInto('webhook_endpoints').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export function listEndpoints(db: Kysely<Database>, visible: VisibleEndpoints): Promise<WebhookEndpointRow[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', '=', visible.accountId)
+    .$if(visible.environment !== null, (q) => q.where('environment', '=', visible.environment!))
+    .orderBy('id')
+    .execute();
+}
+
+export function findEndpoint(db: Kysely<Database>, visible: VisibleEndpoints, id: number): Promise<WebhookEndpointRow | undefined> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', '=', visible.accountId)
+    .where('id', '=', id)
+    .$if(visible.environment !== null, (q) => q.where('environment', '=', visible.environment!))
+    .executeTakeFirst();
+}
+
+/**
+ * The endpoint `id` if the caller sees it: deliveries and attempts have no environment of their
+ * own, so every statement on them names it through their endpoint (docs/security.md, "Tenant
+ * isolation").
+ */
+function visibleEndpoint(db: Kysely<Database>, visible: VisibleEndpoints, id: number) {
+  return db
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('account_id', '=', visible.accountId)
+    .where('id', '=', id)
+    .$if(visible.environment !== null, (q) => q.where('environment', '=', visible.environment!));
+}
+
+/** The deliveries of the endpoint `id`, if the caller sees it. */
+function visibleDeliveries(db: Kysely<Database>, visible: VisibleEndpoints, id: number) {
+  return db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('account_id', '=', visible.accountId)
+    .where('endpoint_id', 'in', visibleEndpoint(db, visible, id));
+}
+
+/** Deletes an endpoint with its deliveries and their attempts; false if the caller sees none by that id. */
+export async function deleteEndpoint(trx: Kysely<Database>, visible: VisibleEndpoints, id: number): Promise<boolean> {
+  if (!(await findEndpoint(trx, visible, id))) return false;
+  await trx
+    .deleteFrom('webhook_attempts')
+    .where('account_id', '=', visible.accountId)
+    .where('delivery_id', 'in', visibleDeliveries(trx, visible, id))
+    .execute();
+  await trx
+    .deleteFrom('webhook_deliveries')
+    .where('account_id', '=', visible.accountId)
+    .where('endpoint_id', 'in', visibleEndpoint(trx, visible, id))
+    .execute();
+  await trx
+    .deleteFrom('webhook_endpoints')
+    .where('account_id', '=', visible.accountId)
+    .where('id', '=', id)
+    .$if(visible.environment !== null, (q) => q.where('environment', '=', visible.environment!))
+    .execute();
+  return true;
+}
+
+export async function replaceSecret(
+  trx: Kysely<Database>,
+  visible: VisibleEndpoints,
+  id: number,
+  secrets: { secret_sealed: string; previous_secret_sealed: string; previous_secret_expires_at: string },
+): Promise<WebhookEndpointRow | undefined> {
+  return trx
+    .updateTable('webhook_endpoints')
+    .set(secrets)
+    .where('account_id', '=', visible.accountId)
+    .where('id', '=', id)
+    .$if(visible.environment !== null, (q) => q.where('environment', '=', visible.environment!))
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** An endpoint's latest deliveries, newest first. */
+export function recentDeliveries(db: Kysely<Database>, visible: VisibleEndpoints, endpointId: number, limit: number): Promise<WebhookDeliveryRow[]> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('account_id', '=', visible.accountId)
+    .where('endpoint_id', 'in', visibleEndpoint(db, visible, endpointId))
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/** The attempts of these deliveries of the endpoint `endpointId`, oldest first. */
+export function attemptsOf(db: Kysely<Database>, visible: VisibleEndpoints, endpointId: number, deliveryIds: number[]): Promise<WebhookAttemptRow[]> {
+  if (deliveryIds.length === 0) return Promise.resolve([]);
+  return db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('account_id', '=', visible.accountId)
+    .where('delivery_id', 'in', deliveryIds)
+    .where('delivery_id', 'in', visibleDeliveries(db, visible, endpointId))
+    .orderBy('id')
+    .execute();
+}
+
+// ---- making deliveries (inside the sequencer's transaction) ----
+
+/** Every enabled endpoint of these accounts. */
+export function enabledEndpointsOf(trx: Kysely<Database>, accountIds: number[]) {
+  return trx
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'account_id', 'types', 'environment'])
+    .where('account_id', 'in', accountIds)
+    .where('disabled_at', 'is', null)
+    .execute();
+}
+
+/** Rows per insert statement (7 parameters each). */
+const DELIVERIES_CHUNK = 100;
+
+export async function insertDeliveries(trx: Kysely<Database>, rows: Omit<WebhookDeliveryRow, 'id' | 'attempts' | 'finished_at'>[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += DELIVERIES_CHUNK)
+    await trx
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(start, start + DELIVERIES_CHUNK))
+      .execute();
+}
+
+/** Endpoints with nothing pending become due now. */
+export async function markDue(trx: Kysely<Database>, endpointIds: number[], now: string): Promise<void> {
+  await trx.updateTable('webhook_endpoints').set({ next_attempt_at: now }).where('id', 'in', endpointIds).where('next_attempt_at', 'is', null).execute();
+}
+
+// ---- the dispatcher ----
+
+/** Endpoints whose next delivery is due and that no live instance holds. */
+export function dueEndpoints(db: Kysely<Database>, now: string, limit: number): Promise<{ id: number }[]> {
+  return db
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('next_attempt_at', '<=', now)
+    .where('disabled_at', 'is', null)
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    .orderBy('next_attempt_at')
+    .limit(limit)
+    .execute();
+}
+
+/** Compare-and-swap: takes the endpoint if no live lease holds it; true if this instance now does. */
+export async function claimEndpoint(db: Kysely<Database>, id: number, owner: string, now: string, until: string): Promise<boolean> {
+  const result = await db
+    .updateTable('webhook_endpoints')
+    .set({ lease_owner: owner, lease_until: until })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now), eb('lease_owner', '=', owner)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Extends this instance's lease; false if it was lost (expired and taken, or the endpoint deleted). */
+export async function renewLease(db: Kysely<Database>, id: number, owner: string, until: string): Promise<boolean> {
+  const result = await db.updateTable('webhook_endpoints').set({ lease_until: until }).where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+export async function releaseLease(db: Kysely<Database>, id: number, owner: string, nextAttemptAt?: string): Promise<void> {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ lease_owner: null, lease_until: null, ...(nextAttemptAt === undefined ? {} : { next_attempt_at: nextAttemptAt }) })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+export function endpointById(db: Kysely<Database>, id: number): Promise<WebhookEndpointRow | undefined> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The endpoint's oldest pending delivery: the only one that may go (head of line). */
+export function headDelivery(db: Kysely<Database>, endpointId: number): Promise<WebhookDeliveryRow | undefined> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .orderBy('event_seq')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/**
+ * Marks an endpoint idle (nothing due) unless a delivery is pending. The endpoint row is
+ * locked first on PostgreSQL, so a sequencer that adds a delivery meanwhile either is seen
+ * here or finds next_attempt_at null afterwards and sets it: no delivery is left unwoken.
+ */
+export async function markIdleIfEmpty(trx: Kysely<Database>, endpointId: number): Promise<boolean> {
+  await trx
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('id', '=', endpointId)
+    .$if(dialectOf(trx) === 'postgres', (q) => q.forUpdate())
+    .execute();
+  if (await headDelivery(trx, endpointId)) return false;
+  await trx.updateTable('webhook_endpoints').set({ next_attempt_at: null }).where('id', '=', endpointId).execute();
+  return true;
+}
+
+export function eventOf(db: Kysely<Database>, accountId: number, seq: number): Promise<EventRow | undefined> {
+  return db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('seq', '=', seq).executeTakeFirst();
+}
+
+export async function recordAttempt(trx: Kysely<Database>, attempt: Omit<WebhookAttemptRow, 'id'>): Promise<void> {
+  await trx.insertInto('webhook_attempts').values(attempt).execute();
+}
+
+export async function updateDelivery(
+  trx: Kysely<Database>,
+  id: number,
+  changes: Partial<Pick<WebhookDeliveryRow, 'status' | 'attempts' | 'next_attempt_at' | 'finished_at'>>,
+): Promise<void> {
+  await trx.updateTable('webhook_deliveries').set(changes).where('id', '=', id).execute();
+}
+
+export async function updateEndpointHealth(
+  trx: Kysely<Database>,
+  id: number,
+  changes: Partial<Pick<WebhookEndpointRow, 'failing_since' | 'disabled_at' | 'next_attempt_at'>>,
+): Promise<void> {
+  await trx.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+}
+
+/** When the oldest delivery still waiting (of an enabled endpoint) was made; null if none waits. */
+export async function oldestPendingDelivery(db: Kysely<Database>): Promise<string | null> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
+    .select(sql<string | null>`min(webhook_deliveries.created_at)`.as('oldest'))
+    .where('webhook_deliveries.status', '=', 'pending')
+    .where('webhook_endpoints.disabled_at', 'is', null)
+    .executeTakeFirst();
+  return row?.oldest ?? null;
+}
+
+/** Removes up to `limit` finished deliveries made before `cutoff`, with their attempts; how many went. */
+export async function pruneDeliveries(trx: Kysely<Database>, cutoff: string, limit: number): Promise<number> {
+  const rows = await trx
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('status', 'in', ['delivered', 'failed'])
+    .where('created_at', '<', cutoff)
+    .limit(limit)
+    .execute();
+  const ids = rows.map((row) => Number(row.id));
+  if (ids.length === 0) return 0;
+  await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', ids).execute();
+  await trx.deleteFrom('webhook_deliveries').where('id', 'in', ids).execute();
+  return ids.length;
+}

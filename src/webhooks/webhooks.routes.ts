@@ -1,0 +1,72 @@
+// /api/webhook_endpoints: an admin token manages its account's webhook endpoints (docs/api.md,
+// "Webhooks"). HTTP in, service call, HTTP out; the rules live in webhooks.service.ts.
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AccountSlugs } from '../accounts/accounts.repository.ts';
+import { principalOf } from '../auth/authenticate.ts';
+import {
+  createWebhookEndpointOperation,
+  deleteWebhookEndpointOperation,
+  listWebhookEndpointsOperation,
+  rotateWebhookSecretOperation,
+  testWebhookEndpointOperation,
+  webhookDeliveriesOperation,
+} from './webhooks.operations.ts';
+import { createEndpointAs, deleteEndpointAs, deliveriesAs, listEndpointsAs, rotateSecretAs, sendTestEventAs, type WebhookDeps } from './webhooks.service.ts';
+import { webhookAttemptJson, webhookDeliveryJson, webhookEndpointJson } from './webhooks.json.ts';
+
+interface WebhookRouteDeps extends WebhookDeps {
+  accountSlugs: AccountSlugs;
+  now: () => Date;
+}
+
+export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDeps): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  api.get('/api/webhook_endpoints', { schema: listWebhookEndpointsOperation }, async (request) => {
+    const endpoints = await listEndpointsAs(deps.database, principalOf(request));
+    return { success: 1 as const, webhook_endpoints: endpoints.map(webhookEndpointJson) };
+  });
+
+  api.post('/api/webhook_endpoints', { schema: createWebhookEndpointOperation }, async (request, reply) => {
+    const { body } = request;
+    const created = await createEndpointAs(
+      deps,
+      principalOf(request),
+      { url: body.url, types: body.types ?? null, description: body.description ?? null },
+      deps.now(),
+    );
+    reply.code(201);
+    return { success: 1 as const, webhook_endpoint: { ...webhookEndpointJson(created.endpoint), secret: created.secret } };
+  });
+
+  api.delete('/api/webhook_endpoints/:id', { schema: deleteWebhookEndpointOperation }, async (request) => {
+    const deleted = await deleteEndpointAs(deps.database, principalOf(request), request.params.id);
+    return { success: 1 as const, webhook_endpoint: webhookEndpointJson(deleted) };
+  });
+
+  api.post('/api/webhook_endpoints/:id/rotate_secret', { schema: rotateWebhookSecretOperation }, async (request) => {
+    const rotated = await rotateSecretAs(deps, principalOf(request), request.params.id, deps.now());
+    return { success: 1 as const, webhook_endpoint: { ...webhookEndpointJson(rotated.endpoint), secret: rotated.secret } };
+  });
+
+  api.get('/api/webhook_endpoints/:id/deliveries', { schema: webhookDeliveriesOperation }, async (request) => {
+    const { deliveries } = await deliveriesAs(deps.database, principalOf(request), request.params.id, request.query.limit ?? 50);
+    return { success: 1 as const, deliveries: deliveries.map(webhookDeliveryJson) };
+  });
+
+  api.post('/api/webhook_endpoints/:id/test', { schema: testWebhookEndpointOperation }, async (request) => {
+    const principal = principalOf(request);
+    const { outcome, attemptedAt } = await sendTestEventAs(deps, principal, request.params.id, await deps.accountSlugs.get(principal.accountId), deps.now());
+    return {
+      success: 1 as const,
+      delivered: outcome.ok,
+      attempt: webhookAttemptJson({
+        attempted_at: attemptedAt.toISOString(),
+        status_code: outcome.statusCode,
+        duration_ms: outcome.durationMs,
+        error: outcome.error,
+      }),
+    };
+  });
+}

@@ -1,0 +1,203 @@
+// The rules of webhook endpoints (docs/api.md, "Webhooks"): the `admin` scope; an account's
+// own endpoints only; an admin token restricted to one environment manages only endpoints of
+// that environment, and the endpoints it creates receive only that environment's events. The
+// secret is shown once and stored sealed; after a rotation the old one also signs for 24 h.
+// Shared by the routes and the command-line tool.
+import crypto from 'node:crypto';
+import type { DatabaseHandle } from '../db/database.ts';
+import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
+import { inTransaction } from '../db/transaction.ts';
+import { AppError } from '../errors.ts';
+import type { Keyring } from '../crypto/keyring.ts';
+import { requireScope, type Principal } from '../auth/principal.ts';
+import type { EventType } from '../audit/outbox.ts';
+import { checkWebhookTarget, WebhookAddressError } from './webhook-address.ts';
+import { generateWebhookSecret, sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
+import {
+  attemptsOf,
+  deleteEndpoint,
+  findEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  recentDeliveries,
+  replaceSecret,
+  type VisibleEndpoints,
+} from './webhooks.repository.ts';
+import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
+
+/** How long the secret before a rotation also signs. */
+export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
+
+export interface WebhookDeps {
+  database: DatabaseHandle;
+  keyring: Keyring;
+  allowPrivate: boolean;
+}
+
+export interface CreateEndpointInput {
+  url: string;
+  types: EventType[] | null;
+  description: string | null;
+}
+
+/** The endpoints an admin may manage (VisibleEndpoints). */
+export function visibleTo(principal: Principal): VisibleEndpoints {
+  return { accountId: principal.accountId, environment: principal.allowedEnvironment };
+}
+
+function requireAdmin(principal: Principal): VisibleEndpoints {
+  requireScope(principal, 'admin', "managing the account's webhook endpoints");
+  return visibleTo(principal);
+}
+
+function notFound(id: number): AppError {
+  return new AppError('webhook_endpoint_not_found', `no webhook endpoint with id ${id} in this account`);
+}
+
+/**
+ * The URL, refused with a 400 that says why when it is not http(s) or its host resolves to an
+ * address webhooks may not reach. A host that does not resolve yet (its DNS is still being set
+ * up, or this machine has none) is accepted: every delivery resolves and checks it again, and
+ * sends nothing to a forbidden address (docs/api.md, "Webhooks").
+ */
+export async function checkEndpointUrl(url: string, allowPrivate: boolean): Promise<void> {
+  try {
+    await checkWebhookTarget(url, allowPrivate);
+  } catch (err) {
+    if (!(err instanceof WebhookAddressError)) throw err;
+    if (err.issue === 'unresolvable') return;
+    if (err.issue === 'forbidden_address') throw new AppError('webhook_url_forbidden', err.message, { details: [{ field: 'url', issue: err.issue }] });
+    throw new AppError('validation_failed', err.message, { details: [{ field: 'url', issue: err.issue }] });
+  }
+}
+
+/** Creates an endpoint of an account (in `visible.environment`, if any); the secret is in this answer only. */
+export async function createEndpoint(
+  deps: WebhookDeps,
+  visible: VisibleEndpoints,
+  input: CreateEndpointInput,
+  now: Date,
+): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
+  await checkEndpointUrl(input.url, deps.allowPrivate);
+  const secret = generateWebhookSecret();
+  const endpoint = await inTransaction(deps.database, (trx) =>
+    insertEndpoint(trx, {
+      account_id: visible.accountId,
+      url: input.url,
+      types: input.types === null ? null : JSON.stringify(input.types),
+      description: input.description,
+      environment: visible.environment,
+      secret_sealed: deps.keyring.seal(secret, 'webhook-secret'),
+      created_at: now.toISOString(),
+    }),
+  );
+  return { endpoint, secret };
+}
+
+export function createEndpointAs(deps: WebhookDeps, principal: Principal, input: CreateEndpointInput, now: Date) {
+  return createEndpoint(deps, requireAdmin(principal), input, now);
+}
+
+export function listEndpointsAs(database: DatabaseHandle, principal: Principal): Promise<WebhookEndpointRow[]> {
+  return listEndpoints(database.db, requireAdmin(principal));
+}
+
+export function listEndpointsOf(database: DatabaseHandle, accountId: number): Promise<WebhookEndpointRow[]> {
+  return listEndpoints(database.db, { accountId, environment: null });
+}
+
+/** Deletes an endpoint, its deliveries and their attempts: nothing more is sent to it. */
+export async function deleteEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number): Promise<WebhookEndpointRow> {
+  return inTransaction(database, async (trx) => {
+    const endpoint = await findEndpoint(trx, visible, id);
+    if (!endpoint || !(await deleteEndpoint(trx, visible, id))) throw notFound(id);
+    return endpoint;
+  });
+}
+
+export function deleteEndpointAs(database: DatabaseHandle, principal: Principal, id: number): Promise<WebhookEndpointRow> {
+  return deleteEndpointIn(database, requireAdmin(principal), id);
+}
+
+/** A new secret, shown once; the current one goes on signing beside it for 24 h. */
+export async function rotateSecretAs(
+  deps: WebhookDeps,
+  principal: Principal,
+  id: number,
+  now: Date,
+): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
+  const visible = requireAdmin(principal);
+  const secret = generateWebhookSecret();
+  const endpoint = await inTransaction(deps.database, async (trx) => {
+    const current = await findEndpoint(trx, visible, id);
+    if (!current) throw notFound(id);
+    return replaceSecret(trx, visible, id, {
+      secret_sealed: deps.keyring.seal(secret, 'webhook-secret'),
+      previous_secret_sealed: current.secret_sealed,
+      previous_secret_expires_at: new Date(now.getTime() + PREVIOUS_SECRET_MS).toISOString(),
+    });
+  });
+  if (!endpoint) throw notFound(id);
+  return { endpoint, secret };
+}
+
+export interface DeliveryWithAttempts {
+  delivery: WebhookDeliveryRow;
+  attempts: WebhookAttemptRow[];
+}
+
+export async function deliveriesAs(
+  database: DatabaseHandle,
+  principal: Principal,
+  id: number,
+  limit: number,
+): Promise<{ endpoint: WebhookEndpointRow; deliveries: DeliveryWithAttempts[] }> {
+  const visible = requireAdmin(principal);
+  const endpoint = await findEndpoint(database.db, visible, id);
+  if (!endpoint) throw notFound(id);
+  const deliveries = await recentDeliveries(database.db, visible, id, limit);
+  const attempts = await attemptsOf(
+    database.db,
+    visible,
+    id,
+    deliveries.map((delivery) => Number(delivery.id)),
+  );
+  return {
+    endpoint,
+    deliveries: deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((attempt) => Number(attempt.delivery_id) === Number(delivery.id)) })),
+  };
+}
+
+/**
+ * Sends one `webhook_endpoint.test` event now, once, and answers how it went. It is not in the
+ * feed and not retried; a disabled endpoint may be tested (to see that it works again).
+ */
+export async function sendTestEventAs(
+  deps: WebhookDeps,
+  principal: Principal,
+  id: number,
+  accountSlug: string,
+  now: Date,
+): Promise<{ outcome: AttemptOutcome; attemptedAt: Date }> {
+  const visible = requireAdmin(principal);
+  const endpoint = await findEndpoint(deps.database.db, visible, id);
+  if (!endpoint) throw notFound(id);
+  const event = {
+    id: 0,
+    type: 'webhook_endpoint.test',
+    occurred_at: now.toISOString(),
+    account: accountSlug,
+    data: { webhook_endpoint_id: Number(endpoint.id) },
+  };
+  const outcome = await sendWebhook(
+    {
+      url: endpoint.url,
+      id: webhookIdOf(visible.accountId, `test_${crypto.randomBytes(6).toString('hex')}`),
+      body: JSON.stringify(event),
+      secrets: secretsThatSign(deps.keyring, endpoint, now),
+      now,
+    },
+    { allowPrivate: deps.allowPrivate },
+  );
+  return { outcome, attemptedAt: now };
+}
