@@ -457,7 +457,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
       // A change is delivered, and listed with its attempt.
       assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token: adminToken, body: { user_group_id: 'webhook-console' } })).status, 201);
       const deadline = Date.now() + 10_000;
-      while (!received.some((r) => r.type === 'user_group.created') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      const delivered = async () =>
+        (await httpRequest(server.baseUrl, 'GET', `/api/webhook_endpoints/${id}/deliveries`, { token: adminToken })).body.deliveries.some(
+          (d: { status: string }) => d.status === 'delivered',
+        );
+      while (!(await delivered()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
       await row.getByRole('link', { name: `Deliveries of endpoint ${id}` }).click();
       await page.getByRole('heading', { name: `Deliveries of endpoint ${id}` }).waitFor();
       const delivery = page.locator('table.deliveries tbody tr', { hasText: 'user_group.created' });

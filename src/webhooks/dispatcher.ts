@@ -7,7 +7,8 @@
 // An endpoint gets its deliveries one at a time, in the order of the feed (head of line): the
 // next waits until the one before is delivered or given up. One instance works on an endpoint
 // at a time: it takes the endpoint with a compare-and-swap lease (claimEndpoint), renewed
-// before each attempt; a dead instance's lease runs out and another takes over. A delivery
+// while it works; a dead instance's lease runs out and another takes over. The outcomes of
+// a batch of attempts are committed together. A delivery
 // is retried, with the same webhook-id, after each wait of the retry schedule; then it is
 // given up (failed) and the next one goes. An endpoint whose deliveries have been failing
 // for 3 days is disabled.
@@ -27,8 +28,8 @@ import {
   dueEndpoints,
   enabledEndpointsOf,
   endpointById,
-  eventOf,
-  headDelivery,
+  eventsOf,
+  headDeliveries,
   insertDeliveries,
   markDue,
   markIdleIfEmpty,
@@ -41,8 +42,10 @@ import {
   updateEndpointHealth,
 } from './webhooks.repository.ts';
 
-/** A lease outlives one attempt (15 s at most) with room to spare, and is renewed before each. */
+/** A lease outlives one attempt (15 s at most) with room to spare, and is renewed every third of it. */
 const LEASE_MS = 30_000;
+/** Deliveries sent to one endpoint between two commits of their outcomes. */
+const BATCH = 100;
 /** Endpoints one instance delivers to at once. */
 const MAX_CONCURRENT = 8;
 /** How often to look for due deliveries (retries, other instances' events) without being woken. */
@@ -215,22 +218,24 @@ export class WebhookDispatcher {
     try {
       for (;;) {
         if (this.stopped) return;
-        const delivery = await headDelivery(this.handle.db, endpointId);
-        if (!delivery) {
+        const pending = await headDeliveries(this.handle.db, endpointId, BATCH);
+        if (pending.length === 0) {
           if (await inTransaction(this.handle, (trx) => markIdleIfEmpty(trx, endpointId))) return;
           continue;
         }
-        const now = this.options.now();
-        if (delivery.next_attempt_at > now.toISOString()) {
-          nextAttemptAt = delivery.next_attempt_at;
+        const now = this.options.now().toISOString();
+        if (pending[0].next_attempt_at > now) {
+          nextAttemptAt = pending[0].next_attempt_at;
           return;
         }
+        // Behind a head that is due, the others are new (a retry waits only at the head).
+        const due = pending.filter((delivery) => delivery.next_attempt_at <= now);
         if (!(await renewLease(this.handle.db, endpointId, this.owner, this.leaseUntil()))) return; // deleted, or taken over
         const endpoint = await endpointById(this.handle.db, endpointId);
         if (!endpoint || endpoint.disabled_at !== null) return;
-        const stop = await this.attempt(endpoint, delivery);
-        if (stop !== undefined) {
-          nextAttemptAt = stop;
+        const retryAt = await this.deliverBatch(endpoint, due);
+        if (retryAt !== undefined) {
+          nextAttemptAt = retryAt;
           return;
         }
       }
@@ -248,56 +253,93 @@ export class WebhookDispatcher {
     this.retryTimer.unref();
   }
 
-  /** One attempt of a delivery, recorded; when it is to be retried, returns when. */
-  private async attempt(endpoint: WebhookEndpointRow, delivery: WebhookDeliveryRow): Promise<string | undefined> {
-    const accountId = Number(delivery.account_id);
-    const event = await eventOf(this.handle.db, accountId, Number(delivery.event_seq));
-    const started = this.options.now();
-    let outcome: AttemptOutcome;
-    if (!event) {
-      outcome = { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (UGS_EVENT_RETENTION)' };
-    } else {
-      const body = JSON.stringify(eventJson(event, await this.accountSlugs.get(accountId)));
-      outcome = await sendWebhook(
-        {
-          url: endpoint.url,
-          id: webhookIdOf(accountId, Number(delivery.event_seq)),
-          body,
-          secrets: secretsThatSign(this.keyring, endpoint, started),
-          now: started,
-        },
-        { allowPrivate: this.options.allowPrivate, timeoutMs: this.options.timeoutMs, signal: this.shutdown.signal },
-      );
-      if (outcome.aborted) return undefined; // not an attempt: nothing recorded, the delivery goes again
+  /**
+   * Sends deliveries one after the other, in order, until one fails (head of line), then
+   * records every attempt in one transaction: one commit per batch instead of per delivery. A
+   * crash before that commit sends the batch again (at least once, same webhook-ids). When the
+   * last one is to be retried, returns when.
+   */
+  private async deliverBatch(endpoint: WebhookEndpointRow, deliveries: WebhookDeliveryRow[]): Promise<string | undefined> {
+    const accountId = Number(endpoint.account_id);
+    const events = await eventsOf(
+      this.handle.db,
+      accountId,
+      deliveries.map((delivery) => Number(delivery.event_seq)),
+    );
+    const account = await this.accountSlugs.get(accountId);
+    const sent: { delivery: WebhookDeliveryRow; outcome: AttemptOutcome; started: Date; missing: boolean }[] = [];
+    let renewed = Date.now();
+    for (const delivery of deliveries) {
+      if (this.stopped) break;
+      if (Date.now() - renewed > LEASE_MS / 3) {
+        if (!(await renewLease(this.handle.db, Number(endpoint.id), this.owner, this.leaseUntil()))) break;
+        renewed = Date.now();
+      }
+      const event = events.get(Number(delivery.event_seq));
+      const started = this.options.now();
+      const outcome: AttemptOutcome = event
+        ? await sendWebhook(
+            {
+              url: endpoint.url,
+              id: webhookIdOf(accountId, Number(delivery.event_seq)),
+              body: JSON.stringify(eventJson(event, account)),
+              secrets: secretsThatSign(this.keyring, endpoint, started),
+              now: started,
+            },
+            { allowPrivate: this.options.allowPrivate, timeoutMs: this.options.timeoutMs, signal: this.shutdown.signal },
+          )
+        : { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (UGS_EVENT_RETENTION)' };
+      if (outcome.aborted) break; // not an attempt: nothing recorded, the delivery goes again
+      sent.push({ delivery, outcome, started, missing: !event });
+      if (!outcome.ok) break;
     }
+    return this.record(endpoint, sent);
+  }
+
+  /** Records a batch's attempts, in one transaction; when its last delivery is to be retried, returns when. */
+  private async record(
+    endpoint: WebhookEndpointRow,
+    sent: { delivery: WebhookDeliveryRow; outcome: AttemptOutcome; started: Date; missing: boolean }[],
+  ): Promise<string | undefined> {
+    if (sent.length === 0) return undefined;
     const now = this.options.now();
     const at = now.toISOString();
-    const attempts = Number(delivery.attempts) + 1;
     const schedule = this.options.retryScheduleMs;
-    const giveUp = !outcome.ok && (!event || attempts > schedule.length);
-    const retryAt = outcome.ok || giveUp ? undefined : new Date(now.getTime() + schedule[attempts - 1]).toISOString();
+    const last = sent[sent.length - 1];
+    const attempts = Number(last.delivery.attempts) + 1;
+    const giveUp = !last.outcome.ok && (last.missing || attempts > schedule.length);
+    const retryAt = last.outcome.ok || giveUp ? undefined : new Date(now.getTime() + schedule[attempts - 1]).toISOString();
     await inTransaction(this.handle, async (trx) => {
-      await recordAttempt(trx, {
-        delivery_id: delivery.id,
-        account_id: accountId,
-        attempted_at: started.toISOString(),
-        status_code: outcome.statusCode,
-        duration_ms: outcome.durationMs,
-        error: outcome.error,
-      });
-      if (outcome.ok) {
-        await updateDelivery(trx, delivery.id, { status: 'delivered', attempts, finished_at: at });
+      for (const { delivery, outcome, started } of sent) {
+        await recordAttempt(trx, {
+          delivery_id: delivery.id,
+          account_id: Number(endpoint.account_id),
+          attempted_at: started.toISOString(),
+          status_code: outcome.statusCode,
+          duration_ms: outcome.durationMs,
+          error: outcome.error,
+        });
+        const tries = Number(delivery.attempts) + 1;
+        if (outcome.ok) await updateDelivery(trx, delivery.id, { status: 'delivered', attempts: tries, finished_at: at });
+        else
+          await updateDelivery(
+            trx,
+            delivery.id,
+            giveUp ? { status: 'failed', attempts: tries, finished_at: at } : { attempts: tries, next_attempt_at: retryAt! },
+          );
+      }
+      if (last.outcome.ok) {
         if (endpoint.failing_since !== null) await updateEndpointHealth(trx, endpoint.id, { failing_since: null });
+        endpoint.failing_since = null;
         return;
       }
-      await updateDelivery(trx, delivery.id, giveUp ? { status: 'failed', attempts, finished_at: at } : { attempts, next_attempt_at: retryAt! });
-      const failingSince = endpoint.failing_since ?? started.toISOString();
+      const failingSince = endpoint.failing_since ?? last.started.toISOString();
       const disable = now.getTime() - Date.parse(failingSince) >= DISABLE_AFTER_MS;
       await updateEndpointHealth(trx, endpoint.id, { failing_since: failingSince, ...(disable ? { disabled_at: at, next_attempt_at: null } : {}) });
       endpoint.failing_since = failingSince;
       if (disable) endpoint.disabled_at = at;
     });
-    this.options.onOutcome?.(outcome.ok ? 'delivered' : giveUp ? 'failed' : 'retry');
+    for (const { outcome } of sent) this.options.onOutcome?.(outcome.ok ? 'delivered' : giveUp ? 'failed' : 'retry');
     if (endpoint.disabled_at !== null) return at; // released below; dueEndpoints skips it
     return retryAt;
   }

@@ -197,16 +197,16 @@ export function endpointById(db: Kysely<Database>, id: number): Promise<WebhookE
   return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** The endpoint's oldest pending delivery: the only one that may go (head of line). */
-export function headDelivery(db: Kysely<Database>, endpointId: number): Promise<WebhookDeliveryRow | undefined> {
+/** The endpoint's oldest pending deliveries, in the order they go (head of line first). */
+export function headDeliveries(db: Kysely<Database>, endpointId: number, limit: number): Promise<WebhookDeliveryRow[]> {
   return db
     .selectFrom('webhook_deliveries')
     .selectAll()
     .where('endpoint_id', '=', endpointId)
     .where('status', '=', 'pending')
     .orderBy('event_seq')
-    .limit(1)
-    .executeTakeFirst();
+    .limit(limit)
+    .execute();
 }
 
 /**
@@ -221,13 +221,16 @@ export async function markIdleIfEmpty(trx: Kysely<Database>, endpointId: number)
     .where('id', '=', endpointId)
     .$if(dialectOf(trx) === 'postgres', (q) => q.forUpdate())
     .execute();
-  if (await headDelivery(trx, endpointId)) return false;
+  if ((await headDeliveries(trx, endpointId, 1)).length > 0) return false;
   await trx.updateTable('webhook_endpoints').set({ next_attempt_at: null }).where('id', '=', endpointId).execute();
   return true;
 }
 
-export function eventOf(db: Kysely<Database>, accountId: number, seq: number): Promise<EventRow | undefined> {
-  return db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('seq', '=', seq).executeTakeFirst();
+/** An account's events by seq (those retention has not removed). */
+export async function eventsOf(db: Kysely<Database>, accountId: number, seqs: readonly number[]): Promise<Map<number, EventRow>> {
+  if (seqs.length === 0) return new Map();
+  const rows = await db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('seq', 'in', seqs).execute();
+  return new Map(rows.map((row) => [Number(row.seq), row]));
 }
 
 export async function recordAttempt(trx: Kysely<Database>, attempt: Omit<WebhookAttemptRow, 'id'>): Promise<void> {
