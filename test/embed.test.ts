@@ -3,6 +3,7 @@
 // one resolution.
 import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { backgroundWork } from '../src/background-work.ts';
 import { buildApp } from '../src/app.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
 import { forEachBackend, testConfig, useTestApp, type TestApp, createGroup as createGroupOf } from './helpers/harness.ts';
@@ -269,10 +270,12 @@ forEachBackend('embed context with user group tokens', (backend) => {
   it('hot path: a current token costs one query, a token in its grace period two, a refused token none', async () => {
     clock = START;
     const group = await createGroup({ user_group_id: 'cost-1' });
-    // Every statement sent, hot reads and Kysely queries alike, as the metrics see them.
+    // Every statement the request sends, hot reads and Kysely queries alike, as the metrics see
+    // them; not the background work's (the event sequencer, the webhook dispatcher).
     let queries = 0;
-    const { handle } = await openMigratedDatabase({ databaseUrl: t.databaseUrl }, { onQuery: () => queries++ });
+    const { handle } = await openMigratedDatabase({ databaseUrl: t.databaseUrl }, { onQuery: () => backgroundWork.getStore() === undefined && queries++ });
     const app = await buildApp({ database: handle, keyring: t.keyring, config: testConfig(), now: () => clock });
+    await app.ready();
     try {
       const ask = async (token: string) => {
         queries = 0;

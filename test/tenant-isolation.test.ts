@@ -10,7 +10,7 @@
 //   with properties naming its account and environment, and no answer may hold another's.
 // Reproduce a failure with ISOLATION_SEED=<seed printed by fast-check>.
 import { it, before, after } from 'node:test';
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { backgroundWork } from '../src/background-work.ts';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
@@ -70,9 +70,8 @@ forEachBackend('tenant isolation', (backend) => {
   let built: BuiltApp;
   const captured: Statement[] = [];
   let capturing = false;
-  // Statements sent for a request, not by the service's background work (the event
-  // sequencer moves every account's events, and names each account in what it writes).
-  const inRequest = new AsyncLocalStorage<true>();
+  // Statements sent for a request, not by the service's background work (src/background-work.ts:
+  // the event sequencer moves every account's events, and names each account in what it writes).
   const probes: Probe[] = [];
   /** Every team_id, by account: an answer may name only its caller's. */
   const teamIds: Record<Account, Set<number>> = { alpha: new Set(), beta: new Set() };
@@ -83,7 +82,7 @@ forEachBackend('tenant isolation', (backend) => {
   before(async () => {
     database = await openTestDatabase(backend, {
       onQuery: (event) => {
-        if (capturing && inRequest.getStore()) captured.push({ sql: event.query.sql, parameters: event.query.parameters });
+        if (capturing && backgroundWork.getStore() === undefined) captured.push({ sql: event.query.sql, parameters: event.query.parameters });
       },
     });
     // Webhook endpoints on 127.0.0.1 (a port nobody listens on): the workload creates one.
@@ -170,7 +169,7 @@ forEachBackend('tenant isolation', (backend) => {
     try {
       const existing = Array.from({ length: PLAIN_GROUPS }, (_, i) => `g-${i}`);
       await runEveryOperation({
-        request: (method, path, options) => inRequest.run(true, () => built.request(method, path, options)),
+        request: built.request,
         token: probe.token,
         environment: env,
         existing,

@@ -14,6 +14,7 @@
 // by watching the newest event id (one indexed read per pollMs): it works through PgBouncer's
 // transaction pooling, where LISTEN cannot.
 import { AsyncResource } from 'node:async_hooks';
+import { backgroundWork } from '../background-work.ts';
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -111,7 +112,7 @@ export class EventSequencer {
   }
 
   private schedule(delayMs: number): void {
-    this.scope.runInAsyncScope(() => this.setTimer(delayMs));
+    this.scope.runInAsyncScope(() => backgroundWork.run('event sequencer', () => this.setTimer(delayMs)));
   }
 
   private setTimer(delayMs: number): void {

@@ -3,6 +3,7 @@
 // table to the last day's keys. Every instance sweeps (a delete of rows already gone costs
 // nothing), in batches, each its own short transaction.
 import { AsyncResource } from 'node:async_hooks';
+import { backgroundWork } from '../background-work.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { sweepExpiredKeys } from './idempotency-keys.repository.ts';
@@ -52,18 +53,20 @@ export class IdempotencySweeper {
   }
 
   private schedule(delayMs: number): void {
-    this.scope.runInAsyncScope(() => {
-      clearTimeout(this.timer);
-      this.timer = setTimeout(() => {
-        this.running = this.sweepOnce()
-          .then(() => undefined)
-          .catch((err) => this.options.onError(err, 'sweeping expired idempotency keys'))
-          .finally(() => {
-            this.running = undefined;
-            if (!this.stopped) this.schedule(this.options.everyMs);
-          });
-      }, delayMs);
-      this.timer.unref();
-    });
+    this.scope.runInAsyncScope(() => backgroundWork.run('idempotency sweeper', () => this.setTimer(delayMs)));
+  }
+
+  private setTimer(delayMs: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.sweepOnce()
+        .then(() => undefined)
+        .catch((err) => this.options.onError(err, 'sweeping expired idempotency keys'))
+        .finally(() => {
+          this.running = undefined;
+          if (!this.stopped) this.schedule(this.options.everyMs);
+        });
+    }, delayMs);
+    this.timer.unref();
   }
 }

@@ -433,6 +433,23 @@ export async function upsertUserGroups(
   return outcomes;
 }
 
+/**
+ * What upsertUserGroups would answer `failed` before it reads the database, per item (undefined:
+ * the item passes these checks): the same check of each item on its own. A dry run's answer;
+ * the rules that need the database (the parent exists, no cycle, depth, levels) are not in it.
+ */
+export function precheckUpsertItems(
+  principal: Principal,
+  items: readonly unknown[],
+  validateItem: (item: unknown) => UserGroupInput,
+): (UpsertOutcome | undefined)[] {
+  requireScope(principal, 'write', 'upserting user groups');
+  return items.map((raw) => {
+    const checked = checkItem(principal, raw, validateItem);
+    return 'error' in checked ? checked.failed : undefined;
+  });
+}
+
 /** An item checked on its own before the transaction: its identity and fields, or its failure. */
 type CheckedItem = { key: GroupIdentity; item: UserGroupInput };
 type CheckResult = CheckedItem | { error: true; failed: UpsertOutcome };

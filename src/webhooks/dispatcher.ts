@@ -12,6 +12,8 @@
 // is retried, with the same webhook-id, after each wait of the retry schedule; then it is
 // given up (failed) and the next one goes. An endpoint whose deliveries have been failing
 // for 3 days is disabled.
+import { AsyncResource } from 'node:async_hooks';
+import { backgroundWork } from '../background-work.ts';
 import crypto from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -119,6 +121,11 @@ export class WebhookDispatcher {
   private again = false;
   private lastPrune = 0;
   private unsubscribe: (() => void) | undefined;
+  /**
+   * The dispatcher's own async context: start() runs in the request that made the app ready,
+   * and work it started there would otherwise belong to that request (its trace, its request id).
+   */
+  private readonly scope = new AsyncResource('WebhookDispatcher');
   /** Aborted by stop(): attempts in flight end at once instead of waiting for their receiver. */
   private shutdown = new AbortController();
 
@@ -167,6 +174,10 @@ export class WebhookDispatcher {
   }
 
   private schedule(delayMs: number): void {
+    this.scope.runInAsyncScope(() => backgroundWork.run('webhook dispatcher', () => this.setTimer(delayMs)));
+  }
+
+  private setTimer(delayMs: number): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.running = this.pass()
@@ -249,7 +260,7 @@ export class WebhookDispatcher {
     const delay = Date.parse(at) - this.options.now().getTime();
     if (delay >= POLL_MS || this.stopped) return;
     clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.kick(), Math.max(0, delay) + 5);
+    this.retryTimer = this.scope.runInAsyncScope(() => backgroundWork.run('webhook dispatcher', () => setTimeout(() => this.kick(), Math.max(0, delay) + 5)));
     this.retryTimer.unref();
   }
 

@@ -1,0 +1,99 @@
+// `ugs import` and `ugs export` (README, "Import and export"): an account's groups in and out
+// as NDJSON, through the operations the API has. An import is the bulk upsert
+// (upsertUserGroups) a batch at a time, acting for the operator in one account and
+// environment; an export writes each group's own fields, parents before children, from one
+// read snapshot, page by page.
+import type { DatabaseHandle } from '../db/database.ts';
+import type { Environment } from '../db/schema.ts';
+import type { Tenant } from '../db/tenant.ts';
+import type { Actor } from '../audit/audit.repository.ts';
+import { findAccountBySlug } from '../accounts/accounts.repository.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { UserGroupInput } from './user-groups.schemas.ts';
+import { precheckUpsertItems, upsertUserGroups, type UpsertOutcome, type UserGroupDeps } from './user-groups.service.ts';
+import { exportPage, type ExportRow } from './transfer.repository.ts';
+
+/** Groups per upsert transaction, as POST /api/users/upsert takes at most. */
+export const IMPORT_BATCH_SIZE = 1000;
+const EXPORT_PAGE_SIZE = 1000;
+/** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
+const DEPTH_GUARD = 16;
+
+/** The account's tenant in `environment`, or undefined when there is no such account. */
+export async function findTenant(handle: DatabaseHandle, slug: string, environment: Environment): Promise<Tenant | undefined> {
+  const account = await findAccountBySlug(handle.db, slug);
+  return account && { accountId: Number(account.id), environment };
+}
+
+/**
+ * The operator at the command line, acting in one account and environment with the write
+ * scope: what the services need of a caller. It has no API token (tokenId 0 names none; the
+ * history records the command-line tool's actor, whose tokenId is null).
+ */
+export function operatorPrincipal(tenant: Tenant): Principal {
+  return {
+    tokenId: 0,
+    tokenHash: '',
+    accountId: tenant.accountId,
+    scopes: new Set(['read', 'write']),
+    allowedEnvironment: tenant.environment,
+    defaultEnvironment: tenant.environment,
+    expiresAt: null,
+  };
+}
+
+/**
+ * One batch of an import: the bulk upsert's outcome per item; with `dryRun`, only what it would
+ * answer `failed` without reading the database (undefined for an item that passes), and
+ * nothing is written.
+ */
+export function importBatch(
+  deps: UserGroupDeps,
+  principal: Principal,
+  actor: Actor,
+  items: readonly unknown[],
+  validateItem: (item: unknown) => UserGroupInput,
+  dryRun: boolean,
+): Promise<(UpsertOutcome | undefined)[]> {
+  if (dryRun) return Promise.resolve(precheckUpsertItems(principal, items, validateItem));
+  return upsertUserGroups(deps, principal, actor, items, validateItem);
+}
+
+const quote = JSON.stringify;
+
+/** A group as one NDJSON line that `ugs import` takes back: every field it may set, never its token. */
+function exportLine(row: ExportRow): string {
+  return (
+    `{"user_group_id":${quote(row.provided_id)},"name":${quote(row.name)},"mapping":${row.mapping ?? 'null'},` +
+    `"properties":${row.properties ?? 'null'},"is_demo_group":${Number(row.is_demo_group) === 1},` +
+    `"parent_user_group_id":${quote(row.parent_provided_id)},"hierarchy_level":${quote(row.hierarchy_level)},` +
+    `"group_tags":${row.group_tags},"api_environment_tag":${quote(row.environment)}}`
+  );
+}
+
+/**
+ * The tenant's groups as NDJSON lines: the roots, then the groups one level down, and so on,
+ * each level in team_id order, a page at a time. One read transaction (repeatable read on
+ * PostgreSQL) makes it a snapshot: the groups as they were when the export began, whatever
+ * is written meanwhile.
+ */
+export async function* exportUserGroupLines(handle: DatabaseHandle, tenant: Tenant): AsyncGenerator<string> {
+  const begin = handle.db.startTransaction();
+  const trx = await (handle.dialect === 'postgres' ? begin.setIsolationLevel('repeatable read').setAccessMode('read only') : begin).execute();
+  try {
+    for (let depth = 0; depth <= DEPTH_GUARD; depth++) {
+      let found = false;
+      for (let after = 0; ; ) {
+        const rows = await exportPage(trx, tenant, depth, after, EXPORT_PAGE_SIZE);
+        for (const row of rows) yield exportLine(row);
+        found ||= rows.length > 0;
+        if (rows.length < EXPORT_PAGE_SIZE) break;
+        after = Number(rows[rows.length - 1].team_id);
+      }
+      // No group at this depth: none deeper either.
+      if (!found) break;
+    }
+  } finally {
+    await trx.rollback().execute();
+  }
+}
