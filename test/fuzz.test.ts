@@ -157,7 +157,9 @@ forEachBackend('fuzz', (backend) => {
       ...new Set(
         routeTable(t.app)
           .map((r) => r.url)
-          .filter((u) => u.startsWith('/api/')),
+          // The event stream answers a valid request with a stream that never ends, which inject
+          // would wait for; its refusals are tested in test/events-stream.test.ts.
+          .filter((u) => u.startsWith('/api/') && u !== '/api/events/stream'),
       ),
     ];
     const counts = new Map<number, number>();
