@@ -51,7 +51,9 @@ function parseJson(text: string, what: string): { value: unknown } | { failure: 
     value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch (err) {
     const poisoned = /prototype/i.test((err as Error).message);
-    return { failure: { code: 'invalid_json', message: `${what} ${poisoned ? 'holds a forbidden key (__proto__ or constructor.prototype)' : 'is not valid JSON'}` } };
+    return {
+      failure: { code: 'invalid_json', message: `${what} ${poisoned ? 'holds a forbidden key (__proto__ or constructor.prototype)' : 'is not valid JSON'}` },
+    };
   }
   const number = findUnrepresentableNumber(text);
   if (number) {
@@ -99,6 +101,7 @@ async function* csvRows(stream: fs.ReadStream): AsyncGenerator<ImportRow> {
     }
   } catch (err) {
     stream.destroy();
+    if (err instanceof ImportFileError) throw err;
     throw new ImportFileError(`the CSV file cannot be read after row ${row}: ${(err as Error).message}`);
   }
   if (!header) throw new ImportFileError('the CSV file is empty: its first row names the fields (user_group_id, name, …)');

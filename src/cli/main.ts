@@ -21,6 +21,7 @@ import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
 import { createEndpoint, deleteEndpointIn, listEndpointsOf } from '../webhooks/webhooks.service.ts';
 import { webhookEndpointJson } from '../webhooks/webhooks.json.ts';
+import { registerTransferCommands } from './transfer-commands.ts';
 
 const CLI_ACTOR = { tokenId: null, requestId: null };
 
@@ -506,6 +507,8 @@ export function buildCli(): Command {
         process.off('SIGTERM', interrupted);
       }
     });
+
+  registerTransferCommands(program, { withDatabase, configuredKeyring, slug, usageError: (message) => new UsageError(message) });
 
   return program;
 }

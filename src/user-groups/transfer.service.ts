@@ -6,11 +6,8 @@
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import type { Tenant } from '../db/tenant.ts';
-import type { Actor } from '../audit/audit.repository.ts';
 import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { UserGroupInput } from './user-groups.schemas.ts';
-import { precheckUpsertItems, upsertUserGroups, type UpsertOutcome, type UserGroupDeps } from './user-groups.service.ts';
 import { exportPage, type ExportRow } from './transfer.repository.ts';
 
 /** Groups per upsert transaction, as POST /api/users/upsert takes at most. */
@@ -40,23 +37,6 @@ export function operatorPrincipal(tenant: Tenant): Principal {
     defaultEnvironment: tenant.environment,
     expiresAt: null,
   };
-}
-
-/**
- * One batch of an import: the bulk upsert's outcome per item; with `dryRun`, only what it would
- * answer `failed` without reading the database (undefined for an item that passes), and
- * nothing is written.
- */
-export function importBatch(
-  deps: UserGroupDeps,
-  principal: Principal,
-  actor: Actor,
-  items: readonly unknown[],
-  validateItem: (item: unknown) => UserGroupInput,
-  dryRun: boolean,
-): Promise<(UpsertOutcome | undefined)[]> {
-  if (dryRun) return Promise.resolve(precheckUpsertItems(principal, items, validateItem));
-  return upsertUserGroups(deps, principal, actor, items, validateItem);
 }
 
 const quote = JSON.stringify;

@@ -1,0 +1,256 @@
+// `ugs import` and `ugs export` (README, "Import, export and backup"), run as real processes on
+// the database of a real server, which then serves what they wrote.
+import { it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { forEachBackend } from './helpers/harness.ts';
+import { httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+
+const ndjson = (items: unknown[]) => `${items.map((item) => JSON.stringify(item)).join('\n')}\n`;
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
+
+forEachBackend('ugs import and ugs export', (backend) => {
+  let database: TestDatabase;
+  let env: Record<string, string>;
+  let server: ServerProcess;
+  let dir: string;
+  const ugs = (...args: string[]) => runUgs(args, env);
+  const file = (name: string, text: string) => {
+    const full = path.join(dir, name);
+    fs.writeFileSync(full, text);
+    return full;
+  };
+  async function exported(account: string, environment = 'Customer') {
+    const r = await ugs('export', '--account', account, '--env', environment);
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout;
+  }
+
+  before(async () => {
+    database = await createTestDatabase(backend);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-import-'));
+    env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
+    server = await spawnServer(env);
+    for (const account of ['source', 'copy', 'nd', 'csv', 'bad', 'dry']) assert.equal((await ugs('account', 'create', account)).code, 0);
+  });
+  after(async () => {
+    await server?.stop('SIGTERM');
+    await database?.drop();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('import: an NDJSON file creates its groups, with working tokens; running it again leaves every one unchanged, exit 0', async () => {
+    const items = [
+      { user_group_id: 'acme', name: 'ACME', properties: { plan: 'pro' }, group_tags: ['b', 'a'] },
+      { user_group_id: 'acme-eu', parent_user_group_id: 'acme', mapping: { '40': '213' }, is_demo_group: true },
+      ...Array.from({ length: 1200 }, (_, i) => ({ user_group_id: `bulk-${i}` })), // more than one batch
+    ];
+    const input = file('groups.ndjson', ndjson(items));
+    const first = await ugs('import', input, '--account', 'nd', '--env', 'Customer');
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /imported 1202 rows: 1202 created, 0 updated, 0 unchanged, 0 failed/);
+    assert.match(first.stderr, /1,000 rows: /, 'a progress line per batch when standard error is no terminal');
+    assert.ok(!fs.existsSync(`${input}.errors.ndjson`), 'no errors file when nothing failed');
+
+    const again = await ugs('import', input, '--account', 'nd', '--env', 'Customer', '--json');
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(JSON.parse(again.stdout), { rows: 1202, created: 0, updated: 0, unchanged: 1202, failed: 0, errors_file: null });
+
+    const { token } = await issueTokenWithCli(env, ['--account', 'nd']);
+    const child = await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=acme-eu', { token });
+    assert.equal(child.status, 200, child.text);
+    const group = (child.body as { user_group: Record<string, unknown> }).user_group;
+    assert.equal(group.parent_user_group_id, 'acme');
+    assert.deepEqual(group.computed_properties, { plan: 'pro' });
+    assert.equal(group.is_demo_group, true);
+    const embed = await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${group.token}` } });
+    assert.equal(embed.status, 200, embed.text);
+  });
+
+  it('import: a CSV file (header row, JSON text in JSON-valued cells, empty cell = absent) creates its groups; again: unchanged, exit 0', async () => {
+    const csv = [
+      'user_group_id,name,mapping,properties,is_demo_group,parent_user_group_id,hierarchy_level,group_tags,api_environment_tag',
+      'globex,"Globex, Inc.","{""40"":""213""}","{""region"":""emea"",""n"":1}",true,,Customer,"[""beta""]",Testing',
+      'globex:jane,,,,false,globex,User,,',
+      '"multi,line",,,"{\n  ""k"": ""v""\n}",,,,,',
+    ].join('\r\n');
+    const input = file('groups.csv', csv);
+    const first = await ugs('import', input, '--account', 'csv', '--env', 'Testing');
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /imported 3 rows: 3 created, 0 updated, 0 unchanged, 0 failed/);
+    const again = await ugs('import', input, '--account', 'csv', '--env', 'Testing');
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /imported 3 rows: 0 created, 0 updated, 3 unchanged, 0 failed/);
+    assert.deepEqual(lines(await exported('csv', 'Testing')), [
+      {
+        user_group_id: 'globex',
+        name: 'Globex, Inc.',
+        mapping: { '40': '213' },
+        properties: { region: 'emea', n: 1 },
+        is_demo_group: true,
+        parent_user_group_id: null,
+        hierarchy_level: 'Customer',
+        group_tags: ['beta'],
+        api_environment_tag: 'Testing',
+      },
+      {
+        user_group_id: 'multi,line',
+        name: 'multi,line',
+        mapping: null,
+        properties: { k: 'v' },
+        is_demo_group: false,
+        parent_user_group_id: null,
+        hierarchy_level: null,
+        group_tags: [],
+        api_environment_tag: 'Testing',
+      },
+      {
+        user_group_id: 'globex:jane',
+        name: 'globex:jane',
+        mapping: null,
+        properties: null,
+        is_demo_group: false,
+        parent_user_group_id: 'globex',
+        hierarchy_level: 'User',
+        group_tags: [],
+        api_environment_tag: 'Testing',
+      },
+    ]);
+  });
+
+  it('import: bad rows go to the errors file with their row number, item and error; the others are imported; summary, exit 1', async () => {
+    const input = file(
+      'mixed.ndjson',
+      [
+        JSON.stringify({ user_group_id: 'ok-1' }),
+        'not json',
+        JSON.stringify({ user_group_id: 'orphan', parent_user_group_id: 'missing' }),
+        '',
+        JSON.stringify({ user_group_id: 'typo', nmae: 'x' }),
+        JSON.stringify({ user_group_id: 'elsewhere', api_environment_tag: 'Testing' }),
+        JSON.stringify({ user_group_id: 'ok-2', parent_user_group_id: 'ok-1' }),
+      ].join('\n'),
+    );
+    const r = await ugs('import', input, '--account', 'bad', '--env', 'Customer');
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /imported 6 rows: 2 created, 0 updated, 0 unchanged, 4 failed/);
+    assert.match(r.stdout, new RegExp(`failed rows: ${`${input}.errors.ndjson`.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    assert.match(r.stderr, /4 of 6 rows failed/);
+    const errors = lines(fs.readFileSync(`${input}.errors.ndjson`, 'utf8'));
+    assert.deepEqual(
+      errors.map((e) => [e.row, e.error.code]),
+      [
+        [2, 'invalid_json'],
+        [3, 'parent_not_found'],
+        [5, 'validation_failed'],
+        [6, 'environment_forbidden'],
+      ],
+    );
+    assert.equal(errors[0].item, 'not json');
+    assert.deepEqual(errors[1].item, { user_group_id: 'orphan', parent_user_group_id: 'missing' });
+    assert.match(errors[2].error.message, /nmae/);
+    assert.deepEqual(
+      lines(await exported('bad')).map((g) => g.user_group_id),
+      ['ok-1', 'ok-2'],
+    );
+
+    // A CSV row: a cell that is not JSON, a row with too many cells.
+    const csv = file('mixed.csv', 'user_group_id,properties\nc-ok,\nc-bad,{nope\nc-long,,extra\n');
+    const errorsFile = path.join(dir, 'csv-errors.ndjson');
+    const c = await ugs('import', csv, '--account', 'bad', '--env', 'Customer', '--errors', errorsFile, '--json');
+    assert.equal(c.code, 1);
+    assert.deepEqual(JSON.parse(c.stdout), { rows: 3, created: 1, updated: 0, unchanged: 0, failed: 2, errors_file: errorsFile });
+    assert.deepEqual(
+      lines(fs.readFileSync(errorsFile, 'utf8')).map((e) => [e.row, e.error.code]),
+      [
+        [3, 'invalid_json'],
+        [4, 'validation_failed'],
+      ],
+    );
+  });
+
+  it('import --dry-run: checks every row with the same validator, reports what would fail, writes nothing', async () => {
+    const input = file(
+      'dry.ndjson',
+      ndjson([{ user_group_id: 'a' }, { user_group_id: 'b', is_demo_group: 'yes' }, { user_group_id: 'c', parent_user_group_id: 'a' }]),
+    );
+    const r = await ugs('import', input, '--account', 'dry', '--env', 'Customer', '--dry-run');
+    assert.equal(r.code, 1, 'a row would fail');
+    assert.match(r.stdout, /dry run of 3 rows: 1 would fail/);
+    assert.deepEqual(
+      lines(fs.readFileSync(`${input}.errors.ndjson`, 'utf8')).map((e) => [e.row, e.error.code]),
+      [[2, 'validation_failed']],
+    );
+    assert.equal(await exported('dry'), '', 'nothing written');
+    const history = await ugs('audit', '--account', 'dry', '--json');
+    assert.deepEqual(JSON.parse(history.stdout), []);
+
+    const good = file('dry-good.csv', 'user_group_id\nx\ny\n');
+    const ok = await ugs('import', good, '--account', 'dry', '--env', 'Customer', '--dry-run');
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal(await exported('dry'), '');
+  });
+
+  it('export: every field, never a token, parents before children; imported into an empty account it gives the same groups in one pass', async () => {
+    const { token } = await issueTokenWithCli(env, ['--account', 'source']);
+    const call = async (method: string, body: unknown) => {
+      const r = await httpRequest(server.baseUrl, method, '/api/user', { token, body });
+      assert.ok(r.status < 300, r.text);
+      return r;
+    };
+    // Children created before their parents, then moved under them: team_id order is not parent order.
+    await call('POST', { user_group_id: 'leaf', properties: { deep: [1, { x: 'y' }] }, group_tags: ['z', 'y'], hierarchy_level: 'User' });
+    await call('POST', { user_group_id: 'middle', mapping: { '7': 9 }, is_demo_group: true });
+    await call('POST', { user_group_id: 'top', name: 'Top «1»', properties: { plan: 'pro' } });
+    await call('PUT', { user_group_id: 'middle', parent_user_group_id: 'top' });
+    await call('PUT', { user_group_id: 'leaf', parent_user_group_id: 'middle' });
+    await call('POST', { user_group_id: 'lonely' });
+    await call('POST', { user_group_id: 'testing-only', api_environment_tag: 'Testing' });
+
+    const text = await exported('source');
+    assert.ok(!/ugs_grp_/.test(text), 'never a token');
+    const groups = lines(text);
+    assert.deepEqual(
+      groups.map((g) => g.user_group_id),
+      ['top', 'lonely', 'middle', 'leaf'],
+    );
+    const seen = new Set<string>();
+    for (const g of groups) {
+      if (g.parent_user_group_id !== null) assert.ok(seen.has(g.parent_user_group_id), `${g.user_group_id} comes after its parent`);
+      seen.add(g.user_group_id);
+    }
+    assert.deepEqual(groups[3], {
+      user_group_id: 'leaf',
+      name: 'leaf',
+      mapping: null,
+      properties: { deep: [1, { x: 'y' }] },
+      is_demo_group: false,
+      parent_user_group_id: 'middle',
+      hierarchy_level: 'User',
+      group_tags: ['y', 'z'],
+      api_environment_tag: 'Customer',
+    });
+
+    const output = path.join(dir, 'source.ndjson');
+    const toFile = await ugs('export', '--account', 'source', '--env', 'Customer', '--output', output);
+    assert.equal(toFile.code, 0, toFile.stderr);
+    assert.equal(fs.readFileSync(output, 'utf8'), text);
+    const imported = await ugs('import', output, '--account', 'copy', '--env', 'Customer');
+    assert.equal(imported.code, 0, imported.stderr);
+    assert.match(imported.stdout, /4 created, 0 updated, 0 unchanged, 0 failed/);
+    assert.equal(await exported('copy'), text, 'the copy exports the same lines');
+    assert.equal(await exported('copy', 'Testing'), '', 'only the environment exported');
+
+    const refused = await ugs('export', '--account', 'source', '--env', 'Customer', '--output', output);
+    assert.equal(refused.code, 2, 'never overwrites a file');
+    assert.equal((await ugs('export', '--account', 'nobody', '--env', 'Customer')).code, 2);
+  });
+});
