@@ -84,8 +84,8 @@ export interface ScenarioDefinition {
   make(data: ScenarioData): ScenarioRunner;
 }
 
-/** Groups per bulk upsert request. */
-const UPSERT_BATCH = 100;
+/** Groups per bulk upsert request: what `ugs import` sends (the most the route takes). */
+const UPSERT_BATCH = 1000;
 const randomIndex = (n: number) => Math.floor(Math.random() * n);
 const json = { 'content-type': 'application/json' };
 const auth = (data: ScenarioData) => ({ authorization: `Token ${data.apiToken}` });
