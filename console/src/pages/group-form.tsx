@@ -101,6 +101,8 @@ const fieldOf = (detailField: string) => detailField.split(/[.[]/)[0];
 export function GroupForm({ session, environment, editId }: { session: Session; environment: EnvironmentTag; editId?: string }) {
   const editing = editId !== undefined;
   const [draft, setDraft] = useState<Draft>(EMPTY);
+  // Editing: the form appears once the group is read, so nothing typed is overwritten by the read.
+  const [loaded, setLoaded] = useState(!editing);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [error, setError] = useState<unknown>(null);
   const [saved, setSaved] = useState<{ id: string; token?: string } | null>(null);
@@ -108,10 +110,12 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
 
   useEffect(() => {
     if (!editId) return;
-    findGroup(session.client, environment, editId).then(
-      (group) => (group ? setDraft(draftOf(group)) : setLoadError(new Error(`no user group "${editId}" in ${environment}`))),
-      setLoadError,
-    );
+    setLoaded(false);
+    findGroup(session.client, environment, editId).then((group) => {
+      if (!group) return setLoadError(new Error(`no user group "${editId}" in ${environment}`));
+      setDraft(draftOf(group));
+      setLoaded(true);
+    }, setLoadError);
   }, [editId, environment]);
 
   const problems = { mapping: jsonProblem(String(draft.mapping)), properties: jsonProblem(String(draft.properties)) };
@@ -156,6 +160,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
   };
 
   if (loadError) return <ErrorAlert error={loadError} />;
+  if (!loaded) return <p role="status">Reading {editId}…</p>;
   if (saved) {
     return (
       <section aria-labelledby="saved-title">
