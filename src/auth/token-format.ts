@@ -2,6 +2,7 @@
 // the prefix says what a token is (and lets secret scanners find leaked ones), the checksum
 // lets a mistyped or truncated token be refused without a database lookup.
 import crypto from 'node:crypto';
+import { randomBytes } from '../random-pool.ts';
 import zlib from 'node:zlib';
 
 type TokenKind = 'api' | 'user_group';
@@ -13,7 +14,7 @@ const CHECKSUM_LENGTH = 6; // 62^6 > 2^32
 const TOKEN_PATTERN = /^(ugs_api|ugs_grp)_([0-9A-Za-z]{49})$/;
 
 export function generateToken(kind: TokenKind): string {
-  const body = toBase62(crypto.randomBytes(32), BODY_LENGTH);
+  const body = toBase62(randomBytes(32), BODY_LENGTH);
   const prefix = PREFIX[kind];
   return `${prefix}_${body}${checksum(`${prefix}_${body}`)}`;
 }

@@ -2,6 +2,7 @@
 // ciphertext tagged with the id of the key that sealed it, so keys can rotate without
 // downtime: the newest key seals, every listed key still opens what it sealed.
 import crypto from 'node:crypto';
+import { randomBytes } from '../random-pool.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -47,7 +48,7 @@ export class Keyring {
 
   seal(plaintext: string, purpose: SealedSecret = 'user-group-token'): string {
     const key = this.keys[0];
-    const iv = crypto.randomBytes(IV_BYTES);
+    const iv = randomBytes(IV_BYTES);
     const cipher = crypto.createCipheriv('aes-256-gcm', key.keyObject, iv);
     cipher.setAAD(AAD[purpose]);
     const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
