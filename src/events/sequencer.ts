@@ -23,8 +23,8 @@ import { inTransaction } from '../db/transaction.ts';
 import { committedOutbox, deleteOutboxRows, insertEvents, lastSeqs, newestEventId, outboxIsEmpty, pruneEvents, setLastSeq } from './events.repository.ts';
 
 const SEQUENCER_LOCK_KEY = 726_415_006; // arbitrary, fixed: "ugs event sequencer"
-/** Outbox rows moved per transaction. */
-const BATCH = 500;
+/** Outbox rows moved per transaction: a bulk upsert's 1,000 events in one (one commit, not two). */
+const BATCH = 1000;
 /** How soon to try again when another instance is sequencing. */
 const BUSY_RETRY_MS = 10;
 /** How often retention removes old events: every minute, or more often under a shorter retention. */
