@@ -37,7 +37,8 @@ import {
   markIdleIfEmpty,
   oldestPendingDelivery,
   pruneDeliveries,
-  recordAttempt,
+  markDelivered,
+  recordAttempts,
   releaseLease,
   renewLease,
   updateDelivery,
@@ -321,23 +322,25 @@ export class WebhookDispatcher {
     const giveUp = !last.outcome.ok && (last.missing || attempts > schedule.length);
     const retryAt = last.outcome.ok || giveUp ? undefined : new Date(now.getTime() + schedule[attempts - 1]).toISOString();
     await inTransaction(this.handle, async (trx) => {
-      for (const { delivery, outcome, started } of sent) {
-        await recordAttempt(trx, {
+      await recordAttempts(
+        trx,
+        sent.map(({ delivery, outcome, started }) => ({
           delivery_id: delivery.id,
           account_id: Number(endpoint.account_id),
           attempted_at: started.toISOString(),
           status_code: outcome.statusCode,
           duration_ms: outcome.durationMs,
           error: outcome.error,
-        });
-        const tries = Number(delivery.attempts) + 1;
-        if (outcome.ok) await updateDelivery(trx, delivery.id, { status: 'delivered', attempts: tries, finished_at: at });
-        else
-          await updateDelivery(
-            trx,
-            delivery.id,
-            giveUp ? { status: 'failed', attempts: tries, finished_at: at } : { attempts: tries, next_attempt_at: retryAt! },
-          );
+        })),
+      );
+      await markDelivered(
+        trx,
+        sent.filter(({ outcome }) => outcome.ok).map(({ delivery }) => Number(delivery.id)),
+        at,
+      );
+      // Only the last can have failed: a batch stops at its first failure.
+      if (!last.outcome.ok) {
+        await updateDelivery(trx, last.delivery.id, giveUp ? { status: 'failed', attempts, finished_at: at } : { attempts, next_attempt_at: retryAt! });
       }
       if (last.outcome.ok) {
         if (endpoint.failing_since !== null) await updateEndpointHealth(trx, endpoint.id, { failing_since: null });

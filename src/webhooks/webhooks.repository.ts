@@ -233,8 +233,19 @@ export async function eventsOf(db: Kysely<Database>, accountId: number, seqs: re
   return new Map(rows.map((row) => [Number(row.seq), row]));
 }
 
-export async function recordAttempt(trx: Kysely<Database>, attempt: Omit<WebhookAttemptRow, 'id'>): Promise<void> {
-  await trx.insertInto('webhook_attempts').values(attempt).execute();
+/** A batch's attempts, in one statement (7 parameters a row; a batch is at most 100). */
+export async function recordAttempts(trx: Kysely<Database>, attempts: Omit<WebhookAttemptRow, 'id'>[]): Promise<void> {
+  if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
+}
+
+/** Deliveries whose one more attempt succeeded, in one statement. */
+export async function markDelivered(trx: Kysely<Database>, ids: number[], at: string): Promise<void> {
+  if (ids.length === 0) return;
+  await trx
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ status: 'delivered', attempts: eb('attempts', '+', 1), finished_at: at }))
+    .where('id', 'in', ids)
+    .execute();
 }
 
 export async function updateDelivery(
