@@ -31,6 +31,7 @@ import {
   swapUserGroupToken,
   updateUserGroupFields,
   type GroupIdentity,
+  type NewUserGroup,
 } from './user-groups.repository.ts';
 import type { Tenant } from '../db/tenant.ts';
 import { childLevels, deleteSubtree, hasChildren, insertTagRowsOfNewGroups, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
@@ -82,6 +83,31 @@ function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGroupInpu
   });
 }
 
+/** The row of a new group: what the input leaves out, the name defaults to the id; columns that may be null are null. */
+function newGroupRow(
+  deps: UserGroupDeps,
+  key: GroupIdentity,
+  fields: ReturnType<typeof storedFields>,
+  parentTeamId: number | null,
+  token: string,
+  at: Date,
+): NewUserGroup {
+  return {
+    account_id: key.accountId,
+    environment: key.environment,
+    provided_id: key.providedId,
+    name: key.providedId,
+    is_demo_group: 0,
+    group_tags: '[]',
+    ...fields,
+    parent_team_id: parentTeamId,
+    token_hash: hashToken(token),
+    token_ciphertext: deps.tokens.seal(token),
+    created_at: at.toISOString(),
+    updated_at: at.toISOString(),
+  };
+}
+
 /**
  * The insert of a new group, in the caller's transaction: its chain (the group, then its
  * ancestors) and its history entry, which the caller appends with its actor; undefined if the
@@ -105,21 +131,7 @@ async function insertNewIn(
 
   const parentChain = await parentChainFor(trx, key, parent, { height: 1, maxDepth: deps.maxHierarchyDepth });
   await checkLevel(trx, key.accountId, fields.hierarchy_level ?? null, parentChain[0]?.hierarchy_level ?? null, []);
-  const row = await insertUserGroupIfAbsent(trx, {
-    account_id: key.accountId,
-    environment: key.environment,
-    provided_id: key.providedId,
-    // What the input leaves out: the name defaults to the id; columns that may be null are null.
-    name: key.providedId,
-    is_demo_group: 0,
-    group_tags: '[]',
-    ...fields,
-    parent_team_id: parentChain[0]?.team_id ?? null,
-    token_hash: hashToken(token),
-    token_ciphertext: deps.tokens.seal(token),
-    created_at: at.toISOString(),
-    updated_at: at.toISOString(),
-  });
+  const row = await insertUserGroupIfAbsent(trx, newGroupRow(deps, key, fields, parentChain[0]?.team_id ?? null, token, at));
   if (!row) return undefined;
   const tags = tagsOf(row);
   if (tags.length > 0) await replaceTagRows(trx, key, row.team_id, tags);
@@ -514,20 +526,7 @@ async function insertPlainGroups(
   const tokens = items.map(() => generateToken('user_group'));
   const rows = await insertUserGroupsIfAbsent(
     trx,
-    items.map(({ key, item }, i) => ({
-      account_id: key.accountId,
-      environment: key.environment,
-      provided_id: key.providedId,
-      name: key.providedId,
-      is_demo_group: 0,
-      group_tags: '[]',
-      ...storedFields(item),
-      parent_team_id: null,
-      token_hash: hashToken(tokens[i]),
-      token_ciphertext: deps.tokens.seal(tokens[i]),
-      created_at: at.toISOString(),
-      updated_at: at.toISOString(),
-    })),
+    items.map(({ key, item }, i) => newGroupRow(deps, key, storedFields(item), null, tokens[i], at)),
   );
   const byIdentity = new Map(rows.map((row) => [`${row.environment}/${row.provided_id}`, row]));
   const done = items.map(({ key }, i) => {
