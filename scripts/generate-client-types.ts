@@ -80,6 +80,9 @@ export const operationQueryParameters = ${JSON.stringify(sorted(queryParameters)
  * maxLength, maxItems, maxProperties). What a form needs to offer and check a field.
  */
 export const requestFields = ${JSON.stringify(fields, null, 2)} as const;
+
+/** Every type of change event, in the order the service declares them (webhook endpoints filter on them). */
+export const eventTypes = ${JSON.stringify(schemas.EventType?.enum ?? [])} as const;
 `;
 }
 

@@ -2,20 +2,12 @@
 // them (never a secret), send a test event, rotate the secret, delete; and one endpoint's
 // latest deliveries with every attempt (docs/api.md, "Webhooks").
 import { useState } from 'preact/hooks';
-import type { CreateWebhookEndpointParams, EventType } from '../../../packages/client/src/index.ts';
+import { eventTypes, type CreateWebhookEndpointParams, type EventType } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
 import { Dialog, ErrorAlert, ShownOnce, Status, formatTime, useLoad } from '../components/common.tsx';
 
-const EVENT_TYPES: EventType[] = [
-  'user_group.created',
-  'user_group.updated',
-  'user_group.token_rotated',
-  'user_group.deleted',
-  'api_token.created',
-  'api_token.revoked',
-  'embed_key.added',
-  'embed_key.retired',
-];
+/** The types an endpoint may take, from the OpenAPI document (npm run generate:client). */
+const EVENT_TYPES: readonly EventType[] = eventTypes;
 
 export const webhookHref = (id: number) => `#/webhooks/${id}`;
 

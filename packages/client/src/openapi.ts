@@ -5128,3 +5128,6 @@ export const requestFields = {
     }
   }
 } as const;
+
+/** Every type of change event, in the order the service declares them (webhook endpoints filter on them). */
+export const eventTypes = ["user_group.created","user_group.updated","user_group.token_rotated","user_group.deleted","api_token.created","api_token.revoked","embed_key.added","embed_key.retired"] as const;
