@@ -15,8 +15,8 @@
 // answered, and two changes to one group come in the order they were made).
 // Before and after, a closed-loop run of PUT /api/user at full speed (autocannon, bench/load.ts,
 // the `update` scenario) gives the write throughput without and with those readers attached.
+import { cleanUp, gitDescription, onCleanUp, wasInterrupted } from './cleanup.ts';
 import crypto from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -567,38 +567,6 @@ function outcomeOf(reader: Reader, changes: Map<string, Change[]>, tainted: Read
   };
 }
 
-const cleanups: (() => Promise<void>)[] = [];
-let cleaning: Promise<void> | undefined;
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    while (cleanups.length > 0) {
-      const step = cleanups.pop()!;
-      await step().catch((err) => console.error('cleanup failed:', (err as Error).message));
-    }
-  })();
-  return cleaning;
-}
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (interrupted) return;
-    interrupted = true;
-    console.error(`\n${signal}: stopping processes and dropping the benchmark database…`);
-    void cleanUp().then(() => process.exit(130));
-  });
-}
-
-function gitDescription(): string {
-  try {
-    const git = (args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const commit = git(['rev-parse', '--short', 'HEAD']);
-    const dirty = git(['status', '--porcelain', '--', 'src', 'package.json', 'package-lock.json']);
-    return dirty ? `${commit}+uncommitted changes` : commit;
-  } catch {
-    return 'unknown';
-  }
-}
-
 const log = (message: string) => process.stderr.write(`${message}\n`);
 const fmt = (n: number | null | undefined, digits = 0) =>
   n === undefined || n === null || Number.isNaN(n) ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -610,11 +578,11 @@ async function main() {
   const secret = crypto.randomBytes(32);
   const keyring = new Keyring([secret]);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-bench-events-'));
-  cleanups.push(async () => fs.rmSync(work, { recursive: true, force: true }));
+  onCleanUp(async () => fs.rmSync(work, { recursive: true, force: true }));
 
   // 1. A fresh database: groups bench-0 … bench-<n-1> for the throughput runs, bench-<n> … bench-<2n-1> for the changes.
   const database: BenchDatabase = await createBenchDatabase(options.databaseUrl);
-  cleanups.push(() => database.drop());
+  onCleanUp(() => database.drop());
   log(`database: ${database.description}`);
   const seed = await seedDatabase(database.url, keyring, options.groups * 2, 1);
   const measuredGroups = Array.from({ length: options.groups }, (_, i) => `bench-${options.groups + i}`);
@@ -654,7 +622,7 @@ async function main() {
   const servers: RunningProcess[] = [];
   for (let i = 0; i < options.instances; i++) {
     const server = await startNodeProcess('dist/server.js', env, /Server listening at (https?:\/\/[^"\s]+)/);
-    cleanups.push(() => server.stop());
+    onCleanUp(() => server.stop());
     servers.push(server);
     log(`server ${'AB'[i]}: ${server.url} (pid ${server.pid})`);
   }
@@ -662,7 +630,7 @@ async function main() {
   const readFrom = servers[options.instances - 1];
   const readName = options.instances === 2 ? 'B' : 'A';
   const probeAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-  cleanups.push(async () => probeAgent.destroy());
+  onCleanUp(async () => probeAgent.destroy());
 
   const scenarioData: ScenarioData = {
     groups: options.groups,
@@ -712,7 +680,7 @@ async function main() {
   const stream = openStream(readFrom.url, seed.apiToken, readers.stream, () => {
     if (!finishing) streamClosedEarly = true;
   });
-  cleanups.push(async () => {
+  onCleanUp(async () => {
     finishing = true;
     stream.request.destroy();
   });
@@ -720,7 +688,7 @@ async function main() {
   if (streamSkip) readers.stream.skipped = streamSkip;
   // 4b. The webhook receiver and its endpoint.
   const receiver = await startWebhookReceiver(readers.webhook);
-  cleanups.push(() => receiver.close());
+  onCleanUp(() => receiver.close());
   const created = await httpRequest(
     writeTo.url,
     {
@@ -745,7 +713,7 @@ async function main() {
   }
   // 4c. The feed poller, on B.
   const poller = readers.feed.skipped ? undefined : pollFeed(readFrom.url, seed.apiToken, readers.feed, startSeq, options.pollMs);
-  if (poller) cleanups.push(() => poller.stop());
+  if (poller) onCleanUp(() => poller.stop());
   for (const reader of Object.values(readers)) {
     reader.active = true;
     if (reader.skipped) log(`skipping ${reader.name}: ${reader.skipped}`);
@@ -818,7 +786,7 @@ async function main() {
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
     backend: database.backend,
-    commit: gitDescription(),
+    commit: gitDescription(REPO_ROOT),
     options: {
       rate: options.rate,
       durationSeconds: options.duration,
@@ -932,7 +900,7 @@ function printReport(
 }
 
 main().catch(async (err) => {
-  if (!interrupted) console.error(`bench:events failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
+  if (!wasInterrupted()) console.error(`bench:events failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
   await cleanUp();
-  process.exit(interrupted ? 130 : 1);
+  process.exit(wasInterrupted() ? 130 : 1);
 });

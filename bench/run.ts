@@ -2,8 +2,8 @@
 // (bench/ceiling.ts) as separate processes, drives every scenario against both with
 // autocannon from a third process (bench/load.ts), prints a table and writes it as JSON to
 // bench/results/. See docs/performance.md.
+import { cleanUp, gitDescription, onCleanUp, wasInterrupted } from './cleanup.ts';
 import crypto from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -137,38 +137,6 @@ interface Round {
   ratio: number;
 }
 
-const cleanups: (() => Promise<void>)[] = [];
-let cleaning: Promise<void> | undefined;
-/** Stops the processes and drops the database, in reverse order of creation; once, whoever asks first. */
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    while (cleanups.length > 0) {
-      const step = cleanups.pop()!;
-      await step().catch((err) => console.error('cleanup failed:', (err as Error).message));
-    }
-  })();
-  return cleaning;
-}
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (interrupted) return;
-    interrupted = true;
-    console.error(`\n${signal}: stopping processes and dropping the benchmark database…`);
-    void cleanUp().then(() => process.exit(130));
-  });
-}
-
-function gitDescription(): string {
-  try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'package.json', 'package-lock.json'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-    return dirty ? `${commit}+uncommitted changes` : commit;
-  } catch {
-    return 'unknown';
-  }
-}
-
 const log = (message: string) => process.stderr.write(`${message}\n`);
 const fmt = (n: number | undefined, digits = 0) =>
   n === undefined || Number.isNaN(n) ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -182,11 +150,11 @@ async function main() {
   const secret = crypto.randomBytes(32);
   const keyring = new Keyring([secret]);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-bench-jobs-'));
-  cleanups.push(async () => fs.rmSync(work, { recursive: true, force: true }));
+  onCleanUp(async () => fs.rmSync(work, { recursive: true, force: true }));
 
   // 1. A fresh database, seeded.
   const database: BenchDatabase = await createBenchDatabase(options.databaseUrl);
-  cleanups.push(() => database.drop());
+  onCleanUp(() => database.drop());
   log(`database: ${database.description}`);
   // Every round's rotate measurement needs groups whose tokens no earlier round has rotated.
   const rotateCount = Math.min(options.connections * ROTATE_GROUPS_PER_CONNECTION, Math.max(1, Math.floor((options.groups - 2) / options.rounds)));
@@ -247,7 +215,7 @@ async function main() {
     },
     /Server listening at (https?:\/\/[^"\s]+)/,
   );
-  cleanups.push(() => server.stop());
+  onCleanUp(() => server.stop());
   log(`server: ${server.url} (pid ${server.pid})`);
   const memoryBefore = residentMemoryKb(server.pid);
 
@@ -271,7 +239,7 @@ async function main() {
     if (!keysHandle) {
       keysHandle = (await openMigratedDatabase({ databaseUrl: database.url })).handle;
       const handle = keysHandle;
-      cleanups.push(() => handle.close());
+      onCleanUp(() => handle.close());
     }
     await rotateSigningKey(keysHandle, keyring, new Date(), 0, algorithm);
     // The server re-reads its key table when its copy is a second old.
@@ -314,7 +282,7 @@ async function main() {
 
   // 4. The ceiling, with those responses.
   const ceiling = await startNodeProcess('bench/ceiling.ts', { ...process.env, HOST: '127.0.0.1', PORT: '0' }, /ceiling listening at (\S+)/);
-  cleanups.push(() => ceiling.stop());
+  onCleanUp(() => ceiling.stop());
   const loaded = await httpRequest(ceiling.url, {
     method: 'PUT',
     path: '/__ceiling/responses',
@@ -390,7 +358,7 @@ async function main() {
     warmupSeconds: options.warmup,
     rounds: options.rounds,
     logLevel: options.logLevel,
-    commit: gitDescription(),
+    commit: gitDescription(REPO_ROOT),
     machine: {
       node: process.version,
       platform: `${os.type()} ${os.release()} ${os.arch()}`,
@@ -509,7 +477,7 @@ function printScaleComparison(dir: string, backend: string) {
 }
 
 main().catch(async (err) => {
-  if (!interrupted) console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
+  if (!wasInterrupted()) console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
   await cleanUp();
-  process.exit(interrupted ? 130 : 1);
+  process.exit(wasInterrupted() ? 130 : 1);
 });
