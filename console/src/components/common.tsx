@@ -69,6 +69,45 @@ export function Dialog({ title, open, onClose, children }: { title: string; open
   );
 }
 
+/**
+ * A Dialog that asks before an action that cannot be undone: `confirm` runs on its danger
+ * button; an error it throws is shown in the dialog, which stays open.
+ */
+export function ConfirmDialog(props: {
+  title: string;
+  open: boolean;
+  onClose: () => void;
+  confirmLabel: string;
+  confirm: () => Promise<void>;
+  children: ComponentChildren;
+}) {
+  const [error, setError] = useState<unknown>(null);
+  const run = async () => {
+    setError(null);
+    try {
+      await props.confirm();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return (
+    <Dialog
+      title={props.title}
+      open={props.open}
+      onClose={() => {
+        setError(null);
+        props.onClose();
+      }}
+    >
+      {props.children}
+      <ErrorAlert error={error} />
+      <button type="button" class="danger" onClick={run}>
+        {props.confirmLabel}
+      </button>
+    </Dialog>
+  );
+}
+
 export interface Loaded<T> {
   data: T | undefined;
   error: unknown;

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import type { CreateApiTokenParams } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { Dialog, ErrorAlert, ShownOnce, Status, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
+import { ConfirmDialog, ErrorAlert, ShownOnce, Status, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
 
 type ScopeName = 'read' | 'write' | 'admin';
 
@@ -171,30 +171,18 @@ function CreateToken({ session, onCreated }: { session: Session; onCreated: () =
 }
 
 function RevokeDialog(props: { session: Session; target: { id: number; name: string } | null; onClose: () => void; onRevoked: (name: string) => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const revoke = async () => {
-    setError(null);
-    try {
-      await props.session.client.revokeApiToken(props.target!.id);
-      props.onRevoked(props.target!.name);
-    } catch (err) {
-      setError(err);
-    }
-  };
   return (
-    <Dialog
+    <ConfirmDialog
       title="Revoke the API token"
       open={props.target !== null}
-      onClose={() => {
-        setError(null);
-        props.onClose();
+      onClose={props.onClose}
+      confirmLabel={`Revoke ${props.target?.name}`}
+      confirm={async () => {
+        await props.session.client.revokeApiToken(props.target!.id);
+        props.onRevoked(props.target!.name);
       }}
     >
       <p>Every instance refuses {props.target?.name} within a second. This cannot be undone.</p>
-      <ErrorAlert error={error} />
-      <button type="button" class="danger" onClick={revoke}>
-        Revoke {props.target?.name}
-      </button>
-    </Dialog>
+    </ConfirmDialog>
   );
 }

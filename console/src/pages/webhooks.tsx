@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { eventTypes, type CreateWebhookEndpointParams, type EventType } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { Dialog, ErrorAlert, ShownOnce, Status, formatTime, useLoad } from '../components/common.tsx';
+import { ConfirmDialog, ErrorAlert, ShownOnce, Status, formatTime, useLoad } from '../components/common.tsx';
 
 /** The types an endpoint may take, from the OpenAPI document (npm run generate:client). */
 const EVENT_TYPES: readonly EventType[] = eventTypes;
@@ -188,33 +188,21 @@ function CreateEndpoint({ session, onCreated }: { session: Session; onCreated: (
 }
 
 function DeleteDialog(props: { session: Session; target: { id: number; url: string } | null; onClose: () => void; onDeleted: (id: number) => void }) {
-  const [error, setError] = useState<unknown>(null);
-  const remove = async () => {
-    setError(null);
-    try {
-      await props.session.client.deleteWebhookEndpoint(props.target!.id);
-      props.onDeleted(props.target!.id);
-    } catch (err) {
-      setError(err);
-    }
-  };
   return (
-    <Dialog
+    <ConfirmDialog
       title="Delete the webhook endpoint"
       open={props.target !== null}
-      onClose={() => {
-        setError(null);
-        props.onClose();
+      onClose={props.onClose}
+      confirmLabel={`Delete endpoint ${props.target?.id}`}
+      confirm={async () => {
+        await props.session.client.deleteWebhookEndpoint(props.target!.id);
+        props.onDeleted(props.target!.id);
       }}
     >
       <p>
         <code>{props.target?.url}</code> receives nothing more, and its pending deliveries are dropped.
       </p>
-      <ErrorAlert error={error} />
-      <button type="button" class="danger" onClick={remove}>
-        Delete endpoint {props.target?.id}
-      </button>
-    </Dialog>
+    </ConfirmDialog>
   );
 }
 
