@@ -82,11 +82,7 @@ export interface DispatcherOptions {
  * The sequencer hook: one pending delivery per event and enabled endpoint of its account that
  * takes its type and environment; an endpoint with nothing pending becomes due now.
  */
-export function deliveriesHook(trx: Kysely<Database>, events: EventRow[], now: Date): Promise<void> {
-  return makeDeliveries(trx, events, now);
-}
-
-async function makeDeliveries(trx: Kysely<Database>, events: EventRow[], now: Date): Promise<void> {
+export async function makeDeliveries(trx: Kysely<Database>, events: EventRow[], now: Date): Promise<void> {
   if (events.length === 0) return;
   const endpoints = await enabledEndpointsOf(trx, [...new Set(events.map((event) => Number(event.account_id)))]);
   if (endpoints.length === 0) return;
@@ -147,7 +143,7 @@ export class WebhookDispatcher {
 
   /** Registers the hook that makes deliveries, and wakes on new events. */
   attach(sequencer: EventSequencer): void {
-    sequencer.addHook(deliveriesHook);
+    sequencer.addHook(makeDeliveries);
     this.unsubscribe = sequencer.onNewEvents(() => this.kick());
   }
 
