@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, httpRequest, reapOnExit, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 /** Another process that takes the file's write lock and keeps it until release(). */
 async function holdWriteLock(file: string): Promise<{ release(): Promise<void> }> {
@@ -17,7 +17,7 @@ async function holdWriteLock(file: string): Promise<{ release(): Promise<void> }
     db.exec('begin immediate');
     console.log('locked');
     process.stdin.once('data', () => { db.exec('commit'); db.close(); process.exit(0); });`;
-  const child: ChildProcess = spawn(process.execPath, ['-e', script, file], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child: ChildProcess = reapOnExit(spawn(process.execPath, ['-e', script, file], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] }));
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (chunk) => String(chunk).includes('locked') && resolve());
     child.on('exit', (code) => reject(new Error(`the lock holder exited with ${code}`)));
@@ -80,5 +80,32 @@ describe('[sqlite] a write lock held by another process', () => {
     }
     const listed = await httpRequest(server.baseUrl, 'GET', '/api/users?q=too-late', { token });
     assert.deepEqual(listed.body.user_groups, [], 'nothing was created');
+  });
+});
+
+describe('[sqlite] instances starting together on a new file', () => {
+  let database: TestDatabase;
+  let server: ServerProcess | undefined;
+  before(async () => {
+    database = await createTestDatabase('sqlite');
+  });
+  after(async () => {
+    await server?.stop('SIGKILL');
+    await database?.drop();
+  });
+
+  // Two instances started at once on a new file: one writes the file's first page while the
+  // other switches it to WAL, and SQLite answers that switch BUSY at once, whatever the busy
+  // timeout (CI saw "failed to start: database is locked"). Here the other instance is a
+  // process holding the new file's write lock for a second.
+  it("sqlite lock: a server starting while another process holds a new file's write lock waits for it, then starts", { timeout: 30_000 }, async () => {
+    const file = database.url.slice('sqlite:'.length);
+    const lock = await holdWriteLock(file);
+    const starting = spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
+    const released = new Promise((resolve) => setTimeout(resolve, 1000)).then(() => lock.release());
+    server = await starting;
+    await released;
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/healthz')).status, 200);
+    assert.match(server.output(), /database ready/);
   });
 });

@@ -10,6 +10,7 @@ import type { Database } from './schema.ts';
 import { BoundedMap } from '../bounded-map.ts';
 import { postgresHotReads, sqliteHotReads, type HotReads } from './hot-reads.ts';
 import { withUnaryPlusParameters } from './sqlite-parameters.ts';
+import { retryWhileLockedSync } from './sqlite-lock.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -66,6 +67,8 @@ function queryLog({ onQuery, tracing }: DatabaseOptions): ((event: LogEvent) => 
 }
 
 const INT8_OID = 20;
+/** SQLite: how long opening waits for another process that holds the file (switching it to WAL, say). */
+const OPEN_LOCK_WAIT_MS = 5000;
 /** PostgreSQL: a statement running longer is cancelled by the server; the client gives up a second later. */
 const STATEMENT_TIMEOUT_MS = 5000;
 
@@ -86,10 +89,13 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   // WAL lets readers run beside the one writer, also across processes sharing the file;
   // synchronous=FULL makes an acknowledged commit survive a power cut, not only a crash.
   // Switching a new file to WAL needs it to itself for a moment: wait for that at start, when
-  // nothing is being served. Then no busy timeout: it would wait for another process's lock
-  // on the event loop; writes wait for it asynchronously instead (sqlite-lock.ts).
-  connection.pragma('busy_timeout = 5000');
-  connection.pragma('journal_mode = WAL');
+  // nothing is being served. The busy timeout does not cover every case: when another process
+  // is writing the new file's first page (two instances starting together), SQLite answers
+  // BUSY at once rather than risk a deadlock, so the switch is tried again until the wait is up.
+  // Then no busy timeout: it would wait for another process's lock on the event loop; writes
+  // wait for it asynchronously instead (sqlite-lock.ts).
+  connection.pragma(`busy_timeout = ${OPEN_LOCK_WAIT_MS}`);
+  retryWhileLockedSync(() => connection.pragma('journal_mode = WAL'), OPEN_LOCK_WAIT_MS);
   connection.pragma('synchronous = FULL');
   connection.pragma('busy_timeout = 0');
   connection.pragma('foreign_keys = ON');

@@ -11,7 +11,7 @@ export const SQLITE_LOCK_WAIT_MS = 5000;
 
 const MAX_BACKOFF_MS = 100;
 
-function isSqliteBusy(err: unknown): boolean {
+export function isSqliteBusy(err: unknown): boolean {
   return String((err as { code?: unknown })?.code).startsWith('SQLITE_BUSY');
 }
 
@@ -23,9 +23,31 @@ export async function retryWhileLocked<T>(attempt: () => Promise<T>, waitMs: num
       return await attempt();
     } catch (err) {
       if (!isSqliteBusy(err) || Date.now() >= deadline) throw err;
-      // 1, 2, 4 … 100 ms, jittered so that waiting requests do not retry in step.
-      const backoff = Math.min(MAX_BACKOFF_MS, 2 ** tries) * (0.5 + Math.random());
-      await new Promise((resolve) => setTimeout(resolve, Math.min(backoff, Math.max(0, deadline - Date.now()))));
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(tries, deadline)));
     }
   }
+}
+
+/**
+ * The same wait, blocking: only for opening the database, before anything is served (the
+ * open is synchronous, and its callers, the server and the command-line tool, have nothing
+ * else to do meanwhile).
+ */
+export function retryWhileLockedSync<T>(attempt: () => T, waitMs: number): T {
+  const deadline = Date.now() + waitMs;
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  for (let tries = 0; ; tries++) {
+    try {
+      return attempt();
+    } catch (err) {
+      if (!isSqliteBusy(err) || Date.now() >= deadline) throw err;
+      Atomics.wait(sleeper, 0, 0, backoffMs(tries, deadline));
+    }
+  }
+}
+
+/** 1, 2, 4 … 100 ms, jittered so that waiting requests do not retry in step, and never past the deadline. */
+function backoffMs(tries: number, deadline: number): number {
+  const backoff = Math.min(MAX_BACKOFF_MS, 2 ** tries) * (0.5 + Math.random());
+  return Math.min(backoff, Math.max(0, deadline - Date.now()));
 }
