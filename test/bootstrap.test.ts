@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { ROOT, SERVER_ENTRY, httpRequest, runUgs } from './helpers/processes.ts';
+import { ROOT, SERVER_ENTRY, httpRequest, reapOnExit, runUgs } from './helpers/processes.ts';
 
 const API_TOKEN = /ugs_api_[0-9A-Za-z]{49}/g;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -21,11 +21,13 @@ interface Server {
 
 /** A server process whose stdout and stderr are kept apart (the banner belongs on stderr). */
 async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = reapOnExit(
+    spawn(process.execPath, [SERVER_ENTRY], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c) => (stdout += c));

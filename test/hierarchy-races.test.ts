@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, spawnServers, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
 import { declareAccountLevels } from '../src/user-groups/account-levels.service.ts';
 
@@ -31,7 +31,7 @@ forEachBackend('hierarchy races across two server processes', (backend) => {
   before(async () => {
     database = await createTestDatabase(backend);
     const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-    servers = await Promise.all([spawnServer(env), spawnServer(env)]);
+    servers = await spawnServers(2, env);
     const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
     token = issued.token;
   });

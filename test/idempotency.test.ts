@@ -14,7 +14,7 @@ import { IdempotencySweeper } from '../src/http/idempotency-sweeper.ts';
 import { canonicalJson } from '../src/http/idempotency.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { buildTestApp, forEachBackend, issueTestToken, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/harness.ts';
-import { httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, issueTokenWithCli, spawnServers, type ServerProcess } from './helpers/processes.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const newKey = () => crypto.randomUUID();
@@ -347,7 +347,7 @@ forEachBackend('idempotent retries across two server processes', (backend) => {
   before(async () => {
     database = await createTestDatabase(backend);
     const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-    servers = await Promise.all([spawnServer(env), spawnServer(env)]);
+    servers = await spawnServers(2, env);
     token = (await issueTokenWithCli({ DATABASE_URL: database.url })).token;
   });
   after(async () => {

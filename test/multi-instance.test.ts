@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend, assertExactlyOneCreated } from './helpers/harness.ts';
-import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, runUgs, spawnServers, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 forEachBackend('two server processes sharing one database', (backend) => {
   let database: TestDatabase;
@@ -23,7 +23,7 @@ forEachBackend('two server processes sharing one database', (backend) => {
     database = await createTestDatabase(backend);
     const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
     // Both start at once on the empty database: they race to migrate it as well.
-    servers = await Promise.all([spawnServer(env), spawnServer(env)]);
+    servers = await spawnServers(2, env);
     token = (await issueToken()).token;
   });
 

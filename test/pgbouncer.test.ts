@@ -18,7 +18,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from './helpers/backends.ts';
 import { assertExactlyOneCreated } from './helpers/harness.ts';
-import { httpRequest, issueTokenWithCli, spawnServer } from './helpers/processes.ts';
+import { httpRequest, issueTokenWithCli, reapOnExit, spawnServer, spawnServers } from './helpers/processes.ts';
 
 const PGBOUNCER = '/usr/sbin/pgbouncer';
 // Like the PostgreSQL half: CI must run it; elsewhere its absence is said loudly.
@@ -66,7 +66,7 @@ async function startPgBouncer(mode: 'session' | 'transaction', extra: string[] =
     { mode: 0o644 },
   );
   const asUser = process.getuid?.() === 0 ? ['-u', 'postgres'] : [];
-  const child: ChildProcess = spawn(PGBOUNCER, [...asUser, ini], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = reapOnExit(spawn(PGBOUNCER, [...asUser, ini], { stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   child.stdout!.on('data', (c) => (output += c));
   child.stderr!.on('data', (c) => (output += c));
@@ -141,7 +141,7 @@ describe('PgBouncer in transaction pool mode', { skip }, () => {
       UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
     };
     // Both start at once on the empty database: one migrates, the other waits and finds it done.
-    const servers = await Promise.all([spawnServer(env), spawnServer(env)]);
+    const servers = await spawnServers(2, env);
     try {
       const { token } = await issueTokenWithCli(env);
       const call = (i: number, method: string, url: string, body?: unknown) => httpRequest(servers[i % 2].baseUrl, method, url, { token, body });

@@ -13,6 +13,22 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** The server as production runs it: the compiled JavaScript (`npm test` builds it first). */
 export const SERVER_ENTRY = 'dist/server.js';
 
+const living = new Set<ChildProcess>();
+// A test that fails half-way (a second server that did not start, an assertion before the
+// cleanup) must not leave its processes running: they would keep this test file alive, and
+// the whole run with it (CI once waited 85 minutes). Whatever is still running when this
+// process exits is killed; `npm test` exits each file when its tests are done (--test-force-exit).
+process.once('exit', () => {
+  for (const child of living) child.kill('SIGKILL');
+});
+
+/** Kills `child` if this process exits while it is still running. */
+export function reapOnExit<T extends ChildProcess>(child: T): T {
+  living.add(child);
+  child.once('exit', () => living.delete(child));
+  return child;
+}
+
 export interface ServerProcess {
   baseUrl: string;
   child: ChildProcess;
@@ -32,17 +48,22 @@ export async function spawnServer(env: Record<string, string>, options: { openFi
     options.openFiles === undefined
       ? [process.execPath, nodeArgs]
       : ['/bin/sh', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...nodeArgs]];
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = reapOnExit(
+    spawn(command, args, {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let output = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${output}`)), 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start in 30 s:\n${output}`));
+    }, 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
@@ -67,6 +88,15 @@ export async function spawnServer(env: Record<string, string>, options: { openFi
       return exited;
     },
   };
+}
+
+/** Starts `count` servers at once; if one fails to start, the others are stopped before the error is thrown. */
+export async function spawnServers(count: number, env: Record<string, string>): Promise<ServerProcess[]> {
+  const started = await Promise.allSettled(Array.from({ length: count }, () => spawnServer(env)));
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed === undefined) return started.map((result) => (result as PromiseFulfilledResult<ServerProcess>).value);
+  await Promise.all(started.map((result) => (result.status === 'fulfilled' ? result.value.stop('SIGKILL') : undefined)));
+  throw failed.reason;
 }
 
 export interface CommandResult {
@@ -138,7 +168,7 @@ export interface ExampleProcess {
 
 /** Starts one of the examples' scripts (plain Node) and waits for its "listening on <url>" line. */
 export function startExample(script: string, env: Record<string, string>): Promise<ExampleProcess> {
-  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = reapOnExit(spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${script} did not start in 15 s:\n${output}`)), 15_000);

@@ -1,0 +1,55 @@
+// The test command itself: a test file that fails with a server still running must end, and
+// take the server with it. CI once waited 85 minutes on such a file (a second server that
+// did not start left the first one running, which kept the file's process alive).
+import { it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createTestDatabase } from './helpers/backends.ts';
+import { ROOT } from './helpers/processes.ts';
+
+const database = await createTestDatabase('sqlite');
+after(() => database.drop());
+
+/** `npm test`'s own command (package.json), on one file instead of test/*.test.ts. */
+function testCommand(file: string): string[] {
+  const { scripts } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { test: string } };
+  const words = scripts.test.split(/\s+/);
+  assert.equal(words[0], 'node');
+  assert.equal(words.at(-1), 'test/*.test.ts');
+  return [...words.slice(1, -1), file];
+}
+
+/** Alive, and not a zombie waiting for its new parent to collect it. */
+function isRunning(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+it('test command: a test file that fails with a server still running ends, and its server with it', { timeout: 120_000 }, async () => {
+  const pidFile = path.join(path.dirname(database.url.slice('sqlite:'.length)), 'server.pid');
+  // NODE_TEST_CONTEXT would make the inner run think it is a file of this one, and skip its files.
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const child = spawn(process.execPath, testCommand('test/helpers/fixtures/abandoned-server.ts'), {
+    cwd: ROOT,
+    env: { ...env, DATABASE_URL: database.url, SERVER_PID_FILE: pidFile },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (c) => (output += c));
+  child.stderr.on('data', (c) => (output += c));
+  // A guard for this test only: without the fix the run never ends, and this says so instead of hanging too.
+  const guard = setTimeout(() => child.kill('SIGKILL'), 90_000);
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])));
+  clearTimeout(guard);
+  assert.equal(signal, null, `the run did not end by itself:\n${output}`);
+  assert.equal(code, 1, `the failing test is reported as a failure:\n${output}`);
+  assert.match(output, /failed before its cleanup/);
+  const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+  for (let i = 0; i < 50 && isRunning(pid); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(isRunning(pid), false, `the server it left (pid ${pid}) was ended with the run`);
+});
