@@ -17,7 +17,8 @@ const living = new Set<ChildProcess>();
 // A test that fails half-way (a second server that did not start, an assertion before the
 // cleanup) must not leave its processes running: they would keep this test file alive, and
 // the whole run with it (CI once waited 85 minutes). Whatever is still running when this
-// process exits is killed; `npm test` exits each file when its tests are done (--test-force-exit).
+// process exits is killed; `npm test` exits each file when its tests are done (--test-force-exit),
+// and fails a test that runs over 5 minutes (--test-timeout).
 process.once('exit', () => {
   for (const child of living) child.kill('SIGKILL');
 });
