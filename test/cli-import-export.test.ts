@@ -2,13 +2,14 @@
 // the database of a real server, which then serves what they wrote.
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
 
 const ndjson = (items: unknown[]) => `${items.map((item) => JSON.stringify(item)).join('\n')}\n`;
 const lines = (text: string) =>
@@ -252,5 +253,18 @@ forEachBackend('ugs import and ugs export', (backend) => {
     const refused = await ugs('export', '--account', 'source', '--env', 'Customer', '--output', output);
     assert.equal(refused.code, 2, 'never overwrites a file');
     assert.equal((await ugs('export', '--account', 'nobody', '--env', 'Customer')).code, 2);
+  });
+
+  it('export: a reader that stops early (| head) ends it quietly with the status of SIGPIPE, 141', async () => {
+    // The account "nd" holds the 1,202 groups of the first test: more than a pipe holds.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash variable, not a template
+    const script = 'node bin/ugs.js export --account nd --env Customer | head -n 1; echo "status ${PIPESTATUS[0]}" >&2';
+    const child = spawn('bash', ['-c', script], { cwd: ROOT, env: { ...process.env, ...env } });
+    let [stdout, stderr] = ['', ''];
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    await new Promise((resolve) => child.on('close', resolve));
+    assert.equal(lines(stdout).length, 1, 'head printed the first group');
+    assert.equal(stderr.trim(), 'status 141', 'no error message, and the status of a command stopped by SIGPIPE');
   });
 });
