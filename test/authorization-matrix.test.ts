@@ -199,6 +199,13 @@ const ROUTES: Record<string, RouteRow> = {
     probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/rotate_secret` }),
     otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
   },
+  'POST /api/webhook_endpoints/:id/enable': {
+    kind: 'api',
+    scope: 'admin',
+    endpointsOfItsEnvironment: true,
+    probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/enable` }),
+    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
+  },
   'GET /api/webhook_endpoints/:id/deliveries': {
     kind: 'api',
     scope: 'admin',

@@ -431,6 +431,51 @@ forEachBackend('webhooks: disabling', (backend) => {
       await r.stop();
     }
   });
+
+  it('webhooks: a disabled endpoint, once enabled, gets its pending delivery again at once and the events from then on; its failing clock starts again', async () => {
+    offset = 0;
+    const { token } = await app.issueToken({ account: 'wh-enable', scopes: [...ADMIN] });
+    const r = await new Receiver().start();
+    try {
+      r.answer = () => 500;
+      const endpoint = await createEndpoint(app, token, { url: r.url, types: ['user_group.created'] });
+      await createGroup({ ...app, token }, { user_group_id: 'before' }, token);
+      await r.until((all) => all.length >= 1);
+      offset += 3 * 86_400_000 + 60_000;
+      let status = endpoint.status;
+      for (const deadline = Date.now() + 10_000; status !== 'disabled' && Date.now() < deadline; ) {
+        await sleep(50);
+        status = (await app.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints[0].status;
+      }
+      assert.equal(status, 'disabled');
+      await createGroup({ ...app, token }, { user_group_id: 'while-disabled' }, token);
+      // In the feed, so its deliveries were made (for no endpoint) before the endpoint is enabled.
+      for (const deadline = Date.now() + 5000; Date.now() < deadline; await sleep(20)) {
+        const feed = await app.request('GET', '/api/events', { token, query: { types: 'user_group.created' } });
+        if (feed.body.events.some((event) => event.data.user_group_id === 'while-disabled')) break;
+      }
+
+      r.answer = () => 200;
+      const enabled = await app.request('POST', `/api/webhook_endpoints/${endpoint.id}/enable`, { token });
+      assert.equal(enabled.status, 200, enabled.text);
+      assert.equal(enabled.body.webhook_endpoint.status, 'enabled');
+      assert.equal(enabled.body.webhook_endpoint.disabled_at, null);
+      assert.equal(enabled.body.webhook_endpoint.failing_since, null);
+      await createGroup({ ...app, token }, { user_group_id: 'after' }, token);
+      const delivered = await r.until((all) => all.some((request) => request.body.includes('"after"')));
+      const created = delivered.map((request) => JSON.parse(request.body).data.user_group_id);
+      assert.deepEqual([...new Set(created)], ['before', 'after'], 'the pending delivery first, then the new event; nothing made while it was disabled');
+
+      const again = await app.request('POST', `/api/webhook_endpoints/${endpoint.id}/enable`, { token });
+      assert.equal(again.status, 200, 'an enabled endpoint is answered as it is');
+      assert.equal(again.body.webhook_endpoint.status, 'enabled');
+      const missing = await app.request('POST', '/api/webhook_endpoints/999999/enable', { token });
+      assert.equal(missing.status, 404);
+      assert.equal(missing.body.error.code, 'webhook_endpoint_not_found');
+    } finally {
+      await r.stop();
+    }
+  });
 });
 
 forEachBackend('webhooks: durability', (backend) => {

@@ -6,6 +6,7 @@ import {
   CreateWebhookEndpointBody,
   CreatedWebhookEndpointResponse,
   DeletedWebhookEndpointResponse,
+  EnabledWebhookEndpointResponse,
   WebhookDeliveriesQuery,
   WebhookDeliveriesResponse,
   WebhookEndpointIdParams,
@@ -75,6 +76,19 @@ export const rotateWebhookSecretOperation = {
   },
 };
 
+export const enableWebhookEndpointOperation = {
+  tags,
+  operationId: 'enableWebhookEndpoint',
+  summary: 'Enable a webhook endpoint that was disabled',
+  description: `${ADMIN} For an endpoint disabled after 3 days of failures, once its receiver works again: the deliveries still pending are sent again at once, and new events go to it. The events made while it was disabled were not queued for it: read them from the feed (\`GET /api/events?after=\`). An enabled endpoint is answered as it is.`,
+  security,
+  params: WebhookEndpointIdParams,
+  response: {
+    200: { ...EnabledWebhookEndpointResponse, 'x-response-description': 'The endpoint, enabled.' },
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found'),
+  },
+};
+
 export const webhookDeliveriesOperation = {
   tags,
   operationId: 'listWebhookDeliveries',
@@ -130,6 +144,10 @@ export const webhookCodeSamples: Record<string, CodeSample[]> = {
   rotateWebhookSecret: [
     { lang: 'Shell', label: 'curl', source: 'curl -X POST "$UGS/api/webhook_endpoints/3/rotate_secret" -H "Authorization: Token $ADMIN_TOKEN"' },
     { lang: 'TypeScript', label: '@ugs/client', source: `${client}const { webhook_endpoint } = await ugs.rotateWebhookSecret(3);` },
+  ],
+  enableWebhookEndpoint: [
+    { lang: 'Shell', label: 'curl', source: 'curl -X POST "$UGS/api/webhook_endpoints/3/enable" -H "Authorization: Token $ADMIN_TOKEN"' },
+    { lang: 'TypeScript', label: '@ugs/client', source: `${client}const { webhook_endpoint } = await ugs.enableWebhookEndpoint(3);` },
   ],
   listWebhookDeliveries: [
     { lang: 'Shell', label: 'curl', source: 'curl "$UGS/api/webhook_endpoints/3/deliveries?limit=20" -H "Authorization: Token $ADMIN_TOKEN"' },

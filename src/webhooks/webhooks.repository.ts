@@ -99,6 +99,22 @@ export async function replaceSecret(
     .executeTakeFirst();
 }
 
+/**
+ * Enables a disabled endpoint: its failing clock starts again, and the deliveries still pending
+ * are due now. An enabled endpoint is not changed (undefined).
+ */
+export function enableEndpoint(trx: Kysely<Database>, visible: VisibleEndpoints, id: number, now: string): Promise<WebhookEndpointRow | undefined> {
+  return trx
+    .updateTable('webhook_endpoints')
+    .set({ disabled_at: null, failing_since: null, next_attempt_at: now })
+    .where('account_id', '=', visible.accountId)
+    .where('id', '=', id)
+    .$if(visible.environment !== null, (q) => q.where('environment', '=', visible.environment!))
+    .where('disabled_at', 'is not', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
 /** An endpoint's latest deliveries, newest first. */
 export function recentDeliveries(db: Kysely<Database>, visible: VisibleEndpoints, endpointId: number, limit: number): Promise<WebhookDeliveryRow[]> {
   return db

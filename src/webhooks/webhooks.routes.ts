@@ -7,12 +7,22 @@ import { principalOf } from '../auth/authenticate.ts';
 import {
   createWebhookEndpointOperation,
   deleteWebhookEndpointOperation,
+  enableWebhookEndpointOperation,
   listWebhookEndpointsOperation,
   rotateWebhookSecretOperation,
   testWebhookEndpointOperation,
   webhookDeliveriesOperation,
 } from './webhooks.operations.ts';
-import { createEndpointAs, deleteEndpointAs, deliveriesAs, listEndpointsAs, rotateSecretAs, sendTestEventAs, type WebhookDeps } from './webhooks.service.ts';
+import {
+  createEndpointAs,
+  deleteEndpointAs,
+  deliveriesAs,
+  enableEndpointAs,
+  listEndpointsAs,
+  rotateSecretAs,
+  sendTestEventAs,
+  type WebhookDeps,
+} from './webhooks.service.ts';
 import { webhookAttemptJson, webhookDeliveryJson, webhookEndpointJson } from './webhooks.json.ts';
 
 interface WebhookRouteDeps extends WebhookDeps {
@@ -48,6 +58,11 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
   api.post('/api/webhook_endpoints/:id/rotate_secret', { schema: rotateWebhookSecretOperation }, async (request) => {
     const rotated = await rotateSecretAs(deps, principalOf(request), request.params.id, deps.now());
     return { success: 1 as const, webhook_endpoint: { ...webhookEndpointJson(rotated.endpoint), secret: rotated.secret } };
+  });
+
+  api.post('/api/webhook_endpoints/:id/enable', { schema: enableWebhookEndpointOperation }, async (request) => {
+    const enabled = await enableEndpointAs(deps.database, principalOf(request), request.params.id, deps.now());
+    return { success: 1 as const, webhook_endpoint: webhookEndpointJson(enabled) };
   });
 
   api.get('/api/webhook_endpoints/:id/deliveries', { schema: webhookDeliveriesOperation }, async (request) => {

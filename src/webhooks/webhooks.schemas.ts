@@ -71,6 +71,8 @@ export const WebhookEndpointListResponse = Type.Object(
 
 export const DeletedWebhookEndpointResponse = Type.Object({ success: Type.Literal(1), webhook_endpoint: WebhookEndpoint }, { title: 'DeletedWebhookEndpoint' });
 
+export const EnabledWebhookEndpointResponse = Type.Object({ success: Type.Literal(1), webhook_endpoint: WebhookEndpoint }, { title: 'EnabledWebhookEndpoint' });
+
 export const WebhookEndpointIdParams = Type.Object(
   { id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The id of the webhook endpoint.' }) },
   { additionalProperties: false },

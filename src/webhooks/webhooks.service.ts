@@ -16,6 +16,7 @@ import { generateWebhookSecret, sendWebhook, type AttemptOutcome } from './webho
 import {
   attemptsOf,
   deleteEndpoint,
+  enableEndpoint,
   findEndpoint,
   insertEndpoint,
   listEndpoints,
@@ -139,6 +140,24 @@ export async function rotateSecretAs(
   });
   if (!endpoint) throw notFound(id);
   return { endpoint, secret };
+}
+
+/**
+ * Enables an endpoint that was disabled after 3 days of failures: the deliveries still pending
+ * are sent again at once, and the 3 days count from its next failure. The events made while it
+ * was disabled were not queued for it (the feed has them). An enabled endpoint is answered as
+ * it is.
+ */
+export async function enableEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number, now: Date): Promise<WebhookEndpointRow> {
+  return inTransaction(database, async (trx) => {
+    const current = await findEndpoint(trx, visible, id);
+    if (!current) throw notFound(id);
+    return (await enableEndpoint(trx, visible, id, now.toISOString())) ?? current;
+  });
+}
+
+export function enableEndpointAs(database: DatabaseHandle, principal: Principal, id: number, now: Date): Promise<WebhookEndpointRow> {
+  return enableEndpointIn(database, requireAdmin(principal), id, now);
 }
 
 export interface DeliveryWithAttempts {

@@ -14,6 +14,7 @@ import type {
   CreateWebhookEndpointParams,
   CreatedWebhookEndpointResponse,
   DeletedWebhookEndpointResponse,
+  EnabledWebhookEndpointResponse,
   ListWebhookDeliveriesParams,
   WebhookDeliveriesResponse,
   WebhookEndpointListResponse,
@@ -287,6 +288,11 @@ export class UserGroupServiceClient {
       { method: 'POST', path: `/api/webhook_endpoints/${encodeURIComponent(String(id))}/rotate_secret`, auth: 'api', retry: 'overload' },
       options,
     );
+  }
+
+  /** Enables an endpoint disabled after 3 days of failures: its pending deliveries are sent again at once. */
+  enableWebhookEndpoint(id: number, options?: CallOptions): Promise<EnabledWebhookEndpointResponse> {
+    return this.#call({ method: 'POST', path: `/api/webhook_endpoints/${encodeURIComponent(String(id))}/enable`, auth: 'api', retry: 'idempotent' }, options);
   }
 
   /** A webhook endpoint's latest deliveries, newest first, with every attempt. */

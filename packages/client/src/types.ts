@@ -62,6 +62,7 @@ export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type WebhookEndpointListResponse = Schemas['WebhookEndpointList'];
 export type CreatedWebhookEndpointResponse = Schemas['CreatedWebhookEndpoint'];
 export type DeletedWebhookEndpointResponse = Schemas['DeletedWebhookEndpoint'];
+export type EnabledWebhookEndpointResponse = Schemas['EnabledWebhookEndpoint'];
 export type WebhookDeliveriesResponse = Schemas['WebhookDeliveries'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type WebhookTestResponse = Schemas['WebhookTest'];
