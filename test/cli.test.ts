@@ -323,6 +323,27 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assertShowsNoToken(json.stdout + text.stdout, [...issuedTokens, created.body.user_group.token, rotated.body.user_group.token]);
   });
 
+  it('webhooks create, list, enable and delete an endpoint of an account; an unknown endpoint is a usage error (exit 2)', async () => {
+    // Creating one seals its secret: the command needs the server's key.
+    const webhooks = (...args: string[]) => runUgs(['webhooks', ...args], { ...env, UGS_SECRET_KEY: secretKey });
+    assert.equal((await ugs('account', 'create', 'hooks')).code, 0);
+    // A host that does not resolve is accepted (docs/api.md, "Webhooks"): nothing is sent here.
+    const created = await webhooks('create', '--account', 'hooks', '--url', 'https://hooks.ugs-cli-test.invalid/in', '--json');
+    assert.equal(created.code, 0, created.stderr);
+    const { id, secret } = JSON.parse(created.stdout);
+    assert.match(secret, /^whsec_/);
+    const enabled = await webhooks('enable', '--account', 'hooks', String(id), '--json');
+    assert.equal(enabled.code, 0, enabled.stderr);
+    assert.equal(JSON.parse(enabled.stdout).status, 'enabled');
+    assert.ok(!enabled.stdout.includes(secret), 'enable never shows the secret');
+    const listed = await webhooks('list', '--account', 'hooks');
+    assert.match(listed.stdout, new RegExp(`^${id}\\tenabled\\t`, 'm'));
+    const unknown = await webhooks('enable', '--account', 'hooks', '999999');
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /no webhook endpoint with id 999999/);
+    assert.equal((await webhooks('delete', '--account', 'hooks', String(id))).code, 0);
+  });
+
   // These two do not depend on the database: run once, on the first backend.
   const once = backend === BACKENDS[0] ? {} : { skip: 'does not depend on the database (run on the first backend)' };
 

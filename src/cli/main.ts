@@ -19,7 +19,7 @@ import { tailEvents } from '../events/event-tail.ts';
 import fs from 'node:fs';
 import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
-import { createEndpoint, deleteEndpointIn, listEndpointsOf } from '../webhooks/webhooks.service.ts';
+import { createEndpoint, deleteEndpointIn, enableEndpointIn, listEndpointsOf } from '../webhooks/webhooks.service.ts';
 import { webhookEndpointJson } from '../webhooks/webhooks.json.ts';
 import { registerTransferCommands } from './transfer-commands.ts';
 
@@ -228,6 +228,9 @@ export function buildCli(): Command {
       print(!!opts.json, { id, revoked: true }, `revoked API token ${id}`);
     });
 
+  const endpointNotFoundAsUsage = (err: unknown): never => {
+    throw err instanceof Error && 'code' in err && err.code === 'webhook_endpoint_not_found' ? new UsageError(err.message) : err;
+  };
   const webhooks = program.command('webhooks').description('manage an account\'s webhook endpoints (docs/api.md, "Webhooks")');
   const accountId = async (h: DatabaseHandle, name: string) => {
     const found = await findAccountBySlug(h.db, name);
@@ -285,10 +288,22 @@ export function buildCli(): Command {
     .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
     .option('--json', 'print JSON')
     .action(async (id: number, opts: { account: string; json?: boolean }) => {
-      await withDatabase(async (h) => deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id)).catch((err) => {
-        throw err instanceof Error && 'code' in err && err.code === 'webhook_endpoint_not_found' ? new UsageError(err.message) : err;
-      });
+      await withDatabase(async (h) => deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id)).catch(
+        endpointNotFoundAsUsage,
+      );
       print(!!opts.json, { id, deleted: true }, `deleted webhook endpoint ${id}`);
+    });
+  webhooks
+    .command('enable')
+    .description('enable an endpoint disabled after 3 days of failures: its pending deliveries are sent again at once')
+    .requiredOption('--account <slug>', 'the account', slug)
+    .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
+    .option('--json', 'print JSON')
+    .action(async (id: number, opts: { account: string; json?: boolean }) => {
+      const enabled = await withDatabase(async (h) =>
+        enableEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, new Date()),
+      ).catch(endpointNotFoundAsUsage);
+      print(!!opts.json, webhookEndpointJson(enabled), `webhook endpoint ${id} is enabled`);
     });
 
   program
