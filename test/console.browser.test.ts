@@ -12,6 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import SQLite from 'better-sqlite3';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
@@ -417,7 +418,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
       .waitFor();
   });
 
-  it('console: add a webhook endpoint (its secret shown once), send a test event, see its deliveries, delete it', async () => {
+  it('console: add a webhook endpoint (its secret shown once), send a test event, see its deliveries, enable it once disabled, delete it', async () => {
     const received: { type: string; id: string }[] = [];
     const receiver = http.createServer((req, res) => {
       let body = '';
@@ -472,6 +473,29 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
       await shot('webhook-deliveries');
 
       await page.getByRole('link', { name: 'All endpoints' }).click();
+      // Disabled as the dispatcher leaves it after 3 days of failures (which this test cannot wait for).
+      const file = new SQLite(database.url.slice('sqlite:'.length));
+      file.pragma('busy_timeout = 5000');
+      file
+        .prepare('update webhook_endpoints set failing_since = ?, disabled_at = ?, next_attempt_at = null where id = ?')
+        .run(new Date(Date.now() - 3 * 86_400_000).toISOString(), new Date().toISOString(), Number(id));
+      file.close();
+      await page.reload();
+      const disabledRow = page.locator('table.webhooks tbody tr', { hasText: 'cache invalidation' });
+      await disabledRow.getByText('disabled').waitFor();
+      await assertAccessible('webhooks, one disabled');
+      await shot('webhooks-disabled');
+      await disabledRow.getByRole('button', { name: `Enable endpoint ${id}` }).click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Endpoint ${id} is enabled` })
+        .waitFor();
+      await disabledRow.getByText('enabled').waitFor();
+      assert.equal(await disabledRow.getByRole('button', { name: `Enable endpoint ${id}` }).count(), 0, 'no Enable button on an enabled endpoint');
+      const [afterEnable] = (await httpRequest(server.baseUrl, 'GET', '/api/webhook_endpoints', { token: adminToken })).body.webhook_endpoints;
+      assert.equal(afterEnable.status, 'enabled');
+      assert.equal(afterEnable.failing_since, null);
+
       await page
         .locator('table.webhooks tbody tr', { hasText: 'cache invalidation' })
         .getByRole('button', { name: `Delete endpoint ${id}` })

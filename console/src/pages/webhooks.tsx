@@ -1,6 +1,6 @@
 // The account's webhook endpoints, for an admin token: add one (its secret shown once), list
-// them (never a secret), send a test event, rotate the secret, delete; and one endpoint's
-// latest deliveries with every attempt (docs/api.md, "Webhooks").
+// them (never a secret), send a test event, rotate the secret, enable a disabled one, delete;
+// and one endpoint's latest deliveries with every attempt (docs/api.md, "Webhooks").
 import { useState } from 'preact/hooks';
 import { eventTypes, type CreateWebhookEndpointParams, type EventType } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
@@ -38,6 +38,17 @@ export function WebhooksPage({ session }: { session: Session }) {
       const { webhook_endpoint } = await session.client.rotateWebhookSecret(id);
       setSecret({ id, value: webhook_endpoint.secret });
       setStatus(`New secret for endpoint ${id}: the old one also signs for 24 hours.`);
+      endpoints.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+
+  const enable = async (id: number) => {
+    setError(null);
+    try {
+      await session.client.enableWebhookEndpoint(id);
+      setStatus(`Endpoint ${id} is enabled: its pending deliveries are sent again now.`);
       endpoints.reload();
     } catch (err) {
       setError(err);
@@ -90,6 +101,11 @@ export function WebhooksPage({ session }: { session: Session }) {
                 <button type="button" class="secondary small" onClick={() => test(endpoint.id)} aria-label={`Send a test event to endpoint ${endpoint.id}`}>
                   Send a test event
                 </button>
+                {endpoint.status === 'disabled' && (
+                  <button type="button" class="small" onClick={() => enable(endpoint.id)} aria-label={`Enable endpoint ${endpoint.id}`}>
+                    Enable
+                  </button>
+                )}
                 <button type="button" class="secondary small" onClick={() => rotate(endpoint.id)} aria-label={`Rotate secret of endpoint ${endpoint.id}`}>
                   Rotate secret
                 </button>
