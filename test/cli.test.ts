@@ -323,7 +323,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assertShowsNoToken(json.stdout + text.stdout, [...issuedTokens, created.body.user_group.token, rotated.body.user_group.token]);
   });
 
-  it('webhooks create, list, enable and delete an endpoint of an account; an unknown endpoint is a usage error (exit 2)', async () => {
+  it('webhooks create, list, enable and delete an endpoint of an account, each change in ugs audit; an unknown endpoint is a usage error (exit 2)', async () => {
     // Creating one seals its secret: the command needs the server's key.
     const webhooks = (...args: string[]) => runUgs(['webhooks', ...args], { ...env, UGS_SECRET_KEY: secretKey });
     assert.equal((await ugs('account', 'create', 'hooks')).code, 0);
@@ -342,6 +342,10 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /no webhook endpoint with id 999999/);
     assert.equal((await webhooks('delete', '--account', 'hooks', String(id))).code, 0);
+    const audit = await ugs('audit', '--account', 'hooks');
+    assert.equal(audit.code, 0, audit.stderr);
+    for (const action of ['create', 'delete']) assert.match(audit.stdout, new RegExp(`\\twebhook_endpoint\\.${action}\\twebhook endpoint ${id}\\t`));
+    assert.ok(!audit.stdout.includes(secret), 'the history never holds the secret');
   });
 
   // These two do not depend on the database: run once, on the first backend.

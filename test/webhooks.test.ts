@@ -260,6 +260,35 @@ forEachBackend('webhooks', (backend) => {
     assert.equal((await t.request('DELETE', `/api/webhook_endpoints/${endpoint.id}`, { token: owner })).status, 404);
   });
 
+  it('webhooks: every change to an endpoint is an event in the feed, with its id, URL and environment, never its secret; a token restricted to another environment does not see it', async () => {
+    const { token } = await t.issueToken({ account: 'wh-history', scopes: [...ADMIN] });
+    const { token: testingReader } = await t.issueToken({ account: 'wh-history', scopes: ['read'], env: 'Testing' });
+    const r = await receiver();
+    const endpoint = await createEndpoint(t, token, { url: r.url, types: ['user_group.deleted'] });
+    const rotated = await t.request('POST', `/api/webhook_endpoints/${endpoint.id}/rotate_secret`, { token });
+    assert.equal(rotated.status, 200, rotated.text);
+    assert.equal((await t.request('POST', `/api/webhook_endpoints/${endpoint.id}/enable`, { token })).status, 200); // enabled already: no change, no event
+    assert.equal((await t.request('DELETE', `/api/webhook_endpoints/${endpoint.id}`, { token })).status, 200);
+
+    const types = 'webhook_endpoint.created,webhook_endpoint.secret_rotated,webhook_endpoint.enabled,webhook_endpoint.deleted';
+    let events: { type: string; data: Record<string, unknown> }[] = [];
+    for (const deadline = Date.now() + 5000; events.length < 3 && Date.now() < deadline; await sleep(20))
+      events = (await t.request('GET', '/api/events', { token, query: { types } })).body.events;
+    const data = { webhook_endpoint_id: endpoint.id, url: r.url, environment: null };
+    assert.deepEqual(
+      events.map((event) => [event.type, event.data]),
+      [
+        ['webhook_endpoint.created', { ...data, changes: { url: { old: null, new: r.url } } }],
+        ['webhook_endpoint.secret_rotated', data],
+        ['webhook_endpoint.deleted', { ...data, changes: { url: { old: r.url, new: null } } }],
+      ],
+    );
+    const feed = JSON.stringify(events);
+    for (const secret of [endpoint.secret, rotated.body.webhook_endpoint.secret]) assert.ok(!feed.includes(secret), 'never a secret');
+    const restricted = await t.request('GET', '/api/events', { token: testingReader, query: { types } });
+    assert.deepEqual(restricted.body.events, [], "an unrestricted endpoint's events are not a Testing token's");
+  });
+
   it("webhooks: an endpoint created by an admin restricted to Testing receives only Testing's events, and only such admins see it", async () => {
     const { token: testingAdmin } = await t.issueToken({ account: 'wh-env', scopes: [...ADMIN], env: 'Testing' });
     const { token: admin } = await t.issueToken({ account: 'wh-env', scopes: [...ADMIN] });
@@ -461,6 +490,15 @@ forEachBackend('webhooks: disabling', (backend) => {
       assert.equal(enabled.body.webhook_endpoint.status, 'enabled');
       assert.equal(enabled.body.webhook_endpoint.disabled_at, null);
       assert.equal(enabled.body.webhook_endpoint.failing_since, null);
+      // The feed numbers an event a moment after its change commits (docs/api.md, "Change events").
+      let feed = await app.request('GET', '/api/events', { token, query: { types: 'webhook_endpoint.disabled,webhook_endpoint.enabled' } });
+      for (const deadline = Date.now() + 5000; feed.body.events.length < 2 && Date.now() < deadline; await sleep(20))
+        feed = await app.request('GET', '/api/events', { token, query: { types: 'webhook_endpoint.disabled,webhook_endpoint.enabled' } });
+      assert.deepEqual(
+        feed.body.events.map((event) => event.type),
+        ['webhook_endpoint.disabled', 'webhook_endpoint.enabled'],
+        'the service disabling it and the admin enabling it are both in the feed',
+      );
       await createGroup({ ...app, token }, { user_group_id: 'after' }, token);
       const delivered = await r.until((all) => all.some((request) => request.body.includes('"after"')));
       const created = delivered.map((request) => JSON.parse(request.body).data.user_group_id);

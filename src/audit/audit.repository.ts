@@ -10,11 +10,13 @@ import { appendEvents, type ChangeEvent, type EventType } from './outbox.ts';
 
 export interface AuditEntry {
   accountId: number;
-  subjectType: 'user_group' | 'api_token';
+  subjectType: 'user_group' | 'api_token' | 'webhook_endpoint';
   subjectId: string | number;
   environment?: Environment | null;
   providedId?: string | null;
   action: AuditAction;
+  /** A webhook endpoint's URL (it is no secret: its secret is never in an entry). */
+  url?: string;
   /** A user group's token generation after the change (embed tokens carry it). */
   generation?: number;
   /** A rotation with a grace period: when the previous token stops working. */
@@ -43,6 +45,11 @@ const EVENT_OF_ACTION = {
   'user_group.delete': 'user_group.deleted',
   'api_token.issue': 'api_token.created',
   'api_token.revoke': 'api_token.revoked',
+  'webhook_endpoint.create': 'webhook_endpoint.created',
+  'webhook_endpoint.rotate_secret': 'webhook_endpoint.secret_rotated',
+  'webhook_endpoint.disable': 'webhook_endpoint.disabled',
+  'webhook_endpoint.enable': 'webhook_endpoint.enabled',
+  'webhook_endpoint.delete': 'webhook_endpoint.deleted',
 } as const satisfies Record<string, EventType>;
 export type AuditAction = keyof typeof EVENT_OF_ACTION;
 
@@ -66,19 +73,27 @@ export async function appendAudits(db: Kysely<Database>, entries: readonly Audit
 
 /** The event of a history entry (docs/api.md, "Change events"): the subject's identity and what changed. */
 function changeEvent(entry: AuditEntry): ChangeEvent {
-  const data: Record<string, unknown> =
-    entry.subjectType === 'user_group'
-      ? {
-          team_id: Number(entry.subjectId),
-          user_group_id: entry.providedId ?? null,
-          api_environment_tag: entry.environment ?? null,
-          generation: entry.generation ?? null,
-        }
-      : { api_token_id: Number(entry.subjectId), allowed_environment: entry.environment ?? null };
+  const data = subjectData(entry);
   if (entry.changedFields) data.changed_fields = entry.changedFields;
   if (entry.details) data.changes = entry.details;
   if (entry.gracePeriodEndsAt) data.grace_period_ends_at = entry.gracePeriodEndsAt.toISOString();
   return { accountId: entry.accountId, environment: entry.environment ?? null, type: EVENT_OF_ACTION[entry.action], occurredAt: entry.at, data };
+}
+
+function subjectData(entry: AuditEntry): Record<string, unknown> {
+  switch (entry.subjectType) {
+    case 'user_group':
+      return {
+        team_id: Number(entry.subjectId),
+        user_group_id: entry.providedId ?? null,
+        api_environment_tag: entry.environment ?? null,
+        generation: entry.generation ?? null,
+      };
+    case 'api_token':
+      return { api_token_id: Number(entry.subjectId), allowed_environment: entry.environment ?? null };
+    case 'webhook_endpoint':
+      return { webhook_endpoint_id: Number(entry.subjectId), url: entry.url ?? null, environment: entry.environment ?? null };
+  }
 }
 
 function auditRow(entry: AuditEntry) {

@@ -15,6 +15,11 @@ export const EVENT_TYPES = [
   'api_token.revoked',
   'embed_key.added',
   'embed_key.retired',
+  'webhook_endpoint.created',
+  'webhook_endpoint.secret_rotated',
+  'webhook_endpoint.disabled',
+  'webhook_endpoint.enabled',
+  'webhook_endpoint.deleted',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

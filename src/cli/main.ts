@@ -271,6 +271,7 @@ export function buildCli(): Command {
           { database: h, keyring, allowPrivate: loadConfig().webhookAllowPrivate },
           { accountId: await accountId(h, opts.account), environment: opts.env === 'any' ? null : (opts.env as Environment) },
           { url: opts.url, types: types as EventType[] | null, description: opts.description ?? null },
+          CLI_ACTOR,
           new Date(),
         ),
       );
@@ -288,7 +289,7 @@ export function buildCli(): Command {
     .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
     .option('--json', 'print JSON')
     .action(async (id: number, opts: { account: string; json?: boolean }) => {
-      await withDatabase(async (h) => deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id)).catch(
+      await withDatabase(async (h) => deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, CLI_ACTOR, new Date())).catch(
         endpointNotFoundAsUsage,
       );
       print(!!opts.json, { id, deleted: true }, `deleted webhook endpoint ${id}`);
@@ -301,7 +302,7 @@ export function buildCli(): Command {
     .option('--json', 'print JSON')
     .action(async (id: number, opts: { account: string; json?: boolean }) => {
       const enabled = await withDatabase(async (h) =>
-        enableEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, new Date()),
+        enableEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, CLI_ACTOR, new Date()),
       ).catch(endpointNotFoundAsUsage);
       print(!!opts.json, webhookEndpointJson(enabled), `webhook endpoint ${id} is enabled`);
     });
@@ -335,7 +336,11 @@ export function buildCli(): Command {
             [
               r.created_at,
               r.action,
-              r.subject_type === 'user_group' ? `${r.environment}/${r.provided_id} (team ${r.subject_id})` : `token ${r.subject_id}`,
+              r.subject_type === 'user_group'
+                ? `${r.environment}/${r.provided_id} (team ${r.subject_id})`
+                : r.subject_type === 'webhook_endpoint'
+                  ? `webhook endpoint ${r.subject_id}`
+                  : `token ${r.subject_id}`,
               r.changed_fields ?? '',
               r.actor_token_id === null ? 'cli' : `token ${r.actor_token_id}`,
               r.request_id ?? '',

@@ -17,7 +17,7 @@ export const ChangeEvent = Type.Object(
     account: Type.String({ description: 'The slug of the account whose change it is.', examples: ['acme'] }),
     data: Type.Record(Type.String(), Type.Unknown(), {
       description:
-        "What changed. A user group's events: team_id, user_group_id, api_environment_tag, generation, and changed_fields, changes ({field: {old, new}} for a rename, a move or tags) and grace_period_ends_at where they apply. An API token's: api_token_id, allowed_environment. A signing key's: kid, algorithm. Never a token or a key.",
+        "What changed. A user group's events: team_id, user_group_id, api_environment_tag, generation, and changed_fields, changes ({field: {old, new}} for a rename, a move or tags) and grace_period_ends_at where they apply. An API token's: api_token_id, allowed_environment. A signing key's: kid, algorithm. A webhook endpoint's: webhook_endpoint_id, url, environment. Never a token, a key or a secret.",
       examples: [{ team_id: 17, user_group_id: 'customer-42', api_environment_tag: 'Customer', generation: 0, changed_fields: ['properties'] }],
     }),
   },

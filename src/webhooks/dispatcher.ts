@@ -25,6 +25,7 @@ import type { EventSequencer } from '../events/sequencer.ts';
 import { eventJson } from '../events/events.json.ts';
 import { sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
+import { auditEndpoint, SERVICE_ACTOR } from './webhook-audit.ts';
 import {
   claimEndpoint,
   dueEndpoints,
@@ -358,7 +359,10 @@ export class WebhookDispatcher {
       const disable = now.getTime() - Date.parse(failingSince) >= DISABLE_AFTER_MS;
       await updateEndpointHealth(trx, endpoint.id, { failing_since: failingSince, ...(disable ? { disabled_at: at, next_attempt_at: null } : {}) });
       endpoint.failing_since = failingSince;
-      if (disable) endpoint.disabled_at = at;
+      if (disable) {
+        endpoint.disabled_at = at;
+        await auditEndpoint(trx, endpoint, 'webhook_endpoint.disable', SERVICE_ACTOR, now);
+      }
     });
     for (const { outcome } of sent) this.options.onOutcome?.(outcome.ok ? 'delivered' : giveUp ? 'failed' : 'retry');
     if (endpoint.disabled_at !== null) return at; // released below; dueEndpoints skips it

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
-import { principalOf } from '../auth/authenticate.ts';
+import { actorOf, principalOf } from '../auth/authenticate.ts';
 import {
   createWebhookEndpointOperation,
   deleteWebhookEndpointOperation,
@@ -44,6 +44,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
       deps,
       principalOf(request),
       { url: body.url, types: body.types ?? null, description: body.description ?? null },
+      actorOf(request),
       deps.now(),
     );
     reply.code(201);
@@ -51,17 +52,17 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRouteDe
   });
 
   api.delete('/api/webhook_endpoints/:id', { schema: deleteWebhookEndpointOperation }, async (request) => {
-    const deleted = await deleteEndpointAs(deps.database, principalOf(request), request.params.id);
+    const deleted = await deleteEndpointAs(deps.database, principalOf(request), request.params.id, actorOf(request), deps.now());
     return { success: 1 as const, webhook_endpoint: webhookEndpointJson(deleted) };
   });
 
   api.post('/api/webhook_endpoints/:id/rotate_secret', { schema: rotateWebhookSecretOperation }, async (request) => {
-    const rotated = await rotateSecretAs(deps, principalOf(request), request.params.id, deps.now());
+    const rotated = await rotateSecretAs(deps, principalOf(request), request.params.id, actorOf(request), deps.now());
     return { success: 1 as const, webhook_endpoint: { ...webhookEndpointJson(rotated.endpoint), secret: rotated.secret } };
   });
 
   api.post('/api/webhook_endpoints/:id/enable', { schema: enableWebhookEndpointOperation }, async (request) => {
-    const enabled = await enableEndpointAs(deps.database, principalOf(request), request.params.id, deps.now());
+    const enabled = await enableEndpointAs(deps.database, principalOf(request), request.params.id, actorOf(request), deps.now());
     return { success: 1 as const, webhook_endpoint: webhookEndpointJson(enabled) };
   });
 

@@ -2,7 +2,8 @@
 // own endpoints only; an admin token restricted to one environment manages only endpoints of
 // that environment, and the endpoints it creates receive only that environment's events. The
 // secret is shown once and stored sealed; after a rotation the old one also signs for 24 h.
-// Shared by the routes and the command-line tool.
+// Every change to an endpoint is in the account's history and its event feed (who added a
+// place that receives the account's changes matters). Shared by the routes and the CLI.
 import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
@@ -11,6 +12,8 @@ import { AppError } from '../errors.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { requireScope, type Principal } from '../auth/principal.ts';
 import type { EventType } from '../audit/outbox.ts';
+import type { Actor } from '../audit/audit.repository.ts';
+import { auditEndpoint } from './webhook-audit.ts';
 import { checkWebhookTarget, WebhookAddressError } from './webhook-address.ts';
 import { generateWebhookSecret, sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
 import {
@@ -77,12 +80,13 @@ export async function createEndpoint(
   deps: WebhookDeps,
   visible: VisibleEndpoints,
   input: CreateEndpointInput,
+  actor: Actor,
   now: Date,
 ): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
   await checkEndpointUrl(input.url, deps.allowPrivate);
   const secret = generateWebhookSecret();
-  const endpoint = await inTransaction(deps.database, (trx) =>
-    insertEndpoint(trx, {
+  const endpoint = await inTransaction(deps.database, async (trx) => {
+    const created = await insertEndpoint(trx, {
       account_id: visible.accountId,
       url: input.url,
       types: input.types === null ? null : JSON.stringify(input.types),
@@ -90,13 +94,15 @@ export async function createEndpoint(
       environment: visible.environment,
       secret_sealed: deps.keyring.seal(secret, 'webhook-secret'),
       created_at: now.toISOString(),
-    }),
-  );
+    });
+    await auditEndpoint(trx, created, 'webhook_endpoint.create', actor, now);
+    return created;
+  });
   return { endpoint, secret };
 }
 
-export function createEndpointAs(deps: WebhookDeps, principal: Principal, input: CreateEndpointInput, now: Date) {
-  return createEndpoint(deps, requireAdmin(principal), input, now);
+export function createEndpointAs(deps: WebhookDeps, principal: Principal, input: CreateEndpointInput, actor: Actor, now: Date) {
+  return createEndpoint(deps, requireAdmin(principal), input, actor, now);
 }
 
 export function listEndpointsAs(database: DatabaseHandle, principal: Principal): Promise<WebhookEndpointRow[]> {
@@ -108,16 +114,17 @@ export function listEndpointsOf(database: DatabaseHandle, accountId: number): Pr
 }
 
 /** Deletes an endpoint, its deliveries and their attempts: nothing more is sent to it. */
-export async function deleteEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number): Promise<WebhookEndpointRow> {
+export async function deleteEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number, actor: Actor, now: Date): Promise<WebhookEndpointRow> {
   return inTransaction(database, async (trx) => {
     const endpoint = await findEndpoint(trx, visible, id);
     if (!endpoint || !(await deleteEndpoint(trx, visible, id))) throw notFound(id);
+    await auditEndpoint(trx, endpoint, 'webhook_endpoint.delete', actor, now);
     return endpoint;
   });
 }
 
-export function deleteEndpointAs(database: DatabaseHandle, principal: Principal, id: number): Promise<WebhookEndpointRow> {
-  return deleteEndpointIn(database, requireAdmin(principal), id);
+export function deleteEndpointAs(database: DatabaseHandle, principal: Principal, id: number, actor: Actor, now: Date): Promise<WebhookEndpointRow> {
+  return deleteEndpointIn(database, requireAdmin(principal), id, actor, now);
 }
 
 /** A new secret, shown once; the current one goes on signing beside it for 24 h. */
@@ -125,6 +132,7 @@ export async function rotateSecretAs(
   deps: WebhookDeps,
   principal: Principal,
   id: number,
+  actor: Actor,
   now: Date,
 ): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
   const visible = requireAdmin(principal);
@@ -132,11 +140,13 @@ export async function rotateSecretAs(
   const endpoint = await inTransaction(deps.database, async (trx) => {
     const current = await findEndpoint(trx, visible, id);
     if (!current) throw notFound(id);
-    return replaceSecret(trx, visible, id, {
+    const rotated = await replaceSecret(trx, visible, id, {
       secret_sealed: deps.keyring.seal(secret, 'webhook-secret'),
       previous_secret_sealed: current.secret_sealed,
       previous_secret_expires_at: new Date(now.getTime() + PREVIOUS_SECRET_MS).toISOString(),
     });
+    if (rotated) await auditEndpoint(trx, rotated, 'webhook_endpoint.rotate_secret', actor, now);
+    return rotated;
   });
   if (!endpoint) throw notFound(id);
   return { endpoint, secret };
@@ -148,16 +158,19 @@ export async function rotateSecretAs(
  * was disabled were not queued for it (the feed has them). An enabled endpoint is answered as
  * it is.
  */
-export async function enableEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number, now: Date): Promise<WebhookEndpointRow> {
+export async function enableEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number, actor: Actor, now: Date): Promise<WebhookEndpointRow> {
   return inTransaction(database, async (trx) => {
     const current = await findEndpoint(trx, visible, id);
     if (!current) throw notFound(id);
-    return (await enableEndpoint(trx, visible, id, now.toISOString())) ?? current;
+    const enabled = await enableEndpoint(trx, visible, id, now.toISOString());
+    if (!enabled) return current;
+    await auditEndpoint(trx, enabled, 'webhook_endpoint.enable', actor, now);
+    return enabled;
   });
 }
 
-export function enableEndpointAs(database: DatabaseHandle, principal: Principal, id: number, now: Date): Promise<WebhookEndpointRow> {
-  return enableEndpointIn(database, requireAdmin(principal), id, now);
+export function enableEndpointAs(database: DatabaseHandle, principal: Principal, id: number, actor: Actor, now: Date): Promise<WebhookEndpointRow> {
+  return enableEndpointIn(database, requireAdmin(principal), id, actor, now);
 }
 
 export interface DeliveryWithAttempts {

@@ -590,7 +590,7 @@ export interface components {
              */
             account: string;
             /**
-             * @description What changed. A user group's events: team_id, user_group_id, api_environment_tag, generation, and changed_fields, changes ({field: {old, new}} for a rename, a move or tags) and grace_period_ends_at where they apply. An API token's: api_token_id, allowed_environment. A signing key's: kid, algorithm. Never a token or a key.
+             * @description What changed. A user group's events: team_id, user_group_id, api_environment_tag, generation, and changed_fields, changes ({field: {old, new}} for a rename, a move or tags) and grace_period_ends_at where they apply. An API token's: api_token_id, allowed_environment. A signing key's: kid, algorithm. A webhook endpoint's: webhook_endpoint_id, url, environment. Never a token, a key or a secret.
              * @example {
              *       "team_id": 17,
              *       "user_group_id": "customer-42",
@@ -851,7 +851,7 @@ export interface components {
          * EventType
          * @enum {string}
          */
-        EventType: "user_group.created" | "user_group.updated" | "user_group.token_rotated" | "user_group.deleted" | "api_token.created" | "api_token.revoked" | "embed_key.added" | "embed_key.retired";
+        EventType: "user_group.created" | "user_group.updated" | "user_group.token_rotated" | "user_group.deleted" | "api_token.created" | "api_token.revoked" | "embed_key.added" | "embed_key.retired" | "webhook_endpoint.created" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted";
         /** GetOrCreateRequest */
         GetOrCreateRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
@@ -5267,4 +5267,4 @@ export const requestFields = {
 } as const;
 
 /** Every type of change event, in the order the service declares them (webhook endpoints filter on them). */
-export const eventTypes = ["user_group.created","user_group.updated","user_group.token_rotated","user_group.deleted","api_token.created","api_token.revoked","embed_key.added","embed_key.retired"] as const;
+export const eventTypes = ["user_group.created","user_group.updated","user_group.token_rotated","user_group.deleted","api_token.created","api_token.revoked","embed_key.added","embed_key.retired","webhook_endpoint.created","webhook_endpoint.secret_rotated","webhook_endpoint.disabled","webhook_endpoint.enabled","webhook_endpoint.deleted"] as const;
