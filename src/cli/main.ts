@@ -282,30 +282,28 @@ export function buildCli(): Command {
         [`webhook endpoint ${json.id} for account ${opts.account}: ${json.url}`, 'Its secret is shown only this once:', '', `  ${json.secret}`].join('\n'),
       );
     });
-  webhooks
-    .command('delete')
-    .description('delete a webhook endpoint with its pending deliveries')
-    .requiredOption('--account <slug>', 'the account', slug)
-    .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
-    .option('--json', 'print JSON')
-    .action(async (id: number, opts: { account: string; json?: boolean }) => {
-      await withDatabase(async (h) => deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, CLI_ACTOR, new Date())).catch(
-        endpointNotFoundAsUsage,
-      );
-      print(!!opts.json, { id, deleted: true }, `deleted webhook endpoint ${id}`);
-    });
-  webhooks
-    .command('enable')
-    .description('enable an endpoint disabled after 3 days of failures: its pending deliveries are sent again at once')
-    .requiredOption('--account <slug>', 'the account', slug)
-    .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
-    .option('--json', 'print JSON')
-    .action(async (id: number, opts: { account: string; json?: boolean }) => {
+  /** A command on one endpoint of an account: `ugs webhooks <name> --account <slug> <id> [--json]`. */
+  const endpointCommand = (name: string, description: string) =>
+    webhooks
+      .command(name)
+      .description(description)
+      .requiredOption('--account <slug>', 'the account', slug)
+      .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
+      .option('--json', 'print JSON');
+  endpointCommand('delete', 'delete a webhook endpoint with its pending deliveries').action(async (id: number, opts: { account: string; json?: boolean }) => {
+    await withDatabase(async (h) => deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, CLI_ACTOR, new Date())).catch(
+      endpointNotFoundAsUsage,
+    );
+    print(!!opts.json, { id, deleted: true }, `deleted webhook endpoint ${id}`);
+  });
+  endpointCommand('enable', 'enable an endpoint disabled after 3 days of failures: its pending deliveries are sent again at once').action(
+    async (id: number, opts: { account: string; json?: boolean }) => {
       const enabled = await withDatabase(async (h) =>
         enableEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, CLI_ACTOR, new Date()),
       ).catch(endpointNotFoundAsUsage);
       print(!!opts.json, webhookEndpointJson(enabled), `webhook endpoint ${id} is enabled`);
-    });
+    },
+  );
 
   program
     .command('migrate')
