@@ -1,7 +1,8 @@
 // Tenant isolation by construction (docs/security.md, "Tenant isolation"), on both backends:
 // - every statement a request sends names the caller's account, and the environment its
 //   token is restricted to, as explicit conditions (test/helpers/tenant-predicates.ts), over
-//   a workload of every operation (test/helpers/workload.ts);
+//   a workload of every operation (test/helpers/workload.ts), and so does ugs export (the
+//   one reader of a tenant's groups outside a request);
 // - property-based probes: two accounts whose user_group_ids, names and tags are the same,
 //   environment-restricted tokens, and arbitrary input to the list, the search (any code
 //   points, U+FFFF, U+10FFFF, %, _, \), every filter, cursors (tampered, another account's,
@@ -24,6 +25,7 @@ import {
   type HttpResult,
 } from './helpers/harness.ts';
 import { runEveryOperation } from './helpers/workload.ts';
+import { exportUserGroupLines } from '../src/user-groups/transfer.service.ts';
 import { tenantViolations, type Caller, type Statement } from './helpers/tenant-predicates.ts';
 import type { Environment } from '../src/db/schema.ts';
 
@@ -187,6 +189,26 @@ forEachBackend('tenant isolation', (backend) => {
     );
     assert.deepEqual([...new Set(violations)], [], `statements without the tenant's conditions:\n${[...new Set(violations)].join('\n\n')}`);
   }
+
+  it("every statement of ugs export names the account and the environment it exports, and it writes only that tenant's groups", async () => {
+    const alpha = probes.find((p) => p.account === 'alpha' && p.environment === null)!;
+    captured.length = 0;
+    capturing = true;
+    const lines: string[] = [];
+    try {
+      for await (const line of exportUserGroupLines(database.handle, { accountId: alpha.accountId, environment: 'Testing' })) lines.push(line);
+    } finally {
+      capturing = false;
+    }
+    assert.ok(lines.length >= PLAIN_GROUPS, `exported ${lines.length} groups`);
+    for (const line of lines) assert.deepEqual(JSON.parse(line).properties, { owner: 'alpha', env: 'Testing' }, line);
+    const statements = captured.filter((s) => /user_groups/.test(s.sql));
+    assert.ok(statements.length > 0, 'the export was captured');
+    const violations = statements.flatMap((statement) =>
+      tenantViolations(statement, { accountId: alpha.accountId, environment: 'Testing' }).map((problem) => `${problem}\n  ${statement.sql}`),
+    );
+    assert.deepEqual([...new Set(violations)], [], `statements without the tenant's conditions:\n${[...new Set(violations)].join('\n\n')}`);
+  });
 
   // ---- property-based probes ----
 
