@@ -40,7 +40,7 @@ forEachBackend('ugs import and ugs export', (backend) => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-import-'));
     env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
     server = await spawnServer(env);
-    for (const account of ['source', 'copy', 'nd', 'csv', 'bad', 'dry']) assert.equal((await ugs('account', 'create', account)).code, 0);
+    for (const account of ['source', 'copy', 'nd', 'csv', 'bad', 'dry', 'tty']) assert.equal((await ugs('account', 'create', account)).code, 0);
   });
   after(async () => {
     await server?.stop('SIGTERM');
@@ -253,6 +253,22 @@ forEachBackend('ugs import and ugs export', (backend) => {
     const refused = await ugs('export', '--account', 'source', '--env', 'Customer', '--output', output);
     assert.equal(refused.code, 2, 'never overwrites a file');
     assert.equal((await ugs('export', '--account', 'nobody', '--env', 'Customer')).code, 2);
+  });
+
+  const noTerminal = fs.existsSync('/usr/bin/script') ? false : 'the terminal test needs script(1) (util-linux): SKIPPED';
+  if (noTerminal) console.warn(`\n*** ${noTerminal} ***\n`);
+  it('import: on a terminal, progress is one bar redrawn in place, ending at 100 %, and the summary follows', { skip: noTerminal }, async () => {
+    const input = file('terminal.ndjson', ndjson(Array.from({ length: 2500 }, (_, i) => ({ user_group_id: `tty-${i}` }))));
+    // script(1) gives the command a terminal (a pseudo-terminal) and copies what it shows.
+    const command = `node bin/ugs.js import ${input} --account tty --env Customer`;
+    const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...env } });
+    let shown = '';
+    child.stdout.on('data', (c) => (shown += c));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    assert.equal(code, 0, shown);
+    assert.match(shown, /\r\u001B\[2K\[#{30}\] 100% 2,500 rows: 2,500 created, 0 updated, 0 unchanged, 0 failed\r?\n/, 'the bar, redrawn in place, full');
+    assert.doesNotMatch(shown, /% of the file read/, 'no plain progress lines on a terminal');
+    assert.match(shown, /imported 2500 rows: 2500 created/);
   });
 
   it('export: a reader that stops early (| head) ends it quietly with the status of SIGPIPE, 141', async () => {
