@@ -37,6 +37,9 @@ export interface Actor {
   requestId: string | null;
 }
 
+/** The command-line tool, the first start and the service's own work: no API token, no request. */
+export const NO_TOKEN_ACTOR: Actor = { tokenId: null, requestId: null };
+
 /** What the history calls each change, and the type of its event. */
 const EVENT_OF_ACTION = {
   'user_group.create': 'user_group.created',

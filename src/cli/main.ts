@@ -7,6 +7,7 @@ import type { Environment } from '../db/schema.ts';
 import { openMigratedDatabase } from '../runtime.ts';
 import { ACCOUNT_SLUG, allAccounts, createAccount } from '../accounts/accounts.service.ts';
 import { historyOfAccount } from '../audit/history.service.ts';
+import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
 import { apiTokenStatus, issueApiToken, listApiTokens, revokeApiToken } from '../api-tokens/api-tokens.service.ts';
 import { SCOPES, type Scope } from '../auth/principal.ts';
 import { parseDuration } from '../duration.ts';
@@ -22,8 +23,6 @@ import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
 import { createEndpoint, deleteEndpointIn, enableEndpointIn, listEndpointsOf } from '../webhooks/webhooks.service.ts';
 import { webhookEndpointJson } from '../webhooks/webhooks.json.ts';
 import { registerTransferCommands } from './transfer-commands.ts';
-
-const CLI_ACTOR = { tokenId: null, requestId: null };
 
 class UsageError extends Error {}
 
@@ -172,7 +171,7 @@ export function buildCli(): Command {
             expiresAt: opts.expiresIn ? new Date(now.getTime() + opts.expiresIn) : null,
             name: opts.name ?? null,
           },
-          CLI_ACTOR,
+          NO_TOKEN_ACTOR,
           now,
         ),
       );
@@ -223,7 +222,7 @@ export function buildCli(): Command {
     .argument('<id>', 'token id (see: ugs token list)', tokenId)
     .option('--json', 'print JSON')
     .action(async (id: number, opts: { json?: boolean }) => {
-      const revoked = await withDatabase((h) => revokeApiToken(h, id, CLI_ACTOR, new Date()));
+      const revoked = await withDatabase((h) => revokeApiToken(h, id, NO_TOKEN_ACTOR, new Date()));
       if (!revoked) throw new UsageError(`no active API token with id ${id}`);
       print(!!opts.json, { id, revoked: true }, `revoked API token ${id}`);
     });
@@ -271,7 +270,7 @@ export function buildCli(): Command {
           { database: h, keyring, allowPrivate: loadConfig().webhookAllowPrivate },
           { accountId: await accountId(h, opts.account), environment: opts.env === 'any' ? null : (opts.env as Environment) },
           { url: opts.url, types: types as EventType[] | null, description: opts.description ?? null },
-          CLI_ACTOR,
+          NO_TOKEN_ACTOR,
           new Date(),
         ),
       );
@@ -291,15 +290,15 @@ export function buildCli(): Command {
       .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
       .option('--json', 'print JSON');
   endpointCommand('delete', 'delete a webhook endpoint with its pending deliveries').action(async (id: number, opts: { account: string; json?: boolean }) => {
-    await withDatabase(async (h) => deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, CLI_ACTOR, new Date())).catch(
-      endpointNotFoundAsUsage,
-    );
+    await withDatabase(async (h) =>
+      deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, NO_TOKEN_ACTOR, new Date()),
+    ).catch(endpointNotFoundAsUsage);
     print(!!opts.json, { id, deleted: true }, `deleted webhook endpoint ${id}`);
   });
   endpointCommand('enable', 'enable an endpoint disabled after 3 days of failures: its pending deliveries are sent again at once').action(
     async (id: number, opts: { account: string; json?: boolean }) => {
       const enabled = await withDatabase(async (h) =>
-        enableEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, CLI_ACTOR, new Date()),
+        enableEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, NO_TOKEN_ACTOR, new Date()),
       ).catch(endpointNotFoundAsUsage);
       print(!!opts.json, webhookEndpointJson(enabled), `webhook endpoint ${id} is enabled`);
     },
@@ -423,7 +422,7 @@ export function buildCli(): Command {
       const outcomes = await withDatabase(async (h) => {
         const done = [];
         for (const keyId of keyIds) {
-          const reissued = await reissueTokensOfLostKey(h, keyring, keyId, CLI_ACTOR, () => new Date());
+          const reissued = await reissueTokensOfLostKey(h, keyring, keyId, NO_TOKEN_ACTOR, () => new Date());
           const replaced = await replaceSigningKeysOfLostKey(h, keyring, keyId, new Date(), loadConfig().embedSigningAlgorithm);
           done.push({ ...reissued, replaced_signing_keys: replaced });
         }

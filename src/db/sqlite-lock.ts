@@ -11,7 +11,7 @@ export const SQLITE_LOCK_WAIT_MS = 5000;
 
 const MAX_BACKOFF_MS = 100;
 
-export function isSqliteBusy(err: unknown): boolean {
+function isSqliteBusy(err: unknown): boolean {
   return String((err as { code?: unknown })?.code).startsWith('SQLITE_BUSY');
 }
 

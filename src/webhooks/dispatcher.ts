@@ -25,7 +25,8 @@ import type { EventSequencer } from '../events/sequencer.ts';
 import { eventJson } from '../events/events.json.ts';
 import { sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
-import { auditEndpoint, SERVICE_ACTOR } from './webhook-audit.ts';
+import { auditEndpoint } from './webhook-audit.ts';
+import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
 import {
   claimEndpoint,
   dueEndpoints,
@@ -361,7 +362,7 @@ export class WebhookDispatcher {
       endpoint.failing_since = failingSince;
       if (disable) {
         endpoint.disabled_at = at;
-        await auditEndpoint(trx, endpoint, 'webhook_endpoint.disable', SERVICE_ACTOR, now);
+        await auditEndpoint(trx, endpoint, 'webhook_endpoint.disable', NO_TOKEN_ACTOR, now);
       }
     });
     for (const { outcome } of sent) this.options.onOutcome?.(outcome.ok ? 'delivered' : giveUp ? 'failed' : 'retry');

@@ -6,9 +6,6 @@ import type { Kysely } from 'kysely';
 import { appendAudit, type Actor, type AuditAction, type AuditDetails } from '../audit/audit.repository.ts';
 import type { Database, WebhookEndpointRow } from '../db/schema.ts';
 
-/** The service itself acting, with no API token and no request: the dispatcher disabling an endpoint. */
-export const SERVICE_ACTOR: Actor = { tokenId: null, requestId: null };
-
 /** The history entry (and so the event) of a change to an endpoint, in the change's transaction. */
 export function auditEndpoint(trx: Kysely<Database>, endpoint: WebhookEndpointRow, action: AuditAction, actor: Actor, now: Date): Promise<void> {
   // Its URL is in the entry when it comes and goes, so the history says where a deleted endpoint sent.
