@@ -112,6 +112,7 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   await request('GET', `/api/webhook_endpoints/${endpointId}/deliveries`);
   await request('POST', `/api/webhook_endpoints/${endpointId}/test`);
   await request('POST', `/api/webhook_endpoints/${endpointId}/rotate_secret`);
+  await request('POST', `/api/webhook_endpoints/${endpointId}/enable`);
   await request('DELETE', `/api/webhook_endpoints/${endpointId}`);
   // Change events: the feed, filtered and not, from the start and from a cursor.
   await request('GET', '/api/events');
