@@ -1,8 +1,9 @@
 // Idempotent retries (docs/api.md, "Idempotent retries"): a write sent with an
 // Idempotency-Key runs once; a retry with the same key and body within 24 h gets the first
 // answer again (Idempotent-Replayed: true), another body is 422, a retry while the first runs
-// is 409; keys are per account; the stored answer is sealed; keys expire after 24 h; and the
-// promise holds across two server processes on one database.
+// is 409; keys are per API token, so no other token (a lesser one above all) receives or
+// blocks a token's answer, and a refusal is never stored; the stored answer is sealed; keys
+// expire after 24 h; and the promise holds across two server processes on one database.
 import { it, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -12,6 +13,7 @@ import { ApiTokenAuthenticator } from '../src/api-tokens/api-token-authenticator
 import { registerApiTokenAuth } from '../src/auth/authenticate.ts';
 import { IdempotencySweeper } from '../src/http/idempotency-sweeper.ts';
 import { canonicalJson } from '../src/http/idempotency.ts';
+import { generateToken } from '../src/auth/token-format.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { buildTestApp, forEachBackend, issueTestToken, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/harness.ts';
 import { httpRequest, issueTokenWithCli, spawnServers, type ServerProcess } from './helpers/processes.ts';
@@ -51,8 +53,13 @@ forEachBackend('idempotent retries', (backend) => {
   let built: BuiltApp;
   let route: TestRoute;
   let token: string;
+  let tokenId: number;
   let adminToken: string;
   let otherAccountToken: string;
+  /** Lesser tokens of the same account: read only; read only and restricted to Testing; read and write restricted to Testing. */
+  let readToken: string;
+  let testingReadToken: string;
+  let testingWriteToken: string;
   let clock = Date.now();
   const now = () => new Date(clock);
 
@@ -61,7 +68,10 @@ forEachBackend('idempotent retries', (backend) => {
     built = await buildTestApp(database, { now });
     route = addTestRoute(built.app, database, now);
     await built.app.ready();
-    token = (await issueTestToken(database.handle)).token;
+    ({ token, id: tokenId } = await issueTestToken(database.handle));
+    readToken = (await issueTestToken(database.handle, { scopes: ['read'] })).token;
+    testingReadToken = (await issueTestToken(database.handle, { scopes: ['read'], env: 'Testing' })).token;
+    testingWriteToken = (await issueTestToken(database.handle, { env: 'Testing' })).token;
     adminToken = (await issueTestToken(database.handle, { scopes: ['read', 'write', 'admin'] })).token;
     otherAccountToken = (await issueTestToken(database.handle, { account: 'globex' })).token;
   });
@@ -75,6 +85,15 @@ forEachBackend('idempotent retries', (backend) => {
   const history = async (userGroupId: string) =>
     (await built.request('GET', '/api/user/history', { token, query: { user_group_id: userGroupId } })).body.entries.map((e: { action: string }) => e.action);
   const rows = async () => (await sql<Record<string, unknown>>`select * from idempotency_keys`.execute(database.handle.db)).rows;
+  /** A request with a key another token used: answered exactly as the same request without a key (status and code), and no replay. */
+  async function answeredAsWithoutKey(path: string, body: unknown, key: string, as: string) {
+    const keyed = await post(path, body, key, as);
+    const plain = await post(path, body, undefined, as);
+    assert.equal(keyed.headers['idempotent-replayed'], undefined, `a replay to another token: ${keyed.text}`);
+    assert.equal(keyed.status, plain.status, keyed.text);
+    assert.equal(keyed.body.error?.code, plain.body.error?.code);
+    return keyed;
+  }
 
   it('create: a retry with the same key and body gets the first answer (same token, Idempotent-Replayed) and creates nothing more', async () => {
     const key = newKey();
@@ -257,6 +276,104 @@ forEachBackend('idempotent retries', (backend) => {
     assert.equal(theirs.headers['idempotent-replayed'], undefined);
     assert.notEqual(theirs.body.user_group.team_id, mine.body.user_group.team_id);
     assert.notEqual(theirs.body.user_group.token, mine.body.user_group.token);
+  });
+
+  it('row 1: an admin token minted with a key is never replayed to a read-only token, or a read token restricted to Testing, sending the same request and key', async () => {
+    const key = `mint-ops-${newKey()}`;
+    const body = { scopes: ['read', 'write', 'admin'], name: 'ops' };
+    const minted = await post('/api/api_tokens', body, key, adminToken);
+    assert.equal(minted.status, 201, minted.text);
+    for (const lesser of [readToken, testingReadToken]) {
+      const answer = await answeredAsWithoutKey('/api/api_tokens', body, key, lesser);
+      assert.equal(answer.status, 403, answer.text);
+      assert.equal(answer.body.error.code, 'insufficient_scope');
+      assert.ok(!answer.text.includes(minted.body.token), 'the new admin token was handed to a lesser token');
+    }
+    const own = await post('/api/api_tokens', body, key, adminToken);
+    assert.equal(own.headers['idempotent-replayed'], 'true', "the admin's own retry still gets its answer");
+    assert.equal(own.body.token, minted.body.token);
+  });
+
+  it("row 1: a Customer group's token is never replayed to a read-only token, or a token restricted to Testing, sending the same create and key", async () => {
+    const key = newKey();
+    const body = { user_group_id: `idem-row1-${key}`, api_environment_tag: 'Customer' };
+    const created = await post('/api/user', body, key);
+    assert.equal(created.status, 201, created.text);
+    for (const [lesser, code] of [
+      [readToken, 'insufficient_scope'],
+      [testingReadToken, 'insufficient_scope'],
+      [testingWriteToken, 'environment_forbidden'],
+    ] as const) {
+      const answer = await answeredAsWithoutKey('/api/user', body, key, lesser);
+      assert.equal(answer.status, 403, answer.text);
+      assert.equal(answer.body.error.code, code);
+      assert.ok(!answer.text.includes(created.body.user_group.token), "the group's token was handed to a lesser token");
+    }
+  });
+
+  it("row 1b: a read token's refused upsert (403) is not stored and does not poison the key: the write token's same request and key runs and creates the group", async () => {
+    const key = `nightly-2026-11-27-${newKey()}`;
+    const id = `idem-row1b-${key}`;
+    const body = { user_groups: [{ user_group_id: id }] };
+    const refused = await post('/api/users/upsert', body, key, readToken);
+    assert.equal(refused.status, 403, refused.text);
+    const written = await post('/api/users/upsert', body, key);
+    assert.equal(written.status, 200, written.text);
+    assert.equal(written.headers['idempotent-replayed'], undefined);
+    assert.match(written.text, /"created"/);
+    assert.deepEqual(await history(id), ['user_group.create']);
+    const refusedAgain = await post('/api/users/upsert', body, key, readToken);
+    assert.equal(refusedAgain.status, 403);
+    assert.equal(refusedAgain.headers['idempotent-replayed'], undefined, 'a refusal is not stored: the retry is refused afresh');
+    const stored = (await rows()).filter((row) => row.idempotency_key === key);
+    assert.deepEqual(
+      stored.map((row) => [Number(row.api_token_id), Number(row.response_status)]),
+      [[tokenId, 200]],
+      "only the write token's answer is kept",
+    );
+  });
+
+  it("keys are per API token: another token of the account sending the same key runs its own request, never 409 or 422 against the first token's key", async () => {
+    const key = newKey();
+    route.runs = 0;
+    let open!: () => void;
+    route.gate = new Promise((resolve) => (open = resolve));
+    const first = post('/test/effect', {}, key);
+    while (route.runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    route.gate = undefined;
+    const whileRunning = await post('/test/effect', {}, key, adminToken);
+    assert.equal(whileRunning.status, 201, `not 409 idempotency_key_in_use: ${whileRunning.text}`);
+    assert.equal((whileRunning.body as unknown as { run: number }).run, 2);
+    const otherBody = await post('/test/effect', { other: true }, key, readToken);
+    assert.equal(otherBody.status, 201, `not 422 idempotency_key_reused: ${otherBody.text}`);
+    open();
+    assert.equal(((await first).body as unknown as { run: number }).run, 1);
+    for (const [as, run] of [
+      [token, 1],
+      [adminToken, 2],
+      [readToken, 3],
+    ] as const) {
+      const replayed = await post('/test/effect', as === readToken ? { other: true } : {}, key, as);
+      assert.equal(replayed.headers['idempotent-replayed'], 'true');
+      assert.equal((replayed.body as unknown as { run: number }).run, run, 'each token gets its own answer');
+    }
+    assert.equal(route.runs, 3);
+  });
+
+  it('a 404 answered to a token restricted to one environment is not stored (it may mean "outside your environment"); an unrestricted token\'s 404 is', async () => {
+    const rotation = { current_token: generateToken('user_group') };
+    for (const [as, stored] of [
+      [token, 'true'],
+      [testingWriteToken, undefined],
+    ] as const) {
+      const key = newKey();
+      const first = await post('/api/user', rotation, key, as);
+      assert.equal(first.status, 404, first.text);
+      assert.equal(first.body.error.code, 'token_not_found');
+      const retry = await post('/api/user', rotation, key, as);
+      assert.equal(retry.status, 404);
+      assert.equal(retry.headers['idempotent-replayed'], stored);
+    }
   });
 
   it('the stored answer is sealed under the secret key: no token appears in the table', async () => {

@@ -28,6 +28,7 @@ forEachBackend('migrations', (backend) => {
           '0005-tenant-columns',
           '0006-change-events',
           '0007-idempotency-keys',
+          '0008-idempotency-keys-per-token',
         ],
       );
       const again = await migrateToLatest(handle);

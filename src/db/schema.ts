@@ -190,6 +190,8 @@ interface WebhookAttemptsTable {
 interface IdempotencyKeysTable {
   id: Generated<number>;
   account_id: number;
+  /** The API token that sent the key: keys are per token (migration 0008). */
+  api_token_id: number;
   idempotency_key: string;
   /** SHA-256 (hex) of the request's method, path and canonical JSON body. */
   request_hash: string;

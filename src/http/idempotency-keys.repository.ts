@@ -1,16 +1,19 @@
-// The SQL of idempotent retries (migration 0007; http/idempotency.ts). Every statement of a
-// request names its account (docs/security.md, "Tenant isolation"); each finds its row by the
-// unique (account_id, idempotency_key). Only the sweeper's batch, background work of no
-// request, spans accounts: by the expires_at index.
-import type { Kysely } from 'kysely';
+// The SQL of idempotent retries (migrations 0007, 0008; http/idempotency.ts). Every statement
+// of a request names its account (docs/security.md, "Tenant isolation") and the API token that
+// sent the key: each finds its row by the unique (account_id, api_token_id, idempotency_key),
+// so no statement can reach another token's key. Only the sweeper's batch, background work of
+// no request, spans accounts: by the expires_at index.
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 
-export interface KeyOfAccount {
+/** An Idempotency-Key as sent by one API token of one account. */
+export interface KeyOfToken {
   accountId: number;
+  apiTokenId: number;
   key: string;
 }
 
-export interface Claim extends KeyOfAccount {
+export interface Claim extends KeyOfToken {
   requestHash: string;
   /** A random id of this attempt. */
   owner: string;
@@ -39,12 +42,13 @@ export async function claimKey(db: Kysely<Database>, claim: Claim): Promise<bool
   };
   const row = await db
     .insertInto('idempotency_keys')
-    .values({ account_id: claim.accountId, idempotency_key: claim.key, ...running })
+    .values({ account_id: claim.accountId, api_token_id: claim.apiTokenId, idempotency_key: claim.key, ...running })
     .onConflict((conflict) =>
       conflict
-        .columns(['account_id', 'idempotency_key'])
+        .columns(['account_id', 'api_token_id', 'idempotency_key'])
         .doUpdateSet(running)
         .where('idempotency_keys.account_id', '=', claim.accountId)
+        .where('idempotency_keys.api_token_id', '=', claim.apiTokenId)
         .where((eb) =>
           eb.or([
             eb('idempotency_keys.expires_at', '<=', claim.now),
@@ -61,53 +65,45 @@ export async function claimKey(db: Kysely<Database>, claim: Claim): Promise<bool
   return row?.owner === claim.owner;
 }
 
+/** The one row of a token's key: the columns of the unique index. */
+function theKey({ accountId, apiTokenId, key }: KeyOfToken) {
+  return (eb: ExpressionBuilder<Database, 'idempotency_keys'>) => eb.and({ account_id: accountId, api_token_id: apiTokenId, idempotency_key: key });
+}
+
 /** The key's row as it stands. */
-export function findKey(db: Kysely<Database>, { accountId, key }: KeyOfAccount) {
+export function findKey(db: Kysely<Database>, where: KeyOfToken) {
   return db
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'state', 'locked_until', 'response_status', 'response_sealed', 'expires_at'])
-    .where('account_id', '=', accountId)
-    .where('idempotency_key', '=', key)
+    .where(theKey(where))
     .executeTakeFirst();
 }
 
 /** Extends the owner's lock while its request runs; false when it no longer owns the row. */
-export async function extendLock(db: Kysely<Database>, { accountId, key }: KeyOfAccount, owner: string, lockedUntil: string): Promise<boolean> {
-  const result = await db
-    .updateTable('idempotency_keys')
-    .set({ locked_until: lockedUntil })
-    .where('account_id', '=', accountId)
-    .where('idempotency_key', '=', key)
-    .where('owner', '=', owner)
-    .executeTakeFirst();
+export async function extendLock(db: Kysely<Database>, where: KeyOfToken, owner: string, lockedUntil: string): Promise<boolean> {
+  const result = await db.updateTable('idempotency_keys').set({ locked_until: lockedUntil }).where(theKey(where)).where('owner', '=', owner).executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 
 /** Compare-and-swap from running (owned by `owner`) to done with the sealed answer; false when another attempt took the row over. */
-export async function finishKey(db: Kysely<Database>, { accountId, key }: KeyOfAccount, owner: string, status: number, sealed: string): Promise<boolean> {
+export async function finishKey(db: Kysely<Database>, where: KeyOfToken, owner: string, status: number, sealed: string): Promise<boolean> {
   const result = await db
     .updateTable('idempotency_keys')
     .set({ state: 'done', owner: null, locked_until: null, response_status: status, response_sealed: sealed })
-    .where('account_id', '=', accountId)
-    .where('idempotency_key', '=', key)
+    .where(theKey(where))
     .where('owner', '=', owner)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 
 /** Deletes the owner's running row: the request may be retried for real. */
-export async function releaseKey(db: Kysely<Database>, { accountId, key }: KeyOfAccount, owner: string): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('account_id', '=', accountId).where('idempotency_key', '=', key).where('owner', '=', owner).execute();
+export async function releaseKey(db: Kysely<Database>, where: KeyOfToken, owner: string): Promise<void> {
+  await db.deleteFrom('idempotency_keys').where(theKey(where)).where('owner', '=', owner).execute();
 }
 
 /** Deletes a stored answer no configured secret key opens (only that one: a newer row is kept). */
-export async function dropAnswer(db: Kysely<Database>, { accountId, key }: KeyOfAccount, sealed: string): Promise<void> {
-  await db
-    .deleteFrom('idempotency_keys')
-    .where('account_id', '=', accountId)
-    .where('idempotency_key', '=', key)
-    .where('response_sealed', '=', sealed)
-    .execute();
+export async function dropAnswer(db: Kysely<Database>, where: KeyOfToken, sealed: string): Promise<void> {
+  await db.deleteFrom('idempotency_keys').where(theKey(where)).where('response_sealed', '=', sealed).execute();
 }
 
 /** Deletes up to `limit` expired rows of any account; how many. */

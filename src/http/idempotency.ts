@@ -5,12 +5,23 @@
 // the key (or replays, or refuses) and an onSend hook that stores the answer, and declares
 // the header and the new answers in the route's OpenAPI description.
 //
-// What is stored: 2xx and 4xx answers, so a retry sees what the first request saw (the token
-// it was given, or why it was refused). Not stored: 5xx (a fault or an outage: the key is
-// released and a retry runs for real) and 429 (nothing ran). The answer is sealed under the
-// secret key (keyring purpose idempotent-answer): its body may hold a token. A stored answer
-// that no configured key opens any more (its key was removed within the 24 h) is dropped,
-// and the retry runs as a new request.
+// Keys belong to the API token that sent them (as Stripe's belong to the API key): a stored
+// answer is replayed only to the token that was allowed to make it, after that token was
+// authenticated again, and another token of the account sending the same key makes another
+// operation. A token's scopes and environment never change, and a revoked or expired token is
+// refused before the preHandler, so the replay needs no scope or environment check of its
+// own. That is also why the claim may come before the route's own checks (its service decides
+// the scope and the environment): a key another token holds is not this request's key, so a
+// lesser token can neither receive nor block a more privileged token's answer.
+//
+// What is stored: the answers of the operation, 2xx and 4xx, so a retry sees what the first
+// request saw (the token it was given, or why it was refused). Not stored, the key released:
+// refusals (keepsAnswer: 401, 403, and a 404 answered to a token restricted to one
+// environment, which may mean "not in your environment"), so that a refused request never
+// holds the key's answer; 5xx (a fault or an outage: a retry runs for real); 429 (nothing
+// ran). The answer is sealed under the secret key (keyring purpose idempotent-answer): its
+// body may hold a token. A stored answer that no configured key opens any more (its key was
+// removed within the 24 h) is dropped, and the retry runs as a new request.
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -18,8 +29,9 @@ import { inTransaction } from '../db/transaction.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { AppError, validationFailed } from '../errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
+import type { Principal } from '../auth/principal.ts';
 import { errorResponses } from './envelope.schemas.ts';
-import { claimKey, dropAnswer, extendLock, findKey, finishKey, releaseKey, type KeyOfAccount } from './idempotency-keys.repository.ts';
+import { claimKey, dropAnswer, extendLock, findKey, finishKey, releaseKey, type KeyOfToken } from './idempotency-keys.repository.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -48,7 +60,7 @@ export interface IdempotencyDeps {
   lockMs: number;
 }
 
-interface OwnedKey extends KeyOfAccount {
+interface OwnedKey extends KeyOfToken {
   owner: string;
   heartbeat: NodeJS.Timeout;
 }
@@ -59,12 +71,23 @@ interface StoredAnswer {
 }
 
 /**
- * Whether an answer with this status is kept for retries (see the top of this file). A
- * `409 idempotency_key_in_use` is never the answer of the request that owns the key: it is
- * given to the others, before they run, and stored for none.
+ * Whether an answer is kept for retries (see the top of this file): not a fault, not a rate
+ * limit, not a refusal. A `409 idempotency_key_in_use` is never the answer of the request that
+ * owns the key: it is given to the others, before they run, and stored for none.
  */
-export function keepsAnswer(status: number): boolean {
-  return status >= 200 && status < 500 && status !== 429;
+function keepsAnswer(status: number, principal: Pick<Principal, 'allowedEnvironment'>): boolean {
+  if (status < 200 || status >= 500 || status === 429) return false;
+  return !isRefusal(status, principal);
+}
+
+/**
+ * An answer that says the token may not do this, rather than what the operation found. A
+ * token restricted to one environment is answered 404 for what lies outside it, as for what
+ * does not exist, and the two cannot be told apart here: none of its 404s is kept (its retry
+ * asks again, and finds the same).
+ */
+function isRefusal(status: number, principal: Pick<Principal, 'allowedEnvironment'>): boolean {
+  return status === 401 || status === 403 || (status === 404 && principal.allowedEnvironment !== null);
 }
 
 /** The request as compared between a first try and a retry: SHA-256 of method, path and canonical JSON body. */
@@ -114,7 +137,8 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   async function claimOrReplay(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const key = keyOf(request);
     if (key === undefined) return undefined;
-    const where: KeyOfAccount = { accountId: principalOf(request).accountId, key };
+    const principal = principalOf(request);
+    const where: KeyOfToken = { accountId: principal.accountId, apiTokenId: principal.tokenId, key };
     const hash = requestHash(request);
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       const now = deps.now();
@@ -154,7 +178,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   }
 
   /** Extends the lock every third of it while the request runs. */
-  function keepLock(request: FastifyRequest, where: KeyOfAccount, owner: string): NodeJS.Timeout {
+  function keepLock(request: FastifyRequest, where: KeyOfToken, owner: string): NodeJS.Timeout {
     const timer = setInterval(
       () => {
         inTransaction(deps.database, (trx) => extendLock(trx, where, owner, at(deps.now(), deps.lockMs))).catch((err) =>
@@ -174,7 +198,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
     clearInterval(claim.heartbeat);
     const status = reply.statusCode;
     try {
-      if (keepsAnswer(status) && (typeof payload === 'string' || Buffer.isBuffer(payload))) {
+      if (keepsAnswer(status, principalOf(request)) && (typeof payload === 'string' || Buffer.isBuffer(payload))) {
         const answer: StoredAnswer = { type: String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8'), body: payload.toString() };
         const sealed = deps.keyring.seal(JSON.stringify(answer), 'idempotent-answer');
         const stored = await inTransaction(deps.database, (trx) => finishKey(trx, claim, claim.owner, status, sealed));

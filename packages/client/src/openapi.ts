@@ -1622,7 +1622,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys are per account. See docs/api.md, "Idempotent retries".
+                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys belong to the API token that sent them: retry with the same token. See docs/api.md, "Idempotent retries".
                  * @example 5f2b7c1e-0d43-4a7a-9a55-2b8f3f0c9e12
                  */
                 "Idempotency-Key"?: string;
@@ -2100,7 +2100,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys are per account. See docs/api.md, "Idempotent retries".
+                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys belong to the API token that sent them: retry with the same token. See docs/api.md, "Idempotent retries".
                  * @example 5f2b7c1e-0d43-4a7a-9a55-2b8f3f0c9e12
                  */
                 "Idempotency-Key"?: string;
@@ -3125,7 +3125,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys are per account. See docs/api.md, "Idempotent retries".
+                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys belong to the API token that sent them: retry with the same token. See docs/api.md, "Idempotent retries".
                  * @example 5f2b7c1e-0d43-4a7a-9a55-2b8f3f0c9e12
                  */
                 "Idempotency-Key"?: string;
@@ -3840,7 +3840,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys are per account. See docs/api.md, "Idempotent retries".
+                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys belong to the API token that sent them: retry with the same token. See docs/api.md, "Idempotent retries".
                  * @example 5f2b7c1e-0d43-4a7a-9a55-2b8f3f0c9e12
                  */
                 "Idempotency-Key"?: string;
