@@ -1,9 +1,11 @@
 // Every route of the app's route table (operational routes aside) against every way a caller
 // can be wrong about who it is or what it may do. Each cell answers the documented status
 // and code, changes nothing, and never shows another account's data. A new route fails this
-// suite until it has a row below.
-import { it, before } from 'node:test';
+// suite until it has a row below. The replay column tries every route that takes an
+// Idempotency-Key with a key a more privileged token used before (and the reverse).
+import { it, before, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { forEachBackend, injectRequest, parseBody, useTestApp } from './helpers/harness.ts';
 import { isOperational, routeTable } from './helpers/route-table.ts';
@@ -51,6 +53,8 @@ interface RouteRow {
   inactiveWhenForbidden?: boolean;
   /** Works on webhook endpoints: an environment-restricted admin reaches only those of its environment. */
   endpointsOfItsEnvironment?: boolean;
+  /** The requests the replay column sends with an Idempotency-Key, one per operation of the route (default: the probe). */
+  idempotentProbes?(target: Target, fresh: string): Probe[];
 }
 
 const OVERRIDE = { 'x-http-method-override': 'GET' };
@@ -78,6 +82,11 @@ const ROUTES: Record<string, RouteRow> = {
     scope: 'write',
     probe: (t) => ({ method: 'POST', url: '/api/user', body: { current_token: t.groupToken } }),
     otherAccount: { status: 404, code: 'token_not_found' },
+    // Rotate, and create.
+    idempotentProbes: (t, fresh) => [
+      { method: 'POST', url: '/api/user', body: { current_token: t.groupToken } },
+      { method: 'POST', url: '/api/user', body: { user_group_id: fresh, api_environment_tag: t.env } },
+    ],
   },
   'PUT /api/user': {
     kind: 'api',
@@ -517,6 +526,100 @@ forEachBackend('authorization matrix', (backend) => {
       });
     }
   }
+
+  // The replay column (docs/security.md, "What each token can and cannot do"): a key is the
+  // token's own. For every route that takes Idempotency-Key and each lesser token, two twin
+  // groups go through the same steps, one with the key shared and one without it; the shared
+  // key must change nothing of what the lesser token, or afterwards the privileged one, gets.
+  const privileged = () => tokens.rw; // read, write and admin, in every environment
+  const LESSER = {
+    'a read-only token': () => tokens.readOnly,
+    'a read,write token without admin': () => tokens.noAdmin,
+    'a token restricted to Testing (the groups are in Customer)': () => tokens.testingOnly,
+  };
+  const withKey = (probe: Probe, key: string): Probe => ({ ...probe, headers: { ...probe.headers, 'idempotency-key': key } });
+  type Answer = Awaited<ReturnType<typeof send>>;
+
+  /** The routes that take Idempotency-Key: those the OpenAPI document declares it on, which follows each route's config (http/idempotency.ts). */
+  async function idempotentRoutes(): Promise<[string, RouteRow][]> {
+    const doc = (await t.request('GET', '/openapi.json')).body as unknown as {
+      paths: Record<string, Record<string, { parameters?: { name: string }[] }>>;
+    };
+    const keys = Object.entries(doc.paths).flatMap(([path, operations]) =>
+      Object.entries(operations)
+        .filter(([, operation]) => operation.parameters?.some((parameter) => parameter.name === 'Idempotency-Key'))
+        .map(([method]) => `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
+    );
+    assert.ok(keys.length > 0, 'no route declares Idempotency-Key');
+    return keys.map((key) => {
+      assert.ok(ROUTES[key], `${key} takes Idempotency-Key but has no row`);
+      return [key, ROUTES[key]];
+    });
+  }
+
+  /**
+   * One subtest per route that takes Idempotency-Key and lesser token; `cell` runs once per
+   * operation of the route, with its request aimed at one of two groups of the caller in
+   * Customer made alike (the key shared there), and the same request aimed at the other (the twin).
+   */
+  async function replayCells(
+    c: TestContext,
+    title: (route: string, lesser: string) => string,
+    cell: (lesser: () => string, probe: Probe, twin: Probe, what: string) => Promise<void>,
+  ): Promise<void> {
+    const probesOf = (row: RouteRow, target: Target) => (row.idempotentProbes ?? ((to, fresh) => [row.probe(to, fresh)]))(target, freshId());
+    for (const [key, row] of await idempotentRoutes()) {
+      for (const [lesserName, lesser] of Object.entries(LESSER)) {
+        await c.test(title(key, lesserName), async () => {
+          const twins = probesOf(row, await createGroup(tokens.rw, freshId(), 'Customer'));
+          const probes = probesOf(row, await createGroup(tokens.rw, freshId(), 'Customer'));
+          for (const [i, probe] of probes.entries()) await cell(lesser, probe, twins[i], `${key} ${JSON.stringify(probe.body)}`);
+        });
+      }
+    }
+  }
+
+  /** A request sent with a key another token used answers as the same request without a key (status and code), and is no replay. */
+  function assertAnsweredAsWithoutKey(keyed: Answer, plain: Answer, what: string) {
+    assert.equal(keyed.headers['idempotent-replayed'], undefined, `${what}: a replay of another token's answer: ${keyed.text}`);
+    assert.equal(keyed.status, plain.status, `${what}: ${keyed.text}, without a key: ${plain.text}`);
+    assert.equal(keyed.body?.error?.code, plain.body?.error?.code, what);
+  }
+
+  it('replay column: an answer stored for a privileged token is never replayed to a lesser token sending the same request and key; it answers as without a key', async (c) => {
+    await replayCells(
+      c,
+      (route, lesser) => `${route}: the admin token's answer, then ${lesser} with the same key`,
+      async (lesser, probe, twin, what) => {
+        const key = crypto.randomUUID();
+        const stored = await send(withKey(probe, key), { token: privileged() });
+        assert.ok(stored.status < 300, `${what}: the admin token's own answer: ${stored.text}`);
+        const before = await snapshot();
+        const keyed = await send(withKey(probe, key), { token: lesser() });
+        const changedNothing = (await snapshot()) === before;
+        assert.equal((await send(withKey(twin, crypto.randomUUID()), { token: privileged() })).status, stored.status, `${what}: the twin`);
+        const plain = await send(twin, { token: lesser() });
+        assertAnsweredAsWithoutKey(keyed, plain, what);
+        if (plain.status >= 400) assert.ok(changedNothing, `${what}: a refusal changed the database`);
+        const secrets = [...(stored.text.match(/ugs_(api|grp)_\w+/g) ?? []), stored.body.embed_token].filter((secret) => secret !== undefined);
+        for (const secret of secrets) assert.ok(!keyed.text.includes(secret), `${what}: the admin's token was handed over`);
+      },
+    );
+  });
+
+  it("replay column, the reverse: a lesser token's request with a key never poisons it; the privileged token sending it next gets its own answer", async (c) => {
+    await replayCells(
+      c,
+      (route, lesser) => `${route}: ${lesser} first, then the admin token with the same key`,
+      async (lesser, probe, twin, what) => {
+        const key = crypto.randomUUID();
+        const first = await send(withKey(probe, key), { token: lesser() });
+        const keyed = await send(withKey(probe, key), { token: privileged() });
+        assert.equal((await send(twin, { token: lesser() })).status, first.status, `${what}: the twin`);
+        assertAnsweredAsWithoutKey(keyed, await send(twin, { token: privileged() }), what);
+      },
+    );
+  });
 
   // API tokens over HTTP: the cells of "no escalation" beyond the rows above (docs/api.md,
   // "API tokens over HTTP"). Each refusal changes nothing.
