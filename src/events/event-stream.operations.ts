@@ -9,7 +9,7 @@ import { EventTypesFilter } from './events.schemas.ts';
 const StreamCursor = Type.String({
   pattern: '^(0|[1-9][0-9]{0,15})$',
   description: 'An event id: the stream starts after it. Absent (and no Last-Event-ID): only events from now on.',
-  examples: ['41'],
+  examples: ['1795684443220000'],
 });
 
 export const EventStreamQuery = Type.Object(
@@ -25,7 +25,7 @@ export const EventStreamHeaders = Type.Object({
     Type.String({
       pattern: '^(0|[1-9][0-9]{0,15})$',
       description: 'The id of the last event received: a reconnecting EventSource sends it, and it wins over `after`.',
-      examples: ['41'],
+      examples: ['1795684443220000'],
     }),
   ),
 });
@@ -57,13 +57,14 @@ export const eventStreamCodeSamples: Record<string, CodeSample[]> = {
     {
       lang: 'Shell',
       label: 'curl',
-      source: 'curl -N "$UGS/api/events/stream?types=user_group.deleted,user_group.token_rotated" -H "Authorization: Token $UGS_TOKEN" -H "Last-Event-ID: 41"',
+      source:
+        'curl -N "$UGS/api/events/stream?types=user_group.deleted,user_group.token_rotated" -H "Authorization: Token $UGS_TOKEN" -H "Last-Event-ID: 1795684443220000"',
     },
     {
       lang: 'TypeScript',
       label: '@ugs/client',
       source:
-        "import { followEvents } from '@ugs/client';\nfor await (const event of followEvents({ baseUrl: process.env.UGS!, apiToken: process.env.UGS_TOKEN!, after: '41' })) console.log(event.id, event.type);",
+        "import { followEvents } from '@ugs/client';\nfor await (const event of followEvents({ baseUrl: process.env.UGS!, apiToken: process.env.UGS_TOKEN!, after: '1795684443220000' })) console.log(event.id, event.type);",
     },
   ],
 };

@@ -195,7 +195,7 @@ export interface paths {
         };
         /**
          * The account's change events, in order
-         * @description Needs the `read` scope. Every committed change to a user group, an API token or an embed signing key of the account, oldest first, numbered 1, 2, 3… per account; a token restricted to one environment sees only that environment's events. Poll with `after` = the `next_cursor` of the last answer. Events are kept for `UGS_EVENT_RETENTION` (7 days by default): a cursor older than that is `410 cursor_expired`, and the consumer should resynchronise.
+         * @description Needs the `read` scope. Every committed change to a user group, an API token or an embed signing key of the account, oldest first, each with an id that grows and is never given out twice; a token restricted to one environment sees only that environment's events. Poll with `after` = the `next_cursor` of the last answer. Events are kept for `UGS_EVENT_RETENTION` (7 days by default): a cursor older than that is `410 cursor_expired`, and the consumer should resynchronise.
          */
         get: operations["listEvents"];
         put?: never;
@@ -605,8 +605,8 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description The event's number in its account's feed: events are numbered 1, 2, 3… in the order the feed gives them. Unique within the account.
-             * @example 42
+             * @description The event's place in its account's feed: ids grow in the order the feed gives them, and are never given out twice, not even after a restore of the database. Not consecutive: at least the time of the change in microseconds since 1970, below 2^53.
+             * @example 1795684443221000
              */
             id: number;
             /**
@@ -841,7 +841,7 @@ export interface components {
             events: components["schemas"]["ChangeEvent"][];
             /**
              * @description Where the next request goes on (its `after`): the last event's id, or, when there was none, the point this read reached. Always present: a consumer polls with it.
-             * @example 42
+             * @example 1795684443221000
              */
             next_cursor: string;
             /** @enum {number} */
@@ -2545,7 +2545,7 @@ export interface operations {
             query?: {
                 /**
                  * @description An event id (next_cursor of the previous page): the feed goes on after it. Absent: from the oldest event kept.
-                 * @example 41
+                 * @example 1795684443220000
                  */
                 after?: string;
                 /** @description At most this many events, 1-500 (default 100). */
@@ -2666,7 +2666,7 @@ export interface operations {
             query?: {
                 /**
                  * @description An event id: the stream starts after it. Absent (and no Last-Event-ID): only events from now on.
-                 * @example 41
+                 * @example 1795684443220000
                  */
                 after?: string;
                 /**
@@ -2678,7 +2678,7 @@ export interface operations {
             header?: {
                 /**
                  * @description The id of the last event received: a reconnecting EventSource sends it, and it wins over `after`.
-                 * @example 41
+                 * @example 1795684443220000
                  */
                 "last-event-id"?: string;
             };
