@@ -34,6 +34,8 @@ export interface EventStreamOptions {
   heartbeatMs: number;
   stallMs: number;
   onError: (err: unknown, what: string) => void;
+  /** A stream read its feed: after failures, the log says that the outage is over (throttled-log.ts). */
+  onSuccess?: () => void;
   /** A stream was closed because its client stopped reading. */
   onStalled: (accountId: number) => void;
 }
@@ -90,6 +92,7 @@ export class EventStreams {
       afterSeq: cursor === undefined ? start.lastSeq : start.afterSeq,
       response,
       onError: this.options.onError,
+      onSuccess: this.options.onSuccess,
     });
     if (this.closing) {
       stream.finish();
@@ -134,6 +137,7 @@ interface StreamState {
   afterSeq: number;
   response: ServerResponse;
   onError: (err: unknown, what: string) => void;
+  onSuccess?: () => void;
 }
 
 class AccountEventStream extends Readable {
@@ -227,6 +231,7 @@ class AccountEventStream extends Readable {
   private async readFeed(): Promise<void> {
     if (this.reading) return;
     this.reading = true;
+    let read = false;
     try {
       while (this.pending && this.wanted && !this.ended) {
         this.pending = false;
@@ -238,6 +243,7 @@ class AccountEventStream extends Readable {
           limit: PAGE,
           types: this.state.types,
         });
+        read = true;
         if (this.ended) return;
         for (const row of rows) {
           this.cursor = Number(row.seq);
@@ -245,6 +251,7 @@ class AccountEventStream extends Readable {
         }
         if (rows.length === PAGE) this.pending = true;
       }
+      if (read) this.state.onSuccess?.();
     } catch (err) {
       this.pending = true; // read again at the next tick
       this.state.onError(err, 'reading events for a stream');

@@ -48,6 +48,8 @@ export interface SequencerOptions {
   /** How often to look for other instances' events. */
   pollMs: number;
   onError: (err: unknown, what: string) => void;
+  /** A pass worked: after failures, the log says that the outage is over (throttled-log.ts). */
+  onSuccess?: () => void;
 }
 
 export class EventSequencer {
@@ -121,7 +123,10 @@ export class EventSequencer {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.running = this.pass()
-        .catch((err) => this.options.onError(err, 'sequencing events'))
+        .then(
+          () => this.options.onSuccess?.(),
+          (err) => this.options.onError(err, 'sequencing events'),
+        )
         .finally(() => {
           this.running = undefined;
           if (this.stopped) return;
