@@ -134,6 +134,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const eventStreams = new EventStreams(deps.database, (listener) => sequencer.onNewEvents(listener), {
     heartbeatMs: config.eventHeartbeatMs,
     stallMs: config.eventStreamStallMs,
+    limits: { perToken: config.eventStreamsPerToken, perAccount: config.eventStreamsPerAccount },
     ...reportOf('event streams'),
     onStalled: (accountId) => app.log.warn({ account_id: accountId }, 'closed an event stream whose client stopped reading'),
   });

@@ -17,6 +17,7 @@ import { embedSigningKeys } from './migrations/0004-embed-signing-keys.ts';
 import { tenantColumns } from './migrations/0005-tenant-columns.ts';
 import { changeEvents } from './migrations/0006-change-events.ts';
 import { idempotencyKeys } from './migrations/0007-idempotency-keys.ts';
+import { eventStreams } from './migrations/0010-event-streams.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -31,6 +32,7 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0005-tenant-columns': tenantColumns(dialect),
     '0006-change-events': changeEvents(dialect),
     '0007-idempotency-keys': idempotencyKeys(dialect),
+    '0010-event-streams': eventStreams(dialect),
   };
 }
 

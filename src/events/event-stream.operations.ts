@@ -39,6 +39,7 @@ export const eventStreamOperation = {
     'each event is `id: <event id>`, `event: <type>`, `data: <the event object as JSON>`. A comment `: heartbeat` comes every 15 s (UGS_EVENT_HEARTBEAT_MS).',
     'Resume with the `Last-Event-ID` header (an EventSource sends it when it reconnects) or `after`; without either, the stream starts with the next event.',
     'A cursor older than retention is `410 cursor_expired` before the stream starts. On shutdown the server writes `event: shutdown` and ends the stream: reconnect, with Last-Event-ID.',
+    'A token may have 20 streams open at once and an account 100 (UGS_EVENT_STREAMS_PER_TOKEN, UGS_EVENT_STREAMS_PER_ACCOUNT), on all instances together: one more is `429 too_many_streams`.',
   ].join(' '),
   security: [{ apiToken: [] }],
   querystring: EventStreamQuery,
@@ -48,7 +49,7 @@ export const eventStreamOperation = {
       description: 'The stream, until the client or the server ends it.',
       content: { 'text/event-stream': { schema: { type: 'string' } } },
     },
-    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'cursor_expired'),
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'cursor_expired', 'too_many_streams'),
   },
 };
 

@@ -215,7 +215,7 @@ export interface paths {
         };
         /**
          * The account's change events as they happen (Server-Sent Events)
-         * @description Needs the `read` scope. The events of the feed (`GET /api/events`), same filters, same rules, written as Server-Sent Events while the connection lasts: each event is `id: <event id>`, `event: <type>`, `data: <the event object as JSON>`. A comment `: heartbeat` comes every 15 s (UGS_EVENT_HEARTBEAT_MS). Resume with the `Last-Event-ID` header (an EventSource sends it when it reconnects) or `after`; without either, the stream starts with the next event. A cursor older than retention is `410 cursor_expired` before the stream starts. On shutdown the server writes `event: shutdown` and ends the stream: reconnect, with Last-Event-ID.
+         * @description Needs the `read` scope. The events of the feed (`GET /api/events`), same filters, same rules, written as Server-Sent Events while the connection lasts: each event is `id: <event id>`, `event: <type>`, `data: <the event object as JSON>`. A comment `: heartbeat` comes every 15 s (UGS_EVENT_HEARTBEAT_MS). Resume with the `Last-Event-ID` header (an EventSource sends it when it reconnects) or `after`; without either, the stream starts with the next event. A cursor older than retention is `410 cursor_expired` before the stream starts. On shutdown the server writes `event: shutdown` and ends the stream: reconnect, with Last-Event-ID. A token may have 20 streams open at once and an account 100 (UGS_EVENT_STREAMS_PER_TOKEN, UGS_EVENT_STREAMS_PER_ACCOUNT), on all instances together: one more is `429 too_many_streams`.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -820,7 +820,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable" | "storage_unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -2746,7 +2746,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, too_many_streams */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
