@@ -113,6 +113,10 @@ export class EventStreams {
     this.streams.add(stream);
     this.leaseOf.set(stream, lease);
     stream.once('close', () => this.end(stream));
+    // However the connection ends, the stream (and its lease) ends with it, even a connection
+    // gone before the stream was handed to the response.
+    if (response.destroyed) stream.destroy();
+    else response.once('close', () => stream.destroy());
     stream.wake();
     return stream;
   }
