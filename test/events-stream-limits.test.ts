@@ -109,9 +109,6 @@ forEachBackend('change events: limits on open streams across instances', (backen
     const { token: racing } = await issueTokenWithCli(env, ['--account', 'two-instances']);
     const raced = await Promise.all([a, b, a, b, a, b].map((server) => openSse(server.baseUrl, '/api/events/stream', { token: racing })));
     open.push(...raced);
-    assert.deepEqual(
-      raced.map((s) => s.status).sort(),
-      [200, 429, 429, 429, 429, 429],
-    );
+    assert.deepEqual(raced.map((s) => s.status).sort(), [200, 429, 429, 429, 429, 429]);
   });
 });
