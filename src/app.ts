@@ -44,6 +44,8 @@ import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
 import { webhookCodeSamples } from './webhooks/webhooks.operations.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { IdempotencySweeper } from './http/idempotency-sweeper.ts';
+import { BackgroundFailures } from './throttled-log.ts';
+import { isDatabaseUnavailable, isStorageFault } from './db/errors.ts';
 
 interface AppDependencies {
   config: Config;
@@ -114,12 +116,17 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchDatabase(deps.database);
   registerMetrics(app, metrics);
 
+  // Background loops log a failure at once, then at most every 10 s, and when it is over (throttled-log.ts).
+  const reportOf = (loop: string) => {
+    const failures = new BackgroundFailures(app.log, { loop, isOutage: (err) => isDatabaseUnavailable(err) || isStorageFault(err) });
+    return { onError: failures.failed, onSuccess: failures.succeeded };
+  };
   // Change events: moved from the outbox into the feed while the app runs (events/sequencer.ts).
   const sequencer = new EventSequencer(deps.database, {
     now,
     retentionMs: config.eventRetentionMs,
     pollMs: config.eventPollMs,
-    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    ...reportOf('event sequencer'),
   });
   app.addHook('onReady', async () => sequencer.start());
   app.addHook('onClose', async () => sequencer.stop());
@@ -127,7 +134,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const eventStreams = new EventStreams(deps.database, (listener) => sequencer.onNewEvents(listener), {
     heartbeatMs: config.eventHeartbeatMs,
     stallMs: config.eventStreamStallMs,
-    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    limits: { perToken: config.eventStreamsPerToken, perAccount: config.eventStreamsPerAccount },
+    ...reportOf('event streams'),
     onStalled: (accountId) => app.log.warn({ account_id: accountId }, 'closed an event stream whose client stopped reading'),
   });
   app.addHook('preClose', async () => eventStreams.closeAll());
@@ -137,7 +145,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     retryScheduleMs: config.webhookRetryScheduleMs,
     allowPrivate: config.webhookAllowPrivate,
     retentionMs: config.eventRetentionMs,
-    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    ...reportOf('webhook dispatcher'),
     onOutcome: (outcome) => metrics.webhookAttempted(outcome),
   });
   webhooks.attach(sequencer);
@@ -150,7 +158,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const idempotencySweeper = new IdempotencySweeper(deps.database, {
     now,
     everyMs: 60_000,
-    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    ...reportOf('idempotency sweeper'),
   });
   app.addHook('onReady', async () => idempotencySweeper.start());
   app.addHook('onClose', async () => idempotencySweeper.stop());

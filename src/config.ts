@@ -74,6 +74,10 @@ export interface Config {
   eventHeartbeatMs: number;
   /** How long an event stream may stay stalled (its client not reading) before it is closed. */
   eventStreamStallMs: number;
+  /** Event streams one API token may have open at once, on all instances together. */
+  eventStreamsPerToken: number;
+  /** Event streams the API tokens of one account may have open at once, on all instances together. */
+  eventStreamsPerAccount: number;
 }
 
 export class ConfigError extends Error {}
@@ -130,6 +134,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: boolean(env, 'UGS_WEBHOOK_ALLOW_PRIVATE', false),
     eventHeartbeatMs: integer(env, 'UGS_EVENT_HEARTBEAT_MS', 15_000, 10, 600_000),
     eventStreamStallMs: integer(env, 'UGS_EVENT_STREAM_STALL_MS', 60_000, 100, 3_600_000),
+    eventStreamsPerToken: integer(env, 'UGS_EVENT_STREAMS_PER_TOKEN', 20, 1, 100_000),
+    eventStreamsPerAccount: integer(env, 'UGS_EVENT_STREAMS_PER_ACCOUNT', 100, 1, 1_000_000),
   };
   config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
   if (config.headersTimeoutMs > config.requestTimeoutMs) {

@@ -1,15 +1,78 @@
 // `ugs backup` (docs/operations.md, "Backup and restore"): an online copy of a SQLite database
 // taken while a real server writes, which a second server started on it with the same key
 // serves: every group whose create was acknowledged before the backup began is there, with a
-// working token. On PostgreSQL the command copies nothing and says how to back up instead.
+// working token, and the events it makes from then on never reuse an id given out before (a
+// receiver that deduplicates by webhook-id drops none of them). On PostgreSQL the command
+// copies nothing and says how to back up instead.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A webhook receiver that deduplicates by webhook-id, as docs/api.md ("Webhooks") advises: the
+ * first delivery of an id is applied, later ones are dropped as repeats. A repeat whose body
+ * is another event than the one applied is an event lost to the receiver.
+ */
+class DeduplicatingReceiver {
+  private readonly byWebhookId = new Map<string, string>();
+  private readonly appliedGroups = new Set<string>();
+  private readonly receivedGroups = new Set<string>();
+  readonly lost: { webhookId: string; applied: string; dropped: string }[] = [];
+  private server: http.Server | undefined;
+  url = '';
+
+  async start(): Promise<this> {
+    this.server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', () => {
+        const webhookId = String(req.headers['webhook-id']);
+        const group = String((JSON.parse(body) as { data: { user_group_id: string } }).data.user_group_id);
+        this.receivedGroups.add(group);
+        const applied = this.byWebhookId.get(webhookId);
+        if (applied === undefined) {
+          this.byWebhookId.set(webhookId, body);
+          this.appliedGroups.add(group);
+        } else if (applied !== body) this.lost.push({ webhookId, applied, dropped: body });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return this;
+  }
+
+  /** A delivery of this group's event came (applied or not). */
+  hasGroup(id: string): boolean {
+    return this.receivedGroups.has(id);
+  }
+
+  applied(id: string): boolean {
+    return this.appliedGroups.has(id);
+  }
+
+  async until(done: () => boolean, ms = 30_000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error(`the receiver has ${this.receivedGroups.size} groups' events`);
+      await sleep(20);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise((resolve) => this.server?.close(resolve));
+  }
+}
 
 describe('[sqlite] ugs backup', () => {
   let database: TestDatabase;
@@ -85,6 +148,77 @@ describe('[sqlite] ugs backup', () => {
     const again = await runUgs(['backup', copy], env);
     assert.equal(again.code, 2, 'never overwrites');
     assert.match(again.stderr, /exists/);
+  });
+
+  it('backup and restore: events after the restore never reuse an id, a cursor or a webhook-id given out before; a receiver that deduplicates by webhook-id drops none of them', {
+    timeout: 120_000,
+  }, async () => {
+    const feedDatabase = await createTestDatabase('sqlite');
+    const receiver = await new DeduplicatingReceiver().start();
+    try {
+      const env = {
+        DATABASE_URL: feedDatabase.url,
+        UGS_SECRET_KEY: secretKey,
+        UGS_WEBHOOK_ALLOW_PRIVATE: 'true',
+        UGS_WEBHOOK_RETRY_SCHEDULE: Array(20).fill('1s').join(','),
+      };
+      const server = await spawnServer(env);
+      servers.push(server);
+      const { token } = await issueTokenWithCli(env, ['--account', 'feed', '--scopes', 'read,write,admin']);
+      const endpoint = await httpRequest(server.baseUrl, 'POST', '/api/webhook_endpoints', {
+        token,
+        body: { url: receiver.url, types: ['user_group.created'] },
+      });
+      assert.equal(endpoint.status, 201, endpoint.text);
+
+      // Creates and deliveries go on while the copy is taken, and after it (the tail the restore loses).
+      const acknowledged: string[] = [];
+      let stop = false;
+      let next = 0;
+      const writer = async () => {
+        while (!stop) {
+          const id = `before-${next++}`;
+          const r = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id } });
+          assert.equal(r.status, 201, r.text);
+          acknowledged.push(id);
+        }
+      };
+      const writers = Array.from({ length: 4 }, writer);
+      while (acknowledged.length < 40) await sleep(10);
+      const copy = path.join(dir, 'feed-copy.sqlite');
+      const backup = await runUgs(['backup', copy], env);
+      assert.equal(backup.code, 0, backup.stderr);
+      const afterBackup = acknowledged.length;
+      while (acknowledged.length < afterBackup + 40) await sleep(10);
+      stop = true;
+      await Promise.all(writers);
+      await receiver.until(() => acknowledged.every((id) => receiver.hasGroup(id)));
+      const feed = await httpRequest(server.baseUrl, 'GET', '/api/events?limit=500&types=user_group.created', { token });
+      const lostCursor = feed.body.next_cursor;
+      await server.stop('SIGTERM');
+
+      const restored = await spawnServer({ ...env, DATABASE_URL: `sqlite:${copy}` });
+      servers.push(restored);
+      const created = Array.from({ length: 10 }, (_, i) => `after-${i}`);
+      for (const id of created) {
+        const r = await httpRequest(restored.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id } });
+        assert.equal(r.status, 201, r.text);
+      }
+      await receiver.until(() => created.every((id) => receiver.hasGroup(id)));
+      assert.deepEqual(receiver.lost, [], 'no webhook-id came again for another event');
+      for (const id of created) assert.ok(receiver.applied(id), `${id} was applied by the deduplicating receiver`);
+
+      // A feed consumer that read the lost tail goes on with every new event, none skipped.
+      const onwards = await httpRequest(restored.baseUrl, 'GET', `/api/events?limit=500&types=user_group.created&after=${lostCursor}`, { token });
+      assert.equal(onwards.status, 200, onwards.text);
+      assert.deepEqual(
+        onwards.body.events.map((event) => event.data.user_group_id),
+        created,
+      );
+    } finally {
+      await receiver.stop();
+      await feedDatabase.drop();
+    }
   });
 
   it('backup names the key file when the keys come from it', async () => {

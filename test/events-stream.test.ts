@@ -86,7 +86,7 @@ forEachBackend('change events: the stream', (backend) => {
       ['r-1', 'r-2', 'r-3'],
       'only events after the head',
     );
-    assert.equal(Number(seen[0].id), Number(head) + 1);
+    assert.ok(Number(seen[0].id) > Number(head));
     first.close();
     for (let i = 4; i <= 5; i++) await createGroup(t, { user_group_id: `r-${i}` }, token);
 
@@ -100,10 +100,8 @@ forEachBackend('change events: the stream', (backend) => {
       ['r-3', 'r-4', 'r-5', 'r-6'],
       'Last-Event-ID wins over after',
     );
-    assert.deepEqual(
-      rest.map((e) => Number(e.id)),
-      [Number(seen[1].id) + 1, Number(seen[1].id) + 2, Number(seen[1].id) + 3],
-    );
+    assert.equal(rest[0].id, seen[2].id, 'the event after Last-Event-ID comes first');
+    assert.ok(Number(rest[0].id) < Number(rest[1].id) && Number(rest[1].id) < Number(rest[2].id), 'in order');
 
     const byQuery = await stream(`/api/events/stream?after=${seen[2].id}`, { token });
     assert.deepEqual(
@@ -114,7 +112,7 @@ forEachBackend('change events: the stream', (backend) => {
 
   it('stream: a cursor the feed does not have is 410 before the stream starts; a malformed one or an unknown type 400; no token 401', async () => {
     const { token } = await t.issueToken({ account: 'stream-refused' });
-    const beyond = await stream('/api/events/stream', { token, lastEventId: '99999' });
+    const beyond = await stream('/api/events/stream', { token, lastEventId: String(Number.MAX_SAFE_INTEGER) });
     assert.equal(beyond.status, 410);
     assert.equal(JSON.parse(beyond.text).error.code, 'cursor_expired');
     const malformed = await stream('/api/events/stream', { token, lastEventId: 'abc' });

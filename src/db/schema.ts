@@ -206,6 +206,16 @@ interface IdempotencyKeysTable {
   expires_at: string;
 }
 
+/** An event stream open on some instance, while its lease lasts (migration 0010). */
+interface EventStreamsTable {
+  id: Generated<number>;
+  account_id: number;
+  api_token_id: number;
+  opened_at: string;
+  /** The instance serving it renews this; past it, the stream no longer counts. */
+  lease_until: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -221,6 +231,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
+  event_streams: EventStreamsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

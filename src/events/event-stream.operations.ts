@@ -9,7 +9,7 @@ import { EventTypesFilter } from './events.schemas.ts';
 const StreamCursor = Type.String({
   pattern: '^(0|[1-9][0-9]{0,15})$',
   description: 'An event id: the stream starts after it. Absent (and no Last-Event-ID): only events from now on.',
-  examples: ['41'],
+  examples: ['1795684443220000'],
 });
 
 export const EventStreamQuery = Type.Object(
@@ -25,7 +25,7 @@ export const EventStreamHeaders = Type.Object({
     Type.String({
       pattern: '^(0|[1-9][0-9]{0,15})$',
       description: 'The id of the last event received: a reconnecting EventSource sends it, and it wins over `after`.',
-      examples: ['41'],
+      examples: ['1795684443220000'],
     }),
   ),
 });
@@ -39,6 +39,7 @@ export const eventStreamOperation = {
     'each event is `id: <event id>`, `event: <type>`, `data: <the event object as JSON>`. A comment `: heartbeat` comes every 15 s (UGS_EVENT_HEARTBEAT_MS).',
     'Resume with the `Last-Event-ID` header (an EventSource sends it when it reconnects) or `after`; without either, the stream starts with the next event.',
     'A cursor older than retention is `410 cursor_expired` before the stream starts. On shutdown the server writes `event: shutdown` and ends the stream: reconnect, with Last-Event-ID.',
+    'A token may have 20 streams open at once and an account 100 (UGS_EVENT_STREAMS_PER_TOKEN, UGS_EVENT_STREAMS_PER_ACCOUNT), on all instances together: one more is `429 too_many_streams`.',
   ].join(' '),
   security: [{ apiToken: [] }],
   querystring: EventStreamQuery,
@@ -48,7 +49,7 @@ export const eventStreamOperation = {
       description: 'The stream, until the client or the server ends it.',
       content: { 'text/event-stream': { schema: { type: 'string' } } },
     },
-    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'cursor_expired'),
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'cursor_expired', 'too_many_streams'),
   },
 };
 
@@ -57,13 +58,14 @@ export const eventStreamCodeSamples: Record<string, CodeSample[]> = {
     {
       lang: 'Shell',
       label: 'curl',
-      source: 'curl -N "$UGS/api/events/stream?types=user_group.deleted,user_group.token_rotated" -H "Authorization: Token $UGS_TOKEN" -H "Last-Event-ID: 41"',
+      source:
+        'curl -N "$UGS/api/events/stream?types=user_group.deleted,user_group.token_rotated" -H "Authorization: Token $UGS_TOKEN" -H "Last-Event-ID: 1795684443220000"',
     },
     {
       lang: 'TypeScript',
       label: '@ugs/client',
       source:
-        "import { followEvents } from '@ugs/client';\nfor await (const event of followEvents({ baseUrl: process.env.UGS!, apiToken: process.env.UGS_TOKEN!, after: '41' })) console.log(event.id, event.type);",
+        "import { followEvents } from '@ugs/client';\nfor await (const event of followEvents({ baseUrl: process.env.UGS!, apiToken: process.env.UGS_TOKEN!, after: '1795684443220000' })) console.log(event.id, event.type);",
     },
   ],
 };

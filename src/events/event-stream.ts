@@ -10,6 +10,9 @@
 // Backpressure: a stream reads the next events only while its reader wants more (Node
 // calls _read() when the response has room again); a client that stops reading stops the
 // reads, holds at most a page of events, and is disconnected once stalled for stallMs.
+//
+// Each open stream holds a lease (stream-leases.ts): a token and an account may have only so
+// many streams open at once, on all instances together.
 import { Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -20,6 +23,7 @@ import { eventJson } from './events.json.ts';
 import { parseEventTypes, startingPoint } from './events.service.ts';
 import { eventsAfter } from './events.repository.ts';
 import type { NewEventsListener } from './sequencer.ts';
+import { StreamLeases, type StreamLease, type StreamLimits } from './stream-leases.ts';
 
 /** Events read per query: also the most a stalled stream holds beyond its buffer. */
 const PAGE = 100;
@@ -34,8 +38,11 @@ export interface EventStreamOptions {
   heartbeatMs: number;
   stallMs: number;
   onError: (err: unknown, what: string) => void;
+  /** A stream read its feed: after failures, the log says that the outage is over (throttled-log.ts). */
+  onSuccess?: () => void;
   /** A stream was closed because its client stopped reading. */
   onStalled: (accountId: number) => void;
+  limits: StreamLimits;
 }
 
 export interface StreamRequest {
@@ -54,6 +61,8 @@ export function sseFrame(row: EventRow, accountSlug: string): string {
 /** Every open stream of this instance: wakes them, ticks them, and ends them on shutdown. */
 export class EventStreams {
   private readonly streams = new Set<AccountEventStream>();
+  private readonly leases: StreamLeases;
+  private readonly leaseOf = new WeakMap<AccountEventStream, StreamLease>();
   private readonly ticker: NodeJS.Timeout;
   private closing = false;
 
@@ -67,6 +76,8 @@ export class EventStreams {
     });
     this.ticker = setInterval(() => this.tick(), Math.min(SAFETY_READ_MS, options.heartbeatMs));
     this.ticker.unref();
+    this.leases = new StreamLeases(database, options.limits, options);
+    this.leases.start();
   }
 
   get size(): number {
@@ -75,14 +86,16 @@ export class EventStreams {
 
   /**
    * The rules first, while an error can still be an HTTP answer: the `read` scope, known
-   * types, a cursor still kept (410 otherwise). Without a cursor the stream starts at the
-   * head: only events sequenced from now on.
+   * types, a cursor still kept (410 otherwise), then a free slot under the limits (429
+   * too_many_streams otherwise). Without a cursor the stream starts at the head: only events
+   * sequenced from now on.
    */
   async open(principal: Principal, accountSlug: string, input: StreamRequest, response: ServerResponse): Promise<Readable> {
     requireScope(principal, 'read', 'reading change events');
     const types = parseEventTypes(input.types);
     const cursor = input.lastEventId ?? input.after;
     const start = await startingPoint(this.database, principal, cursor);
+    const lease = this.closing ? undefined : await this.leases.acquire(principal);
     const stream = new AccountEventStream(this.database, {
       principal,
       accountSlug,
@@ -90,15 +103,28 @@ export class EventStreams {
       afterSeq: cursor === undefined ? start.lastSeq : start.afterSeq,
       response,
       onError: this.options.onError,
+      onSuccess: this.options.onSuccess,
     });
-    if (this.closing) {
+    if (this.closing || !lease) {
+      if (lease) this.leases.release(lease);
       stream.finish();
       return stream;
     }
     this.streams.add(stream);
-    stream.once('close', () => this.streams.delete(stream));
+    this.leaseOf.set(stream, lease);
+    stream.once('close', () => this.end(stream));
+    // However the connection ends, the stream (and its lease) ends with it, even a connection
+    // gone before the stream was handed to the response.
+    if (response.destroyed) stream.destroy();
+    else response.once('close', () => stream.destroy());
     stream.wake();
     return stream;
+  }
+
+  private end(stream: AccountEventStream): void {
+    this.streams.delete(stream);
+    const lease = this.leaseOf.get(stream);
+    if (lease) this.leases.release(lease);
   }
 
   private tick(): void {
@@ -123,7 +149,11 @@ export class EventStreams {
     });
     await Promise.race([Promise.all(finished), late]);
     clearTimeout(timer);
-    for (const stream of open) stream.cut();
+    for (const stream of open) {
+      stream.cut();
+      this.end(stream);
+    }
+    await this.leases.stop();
   }
 }
 
@@ -134,6 +164,7 @@ interface StreamState {
   afterSeq: number;
   response: ServerResponse;
   onError: (err: unknown, what: string) => void;
+  onSuccess?: () => void;
 }
 
 class AccountEventStream extends Readable {
@@ -227,6 +258,7 @@ class AccountEventStream extends Readable {
   private async readFeed(): Promise<void> {
     if (this.reading) return;
     this.reading = true;
+    let read = false;
     try {
       while (this.pending && this.wanted && !this.ended) {
         this.pending = false;
@@ -238,6 +270,7 @@ class AccountEventStream extends Readable {
           limit: PAGE,
           types: this.state.types,
         });
+        read = true;
         if (this.ended) return;
         for (const row of rows) {
           this.cursor = Number(row.seq);
@@ -245,6 +278,7 @@ class AccountEventStream extends Readable {
         }
         if (rows.length === PAGE) this.pending = true;
       }
+      if (read) this.state.onSuccess?.();
     } catch (err) {
       this.pending = true; // read again at the next tick
       this.state.onError(err, 'reading events for a stream');

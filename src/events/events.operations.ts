@@ -12,7 +12,7 @@ export const eventFeedOperation = {
   operationId: 'listEvents',
   summary: "The account's change events, in order",
   description: [
-    'Needs the `read` scope. Every committed change to a user group, an API token or an embed signing key of the account, oldest first, numbered 1, 2, 3… per account;',
+    'Needs the `read` scope. Every committed change to a user group, an API token or an embed signing key of the account, oldest first, each with an id that grows and is never given out twice;',
     "a token restricted to one environment sees only that environment's events. Poll with `after` = the `next_cursor` of the last answer.",
     'Events are kept for `UGS_EVENT_RETENTION` (7 days by default): a cursor older than that is `410 cursor_expired`, and the consumer should resynchronise.',
   ].join(' '),
@@ -32,8 +32,8 @@ export const eventCodeSamples: Record<string, CodeSample[]> = {
     {
       lang: 'Shell',
       label: 'curl',
-      source: 'curl "$UGS/api/events?after=41&types=user_group.updated,user_group.deleted" -H "Authorization: Token $UGS_TOKEN"',
+      source: 'curl "$UGS/api/events?after=1795684443220000&types=user_group.updated,user_group.deleted" -H "Authorization: Token $UGS_TOKEN"',
     },
-    { lang: 'TypeScript', label: '@ugs/client', source: `${client}const { events, next_cursor } = await ugs.listEvents({ after: '41' });` },
+    { lang: 'TypeScript', label: '@ugs/client', source: `${client}const { events, next_cursor } = await ugs.listEvents({ after: '1795684443220000' });` },
   ],
 };

@@ -9,8 +9,9 @@ export const ChangeEvent = Type.Object(
   {
     id: Type.Integer({
       minimum: 1,
-      description: "The event's number in its account's feed: events are numbered 1, 2, 3… in the order the feed gives them. Unique within the account.",
-      examples: [42],
+      description:
+        "The event's place in its account's feed: ids grow in the order the feed gives them, and are never given out twice, not even after a restore of the database. Not consecutive: at least the time of the change in microseconds since 1970, below 2^53.",
+      examples: [1795684443221000],
     }),
     type: EventTypeName,
     occurred_at: Type.String({ format: 'date-time', description: 'When the change was made.' }),
@@ -28,7 +29,7 @@ export type ChangeEventJson = Static<typeof ChangeEvent>;
 const Cursor = Type.String({
   pattern: '^(0|[1-9][0-9]{0,15})$',
   description: 'An event id (next_cursor of the previous page): the feed goes on after it. Absent: from the oldest event kept.',
-  examples: ['41'],
+  examples: ['1795684443220000'],
 });
 
 export const EventTypesFilter = Type.String({
@@ -53,7 +54,7 @@ export const EventFeedResponse = Type.Object(
     next_cursor: Type.String({
       description:
         "Where the next request goes on (its `after`): the last event's id, or, when there was none, the point this read reached. Always present: a consumer polls with it.",
-      examples: ['42'],
+      examples: ['1795684443221000'],
     }),
   },
   { title: 'EventFeed' },

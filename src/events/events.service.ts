@@ -34,7 +34,9 @@ export function parseEventTypes(text: string | undefined): EventType[] | null {
 
 /**
  * Where a reader starts: after `after`, or after the oldest event kept. A cursor below what
- * retention removed, or beyond the last event handed out (not this feed's), is a 410.
+ * retention removed, or beyond the last event handed out, is a 410: the second is not this
+ * feed's (another deployment's, or of events lost when the database was restored), and the
+ * consumer holds changes the service no longer has.
  */
 export async function startingPoint(database: DatabaseHandle, principal: Principal, after: string | undefined): Promise<{ afterSeq: number; lastSeq: number }> {
   const head = await eventHead(database.db, principal.accountId);
@@ -47,7 +49,10 @@ export async function startingPoint(database: DatabaseHandle, principal: Princip
     );
   }
   if (afterSeq > head.lastSeq)
-    throw new AppError('cursor_expired', `event ${afterSeq} is not in this account's feed: resynchronise, then read on without "after"`);
+    throw new AppError(
+      'cursor_expired',
+      `event ${afterSeq} is not in this account's feed (a cursor of another deployment, or of events lost when the database was restored): resynchronise, then read on without "after"`,
+    );
   return { afterSeq, lastSeq: head.lastSeq };
 }
 

@@ -1,6 +1,7 @@
 // Moves committed events from the outbox into the feed, numbering each account's events in
-// the order they are moved (docs/api.md, "Change events"), and tells this instance's readers
-// (the stream, the webhook dispatcher) when an account has new events.
+// the order they are moved (docs/api.md, "Change events"; how ids are chosen: event-ids.ts),
+// and tells this instance's readers (the stream, the webhook dispatcher) when an account has
+// new events.
 //
 // One sequencer runs at a time across every instance: on PostgreSQL a transaction-level
 // advisory lock (tried, never waited for: an instance that finds it taken runs again
@@ -20,6 +21,7 @@ import { sql } from '../db/kysely.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, EventRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
+import { nextEventId } from './event-ids.ts';
 import { committedOutbox, deleteOutboxRows, insertEvents, lastSeqs, newestEventId, outboxIsEmpty, pruneEvents, setLastSeq } from './events.repository.ts';
 
 const SEQUENCER_LOCK_KEY = 726_415_006; // arbitrary, fixed: "ugs event sequencer"
@@ -46,6 +48,8 @@ export interface SequencerOptions {
   /** How often to look for other instances' events. */
   pollMs: number;
   onError: (err: unknown, what: string) => void;
+  /** A pass worked: after failures, the log says that the outage is over (throttled-log.ts). */
+  onSuccess?: () => void;
 }
 
 export class EventSequencer {
@@ -119,7 +123,10 @@ export class EventSequencer {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.running = this.pass()
-        .catch((err) => this.options.onError(err, 'sequencing events'))
+        .then(
+          () => this.options.onSuccess?.(),
+          (err) => this.options.onError(err, 'sequencing events'),
+        )
         .finally(() => {
           this.running = undefined;
           if (this.stopped) return;
@@ -164,7 +171,7 @@ export class EventSequencer {
       const seqs = await lastSeqs(trx, accounts);
       const events: EventRow[] = outbox.map((row) => {
         const accountId = Number(row.account_id);
-        const seq = (seqs.get(accountId) ?? 0) + 1;
+        const seq = nextEventId(seqs.get(accountId) ?? 0, row.occurred_at);
         seqs.set(accountId, seq);
         return { ...row, account_id: accountId, seq };
       });

@@ -104,6 +104,10 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   },
   unsupported_media_type: { summary: 'Not application/json', message: 'a request body must be sent as Content-Type: application/json' },
   rate_limited: { summary: 'Over the rate limit', message: 'this API token made more than 60000 requests in 60 s; retry in 12 s' },
+  too_many_streams: {
+    summary: 'Too many event streams open',
+    message: 'this API token has 20 event streams open, the most one token may have (20): close one before opening another (one stream per process is enough)',
+  },
   headers_too_large: { summary: 'Headers over 16 KiB', message: 'the request headers are larger than the server accepts (16 KiB)' },
   internal_error: { summary: 'A fault of the service', message: 'internal error; quote the request id when reporting it' },
   unavailable: { summary: 'The database cannot be reached', message: 'the database is unavailable; retry shortly' },

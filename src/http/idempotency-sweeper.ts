@@ -15,6 +15,8 @@ export interface SweeperOptions {
   /** How often to sweep. */
   everyMs: number;
   onError: (err: unknown, what: string) => void;
+  /** A pass worked: after failures, the log says that the outage is over (throttled-log.ts). */
+  onSuccess?: () => void;
 }
 
 export class IdempotencySweeper {
@@ -60,8 +62,10 @@ export class IdempotencySweeper {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.running = this.sweepOnce()
-        .then(() => undefined)
-        .catch((err) => this.options.onError(err, 'sweeping expired idempotency keys'))
+        .then(
+          () => this.options.onSuccess?.(),
+          (err) => this.options.onError(err, 'sweeping expired idempotency keys'),
+        )
         .finally(() => {
           this.running = undefined;
           if (!this.stopped) this.schedule(this.options.everyMs);

@@ -74,6 +74,8 @@ export interface DispatcherOptions {
   /** Finished deliveries are kept as long as events (UGS_EVENT_RETENTION). */
   retentionMs: number;
   onError: (err: unknown, what: string) => void;
+  /** A pass worked: after failures, the log says that the outage is over (throttled-log.ts). */
+  onSuccess?: () => void;
   /** Counts each attempt's outcome (metrics). */
   onOutcome?: (outcome: DeliveryOutcome) => void;
   /** The attempt timeout (15 s); shorter in tests. */
@@ -191,7 +193,10 @@ export class WebhookDispatcher {
     this.timer = setTimeout(() => {
       this.dueAt = Infinity;
       this.running = this.pass()
-        .catch((err) => this.options.onError(err, 'dispatching webhooks'))
+        .then(
+          () => this.options.onSuccess?.(),
+          (err) => this.options.onError(err, 'dispatching webhooks'),
+        )
         .finally(() => {
           this.running = undefined;
           if (this.stopped) return;

@@ -195,7 +195,7 @@ export interface paths {
         };
         /**
          * The account's change events, in order
-         * @description Needs the `read` scope. Every committed change to a user group, an API token or an embed signing key of the account, oldest first, numbered 1, 2, 3… per account; a token restricted to one environment sees only that environment's events. Poll with `after` = the `next_cursor` of the last answer. Events are kept for `UGS_EVENT_RETENTION` (7 days by default): a cursor older than that is `410 cursor_expired`, and the consumer should resynchronise.
+         * @description Needs the `read` scope. Every committed change to a user group, an API token or an embed signing key of the account, oldest first, each with an id that grows and is never given out twice; a token restricted to one environment sees only that environment's events. Poll with `after` = the `next_cursor` of the last answer. Events are kept for `UGS_EVENT_RETENTION` (7 days by default): a cursor older than that is `410 cursor_expired`, and the consumer should resynchronise.
          */
         get: operations["listEvents"];
         put?: never;
@@ -215,7 +215,7 @@ export interface paths {
         };
         /**
          * The account's change events as they happen (Server-Sent Events)
-         * @description Needs the `read` scope. The events of the feed (`GET /api/events`), same filters, same rules, written as Server-Sent Events while the connection lasts: each event is `id: <event id>`, `event: <type>`, `data: <the event object as JSON>`. A comment `: heartbeat` comes every 15 s (UGS_EVENT_HEARTBEAT_MS). Resume with the `Last-Event-ID` header (an EventSource sends it when it reconnects) or `after`; without either, the stream starts with the next event. A cursor older than retention is `410 cursor_expired` before the stream starts. On shutdown the server writes `event: shutdown` and ends the stream: reconnect, with Last-Event-ID.
+         * @description Needs the `read` scope. The events of the feed (`GET /api/events`), same filters, same rules, written as Server-Sent Events while the connection lasts: each event is `id: <event id>`, `event: <type>`, `data: <the event object as JSON>`. A comment `: heartbeat` comes every 15 s (UGS_EVENT_HEARTBEAT_MS). Resume with the `Last-Event-ID` header (an EventSource sends it when it reconnects) or `after`; without either, the stream starts with the next event. A cursor older than retention is `410 cursor_expired` before the stream starts. On shutdown the server writes `event: shutdown` and ends the stream: reconnect, with Last-Event-ID. A token may have 20 streams open at once and an account 100 (UGS_EVENT_STREAMS_PER_TOKEN, UGS_EVENT_STREAMS_PER_ACCOUNT), on all instances together: one more is `429 too_many_streams`.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -605,8 +605,8 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description The event's number in its account's feed: events are numbered 1, 2, 3… in the order the feed gives them. Unique within the account.
-             * @example 42
+             * @description The event's place in its account's feed: ids grow in the order the feed gives them, and are never given out twice, not even after a restore of the database. Not consecutive: at least the time of the change in microseconds since 1970, below 2^53.
+             * @example 1795684443221000
              */
             id: number;
             /**
@@ -820,7 +820,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "internal_error" | "unavailable" | "storage_unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -841,7 +841,7 @@ export interface components {
             events: components["schemas"]["ChangeEvent"][];
             /**
              * @description Where the next request goes on (its `after`): the last event's id, or, when there was none, the point this read reached. Always present: a consumer polls with it.
-             * @example 42
+             * @example 1795684443221000
              */
             next_cursor: string;
             /** @enum {number} */
@@ -2545,7 +2545,7 @@ export interface operations {
             query?: {
                 /**
                  * @description An event id (next_cursor of the previous page): the feed goes on after it. Absent: from the oldest event kept.
-                 * @example 41
+                 * @example 1795684443220000
                  */
                 after?: string;
                 /** @description At most this many events, 1-500 (default 100). */
@@ -2666,7 +2666,7 @@ export interface operations {
             query?: {
                 /**
                  * @description An event id: the stream starts after it. Absent (and no Last-Event-ID): only events from now on.
-                 * @example 41
+                 * @example 1795684443220000
                  */
                 after?: string;
                 /**
@@ -2678,7 +2678,7 @@ export interface operations {
             header?: {
                 /**
                  * @description The id of the last event received: a reconnecting EventSource sends it, and it wins over `after`.
-                 * @example 41
+                 * @example 1795684443220000
                  */
                 "last-event-id"?: string;
             };
@@ -2746,7 +2746,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, too_many_streams */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
