@@ -1,5 +1,7 @@
 // The process: read config, open and migrate the database, build the app, listen, and on
 // SIGTERM stop accepting, finish in-flight requests, close the database and exit 0.
+// First, before any other module is evaluated: on an unsupported Node.js, say so and stop.
+import './node-version.ts';
 import { loadConfig, ConfigError } from './config.ts';
 import { buildApp } from './app.ts';
 import { keyFileExposure, loadKeyring } from './crypto/keyring.ts';
