@@ -70,4 +70,12 @@ describe('container files', () => {
     assert.match(compose.services.postgres.image ?? '', /^postgres:/);
     assert.match(compose.services.redis.image ?? '', /^redis:/);
   });
+
+  it('README: the docker run example sets UGS_PUBLIC_URL, mounts a volume on /app/data and stops with a grace period', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const run = /^docker run (?:[^\n]*\\\n)*[^\n]*/m.exec(readme)?.[0] ?? '';
+    assert.match(run, /-e UGS_PUBLIC_URL=\S+/, run);
+    assert.match(run, /-v \S+:\/app\/data/, run);
+    assert.match(readme, /^docker stop -t 15 /m);
+  });
 });
