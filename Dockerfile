@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The User Group Service, installed exactly as README.md ("Production") says, which
-# test/production/production-install.test.ts runs in CI. The image itself is not built in CI
-# (README, "Containers").
+# test/production/production-install.test.ts runs in CI. CI builds and runs this image too
+# (.ci/container, test/containers/image.test.ts; README, "Containers").
 
 # --- build: every dependency, the build (npm ci's prepare step), then only production packages
 FROM node:24-bookworm-slim AS build
@@ -29,8 +29,11 @@ COPY --from=build /app/console/dist ./console/dist
 COPY --from=build /app/packages/client/package.json ./packages/client/package.json
 COPY --from=build /app/packages/client/dist ./packages/client/dist
 # SQLite's file and the key file live in /app/data: mount a volume there (or use PostgreSQL
-# and UGS_SECRET_KEY, and keep the container stateless).
-RUN mkdir -p /app/data && chown node:node /app/data
+# and UGS_SECRET_KEY, and keep the container stateless). The command-line tool is `ugs` on the
+# PATH (docker exec <container> ugs …), with the image's DATABASE_URL: `npx ugs` would install
+# this directory into npx's cache first, which needs the build tools the image leaves out.
+RUN mkdir -p /app/data && chown node:node /app/data \
+ && ln -s /app/bin/ugs.js /usr/local/bin/ugs
 USER node
 VOLUME ["/app/data"]
 EXPOSE 3000

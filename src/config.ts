@@ -160,6 +160,21 @@ function publicUrl(value: string | undefined, { host, port }: Pick<Config, 'host
 }
 
 /**
+ * Why the derived public URL is wrong, or null. Without UGS_PUBLIC_URL the `iss` of embed tokens
+ * (and where their keys are said to be) comes from HOST and PORT; HOST=0.0.0.0 or :: (what a
+ * container listens on) means "every interface", which is no address a client can reach, so
+ * verifiers that check `iss` or fetch the keys from it fail (docs/operations.md, "Containers").
+ */
+export function publicUrlWarning(config: Pick<Config, 'host' | 'publicUrl'>, env: NodeJS.ProcessEnv = process.env): string | null {
+  if (env.UGS_PUBLIC_URL || !['0.0.0.0', '::', '[::]'].includes(config.host)) return null;
+  return (
+    `UGS_PUBLIC_URL is not set: embed tokens will carry iss "${config.publicUrl}" and point to keys at ` +
+    `${config.publicUrl}/.well-known/jwks.json, an address no client can reach (HOST=${config.host} means every interface). ` +
+    'Set UGS_PUBLIC_URL to the URL clients call this service at, e.g. UGS_PUBLIC_URL=https://ugs.example.com (docker run -e UGS_PUBLIC_URL=…)'
+  );
+}
+
+/**
  * The standard OpenTelemetry variables (https://opentelemetry.io/docs/specs/otel/protocol/exporter/):
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as it is; OTEL_EXPORTER_OTLP_ENDPOINT is a base
  * to which /v1/traces is added. OTEL_SDK_DISABLED=true turns tracing off whatever they say.

@@ -1,6 +1,8 @@
 // The process: read config, open and migrate the database, build the app, listen, and on
 // SIGTERM stop accepting, finish in-flight requests, close the database and exit 0.
-import { loadConfig, ConfigError } from './config.ts';
+// First, before any other module is evaluated: on an unsupported Node.js, say so and stop.
+import './node-version.ts';
+import { loadConfig, ConfigError, publicUrlWarning } from './config.ts';
 import { buildApp } from './app.ts';
 import { keyFileExposure, loadKeyring } from './crypto/keyring.ts';
 import { openMigratedDatabase } from './runtime.ts';
@@ -92,6 +94,8 @@ async function main(): Promise<void> {
   }
   if (createdKeyFile)
     app.log.warn({ keyFile: config.keyFile }, 'created a new secret key file (mode 0600); back it up: without it stored user group tokens cannot be read');
+  const unreachable = publicUrlWarning(config);
+  if (unreachable) app.log.warn({ iss: config.publicUrl }, unreachable);
   const exposure = config.secretKeys.length === 0 ? keyFileExposure(config.keyFile) : null;
   if (exposure) app.log.warn(`the key file ${config.keyFile} can be read by other users (mode ${exposure}): chmod 600 it`);
 

@@ -1,17 +1,27 @@
-// The Dockerfile and compose.yaml cannot be built here (no container engine), so this holds
-// them to what is tested: the image installs with exactly the README's production commands
-// (which test/production/ runs), on the Node.js major of .nvmrc, runs as an unprivileged user
-// with a health check, and compose stops instances with a grace period longer than their
-// shutdown timeout.
+// The Dockerfile and compose.yaml as files, checked on every `npm test` (no container engine
+// needed): the image installs with exactly the README's production commands (which
+// test/production/ runs), on the Node.js major of .nvmrc, runs as an unprivileged user with a
+// health check, and compose, read with a YAML parser as compose reads it, stops instances with a
+// grace period longer than their shutdown timeout. CI also builds and runs both
+// (test/containers/, .ci/container).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { parse } from 'yaml';
 import { ROOT } from './helpers/processes.ts';
 import { productionInstallCommands } from './helpers/production-install.ts';
 
 const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
-const compose = fs.readFileSync(path.join(ROOT, 'compose.yaml'), 'utf8');
+const composeText = fs.readFileSync(path.join(ROOT, 'compose.yaml'), 'utf8');
+
+interface ComposeService {
+  build?: string;
+  image?: string;
+  environment?: Record<string, string>;
+  ports?: string[];
+  stop_grace_period?: string;
+}
 /** Instructions with their continuation lines joined. */
 const instructions = dockerfile
   .replace(/\\\n\s*/g, ' ')
@@ -41,12 +51,31 @@ describe('container files', () => {
     assert.ok(final.includes('CMD ["node", "dist/server.js"]'));
   });
 
-  it('compose.yaml: PostgreSQL, Redis and two instances, stopped with a grace period longer than their shutdown timeout', () => {
-    for (const service of ['ugs-1:', 'ugs-2:', 'postgres:', 'redis:']) assert.match(compose, new RegExp(`^  ${service}`, 'm'), service);
-    const grace = Number(/stop_grace_period: (\d+)s/.exec(compose)?.[1]);
-    const shutdown = Number(/UGS_SHUTDOWN_TIMEOUT_MS: "(\d+)"/.exec(compose)?.[1]);
-    assert.ok(grace * 1000 > shutdown + 2000, `grace ${grace} s, shutdown ${shutdown} ms`);
-    assert.match(compose, /DATABASE_URL: postgres:\/\//);
-    assert.match(compose, /REDIS_URL: redis:\/\//);
+  it('compose.yaml: YAML that parses (merge keys as compose reads them), with PostgreSQL, Redis and two instances of this build', () => {
+    // strict: a plain value holding ": " (line 15 once had one) is an error here, as in compose.
+    const compose = parse(composeText, { merge: true, strict: true, prettyErrors: true }) as { services: Record<string, ComposeService> };
+    assert.deepEqual(Object.keys(compose.services).sort(), ['postgres', 'redis', 'ugs-1', 'ugs-2']);
+    for (const name of ['ugs-1', 'ugs-2']) {
+      const service = compose.services[name];
+      assert.equal(service.build, '.', name);
+      assert.match(service.environment?.DATABASE_URL ?? '', /^postgres:\/\/[^@]+@postgres:5432\//, name);
+      assert.match(service.environment?.REDIS_URL ?? '', /^redis:\/\/redis:6379/, name);
+      assert.match(service.environment?.UGS_SECRET_KEY ?? '', /^\$\{UGS_SECRET_KEY:\?.+\}$/, `${name}: UGS_SECRET_KEY is required, with a message`);
+      assert.ok(service.environment?.UGS_PUBLIC_URL, `${name} sets UGS_PUBLIC_URL`);
+      const grace = Number(/^(\d+)s$/.exec(service.stop_grace_period ?? '')?.[1]);
+      const shutdown = Number(service.environment?.UGS_SHUTDOWN_TIMEOUT_MS);
+      assert.ok(grace * 1000 > shutdown + 2000, `${name}: grace ${grace} s, shutdown ${shutdown} ms`);
+      assert.equal(service.ports?.length, 1, name);
+    }
+    assert.match(compose.services.postgres.image ?? '', /^postgres:/);
+    assert.match(compose.services.redis.image ?? '', /^redis:/);
+  });
+
+  it('README: the docker run example sets UGS_PUBLIC_URL, mounts a volume on /app/data and stops with a grace period', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const run = /^docker run (?:[^\n]*\\\n)*[^\n]*/m.exec(readme)?.[0] ?? '';
+    assert.match(run, /-e UGS_PUBLIC_URL=\S+/, run);
+    assert.match(run, /-v \S+:\/app\/data/, run);
+    assert.match(readme, /^docker stop -t 15 /m);
   });
 });
