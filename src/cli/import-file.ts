@@ -6,7 +6,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { parse } from 'csv-parse';
 import secureJson from 'secure-json-parse';
-import { findUnrepresentableNumber } from '../http/json-numbers.ts';
+import { findUnrepresentableNumber, numberRefused } from '../http/json-numbers.ts';
 
 export type ImportFormat = 'ndjson' | 'csv';
 
@@ -57,8 +57,10 @@ function parseJson(text: string, what: string): { value: unknown } | { failure: 
   }
   const number = findUnrepresentableNumber(text);
   if (number) {
-    const field = what === 'the line' ? number.field : `${what}${number.field ? `.${number.field}` : ''}`;
-    return { failure: { code: 'validation_failed', message: `${field} is a number a double cannot hold as written (${number.issue}): write it as a string` } };
+    // Named as the API names it in an item (POST /api/users/upsert), with the same message.
+    const field = what === 'the line' ? number.field : `${what}${number.field === 'body' ? '' : `.${number.field}`}`;
+    const { code, message } = numberRefused({ ...number, field });
+    return { failure: { code, message } };
   }
   return { value };
 }
