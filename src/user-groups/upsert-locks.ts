@@ -35,7 +35,7 @@ const IDENTITY_LOCK_BUCKETS = 64;
  * How long a call waits for other calls on the same groups: several 1,000-item calls in a row,
  * and still within a client's usual 30 s timeout.
  */
-export const UPSERT_LOCK_WAIT_MS = 15_000;
+const UPSERT_LOCK_WAIT_MS = 15_000;
 
 /** What an upsert item names: its identity, the parent it gives (null: none), and whether it moves the hierarchy. */
 export interface UpsertTarget {
@@ -44,30 +44,37 @@ export interface UpsertTarget {
   movesHierarchy: boolean;
 }
 
+/**
+ * Takes, in the caller's transaction, every lock the targets' items may need, in the one order
+ * every upsert uses; answers 503 unavailable when other calls hold them past the wait.
+ */
 export async function lockUpsertTargets(trx: Kysely<Database>, dialect: Dialect, targets: readonly UpsertTarget[]): Promise<void> {
   if (dialect !== 'postgres' || targets.length === 0) return;
   const hierarchies = new Map(targets.filter((t) => t.movesHierarchy).map((t) => [scopeOf(t.key), t.key]));
   for (const scope of [...hierarchies.keys()].sort()) await lockHierarchy(trx, dialect, hierarchies.get(scope)!);
+  const tenantRanges = new Map<string, number>();
   const keys = new Set<number>();
+  const add = (key: GroupIdentity) => {
+    const scope = scopeOf(key);
+    let range = tenantRanges.get(scope);
+    if (range === undefined) tenantRanges.set(scope, (range = hash(scope) & ~(IDENTITY_LOCK_BUCKETS - 1)));
+    keys.add(range | ((hash(key.providedId) >>> 0) % IDENTITY_LOCK_BUCKETS));
+  };
   for (const { key, parentProvidedId } of targets) {
-    keys.add(identityLockKey(key));
-    if (parentProvidedId !== null) keys.add(identityLockKey({ ...key, providedId: parentProvidedId }));
+    add(key);
+    if (parentProvidedId !== null) add({ ...key, providedId: parentProvidedId });
   }
   const ascending = [...keys].sort((a, b) => a - b);
   if (!(await advisoryLocksInOrder(trx, IDENTITY_LOCK_CLASS, ascending, UPSERT_LOCK_WAIT_MS))) {
     throw new AppError(
       'unavailable',
       `other calls have been changing these user groups for ${UPSERT_LOCK_WAIT_MS / 1000} s; nothing was changed: retry shortly`,
-      {
-        headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
-      },
+      { headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } },
     );
   }
 }
 
-/** The tenant picks a range of keys, the id one bucket in it: tenants almost never share a key. */
-function identityLockKey(key: GroupIdentity): number {
-  const tenant = crypto.createHash('sha256').update(scopeOf(key)).digest().readInt32BE(0);
-  const id = crypto.createHash('sha256').update(key.providedId).digest().readUInt32BE(0);
-  return (tenant & ~(IDENTITY_LOCK_BUCKETS - 1)) | (id % IDENTITY_LOCK_BUCKETS);
+/** 32 bits of a text's SHA-256, signed as a PostgreSQL int4. The tenant picks a range of keys, the id one of its buckets: tenants almost never share a key. */
+function hash(text: string): number {
+  return crypto.createHash('sha256').update(text).digest().readInt32BE(0);
 }
