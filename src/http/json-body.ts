@@ -29,7 +29,8 @@ export function itemNumberFailure(item: unknown): AppError | undefined {
   return typeof item === 'object' && item !== null ? numberFailures.get(item) : undefined;
 }
 
-function parseJsonText(text: string, itemsField?: string): unknown {
+/** `itemsField`: asked only when the body holds such a number (a route's options cost an object to read). */
+function parseJsonText(text: string, itemsField?: () => string | undefined): unknown {
   if (text.trim() === '') return undefined;
   let body: unknown;
   try {
@@ -39,7 +40,9 @@ function parseJsonText(text: string, itemsField?: string): unknown {
     throw new AppError('invalid_json', poisoned ? 'request body holds a forbidden key (__proto__ or constructor.prototype)' : 'request body is not valid JSON');
   }
   const unrepresentable = findUnrepresentableNumbers(text);
-  if (unrepresentable.length > 0 && !(itemsField && failItems(body, itemsField, unrepresentable))) throw numberRefused(unrepresentable[0]);
+  if (unrepresentable.length === 0) return body;
+  const field = itemsField?.();
+  if (!(field && failItems(body, field, unrepresentable))) throw numberRefused(unrepresentable[0]);
   return body;
 }
 
@@ -71,7 +74,10 @@ export function registerJsonBodyParsing(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (request, text, done) => {
     try {
-      done(null, parseJsonText(text as string, request.routeOptions.config.jsonItems));
+      done(
+        null,
+        parseJsonText(text as string, () => request.routeOptions.config.jsonItems),
+      );
     } catch (err) {
       done(err as Error, undefined);
     }
