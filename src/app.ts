@@ -12,6 +12,7 @@ import { registerJsonBodyParsing } from './http/json-body.ts';
 import { methodOverrideStrategy, refuseOtherOverrides } from './http/method-override.ts';
 import { generateRequestId, registerRequestContext, requestLogger } from './http/request-context.ts';
 import { onRequestEnd } from './http/request-end.ts';
+import { frameworkErrorHandler } from './http/framework-errors.ts';
 import { refuseMalformedQuery, registerValidation } from './http/validation.ts';
 import { operationalCodeSamples, registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
@@ -63,6 +64,9 @@ interface AppDependencies {
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
   const { config } = deps;
   const now = deps.now ?? (() => new Date());
+  const metrics = deps.metrics ?? createMetrics();
+  // What hears of every request's end: its log line and its metrics (request-end.ts).
+  const requestEnd = [requestLogger(deps.tracing), countRequest(metrics)];
   const app = Fastify({
     logger: deps.logger ?? false,
     genReqId: generateRequestId,
@@ -81,6 +85,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       connectionsCheckingInterval: Math.max(250, Math.min(config.headersTimeoutMs, config.requestTimeoutMs) / 4),
     },
     clientErrorHandler: handleClientError,
+    frameworkErrors: frameworkErrorHandler(requestEnd),
   });
 
   registerValidation(app);
@@ -91,8 +96,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // After authentication, like every 400.
   app.addHook('preValidation', refuseOtherOverrides);
   app.addHook('preValidation', refuseMalformedQuery);
-  const metrics = deps.metrics ?? createMetrics();
-  onRequestEnd(app, [requestLogger(deps.tracing), countRequest(metrics)]);
+  onRequestEnd(app, requestEnd);
 
   await registerRateLimits(app, config, metrics, deps.tracing); // before every route, so that each one inherits it
 

@@ -12,6 +12,7 @@ import { forEachBackend } from './helpers/harness.ts';
 import { ROOT, httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
 
 const ndjson = (items: unknown[]) => `${items.map((item) => JSON.stringify(item)).join('\n')}\n`;
+const byRow = <T extends { row: number }>(entries: T[]) => entries.sort((a, b) => a.row - b.row);
 const lines = (text: string) =>
   text
     .split('\n')
@@ -40,7 +41,8 @@ forEachBackend('ugs import and ugs export', (backend) => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-import-'));
     env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
     server = await spawnServer(env);
-    for (const account of ['source', 'copy', 'nd', 'csv', 'bad', 'dry', 'tty']) assert.equal((await ugs('account', 'create', account)).code, 0);
+    for (const account of ['source', 'copy', 'nd', 'csv', 'bad', 'dry', 'tty', 'big', 'enc', 'semi'])
+      assert.equal((await ugs('account', 'create', account)).code, 0);
   });
   after(async () => {
     await server?.stop('SIGTERM');
@@ -176,6 +178,107 @@ forEachBackend('ugs import and ugs export', (backend) => {
         [4, 'validation_failed'],
       ],
     );
+  });
+
+  it('import: a line over 1 MiB fails alone, named by its line, without being read whole; the errors file holds its start, not the line', async () => {
+    const input = path.join(dir, 'big.ndjson');
+    const out = fs.openSync(input, 'w');
+    fs.writeSync(out, `${JSON.stringify({ user_group_id: 'before' })}\n{"user_group_id":"huge","properties":{"a":"`);
+    const mebibyte = Buffer.alloc(1024 * 1024, 'x');
+    for (let i = 0; i < 64; i++) fs.writeSync(out, mebibyte); // one 64 MiB line
+    fs.writeSync(out, `"}}\n${JSON.stringify({ user_group_id: 'after' })}\n`);
+    fs.closeSync(out);
+    // A heap smaller than the line: the line is never held as a whole.
+    const r = await runUgs(['import', input, '--account', 'big', '--env', 'Customer'], { ...env, NODE_OPTIONS: '--max-old-space-size=48' });
+    assert.equal(r.code, 1, r.stderr);
+    assert.doesNotMatch(r.stderr, /RangeError|heap|\n\s+at /, 'no crash, no stack');
+    assert.match(r.stdout, /imported 3 rows: 2 created, 0 updated, 0 unchanged, 1 failed/);
+    const errorsText = fs.readFileSync(`${input}.errors.ndjson`, 'utf8');
+    assert.ok(errorsText.length < 2000, `the errors file holds the line's start only (${errorsText.length} characters)`);
+    const [failed] = lines(errorsText);
+    assert.equal(failed.row, 2);
+    assert.equal(failed.error.code, 'payload_too_large');
+    assert.match(failed.error.message, /^line 2 is 67,108,9\d\d bytes, over the 1 MiB a row may hold/);
+    assert.match(failed.item, /^\{"user_group_id":"huge","properties":\{"a":"x+…$/);
+    assert.deepEqual(
+      lines(await exported('big')).map((g) => g.user_group_id),
+      ['before', 'after'],
+    );
+
+    // CSV: a quote left open makes the rest of the file one row; the import stops at its line.
+    const csv = file('open-quote.csv', `user_group_id,name\nc1,ok\nc2,"never closed\n${'c3,x\n'.repeat(300_000)}`);
+    const c = await ugs('import', csv, '--account', 'big', '--env', 'Customer');
+    assert.equal(c.code, 1);
+    assert.match(c.stderr, /^ugs: the row at line 3 is over the 1 MiB a row may hold \(is a quote left open\?\)/);
+    assert.doesNotMatch(c.stderr, /\n\s+at /, 'no stack');
+    assert.ok(
+      lines(await exported('big')).some((g) => g.user_group_id === 'c1'),
+      'the rows before it are in, as the message says',
+    );
+  });
+
+  it('import: a row that is not valid UTF-8 fails alone with its line number, NDJSON or CSV, never read with U+FFFD', async () => {
+    const latin1 = (text: string) => Buffer.from(text, 'latin1');
+    const nd = path.join(dir, 'latin1.ndjson');
+    fs.writeFileSync(nd, Buffer.concat([latin1('{"user_group_id":"plain"}\n{"user_group_id":"M\xfcller"}\n'), Buffer.from('{"user_group_id":"Müller ok"}\n')]));
+    const r = await ugs('import', nd, '--account', 'enc', '--env', 'Customer');
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stdout, /imported 3 rows: 2 created, 0 updated, 0 unchanged, 1 failed/);
+    const [bad] = lines(fs.readFileSync(`${nd}.errors.ndjson`, 'utf8'));
+    assert.deepEqual([bad.row, bad.error.code], [2, 'validation_failed']);
+    assert.match(bad.error.message, /^line 2 is not valid UTF-8/);
+
+    const csv = path.join(dir, 'latin1.csv');
+    fs.writeFileSync(csv, Buffer.concat([Buffer.from('user_group_id,name\nc-ok,"two\nlines"\n'), latin1('c-bad,M\xfcller\n'), Buffer.from('c-ok-2,Müller\n')]));
+    const c = await ugs('import', csv, '--account', 'enc', '--env', 'Customer', '--json');
+    assert.equal(c.code, 1, c.stderr);
+    assert.deepEqual(
+      // Rows that cannot be read are written as they are met, the others' failures after their batch: by row here.
+      byRow(lines(fs.readFileSync(`${csv}.errors.ndjson`, 'utf8'))).map((e) => [e.row, e.error.code, e.item.user_group_id]),
+      [
+        [2, 'validation_failed', 'c-ok'], // a name with a line break: the validator's, at the line it starts
+        [4, 'validation_failed', 'c-bad'],
+      ],
+    );
+    const names = lines(await exported('enc')).map((g) => g.name);
+    assert.deepEqual(names, ['plain', 'Müller ok', 'Müller'], 'nothing stored with U+FFFD');
+  });
+
+  it("import: a CSV saved with semicolons or tabs between fields is read; a row's number is the line it starts on, a quoted cell spanning lines included", async () => {
+    const semicolons = file(
+      'european.csv',
+      ['user_group_id;name;properties', '"s1";"Société; Paris";"{""n"":1}"', '', 's2;"two', 'lines";', 's3;"x";{broken', 's4;Plain;'].join('\r\n'),
+    );
+    const r = await ugs('import', semicolons, '--account', 'semi', '--env', 'Customer');
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stdout, /imported 4 rows: 2 created, 0 updated, 0 unchanged, 2 failed/);
+    assert.deepEqual(
+      byRow(lines(fs.readFileSync(`${semicolons}.errors.ndjson`, 'utf8'))).map((e) => [e.row, e.error.code, e.item.user_group_id]),
+      [
+        [4, 'validation_failed', 's2'],
+        [6, 'invalid_json', 's3'],
+      ],
+    );
+    const tabs = file('tabs.csv', 'user_group_id\tname\nt1\tTab, one\n');
+    assert.equal((await ugs('import', tabs, '--account', 'semi', '--env', 'Customer')).code, 0);
+    assert.deepEqual(
+      lines(await exported('semi')).map((g) => [g.user_group_id, g.name, g.properties]),
+      [
+        ['s1', 'Société; Paris', { n: 1 }],
+        ['s4', 'Plain', null],
+        ['t1', 'Tab, one', null],
+      ],
+    );
+    // Another separator: refused, saying how the header was read.
+    const pipes = file('pipes.csv', 'user_group_id|name\np1|x\n');
+    const refused = await ugs('import', pipes, '--account', 'semi', '--env', 'Customer');
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /unknown fields: user_group_id\|name .*read as separated by commas.*commas, semicolons or tabs/);
+    // A parse error names the line of the row it is in.
+    const quote = file('quote.csv', 'user_group_id,name\nq1,"a\nb"\n\nq2,"x"y\n');
+    const q = await ugs('import', quote, '--account', 'semi', '--env', 'Customer');
+    assert.equal(q.code, 1);
+    assert.match(q.stderr, /^ugs: the CSV file cannot be read in the row at line 5: Invalid Closing Quote/);
   });
 
   it('import --dry-run: checks every row with the same validator, reports what would fail, writes nothing', async () => {

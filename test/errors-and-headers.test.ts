@@ -3,7 +3,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { forEachBackend, useTestApp, type AnyAnswer, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, startTestApp, LogCapture, type AnyAnswer, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
 
 const LIMIT = 256 * 1024;
 
@@ -196,6 +196,42 @@ forEachBackend('errors, body framing and response headers', (backend) => {
     for (const path of ['/api/nope', '/api/user/extra', '/api/v1/user', '/', '/api/User']) {
       assertErrorEnvelope(await t.request('GET', path, { token: t.token }), 404, 'not_found');
       assertErrorEnvelope(await t.request('POST', path, {}), 404, 'not_found');
+    }
+  });
+
+  it('a URL that is not valid UTF-8 (bad percent-escapes, in the path or the query) answers 400 validation_failed in the envelope, with X-Request-Id, no-store and its one log line', async () => {
+    const log = new LogCapture();
+    const app = await startTestApp(backend, { log });
+    try {
+      const { token } = await app.issueToken();
+      // In the path: nothing can route it, so it is answered before authentication, like a 404.
+      const paths = ['/api/%FF', '/api/%', '/api/user%E0%A4%A', '/api/user%C0%AF', '/api/%ED%A0%80', '/%FF', '/api/user/%FFhistory'];
+      for (const path of paths) {
+        for (const method of ['GET', 'POST']) {
+          const res = await app.request(method, path, { token, body: method === 'POST' ? { user_group_id: 'x' } : undefined });
+          assertErrorEnvelope(res, 400, 'validation_failed');
+          assert.deepEqual(res.body.error.details, [{ field: 'path', issue: 'invalid_encoding' }], path);
+          assert.equal(res.headers['cache-control'], 'no-store', path);
+          const lines = log.lines.filter((l) => l.request_id === res.headers['x-request-id']);
+          assert.deepEqual(
+            lines.map((l) => [l.msg, l.method, l.route, l.status]),
+            [['request', method, '(no route)', 400]],
+            `${method} ${path}: one log line`,
+          );
+        }
+      }
+      // In the query: the route is known, so authentication comes first, then the same 400.
+      for (const path of ['/api/user?user_group_id=%FF', '/api/users?q=%', '/api/user?user_group_id=%E0%A4%A']) {
+        const res = await app.request('GET', path, { token });
+        assertErrorEnvelope(res, 400, 'validation_failed');
+        assert.deepEqual(res.body.error.details, [{ field: 'querystring', issue: 'invalid_encoding' }], path);
+        assert.equal(log.lines.filter((l) => l.request_id === res.headers['x-request-id'] && l.msg === 'request').length, 1, path);
+      }
+      // A path parameter too long for the router gets the envelope too.
+      const long = await app.request('GET', `/api/webhook_endpoints/${'9'.repeat(120)}/deliveries`, { token });
+      assertErrorEnvelope(long, 400, 'validation_failed');
+    } finally {
+      await app.close();
     }
   });
 

@@ -5,6 +5,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import pg from 'pg';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
@@ -127,5 +128,141 @@ describe('[postgres] database outage', { skip: POSTGRES_URL ? false : 'TEST_POST
       failures.some((line) => (line.suppressed ?? 0) > 0),
       'a repeated line says how many it held back',
     );
+  });
+});
+
+/** One statement on a connection of its own to the server's first database (a database cannot be dropped from a connection to it). */
+async function onAdminConnection(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('[postgres] the database is dropped under a running server', { skip: POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set' }, () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let env: Record<string, string>;
+  let token: string;
+  let groupToken: string;
+  let operations: { method: string; path: string }[];
+
+  const databaseName = () => new URL(database.url).pathname.slice(1);
+  /** Every operation of the API description, with a token and a body where it takes one; the path's ids are 1. */
+  const callEach = () =>
+    Promise.all(
+      operations.map(async ({ method, path }) => {
+        const authorization = path === '/api/embed/context' ? `Bearer ${groupToken}` : `Token ${token}`;
+        const body = method === 'POST' || method === 'PUT' || method === 'PATCH' ? { user_group_id: 'dropped' } : undefined;
+        const res = await httpRequest(server.baseUrl, method, path.replaceAll(/\{[^}]+\}/g, '1'), { body, headers: { authorization } });
+        return { operation: `${method} ${path}`, ...res };
+      }),
+    );
+
+  /**
+   * The answers that are not 503 storage_unavailable with Retry-After and a request id, but for
+   * a 200 from a route outside /api/ that needs no data (/healthz, /metrics, the docs).
+   */
+  const unexpectedAnswers = (answers: Awaited<ReturnType<typeof callEach>>) =>
+    answers
+      .filter(
+        (res) =>
+          !(res.status === 200 && !res.operation.includes(' /api/')) &&
+          !(res.status === 503 && res.body.error?.code === 'storage_unavailable' && Number(res.headers['retry-after']) > 0 && res.headers['x-request-id']),
+      )
+      .map((res) => `${res.operation}: ${res.status} ${res.text.slice(0, 200)}`);
+
+  before(async () => {
+    database = await createTestDatabase('postgres');
+    env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'), UGS_API_TOKEN_CACHE_MS: '0' };
+    token = (await issueTokenWithCli(env)).token;
+    server = await spawnServer(env);
+    const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'before-the-drop' } });
+    assert.equal(created.status, 201, created.text);
+    groupToken = created.body.user_group.token;
+    const description = await httpRequest(server.baseUrl, 'GET', '/openapi.json');
+    operations = Object.entries((JSON.parse(description.text) as { paths: Record<string, Record<string, unknown>> }).paths).flatMap(([path, methods]) =>
+      Object.keys(methods)
+        .map((method) => ({ method: method.toUpperCase(), path }))
+        // A stream answers for as long as it is open; its start is what every other read does.
+        .filter(({ path }) => path !== '/api/events/stream'),
+    );
+  });
+
+  after(async () => {
+    await server?.stop('SIGKILL');
+    await database?.drop();
+  });
+
+  it('database dropped: every route that needs the data answers 503 storage_unavailable with Retry-After, /readyz 503, none 500', async () => {
+    await onAdminConnection(`drop database ${databaseName()} with (force)`);
+    assert.deepEqual(unexpectedAnswers(await callEach()), []);
+    const ready = await httpRequest(server.baseUrl, 'GET', '/readyz');
+    assert.equal(ready.status, 503, ready.text);
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/healthz')).status, 200, 'the process stays alive');
+  });
+
+  it('database created again empty: still 503 storage_unavailable and /readyz 503 (no tables is not a fresh start), none 500', async () => {
+    await onAdminConnection(`create database ${databaseName()}`);
+    assert.deepEqual(unexpectedAnswers(await callEach()), []);
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/readyz')).status, 503, 'an empty database is not ready');
+  });
+
+  it('database set up again (here by the command-line tool): the running server serves it without a restart', async () => {
+    const fresh = await issueTokenWithCli(env);
+    let res = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=after-the-restore', { token: fresh.token });
+    for (let i = 0; i < 40 && res.status !== 201; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      res = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=after-the-restore', { token: fresh.token });
+    }
+    assert.equal(res.status, 201, res.text);
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/readyz')).status, 200);
+    const old = await httpRequest(server.baseUrl, 'GET', '/api/users', { token });
+    assert.equal(old.status, 401, 'a token of the dropped database is gone with it');
+  });
+});
+
+describe('[postgres] the database stops accepting the service’s role', { skip: POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set' }, () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let token: string;
+  const role = `ugs_test_role_${crypto.randomBytes(4).toString('hex')}`;
+
+  before(async () => {
+    database = await createTestDatabase('postgres');
+    await onAdminConnection(`create role ${role} login`);
+    await onAdminConnection(`alter database ${new URL(database.url).pathname.slice(1)} owner to ${role}`);
+    const asRole = new URL(database.url);
+    asRole.username = role;
+    const env = { DATABASE_URL: asRole.toString(), UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'), UGS_API_TOKEN_CACHE_MS: '0' };
+    token = (await issueTokenWithCli(env)).token;
+    server = await spawnServer(env);
+  });
+
+  after(async () => {
+    await server?.stop('SIGKILL');
+    await database?.drop();
+    await onAdminConnection(`drop role if exists ${role}`);
+  });
+
+  it('credentials refused after the start: 503 storage_unavailable with Retry-After, never 500; served again once the role may log in', async () => {
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=r1', { token })).status, 201);
+    await onAdminConnection(`alter role ${role} nologin`);
+    await onAdminConnection(`select pg_terminate_backend(pid) from pg_stat_activity where usename = '${role}'`);
+    // The first calls may meet a connection cut as it was terminated (503 unavailable); then every one is refused at login.
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await httpRequest(server.baseUrl, 'GET', `/api/user?user_group_id=r${i + 2}`, { token }));
+    for (const res of answers) assert.equal(res.status, 503, res.text);
+    const last = answers[answers.length - 1];
+    assert.equal(last.body.error.code, 'storage_unavailable', last.text);
+    assert.ok(Number(last.headers['retry-after']) > 0);
+    assert.equal((await httpRequest(server.baseUrl, 'GET', '/readyz')).status, 503);
+
+    await onAdminConnection(`alter role ${role} login`);
+    const again = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=r1', { token });
+    assert.equal(again.status, 200, again.text);
   });
 });

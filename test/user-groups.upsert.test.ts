@@ -69,6 +69,38 @@ forEachBackend('POST /api/users/upsert', (backend) => {
     assert.equal((await t.request('GET', '/api/user/lookup', { token: t.token, query: { user_group_id: 'f-never' } })).status, 404);
   });
 
+  it('upsert: an item holding a number a double cannot hold (1e400, 1e-400, beyond 2^53) fails alone, with the code and message a single call gets; the others go on', async () => {
+    const bad = [
+      ['n-big', '"properties":{"a":1e400}'],
+      ['n-tiny', '"properties":{"list":[1,-1e-400]}'],
+      ['n-int', '"mapping":{"40":9007199254740993}'],
+    ];
+    const raw = `{"user_groups":[{"user_group_id":"n-ok-1"},${bad.map(([id, field]) => `{"user_group_id":"${id}",${field}}`).join(',')},{"user_group_id":"n-ok-2","properties":{"b":1.5e300}}]}`;
+    const res = await t.request('POST', '/api/users/upsert', { token: t.token, rawBody: raw });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(
+      res.body.results.map((r) => [r.user_group_id, r.status]),
+      [
+        ['n-ok-1', 'created'],
+        ['n-big', 'failed'],
+        ['n-tiny', 'failed'],
+        ['n-int', 'failed'],
+        ['n-ok-2', 'created'],
+      ],
+    );
+    for (const [i, [id, field]] of bad.entries()) {
+      const single = await t.request('POST', '/api/user', { token: t.token, rawBody: `{"user_group_id":"${id}",${field}}` });
+      assert.equal(single.status, 400);
+      assert.deepEqual(res.body.results[i + 1].error, { code: single.body.error.code, message: single.body.error.message }, id);
+      assert.equal((await t.request('GET', '/api/user/lookup', { token: t.token, query: { user_group_id: id } })).status, 404, `${id} is not stored`);
+    }
+    assert.match(res.body.results[1].error!.message, /^properties\.a /, 'named from the item, as a single call names it');
+    // Outside the items, it is the call's own body: refused whole, as before.
+    const outside = await t.request('POST', '/api/users/upsert', { token: t.token, rawBody: '{"user_groups":[{"user_group_id":"n-never"}],"x":1e400}' });
+    assert.equal(outside.status, 400);
+    assert.equal((await t.request('GET', '/api/user/lookup', { token: t.token, query: { user_group_id: 'n-never' } })).status, 404);
+  });
+
   it('upsert: an item may name as parent a group created earlier in the same call, and a hierarchy rule broken fails that item only', async () => {
     const res = await upsert([
       { user_group_id: 'h-root', hierarchy_level: null },

@@ -15,7 +15,8 @@ import { UpsertItem } from '../user-groups/user-groups.schemas.ts';
 import { OpenedTokenCache } from '../user-groups/opened-tokens.ts';
 import { precheckUpsertItems, upsertUserGroups, type UpsertOutcome, type UserGroupDeps } from '../user-groups/user-groups.service.ts';
 import { exportUserGroupLines, findTenant, IMPORT_BATCH_SIZE, operatorPrincipal } from '../user-groups/transfer.service.ts';
-import { ImportFileError, importFormatOf, readImportRows, type ImportFormat, type ImportRow } from './import-file.ts';
+import { importFormatOf, readImportRows, type ImportFormat } from './import-file.ts';
+import { ImportFileError, type ImportRow } from './import-row.ts';
 import { ImportProgress } from './import-progress.ts';
 import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
 
@@ -40,7 +41,10 @@ export function registerTransferCommands(program: Command, parts: CliParts): voi
     .description(
       "create or update an account's user groups from an NDJSON or CSV file, through the bulk upsert, 1,000 per transaction; running it again changes nothing already there",
     )
-    .argument('<file>', 'NDJSON (one upsert item per line) or CSV (a header row naming the fields; JSON text in mapping, properties, group_tags)')
+    .argument(
+      '<file>',
+      'UTF-8 NDJSON (one upsert item per line) or CSV (a header row naming the fields; commas, semicolons or tabs between them; JSON text in mapping, properties, group_tags); a row holds at most 1 MiB',
+    )
     .requiredOption('--account <slug>', 'the account', parts.slug)
     .addOption(environmentOption('the environment the groups are in (an item naming the other one fails)'))
     .addOption(new Option('--format <format>', 'the file format (default: from the extension: .ndjson, .jsonl or .csv)').choices(['ndjson', 'csv']))
@@ -204,10 +208,13 @@ async function importFile(
     await flush();
     progress.done(rowsRead, counts);
   } catch (err) {
-    progress.done(rowsRead, counts);
     if (err instanceof ImportFileError && rowsRead > 0 && deps) {
+      // What the message says: every row before the one that cannot be read is in.
+      await flush();
+      progress.done(rowsRead, counts);
       throw new Error(`${err.message} (the rows before it were imported: fix the file and run the import again)`);
     }
+    progress.done(rowsRead, counts);
     throw err;
   } finally {
     if (errors !== undefined) fs.closeSync(errors);

@@ -182,8 +182,9 @@ function withStatementCache(connection: SQLite.Database): SqliteDatabase {
   };
 }
 
+/** The database answers, and holds the service's tables: one created again empty is not ready (db/errors.ts, storageFault). */
 export async function pingDatabase(db: Kysely<Database>): Promise<void> {
-  await sql`select 1`.execute(db);
+  await sql`select 1 from kysely_migration limit 1`.execute(db);
 }
 
 function redactUrl(url: string): string {

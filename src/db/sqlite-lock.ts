@@ -47,7 +47,7 @@ export function retryWhileLockedSync<T>(attempt: () => T, waitMs: number): T {
 }
 
 /** 1, 2, 4 … 100 ms, jittered so that waiting requests do not retry in step, and never past the deadline. */
-function backoffMs(tries: number, deadline: number): number {
+export function backoffMs(tries: number, deadline: number): number {
   const backoff = Math.min(MAX_BACKOFF_MS, 2 ** tries) * (0.5 + Math.random());
   return Math.min(backoff, Math.max(0, deadline - Date.now()));
 }

@@ -3,15 +3,33 @@
 // generic 500 whose details go only to the log, under the request id.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
-import { isDatabaseUnavailable, isStorageFault } from '../db/errors.ts';
+import { isDatabaseUnavailable, storageFault, type StorageFault } from '../db/errors.ts';
 import { validationError } from './validation.ts';
 import { BODY_LIMIT_BYTES } from './json-body.ts';
 import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
-/** A full disk is freed by a person or a job, not in two seconds. */
+/** A full disk is freed, or a dropped database restored, by a person or a job, not in two seconds. */
 const STORAGE_RETRY_AFTER_SECONDS = 30;
+
+/** What the log says once every 10 s at most, per cause (db/errors.ts, storageFault). */
+const STORAGE_ALARMS: Record<StorageFault, string> = {
+  full_or_failing: 'database storage full or failing: writes answer 503 storage_unavailable until there is room',
+  missing:
+    'database missing: the database or its tables are gone (dropped, or created again empty); requests answer 503 storage_unavailable until it is restored',
+  refused:
+    'database refuses the service: its credentials no longer work (a password changed or a role dropped?); requests answer 503 storage_unavailable until they do',
+};
+
+/** The answer while the data is out of reach (docs/api.md, "Errors"): the caller can only retry later. */
+export function storageUnavailable(fault: StorageFault): AppError {
+  const message =
+    fault === 'full_or_failing'
+      ? 'the database cannot write right now (its storage is full or failing); nothing was changed: retry later'
+      : 'the service cannot reach its data right now (its database is missing or refuses it); nothing was changed: retry later';
+  return new AppError('storage_unavailable', message, { headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) } });
+}
 
 export function errorBody(error: AppError, requestId: string) {
   return {
@@ -54,11 +72,10 @@ function translate(err: FastifyError, request: FastifyRequest, alarms: Alarms): 
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('invalid_json', 'request body is not valid JSON');
   }
-  if (isStorageFault(err)) {
-    alarms.storage(err, 'database storage full or failing: writes answer 503 storage_unavailable until there is room', request);
-    return new AppError('storage_unavailable', 'the database cannot write right now (its storage is full or failing); nothing was changed: retry later', {
-      headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) },
-    });
+  const fault = storageFault(err);
+  if (fault) {
+    alarms.storage(err, STORAGE_ALARMS[fault], request);
+    return storageUnavailable(fault);
   }
   if (isDatabaseUnavailable(err)) {
     alarms.unavailable(err, 'database unavailable: answering 503', request);

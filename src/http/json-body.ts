@@ -6,11 +6,31 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { AppError } from '../errors.ts';
 import { atEndOfTurn } from '../end-of-turn.ts';
-import { findUnrepresentableNumber, type UnrepresentableNumber } from './json-numbers.ts';
+import { findUnrepresentableNumbers, numberRefused, type UnrepresentableNumber } from './json-numbers.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
-function parseJsonText(text: string): unknown {
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The body's array of items that succeed or fail one by one (the bulk upsert's
+     * `user_groups`): a number a double cannot hold inside one of them fails that item
+     * (itemNumberFailure), not the whole request.
+     */
+    jsonItems?: string;
+  }
+}
+
+/** Items of a body whose number a double cannot hold, with the error a single call would get for it. */
+const numberFailures = new WeakMap<object, AppError>();
+
+/** The error of an item of a route's `jsonItems` that holds a number a double cannot hold; undefined for any other. */
+export function itemNumberFailure(item: unknown): AppError | undefined {
+  return typeof item === 'object' && item !== null ? numberFailures.get(item) : undefined;
+}
+
+/** `itemsField`: asked only when the body holds such a number (a route's options cost an object to read). */
+function parseJsonText(text: string, itemsField?: () => string | undefined): unknown {
   if (text.trim() === '') return undefined;
   let body: unknown;
   try {
@@ -19,22 +39,28 @@ function parseJsonText(text: string): unknown {
     const poisoned = /prototype/i.test((err as Error).message);
     throw new AppError('invalid_json', poisoned ? 'request body holds a forbidden key (__proto__ or constructor.prototype)' : 'request body is not valid JSON');
   }
-  const unrepresentable = findUnrepresentableNumber(text);
-  if (unrepresentable) throw numberRefused(unrepresentable);
+  const unrepresentable = findUnrepresentableNumbers(text);
+  if (unrepresentable.length === 0) return body;
+  const field = itemsField?.();
+  if (!(field && failItems(body, field, unrepresentable))) throw numberRefused(unrepresentable[0]);
   return body;
 }
 
-const NUMBER_RULES: Record<UnrepresentableNumber['issue'], string> = {
-  number_too_large: 'is a number too large for a double (it would become Infinity)',
-  number_too_small: 'is a non-zero number too small for a double (it would become 0)',
-  integer_out_of_range: 'is an integer outside ±(2^53−1), which a double cannot hold exactly',
-};
-
-function numberRefused({ field, issue, literal }: UnrepresentableNumber): AppError {
-  const shown = literal.length > 40 ? `${literal.slice(0, 20)}…(${literal.length} characters)` : literal;
-  return new AppError('validation_failed', `${field} ${NUMBER_RULES[issue]}: ${shown}; send it as a string to keep it exactly`, {
-    details: [{ field, issue }],
-  });
+/**
+ * Marks each item of `body[itemsField]` that holds one of `numbers` as failed, with its first
+ * one named from the item (`properties.big`), as a single call names it. False, marking
+ * nothing, when one of them is anywhere else: then the whole body is refused.
+ */
+function failItems(body: unknown, itemsField: string, numbers: readonly UnrepresentableNumber[]): boolean {
+  const items = (body as Record<string, unknown>)?.[itemsField];
+  if (!Array.isArray(items)) return false;
+  const inItem = (n: UnrepresentableNumber) => n.path[0] === itemsField && n.path.length > 2 && typeof items[n.path[1] as number] === 'object';
+  if (!numbers.every(inItem)) return false;
+  for (const number of numbers) {
+    const item = items[number.path[1] as number] as object;
+    if (!numberFailures.has(item)) numberFailures.set(item, numberRefused({ ...number, field: number.path.slice(2).join('.') }));
+  }
+  return true;
 }
 
 function isJsonMediaType(contentType: string | undefined): boolean {
@@ -46,9 +72,12 @@ function isJsonMediaType(contentType: string | undefined): boolean {
 export function registerJsonBodyParsing(app: FastifyInstance): void {
   // Only JSON: text/plain and every other media type get 415 instead of a string body.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (_req, text, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (request, text, done) => {
     try {
-      done(null, parseJsonText(text as string));
+      done(
+        null,
+        parseJsonText(text as string, () => request.routeOptions.config.jsonItems),
+      );
     } catch (err) {
       done(err as Error, undefined);
     }

@@ -4,7 +4,8 @@ import { Type } from 'typebox';
 import { pingDatabase, type DatabaseHandle } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import { errorResponses } from './envelope.schemas.ts';
-import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './error-handler.ts';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS, storageUnavailable } from './error-handler.ts';
+import { storageFault } from '../db/errors.ts';
 
 const READY_TIMEOUT_MS = 2000;
 const Status = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ok'] }) }, { title: 'Health' });
@@ -38,7 +39,7 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         tags: ['Operations'],
         operationId: 'ready',
         summary: 'The database is reachable',
-        description: 'Answers 200 when the database answers within 2 s, else 503; needs no token.',
+        description: "Answers 200 when the database answers within 2 s and holds the service's tables, else 503; needs no token.",
         response: { 200: { ...Status, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable') },
       },
     },
@@ -51,7 +52,9 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
             timer = setTimeout(() => reject(new Error('ping timed out')), READY_TIMEOUT_MS);
           }),
         ]);
-      } catch {
+      } catch (err) {
+        const fault = storageFault(err);
+        if (fault) throw storageUnavailable(fault);
         throw new AppError('unavailable', 'the database is not reachable', {
           headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
         });

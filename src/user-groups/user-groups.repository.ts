@@ -82,16 +82,25 @@ export async function resolvePage<R extends ChainRow>(reads: HotReads, tenant: T
 
 /**
  * The group, inside a write transaction, safe from concurrent writers until it ends: SQLite's
- * BEGIN IMMEDIATE already excludes them; PostgreSQL needs the row lock.
+ * BEGIN IMMEDIATE already excludes them; PostgreSQL needs the row lock. `keyChange`: the write
+ * deletes the group or changes its user_group_id (FOR UPDATE). Otherwise FOR NO KEY UPDATE,
+ * which lets other writes link a child to the group meanwhile (their foreign key check takes
+ * FOR KEY SHARE on it): a write that holds a group and links a child to another cannot then
+ * wait in a cycle with one that does the same the other way round.
  */
-export function findUserGroupForUpdate(trx: Kysely<Database>, dialect: Dialect, key: GroupIdentity): Promise<UserGroupRow | undefined> {
+export function findUserGroupForUpdate(
+  trx: Kysely<Database>,
+  dialect: Dialect,
+  key: GroupIdentity,
+  { keyChange = false }: { keyChange?: boolean } = {},
+): Promise<UserGroupRow | undefined> {
   return trx
     .selectFrom('user_groups')
     .select(USER_GROUP_COLUMNS)
     .where('account_id', '=', key.accountId)
     .where('environment', '=', key.environment)
     .where('provided_id', '=', key.providedId)
-    .$if(dialect === 'postgres', (q) => q.forUpdate())
+    .$if(dialect === 'postgres', (q) => (keyChange ? q.forUpdate() : q.forNoKeyUpdate()))
     .executeTakeFirst();
 }
 

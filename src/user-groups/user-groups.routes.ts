@@ -7,7 +7,7 @@ import { AppError, validationFailed } from '../errors.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { METHOD_OVERRIDE_CONSTRAINT } from '../http/method-override.ts';
 import { bodyValidator, getBodyOf } from '../http/validation.ts';
-import { readBodyOfAnyMethod } from '../http/json-body.ts';
+import { itemNumberFailure, readBodyOfAnyMethod } from '../http/json-body.ts';
 import { sendJson } from '../http/json-reply.ts';
 import {
   GetUserBody,
@@ -44,8 +44,16 @@ import { userGroupHistoryEntries } from './user-group-history.service.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';
 
 const getUserBody = getBodyOf(GetUserBody);
-/** A bulk upsert's items are checked one by one, so that a bad item fails alone (the route checks only the envelope). */
-const upsertItem = getBodyOf(UpsertItem);
+/**
+ * A bulk upsert's items are checked one by one, so that a bad item fails alone (the route
+ * checks only the envelope), a number a double cannot hold first, as a single call's body is.
+ */
+const validUpsertItem = getBodyOf(UpsertItem);
+const upsertItem = (item: unknown) => {
+  const failure = itemNumberFailure(item);
+  if (failure) throw failure;
+  return validUpsertItem(item);
+};
 const upsertEnvelope = bodyValidator(UpsertEnvelope);
 
 /**
@@ -91,7 +99,12 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
 
   api.post(
     '/api/users/upsert',
-    { schema: upsertOperation, bodyLimit: UPSERT_BODY_LIMIT_BYTES, validatorCompiler: () => upsertEnvelope, config: { idempotent: true } },
+    {
+      schema: upsertOperation,
+      bodyLimit: UPSERT_BODY_LIMIT_BYTES,
+      validatorCompiler: () => upsertEnvelope,
+      config: { idempotent: true, jsonItems: 'user_groups' },
+    },
     async (request) => {
       const results = await upsertUserGroups(deps, principalOf(request), actorOf(request), request.body.user_groups, upsertItem);
       const counts = { created: 0, updated: 0, unchanged: 0, failed: 0 };

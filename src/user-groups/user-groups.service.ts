@@ -39,6 +39,7 @@ import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy.ts';
 import { checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
 import { resolveChain, type ResolvedGroup } from './group-chain.ts';
 import type { GroupWithToken } from './user-groups.json.ts';
+import { lockUpsertTargets, type UpsertTarget } from './upsert-locks.ts';
 
 export interface UserGroupDeps {
   database: DatabaseHandle;
@@ -238,7 +239,7 @@ async function updateIn(
   // change could break a rule of the hierarchy.
   const reshapes = parent.given || changes.hierarchy_level !== undefined;
   if (reshapes) await lockHierarchy(trx, deps.database.dialect, key);
-  const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
+  const current = await findUserGroupForUpdate(trx, deps.database.dialect, key, { keyChange: newId !== undefined });
   if (!current) throw notFound(key);
   const details: AuditDetails = {};
   const changed: string[] = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
@@ -356,7 +357,7 @@ export async function removeUserGroup(
   return inTransaction(deps.database, async (trx) => {
     // Under the hierarchy lock, no child can be added while we look.
     await lockHierarchy(trx, deps.database.dialect, key);
-    const current = await findUserGroupForUpdate(trx, deps.database.dialect, key);
+    const current = await findUserGroupForUpdate(trx, deps.database.dialect, key, { keyChange: true });
     if (!current) throw notFound(key);
     const group = resolveChain(await findUserGroupChain(trx, key, current.team_id));
     if (!input.cascade && (await hasChildren(trx, key, current.team_id))) {
@@ -403,6 +404,11 @@ export async function upsertUserGroups(
   const at = deps.now();
   const checked = items.map((raw) => checkItem(principal, raw, validateItem));
   const outcomes = await inTransaction(deps.database, async (trx) => {
+    await lockUpsertTargets(
+      trx,
+      deps.database.dialect,
+      checked.flatMap((item) => ('error' in item ? [] : [upsertTarget(item)])),
+    );
     const outcomes: UpsertOutcome[] = new Array(items.length);
     const audits: AuditEntry[] = [];
     const plain = await plainNewItems(trx, checked);
@@ -475,6 +481,16 @@ function checkItem(principal: Principal, raw: unknown, validateItem: (item: unkn
     if (!(err instanceof AppError)) throw err;
     return { error: true, failed: failedItem(principal, raw, err) };
   }
+}
+
+/** What an item will lock (upsert-locks.ts): a superset of what insertNewIn and updateIn take. */
+function upsertTarget({ key, item }: CheckedItem): UpsertTarget {
+  const parent = parentChoice(item);
+  return {
+    key,
+    parentProvidedId: parent.given ? parent.providedId : null,
+    movesHierarchy: parent.given || item.hierarchy_level !== undefined,
+  };
 }
 
 function failedItem(principal: Principal, raw: unknown, err: AppError): UpsertOutcome {

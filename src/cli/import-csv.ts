@@ -1,0 +1,153 @@
+// The rows of a CSV file for `ugs import` (README, "Import, export and backup"): a header row
+// naming the fields, then one item per row. Fields are separated by commas, or by semicolons
+// or tabs when the header has no comma but has those (a spreadsheet in a locale whose decimal
+// separator is the comma saves ";"). A row's number is the line where it starts, also when a
+// quoted cell spans lines. A row over MAX_ROW_BYTES (often a quote left open, which makes the
+// rest of the file one row) stops the import there, without reading it all.
+import fs from 'node:fs';
+import { pipeline } from 'node:stream';
+import { parse } from 'csv-parse';
+import { MAX_ROW_BYTES, Utf8LineCheck } from './import-lines.ts';
+import { ImportFileError, parseJson, rowNotUtf8, type ImportRow } from './import-row.ts';
+
+/** The fields a CSV header may name: those of an upsert item. */
+export const CSV_FIELDS = [
+  'user_group_id',
+  'name',
+  'mapping',
+  'properties',
+  'is_demo_group',
+  'parent_user_group_id',
+  'hierarchy_level',
+  'group_tags',
+  'api_environment_tag',
+] as const;
+const JSON_FIELDS = new Set(['mapping', 'properties', 'group_tags']);
+
+type Delimiter = ',' | ';' | '\t';
+const DELIMITER_NAMES: Record<Delimiter, string> = { ',': 'commas (",")', ';': 'semicolons (";")', '\t': 'tabs' };
+
+/** The header line's separator: a comma, unless it has none but has semicolons, or else tabs. */
+function delimiterOf(file: string): Delimiter {
+  const start = Buffer.alloc(64 * 1024);
+  const fd = fs.openSync(file, 'r');
+  let length: number;
+  try {
+    length = fs.readSync(fd, start, 0, start.length, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  const newline = start.subarray(0, length).indexOf(0x0a);
+  const header = start.subarray(0, newline === -1 ? length : newline).toString('utf8');
+  if (header.includes(',')) return ',';
+  if (header.includes(';')) return ';';
+  return header.includes('\t') ? '\t' : ',';
+}
+
+export async function* csvRows(file: string, stream: fs.ReadStream): AsyncGenerator<ImportRow> {
+  const delimiter = delimiterOf(file);
+  const utf8 = new Utf8LineCheck();
+  // Lines are counted as the parser makes each record, so that an error names the line of the
+  // record it met, whatever records were still buffered for this reader (the parser's own
+  // count takes the \r and the \n of a line break inside a quoted cell for two). Empty lines
+  // come as records of one empty cell, so that they are counted too.
+  let nextLine = 1;
+  /** The first and last line of each record made and not yet read here, in order. */
+  const spans: [number, number][] = [];
+  const parser = parse({
+    bom: true,
+    relax_column_count: true,
+    delimiter,
+    max_record_size: MAX_ROW_BYTES,
+    on_record: (cells: string[]) => {
+      const first = nextLine;
+      nextLine += 1 + lineBreaksIn(cells);
+      spans.push([first, nextLine - 1]);
+      return cells;
+    },
+  });
+  // An error of any stage ends the parser's iteration with that error.
+  pipeline(stream, utf8, parser, () => undefined);
+  let header: string[] | undefined;
+  try {
+    for await (const cells of parser as AsyncIterable<string[]>) {
+      const [first, last] = spans.shift()!;
+      if (cells.length === 1 && cells[0] === '') continue; // an empty line
+      const notUtf8 = utf8.notUtf8Between(first, last);
+      if (!header) {
+        if (notUtf8) throw new ImportFileError(`the CSV header (line ${first}) is not valid UTF-8: save the file as UTF-8`);
+        header = checkedHeader(cells, delimiter);
+        continue;
+      }
+      yield notUtf8 ? { row: first, item: cellsOf(header, cells), failure: rowNotUtf8(`the row at line ${first}`) } : csvItem(header, cells, first);
+    }
+  } catch (err) {
+    stream.destroy();
+    if (err instanceof ImportFileError) throw err;
+    throw readError(err as Error & { code?: string }, nextLine, delimiter);
+  }
+  if (!header) throw new ImportFileError('the CSV file is empty: its first row names the fields (user_group_id, name, …)');
+}
+
+/** The line breaks inside a record's quoted cells: each makes the record span one more line. */
+function lineBreaksIn(record: string[]): number {
+  let breaks = 0;
+  for (const cell of record) for (let i = cell.indexOf('\n'); i !== -1; i = cell.indexOf('\n', i + 1)) breaks++;
+  return breaks;
+}
+
+/** `line`: where the record being read starts (or the empty lines before it). */
+function readError(err: Error & { code?: string }, line: number, delimiter: Delimiter): ImportFileError {
+  if (err.code === 'CSV_MAX_RECORD_SIZE') {
+    return new ImportFileError(
+      `the row at line ${line} is over the ${MAX_ROW_BYTES / 1024 / 1024} MiB a row may hold (is a quote left open?); nothing from there on was read`,
+    );
+  }
+  // The parser's message names its own line count; the row's line is the one to go to.
+  const what = err.message.replace(/ at line \d+/, '');
+  return new ImportFileError(
+    `the CSV file cannot be read in the row at line ${line}: ${what} (its fields were read as separated by ${DELIMITER_NAMES[delimiter]})`,
+  );
+}
+
+function checkedHeader(record: string[], delimiter: Delimiter): string[] {
+  const names = record.map((name) => name.trim());
+  const unknown = names.filter((name) => !(CSV_FIELDS as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw new ImportFileError(
+      `the CSV header names unknown fields: ${unknown.join(', ')} (fields: ${CSV_FIELDS.join(', ')}; the header was read as separated by ${DELIMITER_NAMES[delimiter]}, and a file may use commas, semicolons or tabs)`,
+    );
+  }
+  if (new Set(names).size !== names.length) throw new ImportFileError('the CSV header names a field twice');
+  if (!names.includes('user_group_id')) throw new ImportFileError('the CSV header must name user_group_id');
+  return names;
+}
+
+/** The row's cells by field name, as the errors file shows a row that could not be read. */
+function cellsOf(header: string[], record: string[]): Record<string, string> {
+  return Object.fromEntries(header.map((name, i) => [name, record[i] ?? '']));
+}
+
+/** A CSV row as an item: an empty cell leaves its field out; JSON-valued fields hold JSON text; is_demo_group is true or false. */
+function csvItem(header: string[], record: string[], row: number): ImportRow {
+  const item: Record<string, unknown> = {};
+  for (const [index, field] of header.entries()) {
+    const cell = record[index] ?? '';
+    if (cell === '') continue;
+    if (JSON_FIELDS.has(field)) {
+      const parsed = parseJson(cell, field);
+      if ('failure' in parsed) return { row, item: cellsOf(header, record), failure: parsed.failure };
+      item[field] = parsed.value;
+    } else if (field === 'is_demo_group') {
+      const flag = cell.trim().toLowerCase();
+      // Anything else stays text, for the validator to name.
+      item[field] = flag === 'true' || flag === '1' ? true : flag === 'false' || flag === '0' ? false : cell;
+    } else {
+      item[field] = cell;
+    }
+  }
+  if (record.length !== header.length) {
+    return { row, item, failure: { code: 'validation_failed', message: `the row has ${record.length} cells; the header names ${header.length} fields` } };
+  }
+  return { row, item };
+}
