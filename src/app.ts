@@ -46,7 +46,7 @@ import { webhookCodeSamples } from './webhooks/webhooks.operations.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { IdempotencySweeper } from './http/idempotency-sweeper.ts';
 import { BackgroundFailures } from './throttled-log.ts';
-import { isDatabaseUnavailable, isStorageFault } from './db/errors.ts';
+import { isDatabaseUnavailable, storageFault } from './db/errors.ts';
 
 interface AppDependencies {
   config: Config;
@@ -122,7 +122,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   // Background loops log a failure at once, then at most every 10 s, and when it is over (throttled-log.ts).
   const reportOf = (loop: string) => {
-    const failures = new BackgroundFailures(app.log, { loop, isOutage: (err) => isDatabaseUnavailable(err) || isStorageFault(err) });
+    const failures = new BackgroundFailures(app.log, { loop, isOutage: (err) => isDatabaseUnavailable(err) || storageFault(err) !== undefined });
     return { onError: failures.failed, onSuccess: failures.succeeded };
   };
   // Change events: moved from the outbox into the feed while the app runs (events/sequencer.ts).
