@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import dns from 'node:dns/promises';
+import os from 'node:os';
 import { Webhook } from 'standardwebhooks';
 import { forEachBackend, useTestApp, createGroup, startTestApp, type SuiteApp, type TestApp } from './helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
@@ -369,6 +371,48 @@ forEachBackend('webhooks: SSRF', (backend) => {
     assert.deepEqual((await t.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints, []);
   });
 
+  // Forms that embed an IPv4 address, or route to one behind a gateway, and ranges no receiver has.
+  for (const [form, url] of [
+    ['an IPv4-compatible address (::a.b.c.d)', 'http://[::127.0.0.1]/'],
+    ['an IPv4-compatible address in hex (::7f00:1)', 'http://[::7f00:1]/'],
+    ['a SIIT IPv4-translated address (::ffff:0:a.b.c.d)', 'http://[::ffff:0:127.0.0.1]/'],
+    ['a NAT64 local-use address (64:ff9b:1::/48)', 'http://[64:ff9b:1::7f00:1]/'],
+    ['a NAT64 well-known address embedding a private IPv4 (64:ff9b::10.0.0.1)', 'http://[64:ff9b::10.0.0.1]/'],
+    ['a 6to4 address (2002::/16)', 'http://[2002:7f00:1::1]/'],
+    ['a site-local address (fec0::/10)', 'http://[fec0::1]/'],
+    ['a Teredo address (2001::/32)', 'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/'],
+    ['an IPv4 documentation address (192.0.2.0/24)', 'http://192.0.2.10/'],
+    ['an IPv4 documentation address (198.51.100.0/24)', 'http://198.51.100.7/'],
+    ['an IPv4 documentation address (203.0.113.0/24)', 'https://203.0.113.5/hook'],
+    ['an IPv6 documentation address (2001:db8::/32)', 'http://[2001:db8::1]/'],
+    ['an IPv6 documentation address (3fff::/20)', 'http://[3fff::1]/'],
+  ] as const) {
+    it(`webhooks SSRF: ${form} is refused with 400 webhook_url_forbidden, and no endpoint is made`, async () => {
+      const { token } = await t.issueToken({ account: 'wh-ssrf-forms', scopes: [...ADMIN] });
+      const res = await t.request('POST', '/api/webhook_endpoints', { token, body: { url } });
+      assert.equal(res.status, 400, `${url}: ${res.text}`);
+      assert.equal(res.body.error.code, 'webhook_url_forbidden', url);
+      assert.deepEqual(res.body.error.details, [{ field: 'url', issue: 'forbidden_address' }]);
+      assert.deepEqual((await t.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints, []);
+    });
+  }
+
+  it("webhooks SSRF: a refused host name's error never says what it resolves to", async () => {
+    const { token } = await t.issueToken({ account: 'wh-ssrf-dns', scopes: [...ADMIN] });
+    const names = ['localhost'];
+    // The server's own host name, as in the report, when this machine resolves it to an address webhooks may not reach.
+    const own = await dns.lookup(os.hostname(), { all: true }).catch(() => []);
+    if (own.length > 0 && own.some(({ address }) => forbiddenAddressReason(address) !== null)) names.push(os.hostname());
+    for (const name of names) {
+      const addresses = (await dns.lookup(name, { all: true })).map(({ address }) => address);
+      const res = await t.request('POST', '/api/webhook_endpoints', { token, body: { url: `http://${name}:8080/hook` } });
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.error.code, 'webhook_url_forbidden');
+      assert.match(res.body.error.message, /resolves to a private or reserved address/);
+      for (const address of [...addresses, '127.0.0.1', '::1']) assert.ok(!res.text.includes(address), `${name}: the answer names ${address}: ${res.text}`);
+    }
+  });
+
   it('webhooks: a URL that became private is refused at delivery time too', async () => {
     const { token } = await t.issueToken({ account: 'wh-rebind', scopes: [...ADMIN] });
     const r = await new Receiver().start();
@@ -415,7 +459,7 @@ forEachBackend('webhooks: SSRF', (backend) => {
       '64:ff9b::a00:1',
     ])
       assert.ok(forbiddenAddressReason(address), address);
-    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])
+    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])
       assert.equal(forbiddenAddressReason(address), null, address);
   });
 });
