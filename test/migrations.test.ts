@@ -28,6 +28,7 @@ forEachBackend('migrations', (backend) => {
           '0005-tenant-columns',
           '0006-change-events',
           '0007-idempotency-keys',
+          '0009-webhook-cursors',
         ],
       );
       const again = await migrateToLatest(handle);

@@ -65,6 +65,7 @@ function notFound(id: number): AppError {
  * sends nothing to a forbidden address (docs/api.md, "Webhooks").
  */
 export async function checkEndpointUrl(url: string, allowPrivate: boolean): Promise<void> {
+  refuseUserinfo(url);
   try {
     await checkWebhookTarget(url, allowPrivate);
   } catch (err) {
@@ -73,6 +74,27 @@ export async function checkEndpointUrl(url: string, allowPrivate: boolean): Prom
     if (err.issue === 'forbidden_address') throw new AppError('webhook_url_forbidden', err.message, { details: [{ field: 'url', issue: err.issue }] });
     throw new AppError('validation_failed', err.message, { details: [{ field: 'url', issue: err.issue }] });
   }
+}
+
+/**
+ * A user name or password in the URL (`https://user:password@host/`) is refused: it would go out
+ * as Basic authentication to whoever the host resolves to, and such URLs are pasted into logs
+ * and tickets. The receiver's credentials belong in the path or a query parameter, which only
+ * admins see (history and events carry the URL's origin only: webhook-audit.ts).
+ */
+function refuseUserinfo(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return; // checkWebhookTarget says why
+  }
+  if (parsed.username === '' && parsed.password === '') return;
+  throw new AppError(
+    'validation_failed',
+    "a webhook URL may not hold a user name or password (user:password@host): put the credentials your receiver checks in the URL's path or in a query parameter, e.g. https://hooks.example.com/ugs/<secret> or ?token=<secret>",
+    { details: [{ field: 'url', issue: 'userinfo' }] },
+  );
 }
 
 /** Creates an endpoint of an account (in `visible.environment`, if any); the secret is in this answer only. */

@@ -676,7 +676,7 @@ export interface components {
             /** @description Only these event types. Absent: every type. */
             types?: components["schemas"]["EventType"][];
             /**
-             * @description An http(s) URL whose host resolves to public addresses only (loopback, private, link-local and metadata addresses are `400 webhook_url_forbidden`).
+             * @description An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).
              * @example https://example.com/ugs-webhooks
              */
             url: string;
@@ -5079,7 +5079,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 2048,
-      "description": "An http(s) URL whose host resolves to public addresses only (loopback, private, link-local and metadata addresses are `400 webhook_url_forbidden`)."
+      "description": "An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see)."
     },
     "types": {
       "type": "array",
