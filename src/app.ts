@@ -177,6 +177,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       database: deps.database,
       keyring: deps.keyring,
       allowPrivate: config.webhookAllowPrivate,
+      maxEndpoints: config.webhookMaxEndpoints,
       accountSlugs: embed.accountSlugs,
       now,
     });

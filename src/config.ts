@@ -70,6 +70,8 @@ export interface Config {
   webhookRetryScheduleMs: number[];
   /** Webhook URLs may resolve to loopback, private and link-local addresses (UGS_WEBHOOK_ALLOW_PRIVATE): tests and closed networks only. */
   webhookAllowPrivate: boolean;
+  /** The most webhook endpoints that may receive one environment's events of an account (UGS_WEBHOOK_MAX_ENDPOINTS): what one event fans out to. */
+  webhookMaxEndpoints: number;
   /** How often an event stream (GET /api/events/stream) writes a heartbeat comment. */
   eventHeartbeatMs: number;
   /** How long an event stream may stay stalled (its client not reading) before it is closed. */
@@ -128,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventPollMs: integer(env, 'UGS_EVENT_POLL_MS', 100, 10, 10_000),
     webhookRetryScheduleMs: durations(env, 'UGS_WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,8h,8h'),
     webhookAllowPrivate: boolean(env, 'UGS_WEBHOOK_ALLOW_PRIVATE', false),
+    webhookMaxEndpoints: integer(env, 'UGS_WEBHOOK_MAX_ENDPOINTS', 16, 1, 1000),
     eventHeartbeatMs: integer(env, 'UGS_EVENT_HEARTBEAT_MS', 15_000, 10, 600_000),
     eventStreamStallMs: integer(env, 'UGS_EVENT_STREAM_STALL_MS', 60_000, 100, 3_600_000),
   };

@@ -31,6 +31,7 @@ export const errorStatus = {
   api_token_revoked: 409,
   last_admin_token: 409,
   idempotency_key_in_use: 409,
+  webhook_endpoint_limit_reached: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   embed_token_too_large: 422,

@@ -30,6 +30,11 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     message: 'a hierarchy is at most 3 levels deep (UGS_MAX_HIERARCHY_DEPTH); this change would make it 4',
     details: [{ field: 'parent_user_group_id', issue: 'too_deep' }],
   },
+  webhook_endpoint_limit_reached: {
+    summary: 'The account has as many webhook endpoints as allowed',
+    message:
+      "this account has 16 webhook endpoints receiving Customer's events, the most allowed (UGS_WEBHOOK_MAX_ENDPOINTS=16): delete one before adding another",
+  },
   webhook_url_forbidden: {
     summary: 'The webhook URL is not allowed',
     message:

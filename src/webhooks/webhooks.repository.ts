@@ -12,6 +12,31 @@ export interface VisibleEndpoints {
   environment: Environment | null;
 }
 
+const ENDPOINTS_LOCK_CLASS = 726_415_009; // arbitrary, fixed: "ugs webhook endpoints of an account"
+
+/**
+ * Serializes the creations of an account's endpoints, so that two at once cannot both pass the
+ * cap: PostgreSQL takes a transaction advisory lock per account; SQLite's write lock already is one.
+ */
+export async function lockAccountEndpoints(trx: Kysely<Database>, accountId: number): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(ENDPOINTS_LOCK_CLASS)}, hashtext(${String(accountId)}))`.execute(trx);
+}
+
+/** How many of an account's endpoints receive each of these environments' events: its own, and those of no environment (every event). */
+export async function endpointsReceiving(trx: Kysely<Database>, accountId: number, environments: readonly Environment[]): Promise<Map<Environment, number>> {
+  const rows = await trx
+    .selectFrom('webhook_endpoints')
+    .select(['environment', (eb) => eb.fn.countAll<number | string>().as('endpoints')])
+    .where('account_id', '=', accountId)
+    .where((eb) =>
+      eb.or([environments.length === 1 ? eb('environment', '=', environments[0]) : eb('environment', 'in', environments), eb('environment', 'is', null)]),
+    )
+    .groupBy('environment')
+    .execute();
+  const unrestricted = Number(rows.find((row) => row.environment === null)?.endpoints ?? 0);
+  return new Map(environments.map((environment) => [environment, unrestricted + Number(rows.find((row) => row.environment === environment)?.endpoints ?? 0)]));
+}
+
 export type NewEndpoint = Pick<WebhookEndpointRow, 'account_id' | 'url' | 'types' | 'description' | 'environment' | 'secret_sealed' | 'created_at'>;
 
 export async function insertEndpoint(trx: Kysely<Database>, row: NewEndpoint): Promise<WebhookEndpointRow> {

@@ -6,7 +6,8 @@
 // place that receives the account's changes matters). Shared by the routes and the CLI.
 import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
-import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
+import type { Kysely } from 'kysely';
+import type { Database, Environment, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
 import type { Keyring } from '../crypto/keyring.ts';
@@ -20,9 +21,11 @@ import {
   attemptsOf,
   deleteEndpoint,
   enableEndpoint,
+  endpointsReceiving,
   findEndpoint,
   insertEndpoint,
   listEndpoints,
+  lockAccountEndpoints,
   recentDeliveries,
   replaceSecret,
   type VisibleEndpoints,
@@ -36,6 +39,8 @@ export interface WebhookDeps {
   database: DatabaseHandle;
   keyring: Keyring;
   allowPrivate: boolean;
+  /** UGS_WEBHOOK_MAX_ENDPOINTS: the most endpoints that receive one environment's events of an account. */
+  maxEndpoints: number;
 }
 
 export interface CreateEndpointInput {
@@ -97,6 +102,24 @@ function refuseUserinfo(url: string): void {
   );
 }
 
+/**
+ * At most `max` endpoints receive one environment's events of an account: what one event fans
+ * out to, and so what one tenant's changes cost every other (docs/security.md, "Webhooks"). An
+ * endpoint of no environment receives both, so it counts for both. Checked under the account's
+ * lock, so that two creations at once cannot both take the last place.
+ */
+async function refuseBeyondCap(trx: Kysely<Database>, visible: VisibleEndpoints, max: number): Promise<void> {
+  await lockAccountEndpoints(trx, visible.accountId);
+  const environments: Environment[] = visible.environment === null ? ['Customer', 'Testing'] : [visible.environment];
+  for (const [environment, count] of await endpointsReceiving(trx, visible.accountId, environments)) {
+    if (count >= max)
+      throw new AppError(
+        'webhook_endpoint_limit_reached',
+        `this account has ${count} webhook endpoints receiving ${environment}'s events, the most allowed (UGS_WEBHOOK_MAX_ENDPOINTS=${max}): delete one before adding another`,
+      );
+  }
+}
+
 /** Creates an endpoint of an account (in `visible.environment`, if any); the secret is in this answer only. */
 export async function createEndpoint(
   deps: WebhookDeps,
@@ -108,6 +131,7 @@ export async function createEndpoint(
   await checkEndpointUrl(input.url, deps.allowPrivate);
   const secret = generateWebhookSecret();
   const endpoint = await inTransaction(deps.database, async (trx) => {
+    await refuseBeyondCap(trx, visible, deps.maxEndpoints);
     const created = await insertEndpoint(trx, {
       account_id: visible.accountId,
       url: input.url,
