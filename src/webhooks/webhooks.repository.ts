@@ -37,7 +37,10 @@ export async function endpointsReceiving(trx: Kysely<Database>, accountId: numbe
   return new Map(environments.map((environment) => [environment, unrestricted + Number(rows.find((row) => row.environment === environment)?.endpoints ?? 0)]));
 }
 
-export type NewEndpoint = Pick<WebhookEndpointRow, 'account_id' | 'url' | 'types' | 'description' | 'environment' | 'secret_sealed' | 'created_at'>;
+export type NewEndpoint = Pick<
+  WebhookEndpointRow,
+  'account_id' | 'url' | 'types' | 'description' | 'environment' | 'secret_sealed' | 'created_at' | 'cursor_seq'
+>;
 
 export async function insertEndpoint(trx: Kysely<Database>, row: NewEndpoint): Promise<WebhookEndpointRow> {
   return trx.insertInto('webhook_endpoints').values(row).returningAll().executeTakeFirstOrThrow();
@@ -125,13 +128,20 @@ export async function replaceSecret(
 }
 
 /**
- * Enables a disabled endpoint: its failing clock starts again, and the deliveries still pending
- * are due now. An enabled endpoint is not changed (undefined).
+ * Enables a disabled endpoint: its failing clock starts again, its deliveries are due now, and
+ * the events made while it was disabled are skipped (`skippedSeqs`). An enabled endpoint is not
+ * changed (undefined).
  */
-export function enableEndpoint(trx: Kysely<Database>, visible: VisibleEndpoints, id: number, now: string): Promise<WebhookEndpointRow | undefined> {
+export function enableEndpoint(
+  trx: Kysely<Database>,
+  visible: VisibleEndpoints,
+  id: number,
+  now: string,
+  skippedSeqs: string | null,
+): Promise<WebhookEndpointRow | undefined> {
   return trx
     .updateTable('webhook_endpoints')
-    .set({ disabled_at: null, failing_since: null, next_attempt_at: now })
+    .set({ disabled_at: null, failing_since: null, next_attempt_at: now, skipped_seqs: skippedSeqs })
     .where('account_id', '=', visible.accountId)
     .where('id', '=', id)
     .$if(visible.environment !== null, (q) => q.where('environment', '=', visible.environment!))
@@ -163,34 +173,6 @@ export function attemptsOf(db: Kysely<Database>, visible: VisibleEndpoints, endp
     .where('delivery_id', 'in', visibleDeliveries(db, visible, endpointId))
     .orderBy('id')
     .execute();
-}
-
-// ---- making deliveries (inside the sequencer's transaction) ----
-
-/** Every enabled endpoint of these accounts. */
-export function enabledEndpointsOf(trx: Kysely<Database>, accountIds: number[]) {
-  return trx
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'account_id', 'types', 'environment'])
-    .where('account_id', 'in', accountIds)
-    .where('disabled_at', 'is', null)
-    .execute();
-}
-
-/** Rows per insert statement (7 parameters each). */
-const DELIVERIES_CHUNK = 100;
-
-export async function insertDeliveries(trx: Kysely<Database>, rows: Omit<WebhookDeliveryRow, 'id' | 'attempts' | 'finished_at'>[]): Promise<void> {
-  for (let start = 0; start < rows.length; start += DELIVERIES_CHUNK)
-    await trx
-      .insertInto('webhook_deliveries')
-      .values(rows.slice(start, start + DELIVERIES_CHUNK))
-      .execute();
-}
-
-/** Endpoints with nothing pending become due now. */
-export async function markDue(trx: Kysely<Database>, endpointIds: number[], now: string): Promise<void> {
-  await trx.updateTable('webhook_endpoints').set({ next_attempt_at: now }).where('id', 'in', endpointIds).where('next_attempt_at', 'is', null).execute();
 }
 
 // ---- the dispatcher ----
@@ -250,23 +232,6 @@ export function headDeliveries(db: Kysely<Database>, endpointId: number, limit: 
     .execute();
 }
 
-/**
- * Marks an endpoint idle (nothing due) unless a delivery is pending. The endpoint row is
- * locked first on PostgreSQL, so a sequencer that adds a delivery meanwhile either is seen
- * here or finds next_attempt_at null afterwards and sets it: no delivery is left unwoken.
- */
-export async function markIdleIfEmpty(trx: Kysely<Database>, endpointId: number): Promise<boolean> {
-  await trx
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('id', '=', endpointId)
-    .$if(dialectOf(trx) === 'postgres', (q) => q.forUpdate())
-    .execute();
-  if ((await headDeliveries(trx, endpointId, 1)).length > 0) return false;
-  await trx.updateTable('webhook_endpoints').set({ next_attempt_at: null }).where('id', '=', endpointId).execute();
-  return true;
-}
-
 /** An account's events by seq (those retention has not removed). */
 export async function eventsOf(db: Kysely<Database>, accountId: number, seqs: readonly number[]): Promise<Map<number, EventRow>> {
   if (seqs.length === 0) return new Map();
@@ -300,21 +265,9 @@ export async function updateDelivery(
 export async function updateEndpointHealth(
   trx: Kysely<Database>,
   id: number,
-  changes: Partial<Pick<WebhookEndpointRow, 'failing_since' | 'disabled_at' | 'next_attempt_at'>>,
+  changes: Partial<Pick<WebhookEndpointRow, 'failing_since' | 'disabled_at' | 'next_attempt_at' | 'skipped_seqs'>>,
 ): Promise<void> {
   await trx.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
-}
-
-/** When the oldest delivery still waiting (of an enabled endpoint) was made; null if none waits. */
-export async function oldestPendingDelivery(db: Kysely<Database>): Promise<string | null> {
-  const row = await db
-    .selectFrom('webhook_deliveries')
-    .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
-    .select(sql<string | null>`min(webhook_deliveries.created_at)`.as('oldest'))
-    .where('webhook_deliveries.status', '=', 'pending')
-    .where('webhook_endpoints.disabled_at', 'is', null)
-    .executeTakeFirst();
-  return row?.oldest ?? null;
 }
 
 /** Removes up to `limit` finished deliveries made before `cutoff`, with their attempts; how many went. */

@@ -31,6 +31,7 @@ import {
   type VisibleEndpoints,
 } from './webhooks.repository.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
+import { lastEventSeq, skippedAfterEnabling } from './webhook-fan-out.ts';
 
 /** How long the secret before a rotation also signs. */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
@@ -140,6 +141,7 @@ export async function createEndpoint(
       environment: visible.environment,
       secret_sealed: deps.keyring.seal(secret, 'webhook-secret'),
       created_at: now.toISOString(),
+      cursor_seq: await lastEventSeq(trx, visible.accountId),
     });
     await auditEndpoint(trx, created, 'webhook_endpoint.create', actor, now);
     return created;
@@ -200,15 +202,17 @@ export async function rotateSecretAs(
 
 /**
  * Enables an endpoint that was disabled after 3 days of failures: the deliveries still pending
- * are sent again at once, and the 3 days count from its next failure. The events made while it
- * was disabled were not queued for it (the feed has them). An enabled endpoint is answered as
- * it is.
+ * are sent again at once, then the events made before it was disabled, and the 3 days count
+ * from its next failure. The events made while it was disabled are not for it (the feed has
+ * them). An enabled endpoint is answered as it is.
  */
 export async function enableEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number, actor: Actor, now: Date): Promise<WebhookEndpointRow> {
   return inTransaction(database, async (trx) => {
     const current = await findEndpoint(trx, visible, id);
     if (!current) throw notFound(id);
-    const enabled = await enableEndpoint(trx, visible, id, now.toISOString());
+    if (current.disabled_at === null) return current;
+    const skipped = skippedAfterEnabling(current.skipped_seqs, await lastEventSeq(trx, visible.accountId));
+    const enabled = await enableEndpoint(trx, visible, id, now.toISOString(), skipped);
     if (!enabled) return current;
     await auditEndpoint(trx, enabled, 'webhook_endpoint.enable', actor, now);
     return enabled;

@@ -1,4 +1,12 @@
 // Frozen in time (see 0001). Webhooks (docs/api.md, "Webhooks"):
+// - Deliveries are made from the feed, per endpoint, as its dispatcher gets to them, instead of
+//   one row per event and endpoint in the transaction that numbers every account's events:
+//   webhook_endpoints.cursor_seq is the account's event seq up to which the endpoint's
+//   deliveries are made (each event at or below it has its delivery row, or was not for it).
+//   An endpoint of today has its rows up to its account's last seq: it starts there.
+// - webhook_endpoints.skipped_seqs: JSON [[after, through], ...], the events made while the
+//   endpoint was disabled (through null: it still is), which it never receives. An endpoint
+//   disabled today skips from its account's last seq on.
 // - History entries and events of webhook endpoints hold the URL's origin only (scheme, host
 //   and port): a receiver's credentials may be in the path or the query string, and every
 //   `read` token reads the feed. The entries and events written before keep the whole URL:
@@ -44,9 +52,23 @@ async function rewrite(db: Kysely<unknown>, table: 'events' | 'event_outbox' | '
   }
 }
 
-export function webhookCursors(_dialect: Dialect): Migration {
+export function webhookCursors(dialect: Dialect): Migration {
+  const idType = dialect === 'sqlite' ? 'integer' : 'bigint';
   return {
     async up(db: Kysely<unknown>) {
+      await db.schema
+        .alterTable('webhook_endpoints')
+        .addColumn('cursor_seq', idType, (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable('webhook_endpoints').addColumn('skipped_seqs', 'text').execute();
+      await sql`update webhook_endpoints set cursor_seq = (
+          select event_heads.last_seq from event_heads where event_heads.account_id = webhook_endpoints.account_id
+        ) where exists (select 1 from event_heads where event_heads.account_id = webhook_endpoints.account_id)`.execute(db);
+      const { rows: disabled } = await sql<{ id: number | string; cursor_seq: number | string }>`select id, cursor_seq from webhook_endpoints
+        where disabled_at is not null`.execute(db);
+      for (const row of disabled)
+        await sql`update webhook_endpoints set skipped_seqs = ${JSON.stringify([[Number(row.cursor_seq), null]])} where id = ${row.id}`.execute(db);
+
       await rewrite(db, 'events', 'data', sql`type like 'webhook_endpoint.%'`);
       await rewrite(db, 'event_outbox', 'data', sql`type like 'webhook_endpoint.%'`);
       await rewrite(db, 'audit_log', 'details', sql`subject_type = 'webhook_endpoint'`);
