@@ -72,6 +72,10 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** The most webhook endpoints that may receive one environment's events of an account (UGS_WEBHOOK_MAX_ENDPOINTS): what one event fans out to. */
   webhookMaxEndpoints: number;
+  /** Webhook endpoints one instance works on at once (UGS_WEBHOOK_CONCURRENCY). */
+  webhookConcurrency: number;
+  /** Of them, one account's, test events included (UGS_WEBHOOK_ACCOUNT_CONCURRENCY): its hanging receivers hold no more. */
+  webhookAccountConcurrency: number;
   /** How often an event stream (GET /api/events/stream) writes a heartbeat comment. */
   eventHeartbeatMs: number;
   /** How long an event stream may stay stalled (its client not reading) before it is closed. */
@@ -131,10 +135,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryScheduleMs: durations(env, 'UGS_WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,8h,8h'),
     webhookAllowPrivate: boolean(env, 'UGS_WEBHOOK_ALLOW_PRIVATE', false),
     webhookMaxEndpoints: integer(env, 'UGS_WEBHOOK_MAX_ENDPOINTS', 16, 1, 1000),
+    webhookConcurrency: integer(env, 'UGS_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
+    webhookAccountConcurrency: integer(env, 'UGS_WEBHOOK_ACCOUNT_CONCURRENCY', 4, 1, 10_000),
     eventHeartbeatMs: integer(env, 'UGS_EVENT_HEARTBEAT_MS', 15_000, 10, 600_000),
     eventStreamStallMs: integer(env, 'UGS_EVENT_STREAM_STALL_MS', 60_000, 100, 3_600_000),
   };
   config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
+  if (config.webhookAccountConcurrency > config.webhookConcurrency) {
+    throw new ConfigError(
+      `UGS_WEBHOOK_ACCOUNT_CONCURRENCY (${config.webhookAccountConcurrency}) must not exceed UGS_WEBHOOK_CONCURRENCY (${config.webhookConcurrency})`,
+    );
+  }
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(`UGS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed UGS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
   }

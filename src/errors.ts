@@ -38,6 +38,7 @@ export const errorStatus = {
   idempotency_key_reused: 422,
   headers_too_large: 431,
   rate_limited: 429,
+  webhook_endpoint_busy: 429,
   internal_error: 500,
   unavailable: 503,
   storage_unavailable: 503,

@@ -35,6 +35,11 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     message:
       "this account has 16 webhook endpoints receiving Customer's events, the most allowed (UGS_WEBHOOK_MAX_ENDPOINTS=16): delete one before adding another",
   },
+  webhook_endpoint_busy: {
+    summary: "The account's webhook requests are all in flight",
+    message:
+      'this endpoint has a test event in flight, or this account has 4 webhook requests in flight on this instance (UGS_WEBHOOK_ACCOUNT_CONCURRENCY): try again when they end',
+  },
   webhook_url_forbidden: {
     summary: 'The webhook URL is not allowed',
     message:

@@ -13,6 +13,11 @@
 // is retried, with the same webhook-id, after each wait of the retry schedule; then it is
 // given up (failed) and the next one goes. An endpoint whose deliveries have been failing
 // for 3 days is disabled.
+//
+// Fair between accounts (webhook-traffic.ts): an instance works on a bounded number of
+// endpoints at once, and on a bounded number of one account's; the due endpoints it picks are
+// the longest due, a few per account, leaving out the accounts it has as many of as it may.
+// When endpoints wait for room, one that has sent a batch goes to the back of the line.
 import { AsyncResource } from 'node:async_hooks';
 import { backgroundWork } from '../background-work.ts';
 import crypto from 'node:crypto';
@@ -26,6 +31,7 @@ import { eventJson } from '../events/events.json.ts';
 import { sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
 import { auditEndpoint } from './webhook-audit.ts';
+import type { WebhookTraffic } from './webhook-traffic.ts';
 import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
 import { BATCH, lastEventSeq, makeNextDeliveries, skippedFromDisabling, wakeEndpoints } from './webhook-fan-out.ts';
 import { oldestWaitingEvent } from './webhook-fan-out.repository.ts';
@@ -46,8 +52,6 @@ import {
 
 /** A lease outlives one attempt (15 s at most) with room to spare, and is renewed every third of it. */
 const LEASE_MS = 30_000;
-/** Endpoints one instance delivers to at once. */
-const MAX_CONCURRENT = 8;
 /**
  * A wake-up waits this long for more: under a stream of single-event commits, each wake-up
  * would otherwise claim the endpoint, send one event and give it back (a dozen statements
@@ -101,6 +105,7 @@ export class WebhookDispatcher {
     private readonly handle: DatabaseHandle,
     private readonly keyring: Keyring,
     private readonly accountSlugs: AccountSlugs,
+    private readonly traffic: WebhookTraffic,
     private readonly options: DispatcherOptions,
   ) {}
 
@@ -127,6 +132,7 @@ export class WebhookDispatcher {
     clearTimeout(this.retryTimer);
     await this.running;
     await Promise.allSettled(this.active.values());
+    this.traffic.close();
   }
 
   kick(): void {
@@ -164,20 +170,25 @@ export class WebhookDispatcher {
     this.timer.unref();
   }
 
-  /** Takes the due endpoints it has room for and starts delivering to each. */
+  /** Takes the due endpoints it has room for, fairly between accounts, and starts delivering to each. */
   private async pass(): Promise<void> {
-    const room = MAX_CONCURRENT - this.active.size;
-    if (room > 0) {
+    if (this.traffic.free > 0) {
       const now = this.options.now();
-      const candidates = await dueEndpoints(this.handle.db, now.toISOString(), room + this.active.size);
-      for (const { id } of candidates) {
-        const endpointId = Number(id);
-        if (this.stopped || this.active.size >= MAX_CONCURRENT) break;
+      const { perAccount, total } = this.traffic.limits;
+      const candidates = await dueEndpoints(this.handle.db, { now: now.toISOString(), perAccount, skipAccounts: this.traffic.accountsAtLimit(), limit: total });
+      for (const { id: endpointId, account_id: accountId } of candidates) {
+        if (this.stopped || this.traffic.free === 0) break;
         if (this.active.has(endpointId)) continue;
-        if (!(await claimEndpoint(this.handle.db, endpointId, this.owner, now.toISOString(), this.leaseUntil()))) continue;
-        const work = this.deliverTo(endpointId)
+        const release = this.traffic.take(accountId);
+        if (!release) continue; // the account has as many as it may: the others go first
+        if (!(await claimEndpoint(this.handle.db, endpointId, this.owner, now.toISOString(), this.leaseUntil()))) {
+          release();
+          continue;
+        }
+        const work = this.deliverTo(endpointId, accountId)
           .catch((err) => this.options.onError(err, `delivering to webhook endpoint ${endpointId}`))
           .finally(() => {
+            release();
             this.active.delete(endpointId);
             this.kick();
           });
@@ -198,7 +209,7 @@ export class WebhookDispatcher {
    * Delivers an endpoint's due deliveries in order while holding its lease, making the next
    * ones from the feed when none is left; hands it back when none is due.
    */
-  private async deliverTo(endpointId: number): Promise<void> {
+  private async deliverTo(endpointId: number, accountId: number): Promise<void> {
     let nextAttemptAt: string | undefined;
     let renewed = Date.now();
     try {
@@ -229,6 +240,11 @@ export class WebhookDispatcher {
         const retryAt = await this.deliverBatch(endpoint, due);
         if (retryAt !== undefined) {
           nextAttemptAt = retryAt;
+          return;
+        }
+        // Others wait for room (the instance's, or this account's): to the back of the line, still due.
+        if (this.traffic.free === 0 || this.traffic.accountsAtLimit().includes(accountId)) {
+          nextAttemptAt = this.options.now().toISOString();
           return;
         }
       }
@@ -279,7 +295,12 @@ export class WebhookDispatcher {
               secrets: secretsThatSign(this.keyring, endpoint, started),
               now: started,
             },
-            { allowPrivate: this.options.allowPrivate, timeoutMs: this.options.timeoutMs, signal: this.shutdown.signal },
+            {
+              allowPrivate: this.options.allowPrivate,
+              timeoutMs: this.options.timeoutMs,
+              signal: this.shutdown.signal,
+              agent: (protocol) => this.traffic.agentFor(Number(endpoint.id), protocol),
+            },
           )
         : { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (UGS_EVENT_RETENTION)' };
       if (outcome.aborted) break; // not an attempt: nothing recorded, the delivery goes again

@@ -109,12 +109,12 @@ export const testWebhookEndpointOperation = {
   tags,
   operationId: 'testWebhookEndpoint',
   summary: 'Send a test event to a webhook endpoint',
-  description: `${ADMIN} Sends one signed \`webhook_endpoint.test\` event now (event id 0, not in the feed, never retried) and answers how it went.`,
+  description: `${ADMIN} Sends one signed \`webhook_endpoint.test\` event now (event id 0, not in the feed, never retried) and answers how it went. It counts against the account's webhook requests in flight, like deliveries, one test at a time per endpoint: beyond, \`429 webhook_endpoint_busy\` with \`Retry-After\`.`,
   security,
   params: WebhookEndpointIdParams,
   response: {
     200: { ...WebhookTestResponse, 'x-response-description': "The attempt's outcome (delivered: the endpoint answered 2xx)." },
-    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found'),
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found', 'webhook_endpoint_busy'),
   },
 };
 

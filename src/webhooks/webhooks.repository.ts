@@ -177,17 +177,22 @@ export function attemptsOf(db: Kysely<Database>, visible: VisibleEndpoints, endp
 
 // ---- the dispatcher ----
 
-/** Endpoints whose next delivery is due and that no live instance holds. */
-export function dueEndpoints(db: Kysely<Database>, now: string, limit: number): Promise<{ id: number }[]> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('next_attempt_at', '<=', now)
-    .where('disabled_at', 'is', null)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-    .orderBy('next_attempt_at')
-    .limit(limit)
-    .execute();
+/**
+ * Endpoints whose next delivery is due and that no live instance holds, longest due first, at
+ * most `perAccount` of one account and none of `skipAccounts` (those this instance has as many
+ * of as it may): one account's many due endpoints never fill the list another's are in.
+ */
+export async function dueEndpoints(
+  db: Kysely<Database>,
+  due: { now: string; perAccount: number; skipAccounts: readonly number[]; limit: number },
+): Promise<{ id: number; account_id: number }[]> {
+  const skip = due.skipAccounts.length === 0 ? sql`` : sql`and account_id not in (${sql.join(due.skipAccounts)})`;
+  const { rows } = await sql<{ id: number | string; account_id: number | string }>`select id, account_id from (
+      select id, account_id, next_attempt_at, row_number() over (partition by account_id order by next_attempt_at, id) as place
+      from webhook_endpoints
+      where next_attempt_at <= ${due.now} and disabled_at is null and (lease_until is null or lease_until < ${due.now}) ${skip}
+    ) due where place <= ${due.perAccount} order by next_attempt_at, id limit ${due.limit}`.execute(db);
+  return rows.map((row) => ({ id: Number(row.id), account_id: Number(row.account_id) }));
 }
 
 /** Compare-and-swap: takes the endpoint if no live lease holds it; true if this instance now does. */

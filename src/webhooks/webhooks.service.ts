@@ -32,6 +32,7 @@ import {
 } from './webhooks.repository.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
 import { lastEventSeq, skippedAfterEnabling } from './webhook-fan-out.ts';
+import type { WebhookTraffic } from './webhook-traffic.ts';
 
 /** How long the secret before a rotation also signs. */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
@@ -250,12 +251,18 @@ export async function deliveriesAs(
   };
 }
 
+/** How soon to try a test event again when its account's webhook requests are all in flight. */
+const BUSY_RETRY_AFTER_S = 5;
+
 /**
  * Sends one `webhook_endpoint.test` event now, once, and answers how it went. It is not in the
- * feed and not retried; a disabled endpoint may be tested (to see that it works again).
+ * feed and not retried; a disabled endpoint may be tested (to see that it works again). It
+ * takes a slot of the account's like a delivery, one test at a time per endpoint
+ * (webhook-traffic.ts): an admin cannot open more requests to hanging receivers than the
+ * dispatcher would.
  */
 export async function sendTestEventAs(
-  deps: WebhookDeps,
+  deps: WebhookDeps & { traffic: WebhookTraffic },
   principal: Principal,
   id: number,
   accountSlug: string,
@@ -271,15 +278,27 @@ export async function sendTestEventAs(
     account: accountSlug,
     data: { webhook_endpoint_id: Number(endpoint.id) },
   };
-  const outcome = await sendWebhook(
-    {
-      url: endpoint.url,
-      id: webhookIdOf(visible.accountId, `test_${crypto.randomBytes(6).toString('hex')}`),
-      body: JSON.stringify(event),
-      secrets: secretsThatSign(deps.keyring, endpoint, now),
-      now,
-    },
-    { allowPrivate: deps.allowPrivate },
-  );
-  return { outcome, attemptedAt: now };
+  const release = deps.traffic.takeForTest(visible.accountId, Number(endpoint.id));
+  if (!release) {
+    throw new AppError(
+      'webhook_endpoint_busy',
+      `this endpoint has a test event in flight, or this account has ${deps.traffic.limits.perAccount} webhook requests in flight on this instance (UGS_WEBHOOK_ACCOUNT_CONCURRENCY): try again when they end`,
+      { headers: { 'retry-after': String(BUSY_RETRY_AFTER_S) } },
+    );
+  }
+  try {
+    const outcome = await sendWebhook(
+      {
+        url: endpoint.url,
+        id: webhookIdOf(visible.accountId, `test_${crypto.randomBytes(6).toString('hex')}`),
+        body: JSON.stringify(event),
+        secrets: secretsThatSign(deps.keyring, endpoint, now),
+        now,
+      },
+      { allowPrivate: deps.allowPrivate, agent: (protocol) => deps.traffic.agentFor(Number(endpoint.id), protocol) },
+    );
+    return { outcome, attemptedAt: now };
+  } finally {
+    release();
+  }
 }
