@@ -7,7 +7,7 @@ import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { forEachBackend, useTestApp, startTestApp, type SuiteApp, type TestApp } from './helpers/harness.ts';
-import { createEndpoint, Receiver, sleep, WEBHOOK_CONFIG } from './helpers/webhook-receiver.ts';
+import { useReceivers, createEndpoint, Receiver, sleep, WEBHOOK_CONFIG } from './helpers/webhook-receiver.ts';
 import { Scrape } from './helpers/prometheus.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, issueTokenWithCli, spawnServers, type ServerProcess } from './helpers/processes.ts';
@@ -40,13 +40,7 @@ const createdIds = (r: Receiver) => r.received.map((request) => JSON.parse(reque
 forEachBackend('webhook fan-out', (backend) => {
   // A failed attempt waits a minute: the first batch stays where it is while the test looks.
   const t = useTestApp(backend, { config: { ...WEBHOOK_CONFIG, webhookRetryScheduleMs: [60_000] } });
-  const receivers: Receiver[] = [];
-  const receiver = async () => {
-    const r = await new Receiver().start();
-    receivers.push(r);
-    return r;
-  };
-  after(() => Promise.all(receivers.map((r) => r.stop())));
+  const receiver = useReceivers();
 
   it('webhooks fan-out: a 1,000-item upsert into an account with 16 failing endpoints stores one batch of deliveries per endpoint, not one row per event and endpoint', async () => {
     const { token } = await t.issueToken({ account: 'wh-burst', scopes: [...ADMIN] });
@@ -98,13 +92,7 @@ forEachBackend('webhook fan-out', (backend) => {
 
 forEachBackend('webhook fan-out: filters', (backend) => {
   const t = useTestApp(backend, { config: WEBHOOK_CONFIG });
-  const receivers: Receiver[] = [];
-  const receiver = async () => {
-    const r = await new Receiver().start();
-    receivers.push(r);
-    return r;
-  };
-  after(() => Promise.all(receivers.map((r) => r.stop())));
+  const receiver = useReceivers();
 
   it('webhooks fan-out: an endpoint that takes one type gets only its events, past 2,000 it does not take, while its first one is retried', async () => {
     const { token } = await t.issueToken({ account: 'wh-walk', scopes: [...ADMIN] });

@@ -3,12 +3,12 @@
 // endpoint that takes every type and `ugs audit` see, carry the URL's origin only, never the
 // path or the query string where a receiver's credentials live; admins see the whole URL in
 // the endpoint listing. Migration 0009 cuts the URLs of entries and events written before.
-import { it, after } from 'node:test';
+import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Migrator } from 'kysely';
 import { forEachBackend, useTestApp } from './helpers/harness.ts';
 import { createTestDatabase } from './helpers/backends.ts';
-import { createEndpoint, Receiver, sleep, verified, WEBHOOK_CONFIG } from './helpers/webhook-receiver.ts';
+import { createEndpoint, sleep, useReceivers, verified, WEBHOOK_CONFIG } from './helpers/webhook-receiver.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest, migrationsFor } from '../src/db/migrate.ts';
 
@@ -19,8 +19,7 @@ const SECRETS = ['p4th-s3cret', 'xoxb-1234', 'query-secret', '/in/'];
 
 forEachBackend('webhook URLs', (backend) => {
   const t = useTestApp(backend, { config: WEBHOOK_CONFIG });
-  const receivers: Receiver[] = [];
-  after(() => Promise.all(receivers.map((r) => r.stop())));
+  const receiver = useReceivers();
 
   it('webhooks: a URL with a user name or password is 400 validation_failed on url, saying to put the credentials in the path or a query parameter; nothing is made', async () => {
     const { token } = await t.issueToken({ account: 'wh-userinfo', scopes: [...ADMIN] });
@@ -38,8 +37,7 @@ forEachBackend('webhook URLs', (backend) => {
   it("webhooks: a read token's feed, the history and an endpoint that takes every type see only an endpoint URL's origin, never its path or query string; an admin's listing has the whole URL", async () => {
     const { token: admin } = await t.issueToken({ account: 'wh-url-readers', scopes: [...ADMIN] });
     const { token: reader } = await t.issueToken({ account: 'wh-url-readers', scopes: ['read'] });
-    const r = await new Receiver().start();
-    receivers.push(r);
+    const r = await receiver();
     const everything = await createEndpoint(t, admin, { url: r.url }); // every type, its own endpoint's events included
     const secret = await createEndpoint(t, admin, { url: SECRET_URL, types: ['user_group.deleted'] });
     assert.equal(secret.url, SECRET_URL, 'the creating admin gets the whole URL back');

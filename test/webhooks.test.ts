@@ -14,20 +14,24 @@ import { forEachBackend, useTestApp, createGroup, startTestApp, type TestApp } f
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { freePort, httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { forbiddenAddressReason } from '../src/webhooks/webhook-address.ts';
-import { createEndpoint, headersOf, Receiver, settledDeliveries, sleep, verified, WEBHOOK_CONFIG, type Received } from './helpers/webhook-receiver.ts';
+import {
+  useReceivers,
+  createEndpoint,
+  headersOf,
+  Receiver,
+  settledDeliveries,
+  sleep,
+  verified,
+  WEBHOOK_CONFIG,
+  type Received,
+} from './helpers/webhook-receiver.ts';
 
 const GROUP_TYPES = ['user_group.created', 'user_group.updated', 'user_group.token_rotated', 'user_group.deleted'];
 const ADMIN = ['read', 'write', 'admin'] as const;
 
 forEachBackend('webhooks', (backend) => {
   const t = useTestApp(backend, { config: WEBHOOK_CONFIG });
-  const receivers: Receiver[] = [];
-  const receiver = async () => {
-    const r = await new Receiver().start();
-    receivers.push(r);
-    return r;
-  };
-  after(() => Promise.all(receivers.map((r) => r.stop())));
+  const receiver = useReceivers();
 
   it('webhooks: four changes to a group arrive as four signed events in order', async () => {
     const { token } = await t.issueToken({ account: 'wh-four', scopes: [...ADMIN] });

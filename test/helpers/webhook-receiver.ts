@@ -1,5 +1,6 @@
 // A webhook receiver for tests, and what the tests read from what it got (docs/api.md, "Webhooks").
 import assert from 'node:assert/strict';
+import { after } from 'node:test';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
@@ -88,4 +89,15 @@ export async function createEndpoint(t: Pick<SuiteApp, 'request'>, token: string
   const res = await t.request('POST', '/api/webhook_endpoints', { token, body });
   assert.equal(res.status, 201, res.text);
   return res.body.webhook_endpoint;
+}
+
+/** Receivers for the tests of one suite, each stopped after the suite (call it in the suite's body). */
+export function useReceivers(): () => Promise<Receiver> {
+  const receivers: Receiver[] = [];
+  after(() => Promise.all(receivers.map((r) => r.stop())));
+  return async () => {
+    const r = await new Receiver().start();
+    receivers.push(r);
+    return r;
+  };
 }
