@@ -41,6 +41,7 @@ import { EventStreams } from './events/event-stream.ts';
 import { registerEventStreamRoute } from './events/event-stream.routes.ts';
 import { eventStreamCodeSamples } from './events/event-stream.operations.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
+import { WebhookTraffic } from './webhooks/webhook-traffic.ts';
 import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
 import { webhookCodeSamples } from './webhooks/webhooks.operations.ts';
 import { registerIdempotency } from './http/idempotency.ts';
@@ -143,8 +144,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     onStalled: (accountId) => app.log.warn({ account_id: accountId }, 'closed an event stream whose client stopped reading'),
   });
   app.addHook('preClose', async () => eventStreams.closeAll());
-  // Webhooks: deliveries made in the sequencer's transaction, sent by a dispatcher per instance (webhooks/dispatcher.ts).
-  const webhooks = new WebhookDispatcher(deps.database, deps.keyring, new AccountSlugs(deps.database.db), {
+  // Webhooks: each endpoint follows the feed with a cursor; a dispatcher per instance makes and
+  // sends its deliveries, within per-account limits shared with the test route (webhooks/dispatcher.ts).
+  const webhookTraffic = new WebhookTraffic({ total: config.webhookConcurrency, perAccount: config.webhookAccountConcurrency });
+  const webhooks = new WebhookDispatcher(deps.database, deps.keyring, new AccountSlugs(deps.database.db), webhookTraffic, {
     now,
     retryScheduleMs: config.webhookRetryScheduleMs,
     allowPrivate: config.webhookAllowPrivate,
@@ -189,6 +192,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       database: deps.database,
       keyring: deps.keyring,
       allowPrivate: config.webhookAllowPrivate,
+      maxEndpoints: config.webhookMaxEndpoints,
+      traffic: webhookTraffic,
       accountSlugs: embed.accountSlugs,
       now,
     });

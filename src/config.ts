@@ -70,6 +70,12 @@ export interface Config {
   webhookRetryScheduleMs: number[];
   /** Webhook URLs may resolve to loopback, private and link-local addresses (UGS_WEBHOOK_ALLOW_PRIVATE): tests and closed networks only. */
   webhookAllowPrivate: boolean;
+  /** The most webhook endpoints that may receive one environment's events of an account (UGS_WEBHOOK_MAX_ENDPOINTS): what one event fans out to. */
+  webhookMaxEndpoints: number;
+  /** Webhook endpoints one instance works on at once (UGS_WEBHOOK_CONCURRENCY). */
+  webhookConcurrency: number;
+  /** Of them, one account's, test events included (UGS_WEBHOOK_ACCOUNT_CONCURRENCY): its hanging receivers hold no more. */
+  webhookAccountConcurrency: number;
   /** How often an event stream (GET /api/events/stream) writes a heartbeat comment. */
   eventHeartbeatMs: number;
   /** How long an event stream may stay stalled (its client not reading) before it is closed. */
@@ -132,12 +138,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventPollMs: integer(env, 'UGS_EVENT_POLL_MS', 100, 10, 10_000),
     webhookRetryScheduleMs: durations(env, 'UGS_WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,8h,8h'),
     webhookAllowPrivate: boolean(env, 'UGS_WEBHOOK_ALLOW_PRIVATE', false),
+    webhookMaxEndpoints: integer(env, 'UGS_WEBHOOK_MAX_ENDPOINTS', 16, 1, 1000),
+    webhookConcurrency: integer(env, 'UGS_WEBHOOK_CONCURRENCY', 64, 1, 10_000),
+    webhookAccountConcurrency: integer(env, 'UGS_WEBHOOK_ACCOUNT_CONCURRENCY', 4, 1, 10_000),
     eventHeartbeatMs: integer(env, 'UGS_EVENT_HEARTBEAT_MS', 15_000, 10, 600_000),
     eventStreamStallMs: integer(env, 'UGS_EVENT_STREAM_STALL_MS', 60_000, 100, 3_600_000),
     eventStreamsPerToken: integer(env, 'UGS_EVENT_STREAMS_PER_TOKEN', 20, 1, 100_000),
     eventStreamsPerAccount: integer(env, 'UGS_EVENT_STREAMS_PER_ACCOUNT', 100, 1, 1_000_000),
   };
   config.publicUrl = publicUrl(env.UGS_PUBLIC_URL, config);
+  if (config.webhookAccountConcurrency > config.webhookConcurrency) {
+    throw new ConfigError(
+      `UGS_WEBHOOK_ACCOUNT_CONCURRENCY (${config.webhookAccountConcurrency}) must not exceed UGS_WEBHOOK_CONCURRENCY (${config.webhookConcurrency})`,
+    );
+  }
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(`UGS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed UGS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
   }

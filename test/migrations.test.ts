@@ -29,6 +29,7 @@ forEachBackend('migrations', (backend) => {
           '0006-change-events',
           '0007-idempotency-keys',
           '0008-idempotency-keys-per-token',
+          '0009-webhook-cursors',
           '0010-event-streams',
         ],
       );

@@ -7,108 +7,31 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import dns from 'node:dns/promises';
+import os from 'node:os';
 import { Webhook } from 'standardwebhooks';
-import { forEachBackend, useTestApp, createGroup, startTestApp, type SuiteApp, type TestApp } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, createGroup, startTestApp, type TestApp } from './helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { freePort, httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { forbiddenAddressReason } from '../src/webhooks/webhook-address.ts';
+import {
+  useReceivers,
+  createEndpoint,
+  headersOf,
+  Receiver,
+  settledDeliveries,
+  sleep,
+  verified,
+  WEBHOOK_CONFIG,
+  type Received,
+} from './helpers/webhook-receiver.ts';
 
 const GROUP_TYPES = ['user_group.created', 'user_group.updated', 'user_group.token_rotated', 'user_group.deleted'];
 const ADMIN = ['read', 'write', 'admin'] as const;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** A webhook receiver on 127.0.0.1: records every request, answers `answer()` (200 unless told otherwise). */
-class Receiver {
-  readonly received: Received[] = [];
-  answer: (request: Received, index: number) => number = () => 200;
-  private server: http.Server | undefined;
-  port = 0;
-
-  async start(port = 0): Promise<this> {
-    this.server = http.createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk) => (body += chunk));
-      req.on('end', () => {
-        const request = { headers: req.headers, body };
-        this.received.push(request);
-        res.statusCode = this.answer(request, this.received.length - 1);
-        res.end('ok');
-      });
-    });
-    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
-    return this;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/hook`;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-
-  /** Waits up to `ms` until `done()` holds. */
-  async until(done: (received: Received[]) => boolean, ms = 10_000): Promise<Received[]> {
-    const deadline = Date.now() + ms;
-    while (!done(this.received)) {
-      if (Date.now() > deadline) throw new Error(`the receiver got ${this.received.length} requests:\n${this.received.map((r) => r.body).join('\n')}`);
-      await sleep(20);
-    }
-    return this.received;
-  }
-}
-
-function headersOf(request: Received): Record<string, string> {
-  return {
-    'webhook-id': String(request.headers['webhook-id']),
-    'webhook-timestamp': String(request.headers['webhook-timestamp']),
-    'webhook-signature': String(request.headers['webhook-signature']),
-  };
-}
-
-/** The event, verified with the standardwebhooks package against `secret`. */
-function verified(secret: string, request: Received): { id: number; type: string; account: string; data: Record<string, unknown> } {
-  return new Webhook(secret).verify(request.body, headersOf(request)) as never;
-}
-
-const WEBHOOK_CONFIG = { webhookAllowPrivate: true, webhookRetryScheduleMs: Array(10).fill(100) };
-
-/** An endpoint's deliveries once none is pending: an outcome is recorded a moment after the receiver got the request. */
-async function settledDeliveries(t: Pick<SuiteApp, 'request'>, token: string, endpointId: number) {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const listing = await t.request('GET', `/api/webhook_endpoints/${endpointId}/deliveries`, { token });
-    assert.equal(listing.status, 200, listing.text);
-    if (!listing.body.deliveries.some((delivery) => delivery.status === 'pending') || Date.now() > deadline) return listing.body.deliveries;
-    await sleep(20);
-  }
-}
-
-async function createEndpoint(t: Pick<SuiteApp, 'request'>, token: string, body: Record<string, unknown>) {
-  const res = await t.request('POST', '/api/webhook_endpoints', { token, body });
-  assert.equal(res.status, 201, res.text);
-  return res.body.webhook_endpoint;
-}
 
 forEachBackend('webhooks', (backend) => {
   const t = useTestApp(backend, { config: WEBHOOK_CONFIG });
-  const receivers: Receiver[] = [];
-  const receiver = async () => {
-    const r = await new Receiver().start();
-    receivers.push(r);
-    return r;
-  };
-  after(() => Promise.all(receivers.map((r) => r.stop())));
+  const receiver = useReceivers();
 
   it('webhooks: four changes to a group arrive as four signed events in order', async () => {
     const { token } = await t.issueToken({ account: 'wh-four', scopes: [...ADMIN] });
@@ -274,13 +197,14 @@ forEachBackend('webhooks', (backend) => {
     let events: { type: string; data: Record<string, unknown> }[] = [];
     for (const deadline = Date.now() + 5000; events.length < 3 && Date.now() < deadline; await sleep(20))
       events = (await t.request('GET', '/api/events', { token, query: { types } })).body.events;
-    const data = { webhook_endpoint_id: endpoint.id, url: r.url, environment: null };
+    const origin = new URL(r.url).origin; // never the path or query (test/webhook-urls.test.ts)
+    const data = { webhook_endpoint_id: endpoint.id, url: origin, environment: null };
     assert.deepEqual(
       events.map((event) => [event.type, event.data]),
       [
-        ['webhook_endpoint.created', { ...data, changes: { url: { old: null, new: r.url } } }],
+        ['webhook_endpoint.created', { ...data, changes: { url: { old: null, new: origin } } }],
         ['webhook_endpoint.secret_rotated', data],
-        ['webhook_endpoint.deleted', { ...data, changes: { url: { old: r.url, new: null } } }],
+        ['webhook_endpoint.deleted', { ...data, changes: { url: { old: origin, new: null } } }],
       ],
     );
     const feed = JSON.stringify(events);
@@ -369,6 +293,48 @@ forEachBackend('webhooks: SSRF', (backend) => {
     assert.deepEqual((await t.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints, []);
   });
 
+  // Forms that embed an IPv4 address, or route to one behind a gateway, and ranges no receiver has.
+  for (const [form, url] of [
+    ['an IPv4-compatible address (::a.b.c.d)', 'http://[::127.0.0.1]/'],
+    ['an IPv4-compatible address in hex (::7f00:1)', 'http://[::7f00:1]/'],
+    ['a SIIT IPv4-translated address (::ffff:0:a.b.c.d)', 'http://[::ffff:0:127.0.0.1]/'],
+    ['a NAT64 local-use address (64:ff9b:1::/48)', 'http://[64:ff9b:1::7f00:1]/'],
+    ['a NAT64 well-known address embedding a private IPv4 (64:ff9b::10.0.0.1)', 'http://[64:ff9b::10.0.0.1]/'],
+    ['a 6to4 address (2002::/16)', 'http://[2002:7f00:1::1]/'],
+    ['a site-local address (fec0::/10)', 'http://[fec0::1]/'],
+    ['a Teredo address (2001::/32)', 'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/'],
+    ['an IPv4 documentation address (192.0.2.0/24)', 'http://192.0.2.10/'],
+    ['an IPv4 documentation address (198.51.100.0/24)', 'http://198.51.100.7/'],
+    ['an IPv4 documentation address (203.0.113.0/24)', 'https://203.0.113.5/hook'],
+    ['an IPv6 documentation address (2001:db8::/32)', 'http://[2001:db8::1]/'],
+    ['an IPv6 documentation address (3fff::/20)', 'http://[3fff::1]/'],
+  ] as const) {
+    it(`webhooks SSRF: ${form} is refused with 400 webhook_url_forbidden, and no endpoint is made`, async () => {
+      const { token } = await t.issueToken({ account: 'wh-ssrf-forms', scopes: [...ADMIN] });
+      const res = await t.request('POST', '/api/webhook_endpoints', { token, body: { url } });
+      assert.equal(res.status, 400, `${url}: ${res.text}`);
+      assert.equal(res.body.error.code, 'webhook_url_forbidden', url);
+      assert.deepEqual(res.body.error.details, [{ field: 'url', issue: 'forbidden_address' }]);
+      assert.deepEqual((await t.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints, []);
+    });
+  }
+
+  it("webhooks SSRF: a refused host name's error never says what it resolves to", async () => {
+    const { token } = await t.issueToken({ account: 'wh-ssrf-dns', scopes: [...ADMIN] });
+    const names = ['localhost'];
+    // The server's own host name, as in the report, when this machine resolves it to an address webhooks may not reach.
+    const own = await dns.lookup(os.hostname(), { all: true }).catch(() => []);
+    if (own.length > 0 && own.some(({ address }) => forbiddenAddressReason(address) !== null)) names.push(os.hostname());
+    for (const name of names) {
+      const addresses = (await dns.lookup(name, { all: true })).map(({ address }) => address);
+      const res = await t.request('POST', '/api/webhook_endpoints', { token, body: { url: `http://${name}:8080/hook` } });
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.error.code, 'webhook_url_forbidden');
+      assert.match(res.body.error.message, /resolves to a private or reserved address/);
+      for (const address of [...addresses, '127.0.0.1', '::1']) assert.ok(!res.text.includes(address), `${name}: the answer names ${address}: ${res.text}`);
+    }
+  });
+
   it('webhooks: a URL that became private is refused at delivery time too', async () => {
     const { token } = await t.issueToken({ account: 'wh-rebind', scopes: [...ADMIN] });
     const r = await new Receiver().start();
@@ -415,7 +381,7 @@ forEachBackend('webhooks: SSRF', (backend) => {
       '64:ff9b::a00:1',
     ])
       assert.ok(forbiddenAddressReason(address), address);
-    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])
+    for (const address of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])
       assert.equal(forbiddenAddressReason(address), null, address);
   });
 });

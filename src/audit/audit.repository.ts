@@ -15,7 +15,7 @@ export interface AuditEntry {
   environment?: Environment | null;
   providedId?: string | null;
   action: AuditAction;
-  /** A webhook endpoint's URL (it is no secret: its secret is never in an entry). */
+  /** A webhook endpoint's URL, its origin only (webhook-audit.ts): its path and query string may hold the receiver's credentials. */
   url?: string;
   /** A user group's token generation after the change (embed tokens carry it). */
   generation?: number;

@@ -265,9 +265,10 @@ export function buildCli(): Command {
       const unknown = (types ?? []).filter((type) => !(EVENT_TYPES as readonly string[]).includes(type));
       if (unknown.length > 0) throw new UsageError(`unknown event types ${unknown.join(', ')}: types are ${EVENT_TYPES.join(', ')}`);
       const keyring = configuredKeyring();
+      const config = loadConfig();
       const created = await withDatabase(async (h) =>
         createEndpoint(
-          { database: h, keyring, allowPrivate: loadConfig().webhookAllowPrivate },
+          { database: h, keyring, allowPrivate: config.webhookAllowPrivate, maxEndpoints: config.webhookMaxEndpoints },
           { accountId: await accountId(h, opts.account), environment: opts.env === 'any' ? null : (opts.env as Environment) },
           { url: opts.url, types: types as EventType[] | null, description: opts.description ?? null },
           NO_TOKEN_ACTOR,

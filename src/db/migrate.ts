@@ -18,13 +18,15 @@ import { tenantColumns } from './migrations/0005-tenant-columns.ts';
 import { changeEvents } from './migrations/0006-change-events.ts';
 import { idempotencyKeys } from './migrations/0007-idempotency-keys.ts';
 import { idempotencyKeysPerToken } from './migrations/0008-idempotency-keys-per-token.ts';
+import { webhookCursors } from './migrations/0009-webhook-cursors.ts';
 import { eventStreams } from './migrations/0010-event-streams.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
 const MIGRATION_LOCK_WAIT_MS = 60_000;
 
-function migrationsFor(dialect: Dialect): Record<string, Migration> {
+/** Every migration, by name, in order (exported for the tests of a migration's data rewrites). */
+export function migrationsFor(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-initial': initial(dialect),
     '0002-plans-without-statistics': plansWithoutStatistics(dialect),
@@ -34,6 +36,7 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0006-change-events': changeEvents(dialect),
     '0007-idempotency-keys': idempotencyKeys(dialect),
     '0008-idempotency-keys-per-token': idempotencyKeysPerToken(dialect),
+    '0009-webhook-cursors': webhookCursors(dialect),
     '0010-event-streams': eventStreams(dialect),
   };
 }

@@ -158,9 +158,14 @@ interface WebhookEndpointsTable {
   created_at: string;
   failing_since: string | null;
   disabled_at: string | null;
+  /** When the endpoint's next delivery is due; null: idle, nothing to deliver (migration 0006). */
   next_attempt_at: string | null;
   lease_owner: string | null;
   lease_until: string | null;
+  /** The account's event seq up to which its deliveries are made (migration 0009). */
+  cursor_seq: Generated<number>;
+  /** JSON [[after, through], ...]: seqs made while it was disabled, never delivered (through null: still disabled). */
+  skipped_seqs: string | null;
 }
 
 interface WebhookDeliveriesTable {

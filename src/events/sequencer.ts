@@ -33,8 +33,9 @@ const BUSY_RETRY_MS = 10;
 const PRUNE_EVERY_MS = 60_000;
 
 /**
- * Runs inside the sequencer's transaction with the events it numbered (webhook deliveries are
- * made here). An event is known by (account_id, seq); its `id` there is the outbox row's.
+ * Runs inside the sequencer's transaction with the events it numbered (the webhook endpoints
+ * they are for are marked due here). An event is known by (account_id, seq); its `id` there is
+ * the outbox row's.
  */
 export type SequencedHook = (trx: Kysely<Database>, events: EventRow[], now: Date) => Promise<void>;
 

@@ -30,9 +30,20 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     message: 'a hierarchy is at most 3 levels deep (UGS_MAX_HIERARCHY_DEPTH); this change would make it 4',
     details: [{ field: 'parent_user_group_id', issue: 'too_deep' }],
   },
+  webhook_endpoint_limit_reached: {
+    summary: 'The account has as many webhook endpoints as allowed',
+    message:
+      "this account has 16 webhook endpoints receiving Customer's events, the most allowed (UGS_WEBHOOK_MAX_ENDPOINTS=16): delete one before adding another",
+  },
+  webhook_endpoint_busy: {
+    summary: "The account's webhook requests are all in flight",
+    message:
+      'this endpoint has a test event in flight, or this account has 4 webhook requests in flight on this instance (UGS_WEBHOOK_ACCOUNT_CONCURRENCY): try again when they end',
+  },
   webhook_url_forbidden: {
     summary: 'The webhook URL is not allowed',
-    message: 'webhook URL host "10.0.0.7" resolves to 10.0.0.7, a private address: webhooks go to public addresses only (UGS_WEBHOOK_ALLOW_PRIVATE)',
+    message:
+      'the webhook URL\'s host "hooks.internal.example" resolves to a private or reserved address: webhooks go to public addresses only (UGS_WEBHOOK_ALLOW_PRIVATE)',
     details: [{ field: 'url', issue: 'forbidden_address' }],
   },
   missing_api_token: { summary: 'No Authorization header', message: 'send the API token as Authorization: Token <API token>' },

@@ -112,7 +112,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       watchedBacklog = true;
       new Gauge({
         name: 'ugs_webhook_oldest_pending_delivery_age_seconds',
-        help: 'Age of the oldest webhook delivery not yet delivered nor given up (enabled endpoints); 0 when none waits.',
+        help: 'Age of the oldest event an enabled webhook endpoint still waits to deliver (made into a delivery or not yet); 0 when none waits.',
         registers,
         async collect() {
           try {

@@ -1,8 +1,9 @@
 // Delivers change events to webhook endpoints (docs/api.md, "Webhooks").
 //
-// Deliveries are rows: the sequencer's hook (makeDeliveries) adds one per event and matching
-// endpoint in the transaction that numbers the events, so an acknowledged change has its
-// deliveries as soon as it is in the feed, and they survive restarts and kill -9.
+// Each endpoint follows the feed with a cursor (webhook-fan-out.ts): the sequencer's hook marks
+// the endpoints that take a new event as due, and the instance that takes an endpoint makes its
+// next deliveries from the feed, a batch at a time. A delivery is a row from then on, so it
+// survives restarts and kill -9, and an acknowledged change is in the feed before anything else.
 //
 // An endpoint gets its deliveries one at a time, in the order of the feed (head of line): the
 // next waits until the one before is delivered or given up. One instance works on an endpoint
@@ -12,12 +13,16 @@
 // is retried, with the same webhook-id, after each wait of the retry schedule; then it is
 // given up (failed) and the next one goes. An endpoint whose deliveries have been failing
 // for 3 days is disabled.
+//
+// Fair between accounts (webhook-traffic.ts): an instance works on a bounded number of
+// endpoints at once, and on a bounded number of one account's; the due endpoints it picks are
+// the longest due, a few per account, leaving out the accounts it has as many of as it may.
+// When endpoints wait for room, one that has sent a batch goes to the back of the line.
 import { AsyncResource } from 'node:async_hooks';
 import { backgroundWork } from '../background-work.ts';
 import crypto from 'node:crypto';
-import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
-import type { Database, EventRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
+import type { WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
@@ -26,18 +31,16 @@ import { eventJson } from '../events/events.json.ts';
 import { sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
 import { auditEndpoint } from './webhook-audit.ts';
+import type { WebhookTraffic } from './webhook-traffic.ts';
 import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { BATCH, lastEventSeq, makeNextDeliveries, skippedFromDisabling, wakeEndpoints } from './webhook-fan-out.ts';
+import { oldestWaitingEvent } from './webhook-fan-out.repository.ts';
 import {
   claimEndpoint,
   dueEndpoints,
-  enabledEndpointsOf,
   endpointById,
   eventsOf,
   headDeliveries,
-  insertDeliveries,
-  markDue,
-  markIdleIfEmpty,
-  oldestPendingDelivery,
   pruneDeliveries,
   markDelivered,
   recordAttempts,
@@ -49,10 +52,6 @@ import {
 
 /** A lease outlives one attempt (15 s at most) with room to spare, and is renewed every third of it. */
 const LEASE_MS = 30_000;
-/** Deliveries sent to one endpoint between two commits of their outcomes. */
-const BATCH = 100;
-/** Endpoints one instance delivers to at once. */
-const MAX_CONCURRENT = 8;
 /**
  * A wake-up waits this long for more: under a stream of single-event commits, each wake-up
  * would otherwise claim the endpoint, send one event and give it back (a dozen statements
@@ -82,40 +81,6 @@ export interface DispatcherOptions {
   timeoutMs?: number;
 }
 
-/**
- * The sequencer hook: one pending delivery per event and enabled endpoint of its account that
- * takes its type and environment; an endpoint with nothing pending becomes due now.
- */
-export async function makeDeliveries(trx: Kysely<Database>, events: EventRow[], now: Date): Promise<void> {
-  if (events.length === 0) return;
-  const endpoints = await enabledEndpointsOf(trx, [...new Set(events.map((event) => Number(event.account_id)))]);
-  if (endpoints.length === 0) return;
-  const at = now.toISOString();
-  const rows: Parameters<typeof insertDeliveries>[1] = [];
-  const due = new Set<number>();
-  for (const endpoint of endpoints) {
-    const types: string[] | null = endpoint.types === null ? null : JSON.parse(endpoint.types);
-    for (const event of events) {
-      if (Number(event.account_id) !== Number(endpoint.account_id)) continue;
-      if (types !== null && !types.includes(event.type)) continue;
-      if (endpoint.environment !== null && event.environment !== endpoint.environment) continue;
-      rows.push({
-        endpoint_id: endpoint.id,
-        account_id: endpoint.account_id,
-        event_seq: event.seq,
-        event_type: event.type,
-        status: 'pending',
-        next_attempt_at: at,
-        created_at: at,
-      });
-      due.add(Number(endpoint.id));
-    }
-  }
-  if (rows.length === 0) return;
-  await insertDeliveries(trx, rows);
-  await markDue(trx, [...due], at);
-}
-
 export class WebhookDispatcher {
   /** This instance, in the lease columns. */
   readonly owner = `${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
@@ -142,12 +107,13 @@ export class WebhookDispatcher {
     private readonly handle: DatabaseHandle,
     private readonly keyring: Keyring,
     private readonly accountSlugs: AccountSlugs,
+    private readonly traffic: WebhookTraffic,
     private readonly options: DispatcherOptions,
   ) {}
 
-  /** Registers the hook that makes deliveries, and wakes on new events. */
+  /** Registers the hook that wakes the endpoints new events are for, and wakes on new events. */
   attach(sequencer: EventSequencer): void {
-    sequencer.addHook(makeDeliveries);
+    sequencer.addHook(wakeEndpoints);
     this.unsubscribe = sequencer.onNewEvents(() => this.kick());
   }
 
@@ -168,6 +134,7 @@ export class WebhookDispatcher {
     clearTimeout(this.retryTimer);
     await this.running;
     await Promise.allSettled(this.active.values());
+    this.traffic.close();
   }
 
   kick(): void {
@@ -177,9 +144,9 @@ export class WebhookDispatcher {
     else if (this.dueAt > Date.now() + COALESCE_MS) this.schedule(COALESCE_MS);
   }
 
-  /** The age in seconds of the oldest delivery still waiting (0 when none waits): a metric. */
+  /** The age in seconds of the oldest event still waiting for an enabled endpoint (0 when none waits): a metric. */
   async oldestPendingAgeSeconds(): Promise<number> {
-    const oldest = await oldestPendingDelivery(this.handle.db);
+    const oldest = await oldestWaitingEvent(this.handle.db);
     return oldest === null ? 0 : Math.max(0, (this.options.now().getTime() - Date.parse(oldest)) / 1000);
   }
 
@@ -208,20 +175,25 @@ export class WebhookDispatcher {
     this.timer.unref();
   }
 
-  /** Takes the due endpoints it has room for and starts delivering to each. */
+  /** Takes the due endpoints it has room for, fairly between accounts, and starts delivering to each. */
   private async pass(): Promise<void> {
-    const room = MAX_CONCURRENT - this.active.size;
-    if (room > 0) {
+    if (this.traffic.free > 0) {
       const now = this.options.now();
-      const candidates = await dueEndpoints(this.handle.db, now.toISOString(), room + this.active.size);
-      for (const { id } of candidates) {
-        const endpointId = Number(id);
-        if (this.stopped || this.active.size >= MAX_CONCURRENT) break;
+      const { perAccount, total } = this.traffic.limits;
+      const candidates = await dueEndpoints(this.handle.db, { now: now.toISOString(), perAccount, skipAccounts: this.traffic.accountsAtLimit(), limit: total });
+      for (const { id: endpointId, account_id: accountId } of candidates) {
+        if (this.stopped || this.traffic.free === 0) break;
         if (this.active.has(endpointId)) continue;
-        if (!(await claimEndpoint(this.handle.db, endpointId, this.owner, now.toISOString(), this.leaseUntil()))) continue;
-        const work = this.deliverTo(endpointId)
+        const release = this.traffic.take(accountId);
+        if (!release) continue; // the account has as many as it may: the others go first
+        if (!(await claimEndpoint(this.handle.db, endpointId, this.owner, now.toISOString(), this.leaseUntil()))) {
+          release();
+          continue;
+        }
+        const work = this.deliverTo(endpointId, accountId)
           .catch((err) => this.options.onError(err, `delivering to webhook endpoint ${endpointId}`))
           .finally(() => {
+            release();
             this.active.delete(endpointId);
             this.kick();
           });
@@ -238,15 +210,25 @@ export class WebhookDispatcher {
     return new Date(this.options.now().getTime() + LEASE_MS).toISOString();
   }
 
-  /** Delivers an endpoint's due deliveries in order while holding its lease; hands it back when none is due. */
-  private async deliverTo(endpointId: number): Promise<void> {
+  /**
+   * Delivers an endpoint's due deliveries in order while holding its lease, making the next
+   * ones from the feed when none is left; hands it back when none is due.
+   */
+  private async deliverTo(endpointId: number, accountId: number): Promise<void> {
     let nextAttemptAt: string | undefined;
+    let renewed = Date.now();
     try {
       for (;;) {
         if (this.stopped) return;
         const pending = await headDeliveries(this.handle.db, endpointId, BATCH);
         if (pending.length === 0) {
-          if (await inTransaction(this.handle, (trx) => markIdleIfEmpty(trx, endpointId))) return;
+          // Walking a long stretch of events it does not take: the lease must outlive it.
+          if (Date.now() - renewed > LEASE_MS / 3) {
+            if (!(await renewLease(this.handle.db, endpointId, this.owner, this.leaseUntil()))) return;
+            renewed = Date.now();
+          }
+          const made = await makeNextDeliveries(this.handle, endpointId, this.options.now());
+          if (made === 'idle' || made === 'gone') return;
           continue;
         }
         const now = this.options.now().toISOString();
@@ -257,11 +239,17 @@ export class WebhookDispatcher {
         // Behind a head that is due, the others are new (a retry waits only at the head).
         const due = pending.filter((delivery) => delivery.next_attempt_at <= now);
         if (!(await renewLease(this.handle.db, endpointId, this.owner, this.leaseUntil()))) return; // deleted, or taken over
+        renewed = Date.now();
         const endpoint = await endpointById(this.handle.db, endpointId);
         if (!endpoint || endpoint.disabled_at !== null) return;
         const retryAt = await this.deliverBatch(endpoint, due);
         if (retryAt !== undefined) {
           nextAttemptAt = retryAt;
+          return;
+        }
+        // Others wait for room (the instance's, or this account's): to the back of the line, still due.
+        if (this.traffic.free === 0 || this.traffic.accountsAtLimit().includes(accountId)) {
+          nextAttemptAt = this.options.now().toISOString();
           return;
         }
       }
@@ -312,7 +300,12 @@ export class WebhookDispatcher {
               secrets: secretsThatSign(this.keyring, endpoint, started),
               now: started,
             },
-            { allowPrivate: this.options.allowPrivate, timeoutMs: this.options.timeoutMs, signal: this.shutdown.signal },
+            {
+              allowPrivate: this.options.allowPrivate,
+              timeoutMs: this.options.timeoutMs,
+              signal: this.shutdown.signal,
+              agent: (protocol) => this.traffic.agentFor(Number(endpoint.id), protocol),
+            },
           )
         : { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (UGS_EVENT_RETENTION)' };
       if (outcome.aborted) break; // not an attempt: nothing recorded, the delivery goes again
@@ -363,7 +356,12 @@ export class WebhookDispatcher {
       }
       const failingSince = endpoint.failing_since ?? last.started.toISOString();
       const disable = now.getTime() - Date.parse(failingSince) >= DISABLE_AFTER_MS;
-      await updateEndpointHealth(trx, endpoint.id, { failing_since: failingSince, ...(disable ? { disabled_at: at, next_attempt_at: null } : {}) });
+      // The events from now until it is enabled again are not for it (docs/api.md, "Webhooks": Disabling).
+      const skipped = disable ? skippedFromDisabling(endpoint.skipped_seqs, await lastEventSeq(trx, Number(endpoint.account_id))) : undefined;
+      await updateEndpointHealth(trx, endpoint.id, {
+        failing_since: failingSince,
+        ...(disable ? { disabled_at: at, next_attempt_at: null, skipped_seqs: skipped } : {}),
+      });
       endpoint.failing_since = failingSince;
       if (disable) {
         endpoint.disabled_at = at;

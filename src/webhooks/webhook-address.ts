@@ -1,68 +1,76 @@
 // Where a webhook may go (docs/api.md, "Webhooks", SSRF): http(s) only, and only to public
 // addresses. A host is resolved (every address it has) when the endpoint is created and again
 // before each delivery, and the delivery connects to the address that was checked, so a DNS
-// answer that changes in between cannot point it at the service's own network.
+// answer that changes in between cannot point it at the service's own network. A refusal
+// names the URL's host, never what it resolved to: a tenant must not map the internal DNS.
 import dns from 'node:dns/promises';
 import net from 'node:net';
 
-/** Loopback, private, link-local (cloud metadata), CGNAT, unspecified, multicast and reserved ranges. */
+/**
+ * Every range a webhook may not reach. IPv4 rules also match the IPv4-mapped form
+ * (::ffff:a.b.c.d): BlockList checks those against them. The IPv6 forms that embed or route
+ * to an IPv4 address behind a gateway (IPv4-compatible, SIIT, NAT64 local use, 6to4, Teredo)
+ * are refused whole: none is a receiver's normal public address.
+ */
 const FORBIDDEN = new net.BlockList();
 for (const [prefix, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
+  ['0.0.0.0', 8], // "this network", unspecified
+  ['10.0.0.0', 8], // private
+  ['100.64.0.0', 10], // CGNAT
+  ['127.0.0.0', 8], // loopback
+  ['169.254.0.0', 16], // link-local, cloud metadata
+  ['172.16.0.0', 12], // private
+  ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.0.2.0', 24], // documentation (TEST-NET-1)
+  ['192.88.99.0', 24], // 6to4 relay anycast (deprecated)
+  ['192.168.0.0', 16], // private
+  ['198.18.0.0', 15], // benchmarking
+  ['198.51.100.0', 24], // documentation (TEST-NET-2)
+  ['203.0.113.0', 24], // documentation (TEST-NET-3)
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, broadcast
 ] as const)
   FORBIDDEN.addSubnet(prefix, bits, 'ipv4');
 for (const [prefix, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
+  ['::', 96], // unspecified, loopback and IPv4-compatible (::a.b.c.d, deprecated)
+  ['::ffff:0:0:0', 96], // SIIT IPv4-translated (::ffff:0:a.b.c.d)
+  ['64:ff9b:1::', 48], // NAT64 local use
+  ['100::', 64], // discard-only
+  ['2001::', 32], // Teredo
+  ['2001:2::', 48], // benchmarking
+  ['2001:10::', 28], // ORCHID (deprecated)
+  ['2001:20::', 28], // ORCHIDv2
+  ['2001:db8::', 32], // documentation
+  ['2002::', 16], // 6to4
+  ['3fff::', 20], // documentation
+  ['fc00::', 7], // unique local
+  ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated)
+  ['ff00::', 8], // multicast
 ] as const)
   FORBIDDEN.addSubnet(prefix, bits, 'ipv6');
 
-/** The 16 bytes of an IPv6 address. */
-function ipv6Bytes(address: string): Buffer {
-  let text = address.split('%')[0];
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted[1].split('.').map(Number);
-    text = `${text.slice(0, -dotted[1].length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
-  const headParts = head ? head.split(':') : [];
-  const tailParts = tail ? tail.split(':') : [];
-  const parts = tail === undefined ? headParts : [...headParts, ...Array(8 - headParts.length - tailParts.length).fill('0'), ...tailParts];
-  const bytes = Buffer.alloc(16);
-  parts.forEach((part, i) => bytes.writeUInt16BE(Number.parseInt(part || '0', 16), i * 2));
-  return bytes;
+/** NAT64's well-known prefix: a public IPv4 address behind it is as public as itself, a private one is not. */
+const NAT64_WELL_KNOWN = new net.BlockList();
+NAT64_WELL_KNOWN.addSubnet('64:ff9b::', 96, 'ipv6');
+
+/** The IPv4 address in the last 32 bits of an IPv6 address (in its normalized form, as the URL parser writes it). */
+function lastIpv4Of(address: string): string {
+  const groups = new URL(`http://[${address.split('%')[0]}]/`).hostname.slice(1, -1).split(':');
+  const value = (Number.parseInt(groups.at(-2) || '0', 16) << 16) | Number.parseInt(groups.at(-1) || '0', 16);
+  return [24, 16, 8, 0].map((shift) => (value >>> shift) & 0xff).join('.');
 }
 
-/** The IPv4 address an IPv6 one carries (IPv4-mapped ::ffff:a.b.c.d, or NAT64 64:ff9b::a.b.c.d), if any. */
-function embeddedIpv4(address: string): string | undefined {
-  const bytes = ipv6Bytes(address);
-  const mapped = bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff;
-  const nat64 = bytes.readUInt32BE(0) === 0x0064ff9b && bytes.subarray(4, 12).every((b) => b === 0);
-  return mapped || nat64 ? [...bytes.subarray(12)].join('.') : undefined;
-}
+const FORBIDDEN_REASON = 'a private or reserved address';
 
 /** Why a webhook may not connect to this address, or null when it may. */
 export function forbiddenAddressReason(address: string): string | null {
   const family = net.isIP(address);
-  if (family === 4) return FORBIDDEN.check(address, 'ipv4') ? 'a loopback, private, link-local or reserved address' : null;
+  if (family === 4) return FORBIDDEN.check(address, 'ipv4') ? FORBIDDEN_REASON : null;
   if (family === 6) {
-    const v4 = embeddedIpv4(address);
-    if (v4 !== undefined) return forbiddenAddressReason(v4);
-    return FORBIDDEN.check(address, 'ipv6') ? 'a loopback, private, link-local or reserved address' : null;
+    if (FORBIDDEN.check(address, 'ipv6')) return FORBIDDEN_REASON;
+    if (NAT64_WELL_KNOWN.check(address, 'ipv6')) return forbiddenAddressReason(lastIpv4Of(address));
+    return null;
   }
   return 'not an IP address';
 }
@@ -107,16 +115,13 @@ export async function checkWebhookTarget(text: string, allowPrivate: boolean): P
     throw new WebhookAddressError(`the webhook URL's host "${host}" does not resolve`, 'unresolvable');
   }
   if (addresses.length === 0) throw new WebhookAddressError(`the webhook URL's host "${host}" does not resolve`, 'unresolvable');
-  if (!allowPrivate) {
-    for (const { address } of addresses) {
-      const reason = forbiddenAddressReason(address);
-      if (reason) {
-        throw new WebhookAddressError(
-          `the webhook URL's host "${host}" resolves to ${address}, ${reason}: webhooks go to public addresses only (UGS_WEBHOOK_ALLOW_PRIVATE)`,
-          'forbidden_address',
-        );
-      }
-    }
+  if (!allowPrivate && addresses.some(({ address }) => forbiddenAddressReason(address) !== null)) {
+    // Which address it was is not said: for a name, that would tell a tenant what the service's own DNS knows.
+    const what = net.isIP(host) ? 'is' : 'resolves to';
+    throw new WebhookAddressError(
+      `the webhook URL's host "${host}" ${what} ${FORBIDDEN_REASON}: webhooks go to public addresses only (UGS_WEBHOOK_ALLOW_PRIVATE)`,
+      'forbidden_address',
+    );
   }
   const first = addresses[0];
   return { url, address: first.address, family: first.family === 6 ? 6 : 4 };

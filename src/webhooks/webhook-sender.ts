@@ -15,12 +15,6 @@ const SECRET_BYTES = 32;
 export const WEBHOOK_TIMEOUT_MS = 15_000;
 /** The most of an answer's body that is read (and then dropped). */
 const MAX_RESPONSE_BYTES = 4096;
-/**
- * Connections kept open between attempts: a new connection per delivery cost about half of
- * each send. A kept connection goes to an address that was checked when it was opened; every
- * attempt still resolves and checks the host first, and refuses to send when it fails.
- */
-const agents = { 'http:': new http.Agent({ keepAlive: true, maxSockets: 8 }), 'https:': new https.Agent({ keepAlive: true, maxSockets: 8 }) };
 
 export function generateWebhookSecret(): string {
   return WEBHOOK_SECRET_PREFIX + crypto.randomBytes(SECRET_BYTES).toString('base64');
@@ -55,7 +49,18 @@ export interface AttemptOutcome {
 /** Sends one attempt; never throws: every failure is an outcome. */
 export async function sendWebhook(
   message: WebhookMessage,
-  options: { allowPrivate: boolean; timeoutMs?: number; signal?: AbortSignal },
+  options: {
+    allowPrivate: boolean;
+    timeoutMs?: number;
+    signal?: AbortSignal;
+    /**
+     * The endpoint's own keep-alive agent (webhook-traffic.ts): a new connection per delivery
+     * cost about half of each send. A kept connection goes to an address that was checked when
+     * it was opened; every attempt still resolves and checks the host first, and refuses to
+     * send when it fails.
+     */
+    agent: (protocol: string) => http.Agent;
+  },
 ): Promise<AttemptOutcome> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -88,7 +93,7 @@ export async function sendWebhook(
     const request = transport.request(target.url, {
       method: 'POST',
       lookup,
-      agent: agents[target.url.protocol as 'http:' | 'https:'],
+      agent: options.agent(target.url.protocol),
       headers: {
         'content-type': 'application/json',
         'content-length': String(payload.length),

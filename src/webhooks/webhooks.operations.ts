@@ -39,14 +39,16 @@ export const createWebhookEndpointOperation = {
     ADMIN,
     'Every change event of the account from now on (of `types`, if given) is POSTed to `url`, signed as the Standard Webhooks specification says, in order and at least once.',
     'An endpoint created by a token restricted to one environment receives only the events of that environment.',
-    'The URL must be http(s) and its host must resolve to public addresses only: loopback, private, link-local (metadata) and CGNAT addresses are `400 webhook_url_forbidden`.',
+    'The URL must be http(s) and its host must resolve to public addresses only: loopback, private, link-local (metadata), CGNAT, documentation and reserved addresses, and the IPv6 forms that carry them, are `400 webhook_url_forbidden`.',
+    'A user name or password in the URL is `400 validation_failed`: put credentials in the path or a query parameter.',
+    "At most `UGS_WEBHOOK_MAX_ENDPOINTS` (16) endpoints receive one environment's events (an endpoint of no environment counts for both): one more is `409 webhook_endpoint_limit_reached`.",
     'The secret is in this answer only: the service keeps it sealed.',
   ].join(' '),
   security,
   body: CreateWebhookEndpointBody,
   response: {
     201: { ...CreatedWebhookEndpointResponse, 'x-response-description': 'The new endpoint, with its secret (shown once).' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'webhook_url_forbidden'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'webhook_url_forbidden', 'webhook_endpoint_limit_reached'),
   },
 };
 
@@ -107,12 +109,12 @@ export const testWebhookEndpointOperation = {
   tags,
   operationId: 'testWebhookEndpoint',
   summary: 'Send a test event to a webhook endpoint',
-  description: `${ADMIN} Sends one signed \`webhook_endpoint.test\` event now (event id 0, not in the feed, never retried) and answers how it went.`,
+  description: `${ADMIN} Sends one signed \`webhook_endpoint.test\` event now (event id 0, not in the feed, never retried) and answers how it went. It counts against the account's webhook requests in flight, like deliveries, one test at a time per endpoint: beyond, \`429 webhook_endpoint_busy\` with \`Retry-After\`.`,
   security,
   params: WebhookEndpointIdParams,
   response: {
     200: { ...WebhookTestResponse, 'x-response-description': "The attempt's outcome (delivered: the endpoint answered 2xx)." },
-    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found'),
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found', 'webhook_endpoint_busy'),
   },
 };
 

@@ -12,7 +12,35 @@ export interface VisibleEndpoints {
   environment: Environment | null;
 }
 
-export type NewEndpoint = Pick<WebhookEndpointRow, 'account_id' | 'url' | 'types' | 'description' | 'environment' | 'secret_sealed' | 'created_at'>;
+const ENDPOINTS_LOCK_CLASS = 726_415_009; // arbitrary, fixed: "ugs webhook endpoints of an account"
+
+/**
+ * Serializes the creations of an account's endpoints, so that two at once cannot both pass the
+ * cap: PostgreSQL takes a transaction advisory lock per account; SQLite's write lock already is one.
+ */
+export async function lockAccountEndpoints(trx: Kysely<Database>, accountId: number): Promise<void> {
+  if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${sql.lit(ENDPOINTS_LOCK_CLASS)}, hashtext(${String(accountId)}))`.execute(trx);
+}
+
+/** How many of an account's endpoints receive each of these environments' events: its own, and those of no environment (every event). */
+export async function endpointsReceiving(trx: Kysely<Database>, accountId: number, environments: readonly Environment[]): Promise<Map<Environment, number>> {
+  const rows = await trx
+    .selectFrom('webhook_endpoints')
+    .select(['environment', (eb) => eb.fn.countAll<number | string>().as('endpoints')])
+    .where('account_id', '=', accountId)
+    .where((eb) =>
+      eb.or([environments.length === 1 ? eb('environment', '=', environments[0]) : eb('environment', 'in', environments), eb('environment', 'is', null)]),
+    )
+    .groupBy('environment')
+    .execute();
+  const unrestricted = Number(rows.find((row) => row.environment === null)?.endpoints ?? 0);
+  return new Map(environments.map((environment) => [environment, unrestricted + Number(rows.find((row) => row.environment === environment)?.endpoints ?? 0)]));
+}
+
+export type NewEndpoint = Pick<
+  WebhookEndpointRow,
+  'account_id' | 'url' | 'types' | 'description' | 'environment' | 'secret_sealed' | 'created_at' | 'cursor_seq'
+>;
 
 export async function insertEndpoint(trx: Kysely<Database>, row: NewEndpoint): Promise<WebhookEndpointRow> {
   return trx.insertInto('webhook_endpoints').values(row).returningAll().executeTakeFirstOrThrow();
@@ -100,13 +128,20 @@ export async function replaceSecret(
 }
 
 /**
- * Enables a disabled endpoint: its failing clock starts again, and the deliveries still pending
- * are due now. An enabled endpoint is not changed (undefined).
+ * Enables a disabled endpoint: its failing clock starts again, its deliveries are due now, and
+ * the events made while it was disabled are skipped (`skippedSeqs`). An enabled endpoint is not
+ * changed (undefined).
  */
-export function enableEndpoint(trx: Kysely<Database>, visible: VisibleEndpoints, id: number, now: string): Promise<WebhookEndpointRow | undefined> {
+export function enableEndpoint(
+  trx: Kysely<Database>,
+  visible: VisibleEndpoints,
+  id: number,
+  now: string,
+  skippedSeqs: string | null,
+): Promise<WebhookEndpointRow | undefined> {
   return trx
     .updateTable('webhook_endpoints')
-    .set({ disabled_at: null, failing_since: null, next_attempt_at: now })
+    .set({ disabled_at: null, failing_since: null, next_attempt_at: now, skipped_seqs: skippedSeqs })
     .where('account_id', '=', visible.accountId)
     .where('id', '=', id)
     .$if(visible.environment !== null, (q) => q.where('environment', '=', visible.environment!))
@@ -140,47 +175,24 @@ export function attemptsOf(db: Kysely<Database>, visible: VisibleEndpoints, endp
     .execute();
 }
 
-// ---- making deliveries (inside the sequencer's transaction) ----
-
-/** Every enabled endpoint of these accounts. */
-export function enabledEndpointsOf(trx: Kysely<Database>, accountIds: number[]) {
-  return trx
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'account_id', 'types', 'environment'])
-    .where('account_id', 'in', accountIds)
-    .where('disabled_at', 'is', null)
-    .execute();
-}
-
-/** Rows per insert statement (7 parameters each). */
-const DELIVERIES_CHUNK = 100;
-
-export async function insertDeliveries(trx: Kysely<Database>, rows: Omit<WebhookDeliveryRow, 'id' | 'attempts' | 'finished_at'>[]): Promise<void> {
-  for (let start = 0; start < rows.length; start += DELIVERIES_CHUNK)
-    await trx
-      .insertInto('webhook_deliveries')
-      .values(rows.slice(start, start + DELIVERIES_CHUNK))
-      .execute();
-}
-
-/** Endpoints with nothing pending become due now. */
-export async function markDue(trx: Kysely<Database>, endpointIds: number[], now: string): Promise<void> {
-  await trx.updateTable('webhook_endpoints').set({ next_attempt_at: now }).where('id', 'in', endpointIds).where('next_attempt_at', 'is', null).execute();
-}
-
 // ---- the dispatcher ----
 
-/** Endpoints whose next delivery is due and that no live instance holds. */
-export function dueEndpoints(db: Kysely<Database>, now: string, limit: number): Promise<{ id: number }[]> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('next_attempt_at', '<=', now)
-    .where('disabled_at', 'is', null)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-    .orderBy('next_attempt_at')
-    .limit(limit)
-    .execute();
+/**
+ * Endpoints whose next delivery is due and that no live instance holds, longest due first, at
+ * most `perAccount` of one account and none of `skipAccounts` (those this instance has as many
+ * of as it may): one account's many due endpoints never fill the list another's are in.
+ */
+export async function dueEndpoints(
+  db: Kysely<Database>,
+  due: { now: string; perAccount: number; skipAccounts: readonly number[]; limit: number },
+): Promise<{ id: number; account_id: number }[]> {
+  const skip = due.skipAccounts.length === 0 ? sql`` : sql`and account_id not in (${sql.join(due.skipAccounts)})`;
+  const { rows } = await sql<{ id: number | string; account_id: number | string }>`select id, account_id from (
+      select id, account_id, next_attempt_at, row_number() over (partition by account_id order by next_attempt_at, id) as place
+      from webhook_endpoints
+      where next_attempt_at <= ${due.now} and disabled_at is null and (lease_until is null or lease_until < ${due.now}) ${skip}
+    ) due where place <= ${due.perAccount} order by next_attempt_at, id limit ${due.limit}`.execute(db);
+  return rows.map((row) => ({ id: Number(row.id), account_id: Number(row.account_id) }));
 }
 
 /** Compare-and-swap: takes the endpoint if no live lease holds it; true if this instance now does. */
@@ -225,23 +237,6 @@ export function headDeliveries(db: Kysely<Database>, endpointId: number, limit: 
     .execute();
 }
 
-/**
- * Marks an endpoint idle (nothing due) unless a delivery is pending. The endpoint row is
- * locked first on PostgreSQL, so a sequencer that adds a delivery meanwhile either is seen
- * here or finds next_attempt_at null afterwards and sets it: no delivery is left unwoken.
- */
-export async function markIdleIfEmpty(trx: Kysely<Database>, endpointId: number): Promise<boolean> {
-  await trx
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('id', '=', endpointId)
-    .$if(dialectOf(trx) === 'postgres', (q) => q.forUpdate())
-    .execute();
-  if ((await headDeliveries(trx, endpointId, 1)).length > 0) return false;
-  await trx.updateTable('webhook_endpoints').set({ next_attempt_at: null }).where('id', '=', endpointId).execute();
-  return true;
-}
-
 /** An account's events by seq (those retention has not removed). */
 export async function eventsOf(db: Kysely<Database>, accountId: number, seqs: readonly number[]): Promise<Map<number, EventRow>> {
   if (seqs.length === 0) return new Map();
@@ -275,21 +270,9 @@ export async function updateDelivery(
 export async function updateEndpointHealth(
   trx: Kysely<Database>,
   id: number,
-  changes: Partial<Pick<WebhookEndpointRow, 'failing_since' | 'disabled_at' | 'next_attempt_at'>>,
+  changes: Partial<Pick<WebhookEndpointRow, 'failing_since' | 'disabled_at' | 'next_attempt_at' | 'skipped_seqs'>>,
 ): Promise<void> {
   await trx.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
-}
-
-/** When the oldest delivery still waiting (of an enabled endpoint) was made; null if none waits. */
-export async function oldestPendingDelivery(db: Kysely<Database>): Promise<string | null> {
-  const row = await db
-    .selectFrom('webhook_deliveries')
-    .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
-    .select(sql<string | null>`min(webhook_deliveries.created_at)`.as('oldest'))
-    .where('webhook_deliveries.status', '=', 'pending')
-    .where('webhook_endpoints.disabled_at', 'is', null)
-    .executeTakeFirst();
-  return row?.oldest ?? null;
 }
 
 /** Removes up to `limit` finished deliveries made before `cutoff`, with their attempts; how many went. */

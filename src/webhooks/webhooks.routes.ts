@@ -24,8 +24,10 @@ import {
   type WebhookDeps,
 } from './webhooks.service.ts';
 import { webhookAttemptJson, webhookDeliveryJson, webhookEndpointJson } from './webhooks.json.ts';
+import type { WebhookTraffic } from './webhook-traffic.ts';
 
 interface WebhookRouteDeps extends WebhookDeps {
+  traffic: WebhookTraffic;
   accountSlugs: AccountSlugs;
   now: () => Date;
 }

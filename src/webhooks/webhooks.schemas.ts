@@ -46,7 +46,7 @@ export const CreateWebhookEndpointBody = Type.Object(
       minLength: 1,
       maxLength: 2048,
       description:
-        'An http(s) URL whose host resolves to public addresses only (loopback, private, link-local and metadata addresses are `400 webhook_url_forbidden`).',
+        'An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).',
       examples: ['https://example.com/ugs-webhooks'],
     }),
     types: Type.Optional(Type.Array(EventTypeName, { minItems: 1, uniqueItems: true, description: 'Only these event types. Absent: every type.' })),

@@ -6,7 +6,8 @@
 // place that receives the account's changes matters). Shared by the routes and the CLI.
 import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
-import type { WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
+import type { Kysely } from 'kysely';
+import type { Database, Environment, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
 import type { Keyring } from '../crypto/keyring.ts';
@@ -20,14 +21,18 @@ import {
   attemptsOf,
   deleteEndpoint,
   enableEndpoint,
+  endpointsReceiving,
   findEndpoint,
   insertEndpoint,
   listEndpoints,
+  lockAccountEndpoints,
   recentDeliveries,
   replaceSecret,
   type VisibleEndpoints,
 } from './webhooks.repository.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
+import { lastEventSeq, skippedAfterEnabling } from './webhook-fan-out.ts';
+import type { WebhookTraffic } from './webhook-traffic.ts';
 
 /** How long the secret before a rotation also signs. */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
@@ -36,6 +41,8 @@ export interface WebhookDeps {
   database: DatabaseHandle;
   keyring: Keyring;
   allowPrivate: boolean;
+  /** UGS_WEBHOOK_MAX_ENDPOINTS: the most endpoints that receive one environment's events of an account. */
+  maxEndpoints: number;
 }
 
 export interface CreateEndpointInput {
@@ -65,6 +72,7 @@ function notFound(id: number): AppError {
  * sends nothing to a forbidden address (docs/api.md, "Webhooks").
  */
 export async function checkEndpointUrl(url: string, allowPrivate: boolean): Promise<void> {
+  refuseUserinfo(url);
   try {
     await checkWebhookTarget(url, allowPrivate);
   } catch (err) {
@@ -72,6 +80,45 @@ export async function checkEndpointUrl(url: string, allowPrivate: boolean): Prom
     if (err.issue === 'unresolvable') return;
     if (err.issue === 'forbidden_address') throw new AppError('webhook_url_forbidden', err.message, { details: [{ field: 'url', issue: err.issue }] });
     throw new AppError('validation_failed', err.message, { details: [{ field: 'url', issue: err.issue }] });
+  }
+}
+
+/**
+ * A user name or password in the URL (`https://user:password@host/`) is refused: it would go out
+ * as Basic authentication to whoever the host resolves to, and such URLs are pasted into logs
+ * and tickets. The receiver's credentials belong in the path or a query parameter, which only
+ * admins see (history and events carry the URL's origin only: webhook-audit.ts).
+ */
+function refuseUserinfo(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return; // checkWebhookTarget says why
+  }
+  if (parsed.username === '' && parsed.password === '') return;
+  throw new AppError(
+    'validation_failed',
+    "a webhook URL may not hold a user name or password (user:password@host): put the credentials your receiver checks in the URL's path or in a query parameter, e.g. https://hooks.example.com/ugs/<secret> or ?token=<secret>",
+    { details: [{ field: 'url', issue: 'userinfo' }] },
+  );
+}
+
+/**
+ * At most `max` endpoints receive one environment's events of an account: what one event fans
+ * out to, and so what one tenant's changes cost every other (docs/security.md, "Webhooks"). An
+ * endpoint of no environment receives both, so it counts for both. Checked under the account's
+ * lock, so that two creations at once cannot both take the last place.
+ */
+async function refuseBeyondCap(trx: Kysely<Database>, visible: VisibleEndpoints, max: number): Promise<void> {
+  await lockAccountEndpoints(trx, visible.accountId);
+  const environments: Environment[] = visible.environment === null ? ['Customer', 'Testing'] : [visible.environment];
+  for (const [environment, count] of await endpointsReceiving(trx, visible.accountId, environments)) {
+    if (count >= max)
+      throw new AppError(
+        'webhook_endpoint_limit_reached',
+        `this account has ${count} webhook endpoints receiving ${environment}'s events, the most allowed (UGS_WEBHOOK_MAX_ENDPOINTS=${max}): delete one before adding another`,
+      );
   }
 }
 
@@ -86,6 +133,7 @@ export async function createEndpoint(
   await checkEndpointUrl(input.url, deps.allowPrivate);
   const secret = generateWebhookSecret();
   const endpoint = await inTransaction(deps.database, async (trx) => {
+    await refuseBeyondCap(trx, visible, deps.maxEndpoints);
     const created = await insertEndpoint(trx, {
       account_id: visible.accountId,
       url: input.url,
@@ -94,6 +142,7 @@ export async function createEndpoint(
       environment: visible.environment,
       secret_sealed: deps.keyring.seal(secret, 'webhook-secret'),
       created_at: now.toISOString(),
+      cursor_seq: await lastEventSeq(trx, visible.accountId),
     });
     await auditEndpoint(trx, created, 'webhook_endpoint.create', actor, now);
     return created;
@@ -154,15 +203,17 @@ export async function rotateSecretAs(
 
 /**
  * Enables an endpoint that was disabled after 3 days of failures: the deliveries still pending
- * are sent again at once, and the 3 days count from its next failure. The events made while it
- * was disabled were not queued for it (the feed has them). An enabled endpoint is answered as
- * it is.
+ * are sent again at once, then the events made before it was disabled, and the 3 days count
+ * from its next failure. The events made while it was disabled are not for it (the feed has
+ * them). An enabled endpoint is answered as it is.
  */
 export async function enableEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number, actor: Actor, now: Date): Promise<WebhookEndpointRow> {
   return inTransaction(database, async (trx) => {
     const current = await findEndpoint(trx, visible, id);
     if (!current) throw notFound(id);
-    const enabled = await enableEndpoint(trx, visible, id, now.toISOString());
+    if (current.disabled_at === null) return current;
+    const skipped = skippedAfterEnabling(current.skipped_seqs, await lastEventSeq(trx, visible.accountId));
+    const enabled = await enableEndpoint(trx, visible, id, now.toISOString(), skipped);
     if (!enabled) return current;
     await auditEndpoint(trx, enabled, 'webhook_endpoint.enable', actor, now);
     return enabled;
@@ -200,12 +251,18 @@ export async function deliveriesAs(
   };
 }
 
+/** How soon to try a test event again when its account's webhook requests are all in flight. */
+const BUSY_RETRY_AFTER_S = 5;
+
 /**
  * Sends one `webhook_endpoint.test` event now, once, and answers how it went. It is not in the
- * feed and not retried; a disabled endpoint may be tested (to see that it works again).
+ * feed and not retried; a disabled endpoint may be tested (to see that it works again). It
+ * takes a slot of the account's like a delivery, one test at a time per endpoint
+ * (webhook-traffic.ts): an admin cannot open more requests to hanging receivers than the
+ * dispatcher would.
  */
 export async function sendTestEventAs(
-  deps: WebhookDeps,
+  deps: WebhookDeps & { traffic: WebhookTraffic },
   principal: Principal,
   id: number,
   accountSlug: string,
@@ -221,15 +278,27 @@ export async function sendTestEventAs(
     account: accountSlug,
     data: { webhook_endpoint_id: Number(endpoint.id) },
   };
-  const outcome = await sendWebhook(
-    {
-      url: endpoint.url,
-      id: webhookIdOf(visible.accountId, `test_${crypto.randomBytes(6).toString('hex')}`),
-      body: JSON.stringify(event),
-      secrets: secretsThatSign(deps.keyring, endpoint, now),
-      now,
-    },
-    { allowPrivate: deps.allowPrivate },
-  );
-  return { outcome, attemptedAt: now };
+  const release = deps.traffic.takeForTest(visible.accountId, Number(endpoint.id));
+  if (!release) {
+    throw new AppError(
+      'webhook_endpoint_busy',
+      `this endpoint has a test event in flight, or this account has ${deps.traffic.limits.perAccount} webhook requests in flight on this instance (UGS_WEBHOOK_ACCOUNT_CONCURRENCY): try again when they end`,
+      { headers: { 'retry-after': String(BUSY_RETRY_AFTER_S) } },
+    );
+  }
+  try {
+    const outcome = await sendWebhook(
+      {
+        url: endpoint.url,
+        id: webhookIdOf(visible.accountId, `test_${crypto.randomBytes(6).toString('hex')}`),
+        body: JSON.stringify(event),
+        secrets: secretsThatSign(deps.keyring, endpoint, now),
+        now,
+      },
+      { allowPrivate: deps.allowPrivate, agent: (protocol) => deps.traffic.agentFor(Number(endpoint.id), protocol) },
+    );
+    return { outcome, attemptedAt: now };
+  } finally {
+    release();
+  }
 }

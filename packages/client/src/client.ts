@@ -271,7 +271,9 @@ export class UserGroupServiceClient {
 
   /**
    * Creates a webhook endpoint and answers its secret (`whsec_…`), once. A URL that resolves to a
-   * private address is `webhook_url_forbidden` (400). Needs the admin scope. Retried only on 429/503.
+   * private or reserved address is `webhook_url_forbidden` (400); one with a user name or password
+   * is `validation_failed` (400); one endpoint beyond the account's limit per environment is
+   * `webhook_endpoint_limit_reached` (409). Needs the admin scope. Retried only on 429/503.
    */
   createWebhookEndpoint(params: CreateWebhookEndpointParams, options?: CallOptions): Promise<CreatedWebhookEndpointResponse> {
     return this.#call({ method: 'POST', path: '/api/webhook_endpoints', body: params, auth: 'api', retry: 'overload' }, options);
@@ -303,7 +305,10 @@ export class UserGroupServiceClient {
     );
   }
 
-  /** Sends a `webhook_endpoint.test` event to the endpoint now and answers how it went. Retried only on 429/503. */
+  /**
+   * Sends a `webhook_endpoint.test` event to the endpoint now and answers how it went; while the
+   * account's webhook requests are all in flight, `webhook_endpoint_busy` (429). Retried only on 429/503.
+   */
   testWebhookEndpoint(id: number, options?: CallOptions): Promise<WebhookTestResponse> {
     return this.#call({ method: 'POST', path: `/api/webhook_endpoints/${encodeURIComponent(String(id))}/test`, auth: 'api', retry: 'overload' }, options);
   }

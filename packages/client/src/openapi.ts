@@ -353,7 +353,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint; its secret is shown once
-         * @description Needs an API token with the `admin` scope, and touches only its own account's endpoints; a token restricted to one environment only the endpoints of that environment (others are `404 webhook_endpoint_not_found`). Every change event of the account from now on (of `types`, if given) is POSTed to `url`, signed as the Standard Webhooks specification says, in order and at least once. An endpoint created by a token restricted to one environment receives only the events of that environment. The URL must be http(s) and its host must resolve to public addresses only: loopback, private, link-local (metadata) and CGNAT addresses are `400 webhook_url_forbidden`. The secret is in this answer only: the service keeps it sealed.
+         * @description Needs an API token with the `admin` scope, and touches only its own account's endpoints; a token restricted to one environment only the endpoints of that environment (others are `404 webhook_endpoint_not_found`). Every change event of the account from now on (of `types`, if given) is POSTed to `url`, signed as the Standard Webhooks specification says, in order and at least once. An endpoint created by a token restricted to one environment receives only the events of that environment. The URL must be http(s) and its host must resolve to public addresses only: loopback, private, link-local (metadata), CGNAT, documentation and reserved addresses, and the IPv6 forms that carry them, are `400 webhook_url_forbidden`. A user name or password in the URL is `400 validation_failed`: put credentials in the path or a query parameter. At most `UGS_WEBHOOK_MAX_ENDPOINTS` (16) endpoints receive one environment's events (an endpoint of no environment counts for both): one more is `409 webhook_endpoint_limit_reached`. The secret is in this answer only: the service keeps it sealed.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -453,7 +453,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event to a webhook endpoint
-         * @description Needs an API token with the `admin` scope, and touches only its own account's endpoints; a token restricted to one environment only the endpoints of that environment (others are `404 webhook_endpoint_not_found`). Sends one signed `webhook_endpoint.test` event now (event id 0, not in the feed, never retried) and answers how it went.
+         * @description Needs an API token with the `admin` scope, and touches only its own account's endpoints; a token restricted to one environment only the endpoints of that environment (others are `404 webhook_endpoint_not_found`). Sends one signed `webhook_endpoint.test` event now (event id 0, not in the feed, never retried) and answers how it went. It counts against the account's webhook requests in flight, like deliveries, one test at a time per endpoint: beyond, `429 webhook_endpoint_busy` with `Retry-After`.
          */
         post: operations["testWebhookEndpoint"];
         delete?: never;
@@ -676,7 +676,7 @@ export interface components {
             /** @description Only these event types. Absent: every type. */
             types?: components["schemas"]["EventType"][];
             /**
-             * @description An http(s) URL whose host resolves to public addresses only (loopback, private, link-local and metadata addresses are `400 webhook_url_forbidden`).
+             * @description An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).
              * @example https://example.com/ugs-webhooks
              */
             url: string;
@@ -820,7 +820,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "internal_error" | "unavailable" | "storage_unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -4191,6 +4191,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error: webhook_endpoint_limit_reached */
+            409: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error: payload_too_large */
             413: {
                 headers: {
@@ -4773,7 +4785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, webhook_endpoint_busy */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -5079,7 +5091,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 2048,
-      "description": "An http(s) URL whose host resolves to public addresses only (loopback, private, link-local and metadata addresses are `400 webhook_url_forbidden`)."
+      "description": "An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see)."
     },
     "types": {
       "type": "array",
