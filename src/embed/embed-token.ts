@@ -93,10 +93,10 @@ export class EmbedTokens {
       ugs_team_id: subject.teamId,
       ugs_generation: subject.generation,
       ...(subject.origin === undefined ? {} : { ugs_origin: subject.origin }),
-      // Absent without a viewer: such a token is byte for byte what it was before viewers.
-      ...(subject.viewer === undefined ? {} : { ugs_viewer: subject.viewer }),
       ugs_variables: subject.variables,
     };
+    // Absent without a viewer: such a token is byte for byte what it was before viewers.
+    if (subject.viewer !== undefined) claims.ugs_viewer = subject.viewer;
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: algorithm, typ: EMBED_TOKEN_TYPE, kid })
       .setIssuer(this.options.issuer)
