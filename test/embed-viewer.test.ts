@@ -6,6 +6,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 import { createGroup, forEachBackend, useTestApp } from './helpers/harness.ts';
+import { resignWithServiceKey } from './helpers/embed-keys.ts';
 
 const CONTEXT = '/api/embed/context';
 const INTROSPECT = '/api/embed/introspect';
@@ -177,6 +178,19 @@ forEachBackend('embed tokens with a viewer', (backend) => {
     assert.equal((await introspect(beforeDeletion)).body.active, false);
     await createGroup(t, { user_group_id: 'vw-delete' });
     assert.equal((await context(beforeDeletion)).status, 401, 'the same id created again does not revive it');
+  });
+
+  it("verification: a token signed by the service's own key whose ugs_viewer is not an object with a string id is 401 and inactive", async () => {
+    await createGroup(t, { user_group_id: 'vw-shape' });
+    const genuine = await embedToken({ user_group_id: 'vw-shape', viewer: { id: 'ok' } });
+    assert.equal((await context(genuine)).status, 200, 'the control');
+    for (const ugs_viewer of ['ada', null, [], { name: 'no id' }, { id: 7 }, { id: 'a', attributes: ['x'] }, { id: 'a', attributes: null }]) {
+      const token = await resignWithServiceKey(t.handle.db, t.keyring, genuine, { ugs_viewer });
+      const res = await context(token);
+      assert.equal(res.status, 401, `${JSON.stringify(ugs_viewer)}: ${res.text}`);
+      assert.equal(res.body.error.code, 'invalid_token');
+      assert.equal((await introspect(token)).body.active, false, JSON.stringify(ugs_viewer));
+    }
   });
 
   it('size: a viewer whose attributes push the token over 8,192 bytes gets 422 embed_token_too_large, and the group alone still fits', async () => {
