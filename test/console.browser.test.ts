@@ -26,6 +26,7 @@ interface ApiCall {
   method: string;
   url: string;
   authorization: string | undefined;
+  body?: string | null;
 }
 
 describe('the console (/console) in headless Chromium', { skip, timeout: 300_000 }, () => {
@@ -73,7 +74,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     });
     page.on('request', (request) => {
       if (request.url().startsWith(`${server.baseUrl}/api/`))
-        apiCalls.push({ method: request.method(), url: request.url(), authorization: request.headers().authorization });
+        apiCalls.push({ method: request.method(), url: request.url(), authorization: request.headers().authorization, body: request.postData() });
       if (request.url().startsWith(`${server.baseUrl}/.well-known/`))
         wellKnownCalls.push({ method: request.method(), url: request.url(), authorization: request.headers().authorization });
     });
@@ -275,6 +276,27 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
       await variables.evaluateAll((rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td')!.textContent])),
     );
     assert.deepEqual(shown, { user_group_id: 'acme-corp:jane', user_group_name: 'jane at ACME', region: 'emea', plan: 'enterprise', seat: 'jane' });
+
+    // As one viewer of the group: the viewer's attributes over the group's properties.
+    await page.getByText('As one viewer of the group (optional)').click();
+    await page.getByLabel('Viewer id').fill('ada');
+    await page.getByLabel('Viewer attributes').fill('{"region": "amer", "team": "west"}');
+    await page.getByRole('button', { name: 'Show again' }).click();
+    await page.getByText('As viewer ada').waitFor();
+    const asViewer = Object.fromEntries(
+      await variables.evaluateAll((rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td')!.textContent])),
+    );
+    assert.deepEqual(asViewer, {
+      user_group_id: 'acme-corp:jane',
+      user_group_name: 'jane at ACME',
+      viewer_id: 'ada',
+      region: 'amer',
+      plan: 'enterprise',
+      seat: 'jane',
+      team: 'west',
+    });
+    const minted = apiCalls.filter((call) => new URL(call.url).pathname === '/api/embed_token').at(-1);
+    assert.deepEqual(JSON.parse(minted?.body ?? '{}').viewer, { id: 'ada', attributes: { region: 'amer', team: 'west' } });
     await page.locator('ol.timeline li').first().waitFor();
     assert.match((await page.locator('ol.timeline li').first().textContent()) ?? '', /create by API token \d+/);
     await assertAccessible('group');

@@ -3,7 +3,9 @@
 // calls /api/embed/context across origins with a short-lived embed token. After the group's
 // token is rotated, the same page must report its embed token as no longer valid. With
 // PostgreSQL, the page also fetches rows from examples/postgres-rls's data API with the same
-// embed token, and two groups see different rows.
+// embed token, and two groups see different rows. Two viewers of one group (embed tokens
+// that name a viewer) see themselves, their own region in the variables, and their region's
+// rows only.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -125,9 +127,9 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
     assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
     assert.deepEqual(await rowsShown('orders'), [
-      ['Anvils', '1,200'],
-      ['Rocket skates', '860'],
-      ['Giant magnet', '410'],
+      ['Anvils', 'emea', '1,200'],
+      ['Rocket skates', 'amer', '860'],
+      ['Giant magnet', 'emea', '410'],
     ]);
     assert.deepEqual(
       (await rowsShown('notices')).map(([region]) => region),
@@ -139,8 +141,8 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
     assert.equal(await page.textContent('#group-name'), 'Globex');
     assert.deepEqual(await rowsShown('orders'), [
-      ['Hammocks', '95'],
-      ['Doomsday device', '1,000,000'],
+      ['Hammocks', 'amer', '95'],
+      ['Doomsday device', 'emea', '1,000,000'],
     ]);
     assert.deepEqual(
       (await rowsShown('notices')).map(([region]) => region),
@@ -154,6 +156,65 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
       headers: { authorization: `Bearer ${globexSession.embed_token}`, origin: 'https://elsewhere.example' },
     });
     assert.equal(elsewhere.status, 403);
+  });
+
+  it('demo: two viewers of one group each see themselves and their own region in the variables; the whole group shows no viewer', async () => {
+    await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=ada`);
+    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
+    assert.equal(await page.isVisible('#viewer'), true);
+    assert.equal(await page.textContent('#status'), 'Viewing as Ada Lovelace, of ACME Corporation');
+    assert.equal(await page.textContent('#viewer-name'), 'Ada Lovelace');
+    assert.equal(await page.textContent('#viewer-id'), 'ada');
+    assert.equal(await page.textContent('#viewer-time-zone'), 'Europe/London');
+    assert.deepEqual(await variablesShown(), {
+      user_group_id: 'acme-corp',
+      user_group_name: 'ACME Corporation',
+      viewer_id: 'ada',
+      region: 'emea',
+      plan: 'enterprise',
+      seats: '42',
+    });
+
+    await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=bruno`);
+    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.textContent('#viewer-name'), 'Bruno Díaz');
+    assert.equal(await page.textContent('#viewer-permissions'), 'view_orders, export_csv');
+    const bruno = await variablesShown();
+    assert.equal(bruno.viewer_id, 'bruno');
+    assert.equal(bruno.region, 'amer', "the viewer's region replaces the group's");
+    assert.equal(await page.getAttribute('#viewers a[aria-current="page"]', 'href'), '/?customer=acme-corp&viewer=bruno');
+
+    await page.goto(`${pageServer.url}/?customer=acme-corp`);
+    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.isHidden('#viewer'), true);
+    assert.equal(await page.isVisible('#no-viewer'), true);
+    assert.equal((await variablesShown()).viewer_id, undefined);
+  });
+
+  it('demo: two viewers of one group see different rows from the data API: each only their region of the group', { skip: noDataApi }, async () => {
+    await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=ada`);
+    await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.textContent('#viewer-name'), 'Ada Lovelace');
+    assert.deepEqual(await rowsShown('orders'), [
+      ['Anvils', 'emea', '1,200'],
+      ['Giant magnet', 'emea', '410'],
+    ]);
+    assert.deepEqual(
+      (await rowsShown('notices')).map(([region]) => region),
+      ['emea'],
+    );
+    await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-viewer-ada.png'), fullPage: true });
+
+    await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=bruno`);
+    await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.textContent('#viewer-name'), 'Bruno Díaz');
+    assert.deepEqual(await rowsShown('orders'), [['Rocket skates', 'amer', '860']]);
+    assert.deepEqual(
+      (await rowsShown('notices')).map(([region]) => region),
+      ['amer'],
+    );
+    await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-viewer-bruno.png'), fullPage: true });
   });
 
   it("demo: after the group's token is rotated, the page reports its embed token as no longer valid", async () => {

@@ -6,8 +6,9 @@
 // examples/postgres-rls's data API, which answers the viewer's rows; PyJWT from Debian's
 // python3-jwt; golang-jwt with go-jose from Debian's Go packages. Each checks iss, aud, exp
 // and nbf. Each must accept the genuine tokens of the algorithms it implements (a token of the
-// key before the rotation included) and refuse every forgery below; the whole matrix is
-// compared at once, so a failure shows every cell that moved.
+// key before the rotation included, and a token that names a viewer, whose ugs_viewer each
+// must read back: the viewer's id and region) and refuse every forgery below; the whole matrix
+// is compared at once, so a failure shows every cell that moved.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -56,8 +57,26 @@ const noDataApi = missing('@fastify/jwt data API', POSTGRES_URL ? false : 'TEST_
 
 // ---- the verifiers ----
 
-/** What a verifier concluded about one token: the `sub` it accepted, or why it refused. */
-type Outcome = { accepted: true; sub: string; detail?: string } | { accepted: false; detail: string };
+/**
+ * What a verifier concluded about one token: the `sub` it accepted, and the viewer it read
+ * from `ugs_viewer` (`<id>/<region>`), or why it refused.
+ */
+type Outcome = { accepted: true; sub: string; viewer?: string; detail?: string } | { accepted: false; detail: string };
+
+/** The viewer of the genuine token that names one: a person of the group VIEWER. */
+const ADA = { id: 'ada', email: 'ada@example.com', time_zone: 'Europe/London', attributes: { region: 'emea', can_export: true } };
+
+/** What the test reads of the claims a verifier answers. */
+interface VerifiedClaims {
+  sub?: string;
+  ugs_viewer?: { id?: unknown; attributes?: { region?: unknown } };
+}
+
+/** The viewer as a verifier's claims give it back: `<id>/<region>`, undefined when the token names none. */
+function viewerRead(claims: VerifiedClaims): string | undefined {
+  const viewer = claims.ugs_viewer;
+  return viewer === undefined ? undefined : `${String(viewer.id)}/${String(viewer.attributes?.region)}`;
+}
 
 interface Verifier {
   name: string;
@@ -74,13 +93,14 @@ function nodeVerifier(name: string, file: string, algorithms: readonly EmbedSign
     algorithms,
     async run(tokens) {
       const { embedTokenVerifier } = (await import(path.join(SNIPPETS, file))) as {
-        embedTokenVerifier(o: { issuer: string; audience: string }): (token: string) => Promise<{ sub?: string }>;
+        embedTokenVerifier(o: { issuer: string; audience: string }): (token: string) => Promise<VerifiedClaims>;
       };
       const verify = embedTokenVerifier({ issuer: issuer(), audience: AUDIENCE });
       const outcomes: Outcome[] = [];
       for (const token of tokens) {
         try {
-          outcomes.push({ accepted: true, sub: String((await verify(token)).sub) });
+          const claims = await verify(token);
+          outcomes.push({ accepted: true, sub: String(claims.sub), viewer: viewerRead(claims) });
         } catch (err) {
           outcomes.push({ accepted: false, detail: (err as Error).message });
         }
@@ -112,8 +132,10 @@ function lineVerifier(name: string, algorithms: readonly EmbedSigningAlgorithm[]
           }
           resolve(
             lines.map((line) => {
-              const answer = JSON.parse(line) as { claims?: { sub?: string }; error?: string };
-              return answer.claims ? { accepted: true, sub: String(answer.claims.sub) } : { accepted: false, detail: String(answer.error) };
+              const answer = JSON.parse(line) as { claims?: VerifiedClaims; error?: string };
+              return answer.claims
+                ? { accepted: true, sub: String(answer.claims.sub), viewer: viewerRead(answer.claims) }
+                : { accepted: false, detail: String(answer.error) };
             }),
           );
         });
@@ -144,7 +166,10 @@ function buildGoVerifier(): Promise<string> {
   return goBinary;
 }
 
-/** examples/postgres-rls's data API: accepted means 200 with the viewer's rows. */
+/**
+ * examples/postgres-rls's data API: accepted means 200 with the viewer's rows. The viewer it
+ * read is the id it answers and the regions of the rows its policy let through.
+ */
 function dataApiVerifier(url: () => string): Verifier {
   return {
     name: '@fastify/jwt (data API)',
@@ -153,10 +178,17 @@ function dataApiVerifier(url: () => string): Verifier {
       const outcomes: Outcome[] = [];
       for (const token of tokens) {
         const res = await fetch(`${url()}/orders`, { headers: { authorization: `Bearer ${token}` } });
-        const body = (await res.json()) as { user_group_id?: string; rows?: unknown[]; error?: { code: string; message: string } };
+        const body = (await res.json()) as {
+          user_group_id?: string;
+          viewer_id?: string | null;
+          rows?: { region: string }[];
+          error?: { code: string; message: string };
+        };
+        const regions = [...new Set(body.rows?.map((row) => row.region))].join('+');
+        const viewer = body.viewer_id ? `${body.viewer_id}/${regions}` : undefined;
         outcomes.push(
           res.status === 200
-            ? { accepted: true, sub: String(body.user_group_id), detail: `${body.rows?.length} rows` }
+            ? { accepted: true, sub: String(body.user_group_id), viewer, detail: `${body.rows?.length} rows` }
             : { accepted: false, detail: `${res.status} ${body.error?.message}` },
         );
       }
@@ -172,13 +204,16 @@ interface Case {
   token: string;
   /** Accepted by every verifier that implements this algorithm; undefined: refused by all. */
   acceptedAs?: EmbedSigningAlgorithm;
+  /** The viewer every verifier that accepts it must read (`<id>/<region>`). */
+  viewer?: string;
 }
 
 const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
-/** The genuine token and every forgery, for the key that signs now. */
+/** The genuine tokens and every forgery, for the key that signs now. */
 async function tokenCases(
   genuine: string,
+  withViewer: string,
   otherAudience: string,
   previous: string | undefined,
   keySet: JSONWebKeySet,
@@ -196,12 +231,16 @@ async function tokenCases(
   const publicPem = await exportSPKI((await importJWK(published, algorithm)) as CryptoKey);
   const foreign = await generateKeyPair(algorithm, algorithm === 'EdDSA' ? { crv: 'Ed25519' } : {});
   const resign = (changes: Record<string, unknown>) => resignWithServiceKey(handle.db, keyring, genuine, changes);
+  const [viewerHeader, , viewerSignature] = withViewer.split('.');
+  const otherRegion = { ...decodeJwt(withViewer), ugs_viewer: { ...ADA, attributes: { region: 'amer' } } };
   return [
     { name: 'genuine', token: genuine, acceptedAs: algorithm },
+    { name: 'genuine, with a viewer', token: withViewer, acceptedAs: algorithm, viewer: `${ADA.id}/${ADA.attributes.region}` },
     ...(previous
       ? [{ name: 'of the key before the rotation', token: previous, acceptedAs: decodeProtectedHeader(previous).alg as EmbedSigningAlgorithm }]
       : []),
     { name: 'tampered payload', token: `${encodedHeader}.${b64({ ...claims, sub: 'globex' })}.${encodedSignature}` },
+    { name: 'tampered viewer (another region)', token: `${viewerHeader}.${b64(otherRegion)}.${viewerSignature}` },
     { name: 'flipped signature bit', token: `${encodedHeader}.${encodedPayload}.${signature.toString('base64url')}` },
     { name: 'alg none', token: `${b64({ alg: 'none', typ: header.typ, kid: header.kid })}.${encodedPayload}.` },
     {
@@ -223,9 +262,10 @@ async function tokenCases(
   ];
 }
 
-/** One line per case: `accepted (sub)` or `refused`; the same for what a verifier did and what it should. */
+/** One line per case: `accepted (sub)`, `accepted (sub, viewer id/region)` or `refused`; the same for what a verifier did and what it should. */
 function matrixCell(outcome: Outcome): string {
-  return outcome.accepted ? `accepted (${outcome.sub})` : 'refused';
+  if (!outcome.accepted) return 'refused';
+  return outcome.viewer === undefined ? `accepted (${outcome.sub})` : `accepted (${outcome.sub}, viewer ${outcome.viewer})`;
 }
 
 // ---- the suite ----
@@ -327,12 +367,13 @@ for (const backend of BACKENDS) {
       { title: 'after a rotation to EdDSA', rotateTo: 'EdDSA' },
     ];
     for (const state of states) {
-      it(`${state.title}: each verifier accepts the genuine tokens of the algorithms it implements and refuses a tampered payload, a flipped signature bit, alg none, HS256 keyed with the public key, an expired or not yet valid token, the wrong audience or issuer, and an unknown kid`, async (t) => {
+      it(`${state.title}: each verifier accepts the genuine tokens of the algorithms it implements, reads the viewer a token names, and refuses a tampered payload or viewer, a flipped signature bit, alg none, HS256 keyed with the public key, an expired or not yet valid token, the wrong audience or issuer, and an unknown kid`, async (t) => {
         if (state.rotateTo) await rotateTo(state.rotateTo);
         const genuine = await mint();
         assert.equal(decodeProtectedHeader(genuine).alg, state.rotateTo ?? 'ES256');
         const keySet = (await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json')).body as unknown as JSONWebKeySet;
-        const cases = await tokenCases(genuine, await mint({ embed_id: 'finance' }), previous, keySet, handle, keyring);
+        const withViewer = await mint({ viewer: ADA });
+        const cases = await tokenCases(genuine, withViewer, await mint({ embed_id: 'finance' }), previous, keySet, handle, keyring);
         previous = genuine;
 
         const expected: Record<string, Record<string, string>> = {};
@@ -343,7 +384,7 @@ for (const backend of BACKENDS) {
           actual[verifier.name] = {};
           for (const [i, c] of cases.entries()) {
             const implemented = c.acceptedAs !== undefined && verifier.algorithms.includes(c.acceptedAs);
-            expected[verifier.name][c.name] = implemented ? `accepted (${VIEWER})` : 'refused';
+            expected[verifier.name][c.name] = implemented ? matrixCell({ accepted: true, sub: VIEWER, viewer: c.viewer }) : 'refused';
             actual[verifier.name][c.name] = matrixCell(outcomes[i]);
             t.diagnostic(`${verifier.name} | ${c.name}: ${matrixCell(outcomes[i])}${outcomes[i].detail ? ` — ${outcomes[i].detail.slice(0, 120)}` : ''}`);
           }

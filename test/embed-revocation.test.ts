@@ -86,6 +86,20 @@ forEachBackend('embed tokens: revocation for offline verifiers', (backend) => {
     assert.equal((await verify(fresh.body.embed_token)).revoked, null);
   });
 
+  it("revocation: a token that names a viewer ends with its group's rotation offline too; the same viewer's new token is accepted", async () => {
+    const group = await createGroup(t, { user_group_id: 'viewer-rotate' }, token);
+    const viewer = { id: 'ada', attributes: { region: 'emea' } };
+    const issued = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'viewer-rotate', viewer } });
+    assert.equal(issued.status, 200, issued.text);
+    const accepted = await verify(issued.body.embed_token);
+    assert.deepEqual([accepted.sub, accepted.revoked], ['viewer-rotate', null]);
+    assert.equal((await t.request('POST', '/api/user', { token, body: { current_token: group.token } })).status, 200);
+    assert.equal(await eventually(() => list.check(decode(issued.body.embed_token))), 'token_rotated');
+    const fresh = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'viewer-rotate', viewer } });
+    assert.equal((await verify(fresh.body.embed_token)).revoked, null);
+    assert.deepEqual(decode(fresh.body.embed_token).ugs_viewer, viewer);
+  });
+
   it('revocation: with a grace period too, as the service itself refuses the older embed tokens at once', async () => {
     const { group, embed } = await embedTokenOf('to-rotate-with-grace');
     const rotated = await t.request('POST', '/api/user', { token, body: { current_token: group.token, grace_period_seconds: 600 } });

@@ -56,7 +56,7 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   async function rows(
     path: string,
     token: string,
-  ): Promise<{ status: number; body: { user_group_id?: string; rows?: Record<string, unknown>[]; error?: { code: string } } }> {
+  ): Promise<{ status: number; body: { user_group_id?: string; viewer_id?: string | null; rows?: Record<string, unknown>[]; error?: { code: string } } }> {
     const res = await fetch(`${dataApi.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
     return { status: res.status, body: await res.json() };
   }
@@ -84,6 +84,42 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     );
   });
 
+  it("two viewers of one group each see only their region's rows of that group, verified with the JWKS; a token without a viewer sees the whole group", async () => {
+    const products = async (body: Record<string, unknown>) => {
+      const answer = await rows('/orders', await embedToken(body));
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      return { viewer: answer.body.viewer_id, products: answer.body.rows!.map((r) => `${r.product} (${r.region})`) };
+    };
+    assert.deepEqual(await products({ user_group_id: 'acme-corp', viewer: { id: 'ada', attributes: { region: 'emea' } } }), {
+      viewer: 'ada',
+      products: ['Anvils (emea)', 'Giant magnet (emea)'],
+    });
+    assert.deepEqual(await products({ user_group_id: 'acme-corp', viewer: { id: 'bruno', attributes: { region: 'amer' } } }), {
+      viewer: 'bruno',
+      products: ['Rocket skates (amer)'],
+    });
+    // The region filters within the group: never another group's rows of that region.
+    assert.deepEqual(await products({ user_group_id: 'globex', viewer: { id: 'ada', attributes: { region: 'emea' } } }), {
+      viewer: 'ada',
+      products: ['Doomsday device (emea)'],
+    });
+    // No viewer, or a viewer without a region: the group's rows, all of them.
+    assert.deepEqual(await products({ user_group_id: 'acme-corp' }), {
+      viewer: null,
+      products: ['Anvils (emea)', 'Rocket skates (amer)', 'Giant magnet (emea)'],
+    });
+    assert.deepEqual((await products({ user_group_id: 'acme-corp', viewer: { id: 'carla', attributes: { team: 'ops' } } })).products.length, 3);
+    // A viewer of a region with no rows of the group sees none.
+    assert.deepEqual((await products({ user_group_id: 'acme-corp', viewer: { id: 'dan', attributes: { region: 'apac' } } })).products, []);
+
+    // A policy on ugs_variables reads the viewer's region over the group's (acme-corp is emea).
+    const notices = await rows('/notices', await embedToken({ user_group_id: 'acme-corp', viewer: { id: 'bruno', attributes: { region: 'amer' } } }));
+    assert.deepEqual(
+      notices.body.rows!.map((r) => r.region),
+      ['amer'],
+    );
+  });
+
   it('an expired token, a wrong audience, an unknown key or an altered token gets 401', async () => {
     const realNow = () => new Date();
     clock = () => new Date(Date.now() - 3_600_000); // issued an hour ago, for a minute
@@ -101,8 +137,13 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
       .sign(foreign.privateKey);
     const [header, , signature] = genuine.split('.');
     const altered = `${header}.${Buffer.from(JSON.stringify({ ...decodeJwt(genuine), sub: 'globex' })).toString('base64url')}.${signature}`;
+    // A viewer cannot widen their own view: a region changed in the claim breaks the signature.
+    const asAda = await embedToken({ user_group_id: 'acme-corp', viewer: { id: 'ada', attributes: { region: 'emea' } } });
+    const [adaHeader, , adaSignature] = asAda.split('.');
+    const adaClaims = decodeJwt(asAda);
+    const viewerAltered = `${adaHeader}.${Buffer.from(JSON.stringify({ ...adaClaims, ugs_viewer: { id: 'ada' } })).toString('base64url')}.${adaSignature}`;
 
-    for (const [what, token] of Object.entries({ expired, otherDashboard, unknownKey, foreignUnderPublishedKid, altered })) {
+    for (const [what, token] of Object.entries({ expired, otherDashboard, unknownKey, foreignUnderPublishedKid, altered, viewerAltered })) {
       const res = await rows('/orders', token);
       assert.equal(res.status, 401, `${what}: ${JSON.stringify(res.body)}`);
       assert.equal(res.body.rows, undefined, what);
@@ -175,6 +216,9 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
       assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 0, 'without settings: no row');
       await client.query("select set_config('ugs.user_group_id', 'acme-corp', false)");
       assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 3);
+      await client.query(`select set_config('ugs.viewer', '{"id": "ada", "attributes": {"region": "emea"}}', false)`);
+      assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 2, "a viewer's region narrows the group's rows");
+      await client.query("select set_config('ugs.viewer', '', false)");
       await client.query('set row_security = off');
       await assert.rejects(client.query('select * from orders'), /row-level security/, 'row_security = off errors instead of showing everything');
       await client.query('reset row_security');

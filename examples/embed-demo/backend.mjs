@@ -24,6 +24,29 @@ const CUSTOMERS = {
   'acme-corp': { user_group_id: 'acme-corp', name: 'ACME Corporation', properties: { region: 'emea', plan: 'enterprise', seats: 42 } },
   globex: { user_group_id: 'globex', name: 'Globex', properties: { region: 'amer', plan: 'team', seats: 7 } },
 };
+// The people of a customer who may view its dashboard. A real backend takes the viewer from
+// the signed-in user; the demo lets the page pick one (?viewer=), so two people of one
+// customer can be compared. Their region attribute narrows the rows the data API answers.
+const VIEWERS = {
+  'acme-corp': {
+    ada: {
+      id: 'ada',
+      name: 'Ada Lovelace',
+      email: 'ada@acme.example',
+      time_zone: 'Europe/London',
+      permissions: ['view_orders'],
+      attributes: { region: 'emea' },
+    },
+    bruno: {
+      id: 'bruno',
+      name: 'Bruno Díaz',
+      email: 'bruno@acme.example',
+      time_zone: 'America/New_York',
+      permissions: ['view_orders', 'export_csv'],
+      attributes: { region: 'amer' },
+    },
+  },
+};
 const DEFAULT_CUSTOMER = process.env.USER_GROUP_ID || 'acme-corp';
 if (!CUSTOMERS[DEFAULT_CUSTOMER]) {
   console.error(`USER_GROUP_ID must be one of ${Object.keys(CUSTOMERS).join(', ')}`);
@@ -45,12 +68,19 @@ async function callService(path, { method = 'POST', body, headers = {} } = {}) {
   return json;
 }
 
-async function createEmbedSession(customer) {
+async function createEmbedSession(customer, viewer) {
   // Get or create: a GET with a JSON body, sent as POST with X-HTTP-Method-Override because
   // fetch() cannot send a body with GET. An existing group is returned unchanged.
   await callService('/api/user', { body: customer, headers: { 'x-http-method-override': 'GET' } });
   const { embed_token, expires_at } = await callService('/api/embed_token', {
-    body: { user_group_id: customer.user_group_id, expires_in_seconds: TOKEN_LIFETIME_SECONDS, embed_id: EMBED_ID, origin: PAGE_ORIGIN },
+    body: {
+      user_group_id: customer.user_group_id,
+      expires_in_seconds: TOKEN_LIFETIME_SECONDS,
+      embed_id: EMBED_ID,
+      origin: PAGE_ORIGIN,
+      // The person viewing, when there is one: the token then says who, within the customer.
+      ...(viewer ? { viewer } : {}),
+    },
   });
   return { embed_token, expires_at, embed_id: EMBED_ID, context_url: `${UGS_URL}/api/embed/context` };
 }
@@ -70,10 +100,17 @@ const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, 'http://backend');
   if (req.method === 'GET' && url.pathname === '/embed-session') {
     // A real backend authenticates its own user here before minting anything.
-    const customer = CUSTOMERS[url.searchParams.get('customer') || DEFAULT_CUSTOMER];
+    const customerId = url.searchParams.get('customer') || DEFAULT_CUSTOMER;
+    const customer = CUSTOMERS[customerId];
     if (!customer) return send(res, 404, { error: `no such demo customer; one of ${Object.keys(CUSTOMERS).join(', ')}` });
+    const viewerId = url.searchParams.get('viewer');
+    const viewer = viewerId ? VIEWERS[customerId]?.[viewerId] : undefined;
+    if (viewerId && !viewer) {
+      const known = Object.keys(VIEWERS[customerId] ?? {}).join(', ') || 'none';
+      return send(res, 404, { error: `no such viewer of ${customerId}; one of ${known}` });
+    }
     try {
-      send(res, 200, await createEmbedSession(customer));
+      send(res, 200, await createEmbedSession(customer, viewer));
     } catch (err) {
       console.error(err.message);
       send(res, 502, { error: 'the user group service refused the request; see the backend log' });

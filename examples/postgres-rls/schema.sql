@@ -4,12 +4,15 @@
 -- The data API sets, in every transaction, the verified claims of the viewer's embed token:
 --   ugs.user_group_id  the token's sub
 --   ugs.variables      its ugs_variables (JSON), e.g. {"region": "emea", ...}
+--   ugs.viewer         its ugs_viewer (JSON), e.g. {"id": "ada", "attributes": {"region": "emea"}},
+--                      or '' for a token that names no viewer (the whole group)
 -- The policies read them. Without them (a forgotten set_config, a pooled connection reused
 -- after its transaction) current_setting(..., true) is NULL, and NULL matches no row.
 
 create table orders (
   id            integer primary key,
   user_group_id text    not null,
+  region        text    not null,
   product       text    not null,
   amount        numeric not null
 );
@@ -26,10 +29,18 @@ alter table orders force row level security;
 alter table regional_notices enable row level security;
 alter table regional_notices force row level security;
 
+-- The group's rows; and, when the token names a viewer with a region attribute, only that
+-- region's rows of the group. A token without a viewer, or a viewer without a region, sees
+-- every row of its group (the coalesce compares the row's region with itself).
 create policy orders_of_the_viewer on orders
   for select
-  using (user_group_id = current_setting('ugs.user_group_id', true));
+  using (
+    user_group_id = current_setting('ugs.user_group_id', true)
+    and region = coalesce(nullif(current_setting('ugs.viewer', true), '')::jsonb -> 'attributes' ->> 'region', region)
+  );
 
+-- ugs_variables holds the viewer's attributes over the group's properties: a viewer's region,
+-- else the group's.
 create policy notices_of_the_viewers_region on regional_notices
   for select
   using (region = (nullif(current_setting('ugs.variables', true), '')::jsonb ->> 'region'));

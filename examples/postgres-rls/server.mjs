@@ -68,7 +68,7 @@ class Refusal extends Error {
 }
 
 /** The verified claims of the request's embed token. */
-async function viewer(request) {
+async function claimsOf(request) {
   if (!/^Bearer\s+\S+$/i.test(request.headers.authorization ?? '')) {
     throw new Refusal(401, 'missing_token', 'send the embed token as Authorization: Bearer <token>');
   }
@@ -93,10 +93,12 @@ async function asViewer(claims, query) {
   try {
     await client.query('begin');
     // is_local = true: the settings end with the transaction, so a pooled connection never
-    // carries one viewer's identity into the next request.
-    await client.query("select set_config('ugs.user_group_id', $1, true), set_config('ugs.variables', $2, true)", [
+    // carries one viewer's identity into the next request. A token that names no person
+    // (no ugs_viewer) is the whole group: '' says so to the policies.
+    await client.query("select set_config('ugs.user_group_id', $1, true), set_config('ugs.variables', $2, true), set_config('ugs.viewer', $3, true)", [
       claims.sub,
       JSON.stringify(claims.ugs_variables ?? {}),
+      claims.ugs_viewer ? JSON.stringify(claims.ugs_viewer) : '',
     ]);
     const result = await client.query(query);
     await client.query('commit');
@@ -111,7 +113,7 @@ async function asViewer(claims, query) {
 
 const QUERIES = {
   // No WHERE on the tenant: the database adds it.
-  '/orders': 'select id, product, amount::float8 as amount from orders order by id',
+  '/orders': 'select id, region, product, amount::float8 as amount from orders order by id',
   '/notices': 'select id, region, notice from regional_notices order by id',
 };
 
@@ -120,8 +122,9 @@ app.addHook('onSend', async (_request, reply) => {
 });
 for (const [path, query] of Object.entries(QUERIES)) {
   app.get(path, async (request) => {
-    const claims = await viewer(request);
-    return { user_group_id: claims.sub, rows: await asViewer(claims, query) };
+    const claims = await claimsOf(request);
+    // The group (sub), and the person within it when the token names one (ugs_viewer).
+    return { user_group_id: claims.sub, viewer_id: claims.ugs_viewer?.id ?? null, rows: await asViewer(claims, query) };
   });
 }
 app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: { code: 'not_found', message: 'GET /orders or GET /notices' } }));

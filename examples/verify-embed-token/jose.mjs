@@ -13,6 +13,6 @@ export function embedTokenVerifier({ issuer, audience }) {
       typ: 'ugs-embed+jwt',
       requiredClaims: ['exp', 'nbf'],
     });
-    return payload; // sub: the user_group_id; ugs_variables: the dashboard variables
+    return payload; // sub: the user_group_id; ugs_variables: the dashboard variables; ugs_viewer: the person, when named
   };
 }

@@ -7,7 +7,8 @@ import type { UserGroupRow } from '../db/schema.ts';
 import type { EmbedGroupRow } from './embed.repository.ts';
 import type { ResolvedGroup } from '../user-groups/group-chain.ts';
 import { groupWriter } from '../user-groups/user-groups.json.ts';
-import { EmbedUserGroup } from './embed.schemas.ts';
+import { EmbedUserGroup, type EmbedViewerClaim } from './embed.schemas.ts';
+import { viewerVariables } from './embed-viewer.ts';
 
 const quote = JSON.stringify;
 /** Stored text is JSON.stringify's, which never escapes these names: a key would appear literally. */
@@ -36,7 +37,16 @@ export function variablesJson({
 
 const embedUserGroupJson = groupWriter(EmbedUserGroup);
 
-/** EmbedContextResponse: the group's public fields (EmbedUserGroup) and its dashboard variables; never a token or an internal id. */
-export function embedContextJson(group: ResolvedGroup<EmbedGroupRow>): string {
-  return `{"success":1,"user_group":${embedUserGroupJson(group)},"variables":${variablesJson(group)}}`;
+/** A group as an embed token's viewer sees it: `viewer` is set only for a token issued with one. */
+export type ViewedGroup = ResolvedGroup<EmbedGroupRow> & { viewer?: EmbedViewerClaim };
+
+/**
+ * EmbedContextResponse: the group's public fields (EmbedUserGroup), the viewer when the token
+ * names one, and the dashboard variables; never a token or an internal id. Without a viewer,
+ * the answer is what it was before viewers existed, byte for byte.
+ */
+export function embedContextJson(group: ViewedGroup): string {
+  const { viewer } = group;
+  if (viewer === undefined) return `{"success":1,"user_group":${embedUserGroupJson(group)},"variables":${variablesJson(group)}}`;
+  return `{"success":1,"user_group":${embedUserGroupJson(group)},"viewer":${quote(viewer)},"variables":${quote(viewerVariables(group, viewer))}}`;
 }

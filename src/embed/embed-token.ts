@@ -15,7 +15,8 @@ import { hashToken, isCanonicalJws, MAX_EMBED_TOKEN_BYTES } from '../auth/token-
 import { BoundedMap } from '../bounded-map.ts';
 import type { EmbedSigningKeys } from './signing-keys.ts';
 import { EMBED_SIGNING_ALGORITHMS } from '../config.ts';
-import { EMBED_TOKEN_MAX_SECONDS } from './embed.schemas.ts';
+import { EMBED_TOKEN_MAX_SECONDS, type EmbedViewerClaim } from './embed.schemas.ts';
+import { isViewerClaim } from './embed-viewer.ts';
 
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
 const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
@@ -36,6 +37,8 @@ export interface EmbedClaims {
   generation: number;
   embedId?: string;
   origin?: string;
+  /** The person viewing (`ugs_viewer`), when the token was issued with one. */
+  viewer?: EmbedViewerClaim;
   expiresAt: Date;
   /** The key that signed it: a signing key's kid, or `hs256:<secret key id>`. */
   kid: string;
@@ -54,6 +57,7 @@ interface EmbedTokenSubject {
   variables: Record<string, unknown>;
   embedId?: string;
   origin?: string;
+  viewer?: EmbedViewerClaim;
 }
 
 interface EmbedTokenOptions {
@@ -91,6 +95,8 @@ export class EmbedTokens {
       ...(subject.origin === undefined ? {} : { ugs_origin: subject.origin }),
       ugs_variables: subject.variables,
     };
+    // Absent without a viewer: such a token is byte for byte what it was before viewers.
+    if (subject.viewer !== undefined) claims.ugs_viewer = subject.viewer;
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: algorithm, typ: EMBED_TOKEN_TYPE, kid })
       .setIssuer(this.options.issuer)
@@ -146,15 +152,17 @@ export class EmbedTokens {
         requiredClaims: ['sub', 'aud', 'iat', 'nbf', 'exp', 'ugs_team_id', 'ugs_generation'],
       },
     );
-    const { aud, exp, ugs_team_id: teamId, ugs_generation: generation, ugs_origin: origin } = payload;
+    const { aud, exp, ugs_team_id: teamId, ugs_generation: generation, ugs_origin: origin, ugs_viewer: viewer } = payload;
     if (typeof aud !== 'string' || typeof exp !== 'number' || !Number.isSafeInteger(teamId) || !Number.isSafeInteger(generation)) return undefined;
     if (origin !== undefined && typeof origin !== 'string') return undefined;
+    if (viewer !== undefined && !isViewerClaim(viewer)) return undefined;
     return {
       teamId: teamId as number,
       generation: generation as number,
       // A token that is not bound to a dashboard names the service's default audience.
       embedId: aud === this.options.audience ? undefined : aud,
       origin,
+      viewer,
       expiresAt: new Date(exp * 1000),
       kid: protectedHeader.kid!,
       payload,

@@ -1,7 +1,7 @@
 // The embed side's schemas, declared once: validation, response allow-lists (no token can
 // reach a response that is serialized from these) and the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { PLAIN_TEXT } from '../http/text.schemas.ts';
+import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
 
 const EMBED_TOKEN_MIN_SECONDS = 60;
@@ -46,16 +46,73 @@ export const EmbedUserGroup = Type.Object(
   },
 );
 
+/** Limits of a viewer (docs/api.md, "The viewer"): what a dashboard needs of a person, and small enough for a header. */
+export const VIEWER_MAX_ATTRIBUTES = 50;
+const VIEWER_MAX_PERMISSIONS = 50;
+const VIEWER_ATTRIBUTE_MAX_CHARS = 1024;
+
+const ViewerAttributes = Type.Unsafe<Record<string, string | number | boolean>>({
+  title: 'ViewerAttributes',
+  type: 'object',
+  maxProperties: VIEWER_MAX_ATTRIBUTES,
+  propertyNames: { minLength: 1, maxLength: 64, pattern: PLAIN_TEXT },
+  additionalProperties: { type: ['string', 'number', 'boolean'], maxLength: VIEWER_ATTRIBUTE_MAX_CHARS },
+  description: `What your dashboard and data API filter by, such as \`region\`: at most ${VIEWER_MAX_ATTRIBUTES} keys of 1-64 characters (plain text), each a string (at most ${VIEWER_ATTRIBUTE_MAX_CHARS} characters), a number or a boolean; no nesting, no null. In the variables they replace the group's properties of the same name.`,
+  examples: [{ region: 'emea', max_discount: 0.15, can_export: true }],
+});
+
+/** The person viewing, as the caller describes them; the token carries it as given (claim `ugs_viewer`). */
+export const EmbedViewer = Type.Object(
+  {
+    id: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: NOT_BLANK_PLAIN_TEXT,
+      description: 'Your id for the person: 1-255 characters, no control characters, not only white space. Becomes the `viewer_id` variable.',
+      examples: ['user_8812'],
+    }),
+    email: Type.Optional(Type.String({ maxLength: 254, format: 'email', description: 'At most 254 characters.', examples: ['ada@example.com'] })),
+    name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, pattern: PLAIN_TEXT, description: 'Display name: 1-256 characters.', examples: ['Ada Lovelace'] }),
+    ),
+    time_zone: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        format: 'iana-time-zone',
+        description: 'An IANA time zone name, spelled as the database spells it (`Europe/Paris`, `UTC`); an offset such as `+01:00` is refused.',
+        examples: ['Europe/London'],
+      }),
+    ),
+    permissions: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 64, pattern: PLAIN_TEXT }), {
+        maxItems: VIEWER_MAX_PERMISSIONS,
+        description: `Short strings your dashboard interprets (the service gives them no meaning): at most ${VIEWER_MAX_PERMISSIONS}, each 1-64 characters, kept in the order given.`,
+        examples: [['view_orders', 'export_csv']],
+      }),
+    ),
+    attributes: Type.Optional(ViewerAttributes),
+  },
+  {
+    title: 'EmbedViewer',
+    additionalProperties: false,
+    description:
+      "The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` stays the user_group_id); its variables gain `viewer_id` and the viewer's `attributes` over the group's properties. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one.",
+  },
+);
+export type EmbedViewerClaim = Static<typeof EmbedViewer>;
+
 export const EmbedContextResponse = Type.Object(
   {
     success: Type.Literal(1),
     user_group: EmbedUserGroup,
+    // Absent for a user group token and for an embed token issued without a viewer.
+    viewer: Type.Optional(EmbedViewer),
     variables: Type.Unsafe<Record<string, unknown>>({
       type: 'object',
       additionalProperties: true,
       description:
-        "`user_group_id` and `user_group_name`, then every top-level key of `computed_properties`: the group's own properties over its ancestors' (on a name clash the two built-ins win).",
-      examples: [{ user_group_id: 'example_1', user_group_name: 'Example 1', region: 'emea' }],
+        "`user_group_id` and `user_group_name` (and `viewer_id` for a token with a viewer), then every top-level key of `computed_properties` (the group's own properties over its ancestors'), with the viewer's `attributes` over them. On a name clash the built-ins win.",
+      examples: [{ user_group_id: 'example_1', user_group_name: 'Example 1', viewer_id: 'user_8812', region: 'emea' }],
     }),
   },
   { title: 'EmbedContext' },
@@ -82,11 +139,26 @@ export const EmbedTokenBody = Type.Object(
         examples: ['https://app.example.com'],
       }),
     ),
+    viewer: Type.Optional(EmbedViewer),
   },
   {
     title: 'EmbedTokenRequest',
     additionalProperties: false,
-    examples: [{ user_group_id: 'example_1', expires_in_seconds: 3600, embed_id: 'sales-overview', origin: 'https://app.example.com' }],
+    examples: [
+      { user_group_id: 'example_1', expires_in_seconds: 3600, embed_id: 'sales-overview', origin: 'https://app.example.com' },
+      {
+        user_group_id: 'example_1',
+        expires_in_seconds: 900,
+        viewer: {
+          id: 'user_8812',
+          email: 'ada@example.com',
+          name: 'Ada Lovelace',
+          time_zone: 'Europe/London',
+          permissions: ['view_orders'],
+          attributes: { region: 'emea' },
+        },
+      },
+    ],
   },
 );
 export type EmbedTokenInput = Static<typeof EmbedTokenBody>;
@@ -133,6 +205,7 @@ export const IntrospectionResponse = Type.Object(
     ugs_generation: claim(Type.Integer()),
     ugs_origin: claim(Type.String()),
     ugs_variables: claim(Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true })),
+    ugs_viewer: claim(EmbedViewer),
   },
   {
     title: 'Introspection',

@@ -21,7 +21,8 @@ import {
 import type { ResolvedGroup } from '../user-groups/group-chain.ts';
 import type { Environment } from '../db/schema.ts';
 import { EmbedTokenTooLarge, type EmbedClaims, type EmbedTokens } from './embed-token.ts';
-import { variablesJson } from './embed-context.json.ts';
+import { variablesJson, type ViewedGroup } from './embed-context.json.ts';
+import { viewerClaim, viewerVariables } from './embed-viewer.ts';
 import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
 
 export interface EmbedDeps {
@@ -52,8 +53,8 @@ function bearerToken(header: string | undefined): string {
   return token;
 }
 
-/** The group the caller's token identifies (the routes write its context with embed-context.json.ts). */
-export async function resolveEmbedGroup(deps: EmbedDeps, caller: EmbedCaller): Promise<ResolvedGroup<EmbedGroupRow>> {
+/** The group the caller's token identifies, and the viewer an embed token names (the routes write its context with embed-context.json.ts). */
+export async function resolveEmbedGroup(deps: EmbedDeps, caller: EmbedCaller): Promise<ViewedGroup> {
   const token = bearerToken(caller.authorization);
   return looksLikeJws(token) ? groupForEmbedToken(deps, token, caller) : groupForUserGroupToken(deps, token);
 }
@@ -75,7 +76,7 @@ async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<R
   return group;
 }
 
-async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedCaller): Promise<ResolvedGroup<EmbedGroupRow>> {
+async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedCaller): Promise<ViewedGroup> {
   const claims = await deps.embedTokens.verify(token, deps.now());
   if (!claims) throw invalidToken();
   // The bindings are checked before the lookup: a token used from the wrong place learns
@@ -94,7 +95,8 @@ async function groupForEmbedToken(deps: EmbedDeps, token: string, caller: EmbedC
   const group = await currentGroupOf(deps, claims, tenant);
 
   if (!group) throw invalidToken();
-  return group;
+  // A token without a viewer answers the group as read, with nothing added.
+  return claims.viewer === undefined ? group : { ...group, viewer: claims.viewer };
 }
 
 /** The account and environment an embed token names (ugs_account, ugs_environment); undefined for an HS256 token, which names none. */
@@ -139,6 +141,7 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
       `embed_id must not be "${input.embed_id}", the audience of tokens that are not bound to a dashboard (UGS_EMBED_AUDIENCE)`,
     );
   }
+  const viewer = input.viewer === undefined ? undefined : viewerClaim(input.viewer);
   let signed: { token: string; expiresAt: Date };
   try {
     signed = await deps.embedTokens.sign(
@@ -148,9 +151,10 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
         userGroupId: group.row.provided_id,
         accountSlug: await deps.accountSlugs.get(principal.accountId),
         environment: group.row.environment,
-        variables: JSON.parse(variablesJson(group)) as Record<string, unknown>,
+        variables: viewer === undefined ? (JSON.parse(variablesJson(group)) as Record<string, unknown>) : viewerVariables(group, viewer),
         embedId: input.embed_id,
         origin: input.origin,
+        viewer,
       },
       deps.now(),
       input.expires_in_seconds ?? EMBED_TOKEN_DEFAULT_SECONDS,
@@ -160,7 +164,9 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
     throw new AppError(
       'embed_token_too_large',
       `the embed token would be ${err.bytes.toLocaleString('en-US')} bytes, over the limit of ${MAX_EMBED_TOKEN_BYTES.toLocaleString('en-US')} bytes (what proxies accept in one header); ` +
-        "its variables are the group's computed properties: keep large data out of properties, or use the user group token, whose context is read from the service",
+        (viewer === undefined
+          ? "its variables are the group's computed properties: keep large data out of properties, or use the user group token, whose context is read from the service"
+          : "it carries the viewer, and its variables are the group's computed properties with the viewer's attributes (carried twice: in ugs_viewer and in ugs_variables): send fewer or shorter attributes, or keep large data out of the group's properties"),
     );
   }
   deps.events.embedTokenIssued();

@@ -5,10 +5,14 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TSchema } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { AppError, type ErrorDetail } from '../errors.ts';
+import { STRING_FORMATS, type StringFormat } from './formats.ts';
 
 const common = { strict: false, allErrors: true, useDefaults: false, removeAdditional: false } as const;
 const bodyAjv = new Ajv({ ...common, coerceTypes: false });
 const queryAjv = new Ajv({ ...common, coerceTypes: true });
+for (const ajv of [bodyAjv, queryAjv]) {
+  for (const [name, { validate }] of Object.entries(STRING_FORMATS)) ajv.addFormat(name, { type: 'string', validate });
+}
 
 /**
  * Fastify refuses a body schema on GET routes; get-or-create (GET /api/user) takes a JSON body
@@ -81,6 +85,7 @@ const ISSUE_BY_KEYWORD: Record<string, string> = {
   minimum: 'too_small',
   maximum: 'too_large',
   maxProperties: 'too_many_entries',
+  maxItems: 'too_many_entries',
   minProperties: 'empty',
   propertyNames: 'invalid_key',
   anyOf: 'wrong_type',
@@ -95,7 +100,7 @@ const RULE_BY_ISSUE: Record<string, (e: ErrorObject) => string> = {
     e.keyword === 'decimalDigits'
       ? 'must be a whole number written in decimal digits'
       : e.keyword === 'type'
-        ? `must be of type ${String(e.params.type).replace(',', ' or ')}`
+        ? `must be of type ${String(e.params.type).split(',').join(' or ')}`
         : 'has the wrong type',
 
   too_short: (e) => `must be at least ${e.params.limit} characters`,
@@ -106,8 +111,8 @@ const RULE_BY_ISSUE: Record<string, (e: ErrorObject) => string> = {
   too_large: (e) => `must be at most ${e.params.limit}`,
   too_many_entries: (e) => `must have at most ${e.params.limit} entries`,
   empty: () => 'must not be empty',
-  invalid_key: () => 'has a key that is empty or longer than 64 characters',
-  invalid_format: (e) => `must be a valid ${e.params.format}`,
+  invalid_key: () => 'has a key that is empty, longer than 64 characters or not plain text',
+  invalid_format: (e) => `must be a valid ${STRING_FORMATS[e.params.format as StringFormat]?.described ?? e.params.format}`,
 };
 
 function fieldOf(error: ErrorObject, part: string): string {
@@ -133,6 +138,8 @@ function detailsFromAjv(errors: ErrorObject[], part: string): { details: ErrorDe
   const byField = new Map<string, { issue: string; rule: string; specific: boolean }>();
   for (const error of errors) {
     if (error.keyword === 'if' || error.keyword === 'not') continue;
+    // A key's own rule (too long) comes with the propertyNames error that names the key: keep that one.
+    if (error.keyword !== 'propertyNames' && (error as { propertyName?: string }).propertyName !== undefined) continue;
     const field = fieldOf(error, part);
     const issue = ISSUE_BY_KEYWORD[error.keyword] ?? 'invalid';
     // Inside a union (string or integer), "wrong type" from one branch says less than

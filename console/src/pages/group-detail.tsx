@@ -1,13 +1,14 @@
 // One user group: its fields (own and computed), parent and children, the variables a
-// dashboard gets (from a real embed token, through the embed route, when asked), its history
+// dashboard gets (embed-preview.tsx: from a real embed token, when asked), its history
 // as a timeline, and, for a write token, edit, rotate and delete.
-import { useEffect, useState } from 'preact/hooks';
-import type { EmbedContextResponse, EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
+import { useState } from 'preact/hooks';
+import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
 import { Dialog, ErrorAlert, ShownOnce, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
 import { isUserGroupServiceError, requestFields } from '../../../packages/client/src/index.ts';
+import { EmbedPreview } from './embed-preview.tsx';
 
 /** The longest grace period the service takes (docs/api.md, "POST /api/user: rotate"). */
 const GRACE = requestFields.CreateOrRotateRequest.grace_period_seconds;
@@ -57,7 +58,6 @@ function GroupView({
     () => session.client.userGroupHistory({ user_group_id: id, api_environment_tag: environment, limit: 50 }),
     [environment, id, group.updated_at],
   );
-  const preview = usePreview(session, environment, id, group.updated_at);
   const [dialog, setDialog] = useState<'rotate' | 'delete' | null>(null);
 
   return (
@@ -133,39 +133,7 @@ function GroupView({
         )}
       </section>
 
-      <section aria-labelledby="preview-title">
-        <h2 id="preview-title">Embed preview</h2>
-        <p class="hint">
-          Exactly what a dashboard gets: the variables of GET /api/embed/context, called with a fresh one-minute embed token, minted when you ask.
-        </p>
-        <button type="button" class="secondary" onClick={preview.show} disabled={preview.loading}>
-          {preview.data ? 'Show again' : 'Show the dashboard variables'}
-        </button>
-        {preview.error ? <ErrorAlert error={preview.error} /> : null}
-        {preview.data && (
-          <table class="variables">
-            <caption>Dashboard variables</caption>
-            <thead>
-              <tr>
-                <th scope="col">Variable</th>
-                <th scope="col">Value</th>
-              </tr>
-            </thead>
-            <tbody>
-              {Object.entries(preview.data.variables).map(([name, value]) => (
-                <tr>
-                  <th scope="row">
-                    <code>{name}</code>
-                  </th>
-                  <td>
-                    <code>{typeof value === 'string' ? value : JSON.stringify(value)}</code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </section>
+      <EmbedPreview session={session} environment={environment} id={id} version={group.updated_at} />
 
       <section aria-labelledby="history-title">
         <h2 id="history-title">History</h2>
@@ -208,26 +176,6 @@ function JsonBlock({ title, value }: { title: string; value: unknown }) {
       <pre>{value === null || value === undefined ? 'none' : pretty(value)}</pre>
     </figure>
   );
-}
-
-/**
- * The embed preview, minted only when asked: every embed token minted is a signature and a
- * claim on the rate budget, and a person reading a group rarely needs one. Forgotten when the
- * group changes (its variables may have).
- */
-function usePreview(session: Session, environment: EnvironmentTag, id: string, version: string) {
-  const [state, setState] = useState<{ data?: EmbedContextResponse; error?: unknown; loading: boolean }>({ loading: false });
-  useEffect(() => setState({ loading: false }), [environment, id, version]);
-  const show = async () => {
-    setState({ loading: true });
-    try {
-      const { embed_token } = await session.client.createEmbedToken({ user_group_id: id, api_environment_tag: environment, expires_in_seconds: 60 });
-      setState({ data: await session.client.getEmbedContext(embed_token), loading: false });
-    } catch (error) {
-      setState({ error, loading: false });
-    }
-  };
-  return { ...state, show };
 }
 
 function RotateDialog(props: { open: boolean; onClose: () => void; session: Session; environment: EnvironmentTag; id: string; onRotated: () => void }) {

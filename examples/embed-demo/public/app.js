@@ -3,8 +3,10 @@
 // sessionStorage, so a reload asks again with the same token (and shows when it stopped
 // working, e.g. after the group's token was rotated); "Get a new embed token" fetches another.
 // With a data API configured (examples/postgres-rls), the same token fetches the viewer's rows.
-const CUSTOMER = new URLSearchParams(location.search).get('customer'); // which demo customer views
-const STORAGE_KEY = CUSTOMER ? `embed-demo-session:${CUSTOMER}` : 'embed-demo-session';
+const PARAMS = new URLSearchParams(location.search);
+const CUSTOMER = PARAMS.get('customer'); // which demo customer views
+const VIEWER = PARAMS.get('viewer'); // and which of its people, if any
+const STORAGE_KEY = ['embed-demo-session', CUSTOMER, VIEWER].filter(Boolean).join(':');
 const $ = (id) => document.getElementById(id);
 let config;
 
@@ -22,6 +24,7 @@ async function newSession() {
   const { backendUrl } = await loadConfig();
   const url = new URL(`${backendUrl}/embed-session`);
   if (CUSTOMER) url.searchParams.set('customer', CUSTOMER);
+  if (VIEWER) url.searchParams.set('viewer', VIEWER);
   const response = await fetch(url);
   if (!response.ok) throw new Error(`the backend could not create an embed session (${response.status})`);
   const session = await response.json();
@@ -50,6 +53,7 @@ function render(context) {
   $('group-id').textContent = group.provided_id;
   $('group-env').textContent = group.api_environment_tag;
   $('group-demo').hidden = !group.is_demo_group;
+  renderViewer(context.viewer);
   const rows = Object.entries(context.variables).map(([name, value]) => {
     const row = cells([name, typeof value === 'string' ? value : JSON.stringify(value)]);
     row.dataset.variable = name;
@@ -57,6 +61,18 @@ function render(context) {
   });
   $('variables').tBodies[0].replaceChildren(...rows);
   $('group').hidden = false;
+}
+
+/** The person the embed token names (`viewer`, absent for a token of the whole customer). */
+function renderViewer(viewer) {
+  $('viewer').hidden = !viewer;
+  $('no-viewer').hidden = Boolean(viewer);
+  if (!viewer) return;
+  $('viewer-name').textContent = viewer.name ?? viewer.id;
+  $('viewer-id').textContent = viewer.id;
+  $('viewer-email').textContent = viewer.email ?? '';
+  $('viewer-time-zone').textContent = viewer.time_zone ?? 'not given';
+  $('viewer-permissions').textContent = (viewer.permissions ?? []).join(', ') || 'none';
 }
 
 /** The viewer's rows from the data API: the embed token is all it gets, and all it needs. */
@@ -79,7 +95,7 @@ async function loadRows(session) {
   };
   try {
     const [orders, notices] = await Promise.all([fetchRows('/orders'), fetchRows('/notices')]);
-    $('orders').tBodies[0].replaceChildren(...orders.map((order) => cells([order.product, order.amount.toLocaleString('en-US')])));
+    $('orders').tBodies[0].replaceChildren(...orders.map((order) => cells([order.product, order.region, order.amount.toLocaleString('en-US')])));
     $('notices').tBodies[0].replaceChildren(...notices.map((notice) => cells([notice.region, notice.notice])));
     status.dataset.state = 'ok';
     const count = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
@@ -102,7 +118,8 @@ async function load() {
     const body = await response.json();
     if (body.success === 1) {
       render(body);
-      setStatus('ok', `Viewing as ${body.user_group.name}`);
+      const person = body.viewer ? `${body.viewer.name ?? body.viewer.id}, of ` : '';
+      setStatus('ok', `Viewing as ${person}${body.user_group.name}`);
       await loadRows(session);
     } else if (response.status === 401) {
       $('group').hidden = true;
@@ -118,7 +135,8 @@ async function load() {
 }
 
 for (const link of document.querySelectorAll('#viewers a')) {
-  if (new URL(link.href).searchParams.get('customer') === (CUSTOMER ?? 'acme-corp')) link.setAttribute('aria-current', 'page');
+  const target = new URL(link.href).searchParams;
+  if (target.get('customer') === (CUSTOMER ?? 'acme-corp') && target.get('viewer') === VIEWER) link.setAttribute('aria-current', 'page');
 }
 $('refresh').addEventListener('click', load);
 $('renew').addEventListener('click', () => {

@@ -4,7 +4,7 @@
 // bodies (Node 18+, browsers, Deno, Bun).
 import { UserGroupServiceClient } from './client.js';
 import { UserGroupServiceError, type UserGroupServiceErrorCode } from './errors.js';
-import type { ChangeEvent } from './types.js';
+import type { ChangeEvent, EmbedViewer } from './types.js';
 
 export interface FollowEventsOptions {
   /** Where the service runs, e.g. `https://ugs.internal.example.com`. */
@@ -135,10 +135,12 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** The claims of an embed token that its revocation depends on. */
+/** The claims of an embed token that its revocation depends on, and the viewer it may name. */
 export interface EmbedTokenClaims {
   ugs_team_id?: unknown;
   ugs_generation?: unknown;
+  /** The person viewing, when the token was issued with a `viewer` (docs/api.md, "The viewer"). */
+  ugs_viewer?: EmbedViewer;
   [claim: string]: unknown;
 }
 

@@ -137,7 +137,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a short-lived embed token for a user group
-         * @description Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with ES256 (the default; RS256 or EdDSA if the service is set so) by the key its `kid` names, which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id), `aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`, `ugs_origin` (when bound) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties). A token over 8,192 bytes is refused: `422 embed_token_too_large`. Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`, the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted; with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.
+         * @description Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with ES256 (the default; RS256 or EdDSA if the service is set so) by the key its `kid` names, which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id), `aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`, `ugs_origin` (when bound), `ugs_viewer` (the `viewer`, when given) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties, with the viewer's `viewer_id` and attributes over them). A token over 8,192 bytes is refused: `422 embed_token_too_large`. A bad `viewer` is `400 validation_failed` naming the field (`viewer.id`, `viewer.time_zone`, `viewer.attributes.<key>`). Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`, the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted; with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.
          */
         post: operations["createEmbedToken"];
         delete?: never;
@@ -155,7 +155,7 @@ export interface paths {
         };
         /**
          * What an embedded dashboard needs to know about the user group viewing it
-         * @description Called from the browser with `Authorization: Bearer <token>` (`Token <token>` is accepted too), where the token is a user group token or an embed token from `POST /api/embed_token`. Answers the group's public fields and its dashboard variables; never a token. A user group token works while it is the group's current token, and after a rotation with `grace_period_seconds` until the grace period ends. An embed token works until its expiry, the next rotation of its group's token (grace periods do not extend it) or the deletion of its group. Errors: `401 invalid_token` when the token is missing, malformed, unknown, expired, rotated or its group deleted (all look the same); `401 wrong_token_kind` for an API token (never give one to a browser); `403 origin_forbidden` when the embed token is bound to an origin and the `Origin` header is missing or differs; `403 embed_id_forbidden` when the embed token is bound to an embed_id and the `embed_id` query parameter is missing or differs. CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.
+         * @description Called from the browser with `Authorization: Bearer <token>` (`Token <token>` is accepted too), where the token is a user group token or an embed token from `POST /api/embed_token`. Answers the group's public fields and its dashboard variables; never a token. For an embed token that names a viewer, also `viewer` (the token's `ugs_viewer`), and the variables gain `viewer_id` and the viewer's attributes over the group's properties; without one, no `viewer` key. A user group token works while it is the group's current token, and after a rotation with `grace_period_seconds` until the grace period ends. An embed token works until its expiry, the next rotation of its group's token (grace periods do not extend it) or the deletion of its group. Errors: `401 invalid_token` when the token is missing, malformed, unknown, expired, rotated or its group deleted (all look the same); `401 wrong_token_kind` for an API token (never give one to a browser); `403 origin_forbidden` when the embed token is bound to an origin and the `Origin` header is missing or differs; `403 embed_id_forbidden` when the embed token is bound to an embed_id and the `embed_id` query parameter is missing or differs. CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.
          */
         get: operations["getEmbedContext"];
         put?: never;
@@ -712,16 +712,18 @@ export interface components {
             success: 1;
             user_group: components["schemas"]["EmbedUserGroup"];
             /**
-             * @description `user_group_id` and `user_group_name`, then every top-level key of `computed_properties`: the group's own properties over its ancestors' (on a name clash the two built-ins win).
+             * @description `user_group_id` and `user_group_name` (and `viewer_id` for a token with a viewer), then every top-level key of `computed_properties` (the group's own properties over its ancestors'), with the viewer's `attributes` over them. On a name clash the built-ins win.
              * @example {
              *       "user_group_id": "example_1",
              *       "user_group_name": "Example 1",
+             *       "viewer_id": "user_8812",
              *       "region": "emea"
              *     }
              */
             variables: {
                 [key: string]: unknown;
             };
+            viewer?: components["schemas"]["EmbedViewer"];
         };
         /** EmbedToken */
         EmbedToken: {
@@ -766,6 +768,7 @@ export interface components {
              */
             origin?: string;
             user_group_id: components["schemas"]["UserGroupId"];
+            viewer?: components["schemas"]["EmbedViewer"];
         };
         /**
          * EmbedUserGroup
@@ -797,6 +800,43 @@ export interface components {
              * @example example_1
              */
             provided_id: string;
+        };
+        /**
+         * EmbedViewer
+         * @description The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` stays the user_group_id); its variables gain `viewer_id` and the viewer's `attributes` over the group's properties. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one.
+         */
+        EmbedViewer: {
+            attributes?: components["schemas"]["ViewerAttributes"];
+            /**
+             * Format: email
+             * @description At most 254 characters.
+             * @example ada@example.com
+             */
+            email?: string;
+            /**
+             * @description Your id for the person: 1-255 characters, no control characters, not only white space. Becomes the `viewer_id` variable.
+             * @example user_8812
+             */
+            id: string;
+            /**
+             * @description Display name: 1-256 characters.
+             * @example Ada Lovelace
+             */
+            name?: string;
+            /**
+             * @description Short strings your dashboard interprets (the service gives them no meaning): at most 50, each 1-64 characters, kept in the order given.
+             * @example [
+             *       "view_orders",
+             *       "export_csv"
+             *     ]
+             */
+            permissions?: string[];
+            /**
+             * Format: iana-time-zone
+             * @description An IANA time zone name, spelled as the database spells it (`Europe/Paris`, `UTC`); an offset such as `+01:00` is refused.
+             * @example Europe/London
+             */
+            time_zone?: string;
         };
         /** EnabledWebhookEndpoint */
         EnabledWebhookEndpoint: {
@@ -948,6 +988,7 @@ export interface components {
             ugs_variables?: {
                 [key: string]: unknown;
             };
+            ugs_viewer?: components["schemas"]["EmbedViewer"];
         } & {
             [key: string]: unknown;
         };
@@ -1268,6 +1309,18 @@ export interface components {
             team_id: number;
             /** Format: date-time */
             updated_at: string;
+        };
+        /**
+         * ViewerAttributes
+         * @description What your dashboard and data API filter by, such as `region`: at most 50 keys of 1-64 characters (plain text), each a string (at most 1024 characters), a number or a boolean; no nesting, no null. In the variables they replace the group's properties of the same name.
+         * @example {
+         *       "region": "emea",
+         *       "max_discount": 0.15,
+         *       "can_export": true
+         *     }
+         */
+        ViewerAttributes: {
+            [key: string]: string | number | boolean;
         };
         /** WebhookAttempt */
         WebhookAttempt: {
@@ -2110,14 +2163,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "user_group_id": "example_1",
-                 *       "expires_in_seconds": 3600,
-                 *       "embed_id": "sales-overview",
-                 *       "origin": "https://app.example.com"
-                 *     }
-                 */
                 "application/json": components["schemas"]["EmbedTokenRequest"];
             };
         };
@@ -5134,6 +5179,10 @@ export const requestFields = {
       "minLength": 1,
       "maxLength": 2048,
       "description": "Limit the token to one browser origin (`scheme://host[:port]`, as browsers send it in the `Origin` header): requests without that exact Origin are refused."
+    },
+    "viewer": {
+      "type": "object",
+      "description": "The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` stays the user_group_id); its variables gain `viewer_id` and the viewer's `attributes` over the group's properties. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one."
     }
   },
   "GetOrCreateRequest": {

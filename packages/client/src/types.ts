@@ -46,6 +46,8 @@ export type UserGroupHistoryResponse = Schemas['History'];
 export type HistoryEntry = Schemas['HistoryEntry'];
 export type EmbedTokenResponse = Schemas['EmbedToken'];
 export type EmbedContextResponse = Schemas['EmbedContext'];
+/** The person viewing, within the group: `viewer` of createEmbedToken and getEmbedContext, the claim `ugs_viewer` of an embed token. */
+export type EmbedViewer = Schemas['EmbedViewer'];
 export type IntrospectionResponse = Schemas['Introspection'];
 export type PublicJwk = Schemas['PublicJwk'];
 export type EmbedTokenDiscovery = Schemas['EmbedTokenDiscovery'];
