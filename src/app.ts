@@ -42,6 +42,8 @@ import { eventStreamCodeSamples } from './events/event-stream.operations.ts';
 import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
 import { webhookCodeSamples } from './webhooks/webhooks.operations.ts';
+import { registerGroupTagRoutes } from './group-tags/group-tags.routes.ts';
+import { groupTagCodeSamples } from './group-tags/group-tags.operations.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { IdempotencySweeper } from './http/idempotency-sweeper.ts';
 import { BackgroundFailures } from './throttled-log.ts';
@@ -101,6 +103,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     transform: showGetBodies,
     transformObject: finishOpenApiDocument({
       ...userGroupCodeSamples,
+      ...groupTagCodeSamples,
       ...embedCodeSamples,
       ...apiTokenCodeSamples,
       ...eventCodeSamples,
@@ -176,6 +179,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
     registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics, maxHierarchyDepth: config.maxHierarchyDepth });
+    registerGroupTagRoutes(api, { database: deps.database, now, batchSize: config.tagBatchSize });
     registerEmbedTokenRoute(api, embed);
     registerIntrospectionRoute(api, embed);
     registerApiTokenRoutes(api, { database: deps.database, accountSlugs: embed.accountSlugs, now });

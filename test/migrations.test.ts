@@ -30,6 +30,7 @@ forEachBackend('migrations', (backend) => {
           '0007-idempotency-keys',
           '0008-idempotency-keys-per-token',
           '0010-event-streams',
+          '0014-group-tag-set',
         ],
       );
       const again = await migrateToLatest(handle);

@@ -19,6 +19,7 @@ import { changeEvents } from './migrations/0006-change-events.ts';
 import { idempotencyKeys } from './migrations/0007-idempotency-keys.ts';
 import { idempotencyKeysPerToken } from './migrations/0008-idempotency-keys-per-token.ts';
 import { eventStreams } from './migrations/0010-event-streams.ts';
+import { groupTagSet } from './migrations/0014-group-tag-set.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -35,6 +36,7 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0007-idempotency-keys': idempotencyKeys(dialect),
     '0008-idempotency-keys-per-token': idempotencyKeysPerToken(dialect),
     '0010-event-streams': eventStreams(dialect),
+    '0014-group-tag-set': groupTagSet(dialect),
   };
 }
 
