@@ -326,6 +326,49 @@ forEachBackend('tags as a managed set', (backend) => {
     assert.deepEqual(await allTags(token, { api_environment_tag: 'Testing' }), [['gamma', 1]]);
   });
 
+  it('tags: a rename of a tag on 10,000 groups runs in batches of 500, each its own transaction: a PUT sent meanwhile commits between two of them, and every group is renamed', {
+    timeout: 300_000,
+  }, async () => {
+    const token = await freshToken();
+    const count = 10_000;
+    await upsert(token, [
+      ...Array.from({ length: count }, (_, i) => ({ user_group_id: `bulk-${i}`, group_tags: ['bulk'] })),
+      { user_group_id: 'bystander', group_tags: ['other'] },
+    ]);
+    const renaming = t.request('POST', '/api/group_tags/rename', {
+      token,
+      body: { name: 'bulk', new_name: 'renamed' },
+      headers: { 'x-request-id': 'big-rename' },
+    });
+    // Once its first batch has committed, a PUT that sets tags (and so waits for the same lock).
+    for (let polls = 0; ; polls++) {
+      const listed = await t.request('GET', '/api/group_tags', { token, query: { q: 'renamed' } });
+      if ((listed.body.group_tags[0]?.user_group_count ?? 0) > 0) break;
+      assert.ok(polls < 100_000, 'the first batch commits');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const during = await t.request('PUT', '/api/user', {
+      token,
+      body: { user_group_id: 'bystander', group_tags: ['other', 'during'] },
+      headers: { 'x-request-id': 'during-put' },
+    });
+    assert.equal(during.status, 200, during.text);
+    const renamed = await renaming;
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.deepEqual(renamed.body, { success: 1, group_tag: { name: 'renamed', user_group_count: count }, merged: false, user_groups_changed: count });
+
+    const entries = await t.handle.db.selectFrom('audit_log').select(['id', 'request_id']).where('request_id', 'in', ['big-rename', 'during-put']).execute();
+    const renameIds = entries.filter((entry) => entry.request_id === 'big-rename').map((entry) => Number(entry.id));
+    const putId = Number(entries.find((entry) => entry.request_id === 'during-put')!.id);
+    assert.equal(renameIds.length, count, 'a history entry per group');
+    assert.ok(Math.min(...renameIds) < putId && putId < Math.max(...renameIds), 'the PUT committed between two batches of the rename');
+    assert.deepEqual(await allTags(token), [
+      ['during', 1],
+      ['other', 1],
+      ['renamed', count],
+    ]);
+  });
+
   it("tags: migration 0014 puts every tag the groups carry into their environment's set", async () => {
     const token = await freshToken();
     await upsert(token, [

@@ -101,6 +101,7 @@ async function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, name: str
   let merged = false;
   let changed = 0;
   let afterTeamId = 0;
+  let started = performance.now();
   for (let first = true; ; first = false) {
     const outcome = await inTransaction(deps.database, async (trx) => {
       await lockHierarchy(trx, deps.database.dialect, tenant);
@@ -125,7 +126,22 @@ async function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, name: str
     changed += outcome.done;
     if (outcome.last === null) return { tag: { name: newName ?? name, user_group_count: outcome.count ?? 0 }, merged, userGroupsChanged: changed };
     afterTeamId = outcome.last;
+    await pauseBetweenBatches(deps.database.dialect, performance.now() - started);
+    started = performance.now();
   }
+}
+
+/**
+ * Lets other writes in between two batches. PostgreSQL queues the waiters of the lock in
+ * order, so a write waiting for it goes next; this process's own writes wait for the one
+ * SQLite connection, and get it on the next turn of the event loop. Another process waiting
+ * for SQLite's write lock tries again after a backoff of up to 100 ms (db/sqlite-lock.ts):
+ * there the rename also waits as long as its batch took (at most that), so that a rename of
+ * very many groups leaves them about half the time instead of none.
+ */
+function pauseBetweenBatches(dialect: DatabaseHandle['dialect'], batchMs: number): Promise<void> {
+  if (dialect === 'sqlite') return new Promise((resolve) => setTimeout(resolve, Math.min(100, Math.max(1, batchMs))));
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 interface RetagStep {
