@@ -369,6 +369,18 @@ forEachBackend('tags as a managed set', (backend) => {
     ]);
   });
 
+  it('tags: a tag that a version before the set gave a group (so not in the set) is brought in by POST /api/group_tags, answered with its count', async () => {
+    const token = await freshToken();
+    await upsert(token, [{ user_group_id: 'old-writer', group_tags: ['legacy'] }]);
+    // What an instance of an older version leaves during a rolling upgrade: the group's tag, not the set's.
+    await t.handle.db.deleteFrom('group_tag_set').where('name', '=', 'legacy').execute();
+    assert.deepEqual(await allTags(token), []);
+    const created = await t.request('POST', '/api/group_tags', { token, body: { name: 'legacy' } });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.group_tag, { name: 'legacy', user_group_count: 1 });
+    assert.deepEqual(await allTags(token), [['legacy', 1]]);
+  });
+
   it("tags: migration 0014 puts every tag the groups carry into their environment's set", async () => {
     const token = await freshToken();
     await upsert(token, [
@@ -387,11 +399,14 @@ forEachBackend('tags as a managed set', (backend) => {
   });
 });
 
-/** The account's user group events, waiting up to 5 s until there are at least `count`. */
+/** The account's user group events (not its API tokens'), waiting up to 5 s until there are at least `count`. */
 async function eventsUntil(t: Pick<SuiteApp, 'request'>, token: string, count: number) {
   const deadline = Date.now() + 5000;
   for (;;) {
-    const res = await t.request('GET', '/api/events', { token, query: { limit: '500' } });
+    const res = await t.request('GET', '/api/events', {
+      token,
+      query: { limit: '500', types: 'user_group.created,user_group.updated,user_group.token_rotated,user_group.deleted' },
+    });
     assert.equal(res.status, 200, res.text);
     if (res.body.events.length >= count || Date.now() > deadline) return res.body.events;
     await new Promise((resolve) => setTimeout(resolve, 20));

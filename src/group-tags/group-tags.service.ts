@@ -63,10 +63,14 @@ export async function listGroupTagsPage(
 export async function createGroupTag(deps: GroupTagDeps, principal: Principal, input: CreateGroupTagInput): Promise<GroupTagCount> {
   requireScope(principal, 'write', 'creating a tag');
   const tenant = tenantOf(principal, input.api_environment_tag);
-  // The set holds every tag a group carries (addToTagSets), so a tag not in it is on no group.
-  const created = await inTransaction(deps.database, (trx) => insertGroupTag(trx, tenant, input.name));
-  if (!created) throw new AppError('group_tag_exists', `the tag "${input.name}" already exists in ${tenant.environment}`);
-  return { name: input.name, user_group_count: 0 };
+  // The set holds every tag a group carries (addToTagSets), so a tag not in it is on no group;
+  // but for one an instance of a version before the set gave a group (docs/operations.md,
+  // "Upgrades"), which this brings into the set: the count says so.
+  const count = await inTransaction(deps.database, async (trx) =>
+    (await insertGroupTag(trx, tenant, input.name)) ? countCarriers(trx, tenant, input.name) : undefined,
+  );
+  if (count === undefined) throw new AppError('group_tag_exists', `the tag "${input.name}" already exists in ${tenant.environment}`);
+  return { name: input.name, user_group_count: count };
 }
 
 export interface RetagOutcome {
