@@ -369,6 +369,22 @@ forEachBackend('tags as a managed set', (backend) => {
     ]);
   });
 
+  it("tags: a delete ends even on a tag row whose group's own tags no longer name it: the row goes, the group is left as it is, with no history entry", async () => {
+    const token = await freshToken();
+    await upsert(token, [{ user_group_id: 'stale', group_tags: ['ghost', 'kept'] }]);
+    // A row of the filter's index that disagrees with its group (written by hand, say).
+    await t.handle.db.updateTable('user_groups').set({ group_tags: '["kept"]' }).where('provided_id', '=', 'stale').execute();
+    const deleted = await t.request('DELETE', '/api/group_tags', { token, query: { name: 'ghost' } });
+    assert.deepEqual(deleted.body, { success: 1, name: 'ghost', user_groups_changed: 0 });
+    assert.deepEqual(await allTags(token), [['kept', 1]]);
+    assert.deepEqual((await t.request('GET', '/api/users', { token, query: { tag: 'ghost' } })).body.user_groups, []);
+    const history = await t.request('GET', '/api/user/history', { token, query: { user_group_id: 'stale' } });
+    assert.deepEqual(
+      history.body.entries.map((entry) => entry.action),
+      ['user_group.create'],
+    );
+  });
+
   it('tags: a tag that a version before the set gave a group (so not in the set) is brought in by POST /api/group_tags, answered with its count', async () => {
     const token = await freshToken();
     await upsert(token, [{ user_group_id: 'old-writer', group_tags: ['legacy'] }]);

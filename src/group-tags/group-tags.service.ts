@@ -156,25 +156,32 @@ interface RetagStep {
   when: Date;
 }
 
-/** One batch: each group's tags without `name` (and with `newName`), its tag rows, its history entry and event; answers how many changed. */
+/**
+ * One batch: each group's tags without `name` (and with `newName`), its tag rows, its history
+ * entry and event; answers how many changed. Every group found by its tag row loses that row,
+ * so the walk always moves on, even past a row its group's own tags no longer name.
+ */
 async function retagGroups(trx: Kysely<Database>, tenant: Tenant, groups: readonly UserGroupRow[], step: RetagStep): Promise<number> {
   if (groups.length === 0) return 0;
   const before = new Map(groups.map((group) => [group.team_id, JSON.parse(group.group_tags) as string[]]));
-  const after = new Map(
-    [...before].map(([teamId, tags]) => [
-      teamId,
-      normalizeTags([...tags.filter((tag) => tag !== step.name), ...(step.newName === undefined ? [] : [step.newName])]),
-    ]),
+  const after = new Map<number, string[]>();
+  for (const [teamId, tags] of before) {
+    if (tags.includes(step.name))
+      after.set(teamId, normalizeTags([...tags.filter((tag) => tag !== step.name), ...(step.newName === undefined ? [] : [step.newName])]));
+  }
+  const updated = after.size === 0 ? [] : await setGroupTags(trx, tenant, new Map([...after].map(([teamId, tags]) => [teamId, JSON.stringify(tags)])), step.at);
+  await deleteTagRows(
+    trx,
+    tenant,
+    step.name,
+    groups.map((group) => group.team_id),
   );
-  const updated = await setGroupTags(trx, tenant, new Map([...after].map(([teamId, tags]) => [teamId, JSON.stringify(tags)])), step.at);
-  const teamIds = updated.map((row) => row.team_id);
-  await deleteTagRows(trx, tenant, step.name, teamIds);
   if (step.newName !== undefined) {
     await insertTagRows(
       trx,
       tenant,
       step.newName,
-      teamIds.filter((teamId) => !before.get(teamId)!.includes(step.newName!)),
+      updated.map((row) => row.team_id).filter((teamId) => !before.get(teamId)!.includes(step.newName!)),
     );
   }
   await appendAudits(
