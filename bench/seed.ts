@@ -11,6 +11,7 @@ import { issueApiToken } from '../src/api-tokens/api-tokens.service.ts';
 import { generateToken, hashToken } from '../src/auth/token-format.ts';
 import type { Keyring } from '../src/crypto/keyring.ts';
 import type { NewUserGroup } from '../src/user-groups/user-groups.repository.ts';
+import { insertTagRowsOfNewGroups } from '../src/user-groups/hierarchy.repository.ts';
 import { createScratchDatabase, type Backend } from '../scripts/scratch-database.ts';
 import { benchLayout, treeParent } from './scenarios.ts';
 
@@ -112,7 +113,7 @@ export async function seedDatabase(
     const sampleTokens = new Map<number, string>();
     const childTokens = new Map<number, string>();
     const at = new Date().toISOString();
-    const scope = `${account.id}/Customer`;
+    const tenant = { accountId: account.id, environment: 'Customer' as const };
 
     const groupRow = (
       fields: Pick<NewUserGroup, 'provided_id' | 'name' | 'mapping' | 'properties' | 'group_tags'>,
@@ -130,7 +131,7 @@ export async function seedDatabase(
       created_at: at,
       updated_at: at,
     });
-    /** Inserts rows in batched statements, and the tag rows of those that have tags; returns provided_id -> team_id. */
+    /** Inserts rows in batched statements, and the tag rows of those that have tags (and their tags in the set); returns provided_id -> team_id. */
     const insert = async (rows: NewUserGroup[]) => {
       const teamIds = new Map<string, number>();
       await inTransaction(handle, async (trx) => {
@@ -140,8 +141,11 @@ export async function seedDatabase(
             .values(rows.slice(offset, offset + ROWS_PER_INSERT))
             .returning(['team_id', 'provided_id', 'group_tags'])
             .execute();
-          const tags = inserted.flatMap((row) => (JSON.parse(row.group_tags) as string[]).map((tag) => ({ team_id: row.team_id, scope, tag })));
-          if (tags.length > 0) await trx.insertInto('user_group_tags').values(tags).execute();
+          // The tag rows, and the tags in the environment's tag set, as the service writes them.
+          await insertTagRowsOfNewGroups(
+            trx,
+            inserted.map((row) => ({ tenant, teamId: row.team_id, tags: JSON.parse(row.group_tags) as string[] })),
+          );
           for (const row of inserted) teamIds.set(row.provided_id, row.team_id);
         }
       });

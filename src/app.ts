@@ -44,6 +44,8 @@ import { WebhookDispatcher } from './webhooks/dispatcher.ts';
 import { WebhookTraffic } from './webhooks/webhook-traffic.ts';
 import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
 import { webhookCodeSamples } from './webhooks/webhooks.operations.ts';
+import { registerGroupTagRoutes } from './group-tags/group-tags.routes.ts';
+import { groupTagCodeSamples } from './group-tags/group-tags.operations.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { IdempotencySweeper } from './http/idempotency-sweeper.ts';
 import { BackgroundFailures } from './throttled-log.ts';
@@ -106,6 +108,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     transform: showGetBodies,
     transformObject: finishOpenApiDocument({
       ...userGroupCodeSamples,
+      ...groupTagCodeSamples,
       ...embedCodeSamples,
       ...apiTokenCodeSamples,
       ...eventCodeSamples,
@@ -183,6 +186,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
     registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics, maxHierarchyDepth: config.maxHierarchyDepth });
+    registerGroupTagRoutes(api, { database: deps.database, now, batchSize: config.tagBatchSize });
     registerEmbedTokenRoute(api, embed);
     registerIntrospectionRoute(api, embed);
     registerApiTokenRoutes(api, { database: deps.database, accountSlugs: embed.accountSlugs, now });

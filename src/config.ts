@@ -41,6 +41,8 @@ export interface Config {
   embedRateLimitWindowMs: number;
   /** How many levels a hierarchy of user groups may have (a group without parent is level 1). */
   maxHierarchyDepth: number;
+  /** Groups per transaction when a tag is renamed or deleted on every group that carries it (docs/api.md, "Tags"). */
+  tagBatchSize: number;
   /** The service's public base URL: the `iss` of embed tokens, whose keys are at <publicUrl>/.well-known/jwks.json. */
   publicUrl: string;
   /** The `aud` of an embed token that is not bound to an embed_id. */
@@ -125,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || '',
     rateLimitRedisPrefix: env.UGS_RATE_LIMIT_REDIS_PREFIX || 'ugs:rl:',
     maxHierarchyDepth: integer(env, 'UGS_MAX_HIERARCHY_DEPTH', 3, 1, 10),
+    tagBatchSize: integer(env, 'UGS_TAG_BATCH_SIZE', 500, 1, 10_000),
     publicUrl: '',
     embedAudience: env.UGS_EMBED_AUDIENCE || 'ugs:embed',
     otlpTracesUrl: otlpTracesUrl(env),

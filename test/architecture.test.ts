@@ -21,6 +21,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['auth', ['auth/']],
   ['http', ['http/']],
   ['user groups', ['user-groups/']],
+  ['group tags', ['group-tags/']],
   ['embed', ['embed/']],
   ['api tokens', ['api-tokens/']],
   ['events', ['events/']],

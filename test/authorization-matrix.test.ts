@@ -123,6 +123,34 @@ const ROUTES: Record<string, RouteRow> = {
     probe: (t) => ({ method: 'GET', url: '/api/user/history', query: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 200 },
   },
+  // Each group of the suite carries a tag named after it (createGroup below).
+  'GET /api/group_tags': {
+    kind: 'api',
+    probe: (t) => ({ method: 'GET', url: '/api/group_tags', query: { api_environment_tag: t.env, q: `tag-${t.id}` } }),
+    otherAccount: { status: 200 }, // the caller's own tags only
+  },
+  'POST /api/group_tags': {
+    kind: 'api',
+    scope: 'write',
+    probe: (t, fresh) => ({ method: 'POST', url: '/api/group_tags', body: { name: `tag-${fresh}`, api_environment_tag: t.env } }),
+    otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
+  },
+  'POST /api/group_tags/rename': {
+    kind: 'api',
+    scope: 'write',
+    probe: (t, fresh) => ({
+      method: 'POST',
+      url: '/api/group_tags/rename',
+      body: { name: `tag-${t.id}`, new_name: `renamed-${fresh}`, api_environment_tag: t.env },
+    }),
+    otherAccount: { status: 404, code: 'group_tag_not_found' },
+  },
+  'DELETE /api/group_tags': {
+    kind: 'api',
+    scope: 'write',
+    probe: (t) => ({ method: 'DELETE', url: '/api/group_tags', query: { name: `tag-${t.id}`, api_environment_tag: t.env } }),
+    otherAccount: { status: 404, code: 'group_tag_not_found' },
+  },
   'POST /api/embed_token': {
     kind: 'api',
     probe: (t) => ({ method: 'POST', url: '/api/embed_token', body: { user_group_id: t.id, api_environment_tag: t.env } }),
@@ -266,18 +294,19 @@ forEachBackend('authorization matrix', (backend) => {
   async function snapshot(): Promise<string> {
     const groups = await t.handle.db.selectFrom('user_groups').selectAll().orderBy('team_id').execute();
     const apiTokens = await t.handle.db.selectFrom('api_tokens').selectAll().orderBy('id').execute();
+    const tags = await t.handle.db.selectFrom('group_tag_set').selectAll().orderBy('account_id').orderBy('environment').orderBy('name').execute();
     const audit = await t.handle.db
       .selectFrom('audit_log')
       .select((eb) => eb.fn.countAll().as('n'))
       .executeTakeFirst();
-    return JSON.stringify({ groups, apiTokens, audit: Number(audit?.n) });
+    return JSON.stringify({ groups, apiTokens, tags, audit: Number(audit?.n) });
   }
 
   let victimTokenId: number;
   const callerTokenIds: number[] = [];
 
   async function createGroup(token: string, id: string, env: 'Customer' | 'Testing'): Promise<Target & { teamId: number }> {
-    const res = await t.request('POST', '/api/user', { token, body: { user_group_id: id, api_environment_tag: env } });
+    const res = await t.request('POST', '/api/user', { token, body: { user_group_id: id, api_environment_tag: env, group_tags: [`tag-${id}`] } });
     assert.equal(res.status, 201, res.text);
     const embed = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: id, api_environment_tag: env } });
     assert.equal(embed.status, 200, embed.text);
@@ -386,6 +415,7 @@ forEachBackend('authorization matrix', (backend) => {
         }
         if (key === 'GET /api/user/history') assert.deepEqual(res.body.entries, []);
         if (key === 'GET /api/users') assert.deepEqual(res.body.user_groups, []);
+        if (key === 'GET /api/group_tags') assert.deepEqual(res.body.group_tags, []);
         if (key === 'GET /api/events')
           assert.ok(
             res.body.events.every((event) => event.account === 'caller'),
@@ -508,6 +538,13 @@ forEachBackend('authorization matrix', (backend) => {
         assert.ok(own.status < 400, `${key} in Testing: ${own.status} ${own.text}`);
         if (key === 'POST /api/user') ownTesting.groupToken = own.body.user_group.token;
         if (key === 'DELETE /api/user') ownTesting = await createGroup(tokens.rw, ownTesting.id, 'Testing');
+        if (key === 'POST /api/group_tags/rename' || key === 'DELETE /api/group_tags') {
+          const restored = await t.request('PUT', '/api/user', {
+            token: tokens.rw,
+            body: { user_group_id: ownTesting.id, api_environment_tag: 'Testing', group_tags: [`tag-${ownTesting.id}`] },
+          });
+          assert.equal(restored.status, 200, restored.text);
+        }
       });
     } else {
       it(`${key}: no, malformed, wrong-checksum, unknown, retired group token -> 401 invalid_token; API token -> 401 wrong_token_kind`, async () => {

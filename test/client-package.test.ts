@@ -41,6 +41,11 @@ seen.history = (await ugs.userGroupHistory({ user_group_id: 'packed-1' })).entri
 const embed = await ugs.createEmbedToken({ user_group_id: 'packed-1' });
 seen.embed = (await ugs.getEmbedContext(embed.embed_token)).variables.user_group_name;
 seen.deleted = (await ugs.deleteUserGroup({ user_group_id: 'packed-2' })).user_group.provided_id;
+await ugs.createGroupTag({ name: 'packed-tag' });
+await ugs.updateUserGroup({ user_group_id: 'packed-1', group_tags: ['packed-tag'] });
+seen.tags = (await ugs.listGroupTags({ q: 'packed' })).group_tags.map((tag) => [tag.name, tag.user_group_count]);
+seen.tagRenamed = (await ugs.renameGroupTag({ name: 'packed-tag', new_name: 'packed-tag-2' })).user_groups_changed;
+seen.tagDeleted = (await ugs.deleteGroupTag({ name: 'packed-tag-2' })).name;
 try {
   await ugs.createUserGroup({ user_group_id: 'packed-1' });
 } catch (err) {
@@ -127,6 +132,9 @@ describe('@ugs/client, packed and installed outside this repository', () => {
       history: ['user_group.rotate', 'user_group.update', 'user_group.create'],
       embed: 'Packed again',
       deleted: 'packed-2',
+      tags: [['packed-tag', 1]],
+      tagRenamed: 1,
+      tagDeleted: 'packed-tag-2',
       error: [409, 'user_group_exists'],
     });
   });

@@ -192,6 +192,34 @@ for (const backend of BACKENDS) {
       assert.equal(deleted.deleted_count, 2);
     });
 
+    it('tags: listGroupTags counts, createGroupTag, renameGroupTag merges, deleteGroupTag by name, iterateGroupTags walks every page; an unknown tag is a typed 404', async () => {
+      const tag = (name: string) => `tag-${run}-${name}`;
+      await client.upsertUserGroups({
+        user_groups: [
+          { user_group_id: `tg1-${run}`, group_tags: [tag('a'), tag('b')] },
+          { user_group_id: `tg2-${run}`, group_tags: [tag('a')] },
+        ],
+      });
+      const created = await client.createGroupTag({ name: tag('c') });
+      assert.deepEqual(created.group_tag, { name: tag('c'), user_group_count: 0 });
+      await failure(client.createGroupTag({ name: tag('a') }), 'group_tag_exists', 409);
+      const page = await client.listGroupTags({ q: tag(''), limit: 2 });
+      assert.deepEqual(page.group_tags, [
+        { name: tag('a'), user_group_count: 2 },
+        { name: tag('b'), user_group_count: 1 },
+      ]);
+      const walked: string[] = [];
+      for await (const each of client.iterateGroupTags({ q: tag(''), limit: 1 })) walked.push(each.name);
+      assert.deepEqual(walked, [tag('a'), tag('b'), tag('c')]);
+      const renamed = await client.renameGroupTag({ name: tag('a'), new_name: tag('b') });
+      assert.deepEqual([renamed.group_tag, renamed.merged, renamed.user_groups_changed], [{ name: tag('b'), user_group_count: 2 }, true, 2]);
+      const deleted = await client.deleteGroupTag({ name: tag('b') });
+      assert.deepEqual([deleted.name, deleted.user_groups_changed], [tag('b'), 2]);
+      await failure(client.deleteGroupTag({ name: tag('b') }), 'group_tag_not_found', 404);
+      await failure(client.renameGroupTag({ name: tag('b'), new_name: tag('z') }), 'group_tag_not_found', 404);
+      assert.deepEqual((await client.lookupUserGroup({ user_group_id: `tg1-${run}` })).user_group.group_tags, []);
+    });
+
     it('userGroupHistory lists the changes newest first', async () => {
       const { user_group } = await client.createUserGroup({ user_group_id: `h-${run}` });
       await client.updateUserGroup({ user_group_id: `h-${run}`, name: 'H2' });

@@ -396,6 +396,74 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.deepEqual(gone.body.user_groups, []);
   });
 
+  it('console: the Tags page lists each tag with its count, linked to its groups; create, rename onto another (they merge) and delete; the group form offers the tags in use', async () => {
+    const rows = () =>
+      page.locator('table.tags tbody tr').evaluateAll((trs) => trs.map((tr) => [tr.querySelector('td code')?.textContent, tr.children[1].textContent]));
+    await page.getByRole('link', { name: 'Tags', exact: true }).click();
+    await page.getByRole('heading', { name: 'Tags in Customer' }).waitFor();
+    await page.getByText('Page 1: 2 tags').waitFor();
+    // beta: every tenth customer and initech; trial: initech.
+    assert.deepEqual(await rows(), [
+      ['beta', '7'],
+      ['trial', '1'],
+    ]);
+    await assertAccessible('tags');
+    await assertKeyboardReachable('tags');
+    await shot('tags');
+
+    await page.getByLabel('Name', { exact: true }).fill('gold');
+    await page.getByRole('button', { name: 'Create tag' }).click();
+    await page.getByText('Created tag gold.').waitFor();
+    await page.getByText('Page 1: 3 tags').waitFor();
+    assert.deepEqual(await rows(), [
+      ['beta', '7'],
+      ['gold', '0'],
+      ['trial', '1'],
+    ]);
+
+    // initech has both: it keeps one beta, and beta's count stays 7.
+    await page.getByRole('button', { name: 'Rename tag trial' }).click();
+    const dialog = page.locator('dialog[open]');
+    await dialog.getByLabel('New name').fill('beta');
+    await assertAccessible('rename a tag');
+    await shot('tags-rename');
+    await dialog.getByRole('button', { name: 'Rename', exact: true }).click();
+    await page.getByText('Renamed tag trial to beta on 1 group: merged into the existing tag, which 7 groups carry now.').waitFor();
+    await page.getByText('Page 1: 2 tags').waitFor();
+    assert.deepEqual(await rows(), [
+      ['beta', '7'],
+      ['gold', '0'],
+    ]);
+    const initech = await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=initech', { token: readToken });
+    assert.deepEqual(initech.body.user_group.group_tags, ['beta']);
+
+    await page.getByRole('button', { name: 'Delete tag gold' }).click();
+    await page.locator('dialog[open]').getByRole('button', { name: 'Delete tag gold' }).click();
+    await page.getByText('Deleted tag gold from 0 groups.').waitFor();
+    await page.getByText('Page 1: 1 tags').waitFor();
+
+    await page.getByRole('link', { name: '7 groups with tag beta' }).click();
+    await page.getByRole('heading', { name: 'User groups in Customer' }).waitFor();
+    await page.getByText('Page 1: 7 user groups').waitFor();
+    assert.match(page.url(), /#\/groups\?tag=beta$/);
+
+    // The group form offers the tags in use as a tag is typed; one click puts it in the field.
+    await page.goto(`${server.baseUrl}/console#/group/Customer/customer-01/edit`);
+    await page.getByRole('heading', { name: 'Edit customer-01' }).waitFor();
+    await page.getByLabel('Tags').fill('vip, b');
+    const offered = page.getByRole('group', { name: 'In use in Customer:' });
+    await offered.getByRole('button', { name: 'beta 7' }).waitFor();
+    await assertAccessible('tag suggestions');
+    await shot('edit-tag-suggestions');
+    await offered.getByRole('button', { name: 'beta 7' }).click();
+    assert.equal(await page.getByLabel('Tags').inputValue(), 'vip, beta, ');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'group_tags', 'the field keeps the focus');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { name: 'Saved customer-01' }).waitFor();
+    const saved = await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=customer-01', { token: readToken });
+    assert.deepEqual(saved.body.user_group.group_tags, ['beta', 'vip']);
+  });
+
   it('console: a malformed or unknown fragment shows the not-found view, not a blank page', async () => {
     for (const fragment of ['#/group/Customer/%E0%A4%A', '#/nowhere', '#/group/Customer']) {
       await page.goto(`${server.baseUrl}/console${fragment}`);
@@ -601,6 +669,9 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
       assert.equal(await page.getByRole(name === 'Edit' ? 'link' : 'button', { name, exact: true }).count(), 0, name);
     await assertAccessible('read-only group');
     await shot('read-only');
+    await page.getByRole('link', { name: 'Tags', exact: true }).click();
+    await page.getByText('Page 1: 2 tags').waitFor();
+    for (const name of ['Create tag', 'Rename tag beta', 'Delete tag beta']) assert.equal(await page.getByRole('button', { name }).count(), 0, name);
     await page.getByRole('button', { name: 'Sign out' }).click();
   });
 

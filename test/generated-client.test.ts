@@ -61,6 +61,16 @@ statuses.conflictCode = code === 'user_group_exists' ? 1 : 0;
 const deleted = await api.DELETE('/api/user', { params: { query: { user_group_id: 'generated-2' } } });
 statuses.delete = deleted.response.status;
 
+const tagCreated = await api.POST('/api/group_tags', { body: { name: 'generated-tag' } });
+statuses.tagCreate = tagCreated.response.status;
+const tags = await api.GET('/api/group_tags', { params: { query: { q: 'generated' } } });
+const tagCount: number | undefined = tags.data?.group_tags[0]?.user_group_count;
+statuses.tagCount = tagCount ?? -1;
+const tagRenamed = await api.POST('/api/group_tags/rename', { body: { name: 'generated-tag', new_name: 'generated-tag-2' } });
+statuses.tagRename = tagRenamed.response.status;
+const tagDeleted = await api.DELETE('/api/group_tags', { params: { query: { name: 'generated-tag-2' } } });
+statuses.tagDelete = tagDeleted.response.status;
+
 const health = await api.GET('/healthz');
 statuses.health = health.response.status;
 
@@ -130,6 +140,10 @@ for (const backend of BACKENDS) {
         conflict: 409,
         conflictCode: 1,
         delete: 200,
+        tagCreate: 201,
+        tagCount: 0,
+        tagRename: 200,
+        tagDelete: 200,
         health: 200,
       });
     });

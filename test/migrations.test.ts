@@ -31,6 +31,7 @@ forEachBackend('migrations', (backend) => {
           '0008-idempotency-keys-per-token',
           '0009-webhook-cursors',
           '0010-event-streams',
+          '0014-group-tag-set',
         ],
       );
       const again = await migrateToLatest(handle);

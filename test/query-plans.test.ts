@@ -50,6 +50,11 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[
   // SQLite names a primary key's index sqlite_autoindex_*: recognised by its columns.
   { statement: /from "user_group_tags" inner join|exists \(select 1 from user_group_tags/, postgres: 'user_group_tags_filter', sqlite: '(scope=? AND tag=?' },
   { statement: /delete from "user_group_tags" where "team_id" = /, postgres: 'user_group_tags_team', sqlite: 'user_group_tags_team' },
+  // The tag set: a tenant's tags by its key (a page, one tag), each tag's count and carriers by the tag rows' key, the renamed groups by primary key.
+  { statement: /from "group_tag_set" where "account_id" = /, postgres: 'group_tag_set_key', sqlite: '(account_id=? AND environment=?' },
+  { statement: /select count\(\*\) from user_group_tags where user_group_tags\.scope = /, postgres: 'user_group_tags_filter', sqlite: '(scope=? AND tag=?' },
+  { statement: /delete from "user_group_tags" where "scope" = /, postgres: 'user_group_tags_filter', sqlite: '(scope=? AND tag=?' },
+  { statement: /update "user_groups" set "group_tags" = case team_id /, postgres: 'user_groups_pkey', sqlite: 'USING INTEGER PRIMARY KEY' },
   { statement: /from "api_tokens" where "token_hash" = /, postgres: 'api_tokens_token_hash_key', sqlite: 'SEARCH api_tokens USING INDEX' },
   { statement: /from retired_tokens\s+where retired_tokens\.token_hash = /, postgres: 'retired_tokens_pkey', sqlite: 'SEARCH retired_tokens USING INDEX' },
   { statement: /delete from "retired_tokens" where "team_id" = /, postgres: 'retired_tokens_team', sqlite: 'USING INDEX retired_tokens_team' },
@@ -57,7 +62,7 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string }[
   { statement: /from "audit_log" where "subject_type" = /, postgres: 'audit_log_team', sqlite: 'USING INDEX audit_log_team' },
 ];
 const SCANNED_TABLE =
-  /Seq Scan on (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|user_group_tags|api_tokens|retired_tokens|audit_log|p1|p2)\b/;
+  /Seq Scan on (user_groups|user_group_tags|group_tag_set|api_tokens|retired_tokens|audit_log)\b|\bSCAN (user_groups|user_group_tags|group_tag_set|api_tokens|retired_tokens|audit_log|p1|p2)\b/;
 /** A range of every team_id above a cursor, read as an index condition: as costly as a scan. */
 const TEAM_ID_RANGE = /user_groups_pkey[^\n]*\n\s*Index Cond: \(team_id > |USING INTEGER PRIMARY KEY \(rowid>\?\)/;
 

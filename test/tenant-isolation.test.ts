@@ -79,6 +79,8 @@ forEachBackend('tenant isolation', (backend) => {
   const teamIds: Record<Account, Set<number>> = { alpha: new Set(), beta: new Set() };
   /** Cursors of other callers' pages, to be replayed by the wrong caller. */
   const cursors: string[] = [];
+  /** The same, of the lists of tags. */
+  const tagCursors: string[] = [];
   const embedTokens: Record<Account, Record<Environment, string[]>> = { alpha: { Customer: [], Testing: [] }, beta: { Customer: [], Testing: [] } };
 
   before(async () => {
@@ -130,6 +132,10 @@ forEachBackend('tenant isolation', (backend) => {
     for (const [i, edge] of EDGES.entries()) await create({ user_group_id: `${edge}-${i}`, name: edge, group_tags: [edge] });
     await create({ user_group_id: 'parent', name: 'Parent', hierarchy_level: 'L1', group_tags: ['family'] });
     await create({ user_group_id: 'child', name: 'Child', parent_user_group_id: 'parent', hierarchy_level: 'L2', group_tags: ['family'] });
+    // A tag only this account and environment has: no other caller's list of tags may show it.
+    await create({ user_group_id: 'marked', name: 'Marked', group_tags: [`mark-${account}-${env}`] });
+    const tags = await built.request('GET', '/api/group_tags', { token, query: { api_environment_tag: env, limit: '2' } });
+    tagCursors.push(tags.body.next_cursor!);
     for (const id of ['g-1', 'g-2', 'child']) {
       const minted = await built.request('POST', '/api/embed_token', { token, body: { user_group_id: id, api_environment_tag: env } });
       assert.equal(minted.status, 200, minted.text);
@@ -182,7 +188,9 @@ forEachBackend('tenant isolation', (backend) => {
       capturing = false;
     }
     const caller: Caller = { accountId: probe.accountId, environment: probe.environment };
-    const tenantStatements = captured.filter((s) => /user_groups|user_group_tags|retired_tokens|audit_log|api_tokens|accounts|event|webhook/.test(s.sql));
+    const tenantStatements = captured.filter((s) =>
+      /user_groups|user_group_tags|group_tag_set|retired_tokens|audit_log|api_tokens|accounts|event|webhook/.test(s.sql),
+    );
     assert.ok(tenantStatements.length >= 40, `captured ${tenantStatements.length} statements on tenant tables`);
     const violations = tenantStatements.flatMap((statement) =>
       tenantViolations(statement, caller).map((problem) => `${problem}\n  ${statement.sql}\n  ${JSON.stringify(statement.parameters)}`),
@@ -260,6 +268,36 @@ forEachBackend('tenant isolation', (backend) => {
           for (const group of res.body.user_groups) {
             const where = `${caller.name}: GET /api/users ${JSON.stringify(query)} answered ${group.provided_id} (${group.api_environment_tag})`;
             assert.equal(group.api_environment_tag, environment, where);
+          }
+          if (!res.body.next_cursor) break;
+          query.cursor = res.body.next_cursor;
+        }
+      }),
+      { numRuns: RUNS, seed: SEED, endOnFailure: true, includeErrorInReport: true },
+    );
+  });
+
+  it(`tags: any prefix, cursor and limit lists only the caller's tags, of the environment it may see (seed ${SEED})`, { timeout: 300_000 }, async () => {
+    const tagQuery = fc
+      .record({
+        q: sometimes(text, 1),
+        limit: sometimes(limit),
+        cursor: sometimes(cursor),
+        api_environment_tag: sometimes(fc.constantFrom(...ENVIRONMENTS), 1),
+      })
+      .map((query) => Object.fromEntries(Object.entries(query).filter(([, value]) => value !== undefined)) as Record<string, string>);
+    await fc.assert(
+      fc.asyncProperty(probe(), tagQuery, fc.nat(), async (caller, rawQuery, pick) => {
+        const query: Record<string, string> = { ...rawQuery };
+        if (query.cursor?.startsWith('c') && query.cursor.length === 2) query.cursor = tagCursors[pick % tagCursors.length];
+        const environment = query.api_environment_tag ?? caller.environment ?? 'Customer';
+        for (let page = 0; page < 3; page++) {
+          const res = await built.request('GET', '/api/group_tags', { token: caller.token, query });
+          assertOwnDataOnly(caller, res, `GET /api/group_tags ${JSON.stringify(query)}`);
+          if (res.status !== 200) break;
+          for (const tag of res.body.group_tags) {
+            if (tag.name.startsWith('mark-'))
+              assert.equal(tag.name, `mark-${caller.account}-${environment}`, `${caller.name}: GET /api/group_tags ${JSON.stringify(query)}`);
           }
           if (!res.body.next_cursor) break;
           query.cursor = res.body.next_cursor;

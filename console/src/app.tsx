@@ -12,6 +12,7 @@ import { GroupForm } from './pages/group-form.tsx';
 import { TokensPage } from './pages/tokens.tsx';
 import { WebhookDeliveriesPage, WebhooksPage } from './pages/webhooks.tsx';
 import { SigningKeysPage } from './pages/signing-keys.tsx';
+import { TagsPage } from './pages/tags.tsx';
 
 export function App() {
   const [session, setSession] = useState<Session | null>(null);
@@ -57,7 +58,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
     setEnvironment(value);
   };
   const current =
-    route.page === 'tokens' || route.page === 'keys' || route.page === 'webhooks'
+    route.page === 'tokens' || route.page === 'keys' || route.page === 'webhooks' || route.page === 'tags'
       ? route.page
       : route.page === 'webhook'
         ? 'webhooks'
@@ -70,6 +71,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
       'new-group': 'New user group',
       group: 'User group',
       'edit-group': 'Edit user group',
+      tags: 'Tags',
       tokens: 'API tokens',
       webhooks: 'Webhooks',
       webhook: 'Webhook deliveries',
@@ -92,6 +94,9 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         <nav aria-label="Pages">
           <a href="#/groups" aria-current={current === 'groups' ? 'page' : undefined}>
             User groups
+          </a>
+          <a href="#/tags" aria-current={current === 'tags' ? 'page' : undefined}>
+            Tags
           </a>
           {session.isAdmin && (
             <a href="#/tokens" aria-current={current === 'tokens' ? 'page' : undefined}>
@@ -147,6 +152,8 @@ function Page({ route, session, environment }: { route: Route; session: Session;
       ) : (
         <ErrorAlert error={new Error('editing user groups needs an API token with the write scope')} />
       );
+    case 'tags':
+      return <TagsPage session={session} environment={environment} />;
     case 'tokens':
       return session.isAdmin ? (
         <TokensPage session={session} />

@@ -7,6 +7,7 @@ export type Route =
   | { page: 'new-group' }
   | { page: 'group'; environment: string; id: string }
   | { page: 'edit-group'; environment: string; id: string }
+  | { page: 'tags' }
   | { page: 'tokens' }
   | { page: 'webhooks' }
   | { page: 'webhook'; id: number }
@@ -32,6 +33,7 @@ export function parseRoute(hash: string): Route | undefined {
   if (parts[0] === 'groups' && parts[1] === 'new' && parts.length === 2) return { page: 'new-group' };
   if (parts[0] === 'group' && parts.length === 3) return { page: 'group', environment: parts[1], id: parts[2] };
   if (parts[0] === 'group' && parts.length === 4 && parts[3] === 'edit') return { page: 'edit-group', environment: parts[1], id: parts[2] };
+  if (parts[0] === 'tags' && parts.length === 1) return { page: 'tags' };
   if (parts[0] === 'tokens' && parts.length === 1) return { page: 'tokens' };
   if (parts[0] === 'keys' && parts.length === 1) return { page: 'keys' };
   if (parts[0] === 'webhooks' && parts.length === 1) return { page: 'webhooks' };

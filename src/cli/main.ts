@@ -23,6 +23,7 @@ import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
 import { createEndpoint, deleteEndpointIn, enableEndpointIn, listEndpointsOf } from '../webhooks/webhooks.service.ts';
 import { webhookEndpointJson } from '../webhooks/webhooks.json.ts';
 import { registerTransferCommands } from './transfer-commands.ts';
+import { registerTagCommands } from './tag-commands.ts';
 
 class UsageError extends Error {}
 
@@ -527,6 +528,7 @@ export function buildCli(): Command {
     });
 
   registerTransferCommands(program, { withDatabase, configuredKeyring, slug, usageError: (message) => new UsageError(message) });
+  registerTagCommands(program, { withDatabase, slug, usageError: (message) => new UsageError(message) });
 
   return program;
 }

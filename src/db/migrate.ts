@@ -20,6 +20,7 @@ import { idempotencyKeys } from './migrations/0007-idempotency-keys.ts';
 import { idempotencyKeysPerToken } from './migrations/0008-idempotency-keys-per-token.ts';
 import { webhookCursors } from './migrations/0009-webhook-cursors.ts';
 import { eventStreams } from './migrations/0010-event-streams.ts';
+import { groupTagSet } from './migrations/0014-group-tag-set.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -38,6 +39,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0008-idempotency-keys-per-token': idempotencyKeysPerToken(dialect),
     '0009-webhook-cursors': webhookCursors(dialect),
     '0010-event-streams': eventStreams(dialect),
+    '0014-group-tag-set': groupTagSet(dialect),
   };
 }
 

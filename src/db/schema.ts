@@ -73,6 +73,13 @@ interface UserGroupTagsTable {
   tag: string;
 }
 
+/** The tenant's tag set (migration 0014): every tag its groups carry, and those created before any group has them. */
+interface GroupTagSetTable {
+  account_id: number;
+  environment: Environment;
+  name: string;
+}
+
 /** Tokens retired by a rotation with a grace period: still good on the embed side until expires_at. */
 interface RetiredTokensTable {
   token_hash: string;
@@ -226,6 +233,7 @@ export interface Database {
   api_tokens: ApiTokensTable;
   user_groups: UserGroupsTable;
   user_group_tags: UserGroupTagsTable;
+  group_tag_set: GroupTagSetTable;
   retired_tokens: RetiredTokensTable;
   audit_log: AuditLogTable;
   embed_signing_keys: EmbedSigningKeysTable;

@@ -72,6 +72,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   user_group_not_found: { summary: 'No such user group', message: 'no user group with user_group_id "example_1" in Customer' },
   api_token_not_found: { summary: 'No such API token in this account', message: 'no API token with id 42 in this account' },
   webhook_endpoint_not_found: { summary: 'No such webhook endpoint in this account', message: 'no webhook endpoint with id 3 in this account' },
+  group_tag_not_found: { summary: 'No such tag in this environment', message: 'no tag "beta" in Customer' },
   api_token_revoked: { summary: 'The API token was revoked before', message: 'API token 42 was already revoked at 2026-11-24T10:00:00.000Z' },
   last_admin_token: {
     summary: "The account's last admin token",
@@ -98,6 +99,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
       'events after 41 are no longer kept (events are kept for the retention period): resynchronise, then read on from next_cursor of a read without "after"',
   },
   user_group_exists: { summary: 'The id is taken', message: 'a user group with user_group_id "example_1" already exists in Customer' },
+  group_tag_exists: { summary: 'The tag exists', message: 'the tag "beta" already exists in Customer' },
   hierarchy_cycle: {
     summary: 'The group would be its own ancestor',
     message: 'user group "acme" cannot be placed under "jane": "jane" is "acme" or one of its descendants',

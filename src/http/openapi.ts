@@ -4,7 +4,7 @@
 //   - every schema with a `title` becomes a named component (UserGroup, Error, …), referenced;
 //   - each error answer gets one realistic example per code it can carry (x-error-codes);
 //   - every answer declares its headers (X-Request-Id, Retry-After, RateLimit, …);
-//   - GET and DELETE /api/user take their JSON body as optional, as the server does;
+//   - GET and DELETE /api/user and DELETE /api/group_tags take their JSON body as optional, as the server does;
 //   - POST /api/user declares X-HTTP-Method-Override and the answer it then gives;
 //   - operations that take an Idempotency-Key declare it, and Idempotent-Replayed (http/idempotency.ts);
 //   - each operation carries code samples (x-codeSamples), from the features' docs.
@@ -71,6 +71,7 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   },
   tags: [
     { name: 'User groups', description: 'The management API, called from your backend with an API token.' },
+    { name: 'Tags', description: "The environment's tags as a set: listed with their counts, created, renamed and deleted on every group at once." },
     {
       name: 'Embed',
       description: 'What an embedded dashboard calls from the browser (CORS enabled), and the short-lived embed tokens your backend issues for it.',
@@ -120,6 +121,15 @@ export function finishOpenApiDocument(codeSamples: Record<string, CodeSample[]>)
   };
 }
 
+const IDENTIFICATION_BODY =
+  'The identification as JSON, instead of the query string (not both). Browsers and most HTTP clients cannot send a body with GET: use the query string, or POST with X-HTTP-Method-Override: GET.';
+/** The operations whose JSON body is optional (the query string may say the same), and what their body is. */
+const OPTIONAL_BODIES: Record<string, string> = {
+  'get /api/user': IDENTIFICATION_BODY,
+  'delete /api/user': IDENTIFICATION_BODY,
+  'delete /api/group_tags': 'The tag as JSON, instead of the query string (not both).',
+};
+
 function finishOperation(path: string, method: string, operation: Json, codeSamples: Record<string, CodeSample[]>): void {
   const responses = operation.responses as Record<string, Json>;
   const limited = path.startsWith('/api/');
@@ -145,12 +155,12 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
   // metrics, the JWKS) needs no token, and says so rather than leaving readers to guess.
   operation.security ??= [];
 
-  if (path === '/api/user' && (method === 'get' || method === 'delete')) {
+  const optionalBody = OPTIONAL_BODIES[`${method} ${path}`];
+  if (optionalBody) {
     const body = operation.requestBody as Json | undefined;
     if (body) {
       body.required = false;
-      body.description =
-        'The identification as JSON, instead of the query string (not both). Browsers and most HTTP clients cannot send a body with GET: use the query string, or POST with X-HTTP-Method-Override: GET.';
+      body.description = optionalBody;
     }
   }
   if (path === '/api/user' && method === 'post') {

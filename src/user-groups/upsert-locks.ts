@@ -41,7 +41,7 @@ const UPSERT_LOCK_WAIT_MS = 15_000;
 export interface UpsertTarget {
   key: GroupIdentity;
   parentProvidedId: string | null;
-  movesHierarchy: boolean;
+  locksTenant: boolean;
 }
 
 /**
@@ -50,7 +50,7 @@ export interface UpsertTarget {
  */
 export async function lockUpsertTargets(trx: Kysely<Database>, dialect: Dialect, targets: readonly UpsertTarget[]): Promise<void> {
   if (dialect !== 'postgres' || targets.length === 0) return;
-  const hierarchies = new Map(targets.filter((t) => t.movesHierarchy).map((t) => [scopeOf(t.key), t.key]));
+  const hierarchies = new Map(targets.filter((t) => t.locksTenant).map((t) => [scopeOf(t.key), t.key]));
   for (const scope of [...hierarchies.keys()].sort()) await lockHierarchy(trx, dialect, hierarchies.get(scope)!);
   const tenantRanges = new Map<string, number>();
   const keys = new Set<number>();

@@ -40,7 +40,7 @@ const PROPERTIES_MAX_DEPTH = 32;
 const PROPERTIES_MAX_BYTES = 64 * 1024;
 
 /** Distinct, in code-point order (the order of both backends' text comparison under "C"). */
-function normalizeTags(tags: readonly string[]): string[] {
+export function normalizeTags(tags: readonly string[]): string[] {
   return [...new Set(tags)].sort((a, b) => {
     const [x, y] = [[...a], [...b]];
     for (let i = 0; i < Math.min(x.length, y.length); i++) {

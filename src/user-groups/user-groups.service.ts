@@ -71,6 +71,8 @@ function parentChoice(input: UserGroupInput): ParentChoice {
 }
 
 const tagsOf = (row: { group_tags: string }) => JSON.parse(row.group_tags) as string[];
+/** Whether stored fields give a group tags (docs/api.md, "Tags": such a write holds the tenant's lock). */
+const setsTags = (fields: { group_tags?: string }) => fields.group_tags !== undefined && fields.group_tags !== '[]';
 
 /** Inserts a new group with a fresh token (input already checked); undefined if the identity already exists. */
 function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGroupInput, actor: Actor): Promise<ResolvedGroup | undefined> {
@@ -127,8 +129,8 @@ async function insertNewIn(
   const fields = storedFields(input);
   // A new group has no descendants: it can close no cycle, only be too deep or at the wrong
   // level. The lock when it has a parent or a level: a declaration of the account's levels
-  // (account-levels.service.ts) takes it too.
-  if ((parent.given && parent.providedId !== null) || fields.hierarchy_level) await lockHierarchy(trx, deps.database.dialect, key);
+  // (account-levels.service.ts) takes it too; and when it has tags (hierarchy.repository.ts).
+  if ((parent.given && parent.providedId !== null) || fields.hierarchy_level || setsTags(fields)) await lockHierarchy(trx, deps.database.dialect, key);
 
   const parentChain = await parentChainFor(trx, key, parent, { height: 1, maxDepth: deps.maxHierarchyDepth });
   await checkLevel(trx, key.accountId, fields.hierarchy_level ?? null, parentChain[0]?.hierarchy_level ?? null, []);
@@ -236,9 +238,9 @@ async function updateIn(
   at: Date,
 ): Promise<{ row: UserGroupRow; audit?: AuditEntry }> {
   // The hierarchy lock before any row lock (hierarchy.repository.ts), and only when the
-  // change could break a rule of the hierarchy.
+  // change could break a rule of the hierarchy or sets the tags.
   const reshapes = parent.given || changes.hierarchy_level !== undefined;
-  if (reshapes) await lockHierarchy(trx, deps.database.dialect, key);
+  if (reshapes || changes.group_tags !== undefined) await lockHierarchy(trx, deps.database.dialect, key);
   const current = await findUserGroupForUpdate(trx, deps.database.dialect, key, { keyChange: newId !== undefined });
   if (!current) throw notFound(key);
   const details: AuditDetails = {};
@@ -489,7 +491,8 @@ function upsertTarget({ key, item }: CheckedItem): UpsertTarget {
   return {
     key,
     parentProvidedId: parent.given ? parent.providedId : null,
-    movesHierarchy: parent.given || item.hierarchy_level !== undefined,
+    // Setting tags takes the same tenant lock (group-tags/: a rename or delete of a tag holds it).
+    locksTenant: parent.given || item.hierarchy_level !== undefined || item.group_tags !== undefined,
   };
 }
 
@@ -684,7 +687,7 @@ function notFound(key: GroupIdentity): AppError {
   return new AppError('user_group_not_found', `no user group with user_group_id "${key.providedId}" in ${key.environment}`);
 }
 
-function auditEntry(row: UserGroupRow, action: AuditAction, actor: Actor, at: Date, changedFields?: string[], details?: AuditDetails): AuditEntry {
+export function auditEntry(row: UserGroupRow, action: AuditAction, actor: Actor, at: Date, changedFields?: string[], details?: AuditDetails): AuditEntry {
   return {
     generation: row.token_generation,
     accountId: row.account_id,

@@ -31,6 +31,7 @@ import type { EmbedContextResponse, EmbedTokenResponse, IntrospectionResponse, J
 import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
 import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
 import type { EventFeedResponse } from '../../src/events/events.schemas.ts';
+import type { DeletedGroupTagResponse, GroupTagList, GroupTagResponse, RenamedGroupTagResponse } from '../../src/group-tags/group-tags.schemas.ts';
 import type {
   CreatedWebhookEndpointResponse,
   WebhookDeliveriesResponse,
@@ -74,6 +75,10 @@ export type ResponseBody = { success: 0 | 1 } & Fields<typeof UserGroupResponse>
   Fields<typeof WebhookEndpointListResponse> &
   Fields<typeof WebhookDeliveriesResponse> &
   Fields<typeof WebhookTestResponse> &
+  Fields<typeof GroupTagList> &
+  Fields<typeof GroupTagResponse> &
+  Fields<typeof RenamedGroupTagResponse> &
+  Fields<typeof DeletedGroupTagResponse> &
   Fields<typeof ErrorEnvelope>;
 
 export interface HttpResult<Body = ResponseBody> {
@@ -107,6 +112,10 @@ interface Endpoints {
   'GET /api/api_tokens/current': Fields<typeof CurrentApiTokenResponse>;
   'GET /api/api_tokens/history': Fields<typeof ApiTokenHistoryResponse>;
   'GET /.well-known/jwks.json': Fields<typeof JwksResponse>;
+  'GET /api/group_tags': Fields<typeof GroupTagList>;
+  'POST /api/group_tags': Fields<typeof GroupTagResponse>;
+  'POST /api/group_tags/rename': Fields<typeof RenamedGroupTagResponse>;
+  'DELETE /api/group_tags': Fields<typeof DeletedGroupTagResponse>;
 }
 
 /** What every answer has, success or error: a helper that only checks status, envelope or error takes HttpResult<AnyAnswer>. */

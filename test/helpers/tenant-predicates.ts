@@ -21,6 +21,7 @@ export interface Caller {
 const TENANT_TABLES = [
   'user_groups',
   'user_group_tags',
+  'group_tag_set',
   'retired_tokens',
   'audit_log',
   'api_tokens',

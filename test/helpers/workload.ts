@@ -86,6 +86,17 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   await request('GET', '/api/users', { query: { q: run, tag: 'vip', parent_user_group_id: parent, hierarchy_level: 'User', api_environment_tag: env } });
   await request('GET', '/api/users', { query: { parent_user_group_id: parent, tag: 'vip', hierarchy_level: 'User', api_environment_tag: env } });
   await request('GET', '/api/user/history', { query: { user_group_id: `${child}-2`, api_environment_tag: env } });
+  // The tag set: listed a page at a time and by prefix; a tag created, the family's tag renamed
+  // onto it (a merge) and back, and tags deleted, named by query string and by body.
+  const tagPage = await request('GET', '/api/group_tags', { query: { limit: '1', api_environment_tag: env } });
+  await request('GET', '/api/group_tags', { query: { limit: '1', cursor: tagPage.next_cursor, api_environment_tag: env } });
+  await request('GET', '/api/group_tags', { query: { q: 'vi', api_environment_tag: env } });
+  await request('POST', '/api/group_tags', { body: { name: id('tag'), api_environment_tag: env } });
+  await request('POST', '/api/group_tags/rename', { body: { name: 'vip', new_name: id('tag'), api_environment_tag: env } });
+  await request('POST', '/api/group_tags/rename', { body: { name: id('tag'), new_name: 'vip', api_environment_tag: env } });
+  await request('DELETE', '/api/group_tags', { query: { name: 'new', api_environment_tag: env } });
+  await request('POST', '/api/group_tags', { body: { name: id('gone'), api_environment_tag: env } });
+  await request('DELETE', '/api/group_tags', { body: { name: id('gone'), api_environment_tag: env } });
   await request('DELETE', '/api/user', { query: { user_group_id: parent, cascade: 'true', api_environment_tag: env } });
   // API tokens over HTTP: list, who am I, create, revoke, their history.
   await request('GET', '/api/api_tokens');

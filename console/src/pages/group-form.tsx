@@ -9,6 +9,7 @@ import { groupHref } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
 import { ErrorAlert, ShownOnce } from '../components/common.tsx';
 import { JsonEditor, jsonProblem } from '../components/json-editor.tsx';
+import { TagSuggestions } from '../components/tag-suggestions.tsx';
 
 /** The request fields and their limits, from the OpenAPI document (docs/api.md, "The user group"). */
 const FIELDS = requestFields.UpdateUserGroupRequest;
@@ -228,7 +229,14 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
         </div>
         {text('parent_user_group_id', 'Parent', "The parent's user_group_id, or empty for none.")}
         {text('hierarchy_level', 'Level', "One of the account's level names, or empty.")}
-        {text('group_tags', 'Tags', 'Comma-separated.')}
+        {text('group_tags', 'Tags', 'Comma-separated; the tags in use are offered below as you type.')}
+        <TagSuggestions
+          session={session}
+          environment={environment}
+          value={String(draft.group_tags)}
+          fieldId="group_tags"
+          onPick={(value) => set('group_tags', value)}
+        />
         <JsonEditor
           id="properties"
           label="Properties"

@@ -5,6 +5,15 @@ import { UserGroupServiceError, type UserGroupServiceErrorCode } from './errors.
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, type RetryOptions } from './retry.js';
 import { operationQueryParameters } from './openapi.js';
 import type {
+  CreateGroupTagParams,
+  DeleteGroupTagParams,
+  DeletedGroupTagResponse,
+  GroupTag,
+  GroupTagResponse,
+  ListGroupTagsParams,
+  ListGroupTagsResponse,
+  RenameGroupTagParams,
+  RenamedGroupTagResponse,
   ApiTokenHistoryParams,
   ApiTokenHistoryResponse,
   ListEventsParams,
@@ -201,6 +210,44 @@ export class UserGroupServiceClient {
   /** The group's change history, newest first. */
   userGroupHistory(params: UserGroupHistoryParams, options?: CallOptions): Promise<UserGroupHistoryResponse> {
     return this.#call({ method: 'GET', path: '/api/user/history', query: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** One page of the environment's tags, each with how many groups carry it, in code-point order; pass `next_cursor` as `cursor` for the next. */
+  listGroupTags(params: ListGroupTagsParams = {}, options?: CallOptions): Promise<ListGroupTagsResponse> {
+    return this.#call({ method: 'GET', path: '/api/group_tags', query: params, auth: 'api', retry: 'idempotent' }, options);
+  }
+
+  /** Every tag of an environment, page after page (`for await (const tag of …)`). */
+  async *iterateGroupTags(params: Omit<ListGroupTagsParams, 'cursor'> = {}, options?: CallOptions): AsyncGenerator<GroupTag, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listGroupTags({ ...params, cursor }, options);
+      yield* page.group_tags;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** Creates a tag no group carries yet (listed with 0 groups): `201`, or `group_tag_exists` (409). Retried only on 429/503. */
+  createGroupTag(params: CreateGroupTagParams, options?: CallOptions): Promise<GroupTagResponse> {
+    return this.#call({ method: 'POST', path: '/api/group_tags', body: params, auth: 'api', retry: 'overload' }, options);
+  }
+
+  /**
+   * Renames a tag on every group that carries it; onto an existing tag, merges the two
+   * (`merged: true`). `group_tag_not_found` (404). Retried only on 429/503: a retry after a
+   * lost answer would find the old name gone.
+   */
+  renameGroupTag(params: RenameGroupTagParams, options?: CallOptions): Promise<RenamedGroupTagResponse> {
+    return this.#call({ method: 'POST', path: '/api/group_tags/rename', body: params, auth: 'api', retry: 'overload' }, options);
+  }
+
+  /**
+   * Removes a tag from every group and from the set. `group_tag_not_found` (404). Retried when
+   * no response came, so a retry after a lost response can report `group_tag_not_found` for a
+   * tag this very call deleted.
+   */
+  deleteGroupTag(params: DeleteGroupTagParams, options?: CallOptions): Promise<DeletedGroupTagResponse> {
+    return this.#call({ method: 'DELETE', path: '/api/group_tags', query: params, auth: 'api', retry: 'idempotent' }, options);
   }
 
   /** A short-lived signed embed token for one user group (issuing a second one is harmless, so it is retried). */

@@ -226,6 +226,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/group_tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the environment's tags, with how many groups carry each
+         * @description Every tag of the environment (`api_environment_tag`, else the API token's default): those groups carry, and those created with `POST /api/group_tags` or dropped by their last group (0 groups). In code-point order of their names, a page at a time (`limit`, `cursor`: keyset pagination); `q` keeps the tags that start with it. The `read` scope suffices.
+         */
+        get: operations["listGroupTags"];
+        put?: never;
+        /**
+         * Create a tag that no group carries yet
+         * @description The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`. Needs the `write` scope.
+         */
+        post: operations["createGroupTag"];
+        /**
+         * Delete a tag from every group and from the set
+         * @description The tag is named by JSON body or query string (`name`, `api_environment_tag`), not both (`400 ambiguous_request`). An unknown tag is `404 group_tag_not_found`. Needs the `write` scope. Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.
+         */
+        delete: operations["deleteGroupTag"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/group_tags/rename": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rename a tag on every group that carries it
+         * @description Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`. A `new_name` that exists already merges the two tags into it (`merged: true`). An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. Needs the `write` scope. Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.
+         */
+        post: operations["renameGroupTag"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/user": {
         parameters: {
             query?: never;
@@ -648,6 +696,15 @@ export interface components {
             success: 1;
             webhook_endpoint: components["schemas"]["WebhookEndpointWithSecret"];
         };
+        /** CreateGroupTagRequest */
+        CreateGroupTagRequest: {
+            api_environment_tag?: components["schemas"]["EnvironmentTag"];
+            /**
+             * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+             * @example beta
+             */
+            name: string;
+        };
         /** CreateOrRotateRequest */
         CreateOrRotateRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
@@ -691,6 +748,15 @@ export interface components {
             api_token: components["schemas"]["ApiToken"];
             /** @enum {number} */
             success: 1;
+        };
+        /** DeletedGroupTag */
+        DeletedGroupTag: {
+            /** @description The tag, no longer in the set. */
+            name: string;
+            /** @enum {number} */
+            success: 1;
+            /** @description How many groups changed: each has a history entry and a user_group.updated event. */
+            user_groups_changed: number;
         };
         /** DeletedUserGroupResponse */
         DeletedUserGroupResponse: {
@@ -860,7 +926,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -916,6 +982,43 @@ export interface components {
             /** @enum {number} */
             success: 1;
             user_group: components["schemas"]["UserGroup"];
+        };
+        /**
+         * GroupTag
+         * @description A tag of the environment and how many groups carry it.
+         */
+        GroupTag: {
+            /** @example beta */
+            name: string;
+            /**
+             * @description How many groups of the environment carry it (0: created, or dropped by its last group).
+             * @example 12
+             */
+            user_group_count: number;
+        };
+        /** GroupTagKey */
+        GroupTagKey: {
+            api_environment_tag?: components["schemas"]["EnvironmentTag"];
+            /**
+             * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+             * @example beta
+             */
+            name?: string;
+        };
+        /** GroupTagList */
+        GroupTagList: {
+            /** @description In code-point order of their names. */
+            group_tags: components["schemas"]["GroupTag"][];
+            /** @description Pass as cursor for the next page; null on the last page. */
+            next_cursor: string | null;
+            /** @enum {number} */
+            success: 1;
+        };
+        /** GroupTagResponse */
+        GroupTagResponse: {
+            group_tag: components["schemas"]["GroupTag"];
+            /** @enum {number} */
+            success: 1;
         };
         /**
          * GroupTags
@@ -1083,6 +1186,30 @@ export interface components {
             n: string;
             /** @enum {string} */
             use: "sig";
+        };
+        /** RenamedGroupTag */
+        RenamedGroupTag: {
+            group_tag: components["schemas"]["GroupTag"];
+            /** @description True when new_name was a tag already: the two are one now. */
+            merged: boolean;
+            /** @enum {number} */
+            success: 1;
+            /** @description How many groups changed: each has a history entry and a user_group.updated event. */
+            user_groups_changed: number;
+        };
+        /** RenameGroupTagRequest */
+        RenameGroupTagRequest: {
+            api_environment_tag?: components["schemas"]["EnvironmentTag"];
+            /**
+             * @description The tag to rename.
+             * @example beta
+             */
+            name: string;
+            /**
+             * @description Its new name. A tag that exists already: the two are merged into it.
+             * @example beta
+             */
+            new_name: string;
         };
         /** RevokedApiToken */
         RevokedApiToken: {
@@ -2792,6 +2919,642 @@ export interface operations {
                 };
             };
             /** @description Error: rate_limited, too_many_streams */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable, storage_unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listGroupTags: {
+        parameters: {
+            query?: {
+                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                api_environment_tag?: components["schemas"]["EnvironmentTag"];
+                /** @description The next_cursor of the previous page. */
+                cursor?: string;
+                /** @description Page size, 1-500 (default 100). */
+                limit?: number;
+                /** @description Only tags that start with this (case-sensitive). */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of tags. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupTagList"];
+                };
+            };
+            /** @description Error: validation_failed */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable, storage_unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createGroupTag: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys belong to the API token that sent them: retry with the same token. See docs/api.md, "Idempotent retries".
+                 * @example 5f2b7c1e-0d43-4a7a-9a55-2b8f3f0c9e12
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "enterprise"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateGroupTagRequest"];
+            };
+        };
+        responses: {
+            /** @description The tag, with 0 groups. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupTagResponse"];
+                };
+            };
+            /** @description Error: invalid_json, validation_failed */
+            400: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: group_tag_exists, idempotency_key_in_use */
+            409: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: idempotency_key_reused */
+            422: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable, storage_unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteGroupTag: {
+        parameters: {
+            query?: {
+                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                api_environment_tag?: components["schemas"]["EnvironmentTag"];
+                /**
+                 * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+                 * @example beta
+                 */
+                name?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The tag as JSON, instead of the query string (not both). */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["GroupTagKey"];
+            };
+        };
+        responses: {
+            /** @description The tag is gone; how many groups changed. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedGroupTag"];
+                };
+            };
+            /** @description Error: invalid_json, validation_failed, ambiguous_request */
+            400: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: group_tag_not_found */
+            404: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: internal_error */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unavailable, storage_unavailable */
+            503: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    renameGroupTag: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: a request with the same key and the same method, path and body within 24 h gets the first answer again (`Idempotent-Replayed: true`) and changes nothing. 1-255 printable ASCII characters; a UUID is a good key. Keys belong to the API token that sent them: retry with the same token. See docs/api.md, "Idempotent retries".
+                 * @example 5f2b7c1e-0d43-4a7a-9a55-2b8f3f0c9e12
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "beta",
+                 *       "new_name": "early-access"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RenameGroupTagRequest"];
+            };
+        };
+        responses: {
+            /** @description The tag under its new name, and how many groups changed. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RenamedGroupTag"];
+                };
+            };
+            /** @description Error: invalid_json, validation_failed */
+            400: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: missing_api_token, invalid_api_token, wrong_token_kind */
+            401: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: insufficient_scope, environment_forbidden */
+            403: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: group_tag_not_found */
+            404: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: request_timeout */
+            408: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: idempotency_key_in_use */
+            409: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: payload_too_large */
+            413: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: unsupported_media_type */
+            415: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: idempotency_key_reused */
+            422: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: rate_limited */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -4979,6 +5742,10 @@ export interface operations {
 
 /** The query parameters each operation takes, by operationId. */
 export const operationQueryParameters = {
+  "deleteGroupTag": [
+    "api_environment_tag",
+    "name"
+  ],
   "deleteUserGroup": [
     "api_environment_tag",
     "cascade",
@@ -5007,6 +5774,12 @@ export const operationQueryParameters = {
     "after",
     "limit",
     "types"
+  ],
+  "listGroupTags": [
+    "api_environment_tag",
+    "cursor",
+    "limit",
+    "q"
   ],
   "listUserGroups": [
     "api_environment_tag",
@@ -5061,6 +5834,18 @@ export const requestFields = {
       "minimum": 60,
       "maximum": 315360000,
       "description": "Lifetime, 60 s to ten years. Absent: the creating token's own expiry (none if it has none). Never beyond the creating token's expiry."
+    }
+  },
+  "CreateGroupTagRequest": {
+    "name": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 64,
+      "description": "The tag: 1-64 characters, no control characters. Case-sensitive."
+    },
+    "api_environment_tag": {
+      "type": "string",
+      "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
     }
   },
   "CreateOrRotateRequest": {
@@ -5252,6 +6037,24 @@ export const requestFields = {
       "type": "string",
       "maxLength": 64,
       "description": "Accepted and ignored (RFC 7662): only embed tokens are introspected here."
+    }
+  },
+  "RenameGroupTagRequest": {
+    "name": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 64,
+      "description": "The tag to rename."
+    },
+    "new_name": {
+      "type": "string",
+      "minLength": 1,
+      "maxLength": 64,
+      "description": "Its new name. A tag that exists already: the two are merged into it."
+    },
+    "api_environment_tag": {
+      "type": "string",
+      "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
     }
   },
   "UpdateUserGroupRequest": {

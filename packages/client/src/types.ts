@@ -32,6 +32,10 @@ export type ApiTokenHistoryParams = QueryOf<'getApiTokenHistory'>;
 export type ListEventsParams = QueryOf<'listEvents'>;
 export type CreateWebhookEndpointParams = Schemas['CreateWebhookEndpointRequest'];
 export type ListWebhookDeliveriesParams = QueryOf<'listWebhookDeliveries'>;
+export type ListGroupTagsParams = QueryOf<'listGroupTags'>;
+export type CreateGroupTagParams = Schemas['CreateGroupTagRequest'];
+export type RenameGroupTagParams = Schemas['RenameGroupTagRequest'];
+export type DeleteGroupTagParams = Required<Pick<Schemas['GroupTagKey'], 'name'>> & Pick<Schemas['GroupTagKey'], 'api_environment_tag'>;
 
 // Responses (the whole JSON body, as the server sends it)
 export type UserGroup = Schemas['UserGroup'];
@@ -69,3 +73,8 @@ export type WebhookDeliveriesResponse = Schemas['WebhookDeliveries'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type WebhookTestResponse = Schemas['WebhookTest'];
 export type EventType = Schemas['EventType'];
+export type GroupTag = Schemas['GroupTag'];
+export type ListGroupTagsResponse = Schemas['GroupTagList'];
+export type GroupTagResponse = Schemas['GroupTagResponse'];
+export type RenamedGroupTagResponse = Schemas['RenamedGroupTag'];
+export type DeletedGroupTagResponse = Schemas['DeletedGroupTag'];

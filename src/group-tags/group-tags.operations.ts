@@ -1,0 +1,110 @@
+// The tag set's operations as the OpenAPI document describes them (docs/api.md, "Tags"), and
+// their code samples.
+import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
+import type { CodeSample } from '../http/openapi.ts';
+import {
+  CreateGroupTagBody,
+  DeletedGroupTagResponse,
+  GroupTagKey,
+  GroupTagKeyQuery,
+  GroupTagList,
+  GroupTagResponse,
+  ListGroupTagsQuery,
+  RenameGroupTagBody,
+  RenamedGroupTagResponse,
+} from './group-tags.schemas.ts';
+
+const tags = ['Tags'];
+const security = [{ apiToken: [] }];
+const BATCHES =
+  'Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.';
+
+export const listGroupTagsOperation = {
+  tags,
+  operationId: 'listGroupTags',
+  summary: "List the environment's tags, with how many groups carry each",
+  description:
+    "Every tag of the environment (`api_environment_tag`, else the API token's default): those groups carry, and those created with `POST /api/group_tags` or dropped by their last group (0 groups). In code-point order of their names, a page at a time (`limit`, `cursor`: keyset pagination); `q` keeps the tags that start with it. The `read` scope suffices.",
+  security,
+  querystring: ListGroupTagsQuery,
+  response: {
+    200: { ...GroupTagList, 'x-response-description': 'One page of tags.' },
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed'),
+  },
+};
+
+export const createGroupTagOperation = {
+  tags,
+  operationId: 'createGroupTag',
+  summary: 'Create a tag that no group carries yet',
+  description:
+    'The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`. Needs the `write` scope.',
+  security,
+  body: CreateGroupTagBody,
+  response: {
+    201: { ...GroupTagResponse, 'x-response-description': 'The tag, with 0 groups.' },
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_exists'),
+  },
+};
+
+export const renameGroupTagOperation = {
+  tags,
+  operationId: 'renameGroupTag',
+  summary: 'Rename a tag on every group that carries it',
+  description: [
+    'Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`.',
+    'A `new_name` that exists already merges the two tags into it (`merged: true`).',
+    'An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. Needs the `write` scope.',
+    BATCHES,
+  ].join(' '),
+  security,
+  body: RenameGroupTagBody,
+  response: {
+    200: { ...RenamedGroupTagResponse, 'x-response-description': 'The tag under its new name, and how many groups changed.' },
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_not_found'),
+  },
+};
+
+export const deleteGroupTagOperation = {
+  tags,
+  operationId: 'deleteGroupTag',
+  summary: 'Delete a tag from every group and from the set',
+  description: [
+    'The tag is named by JSON body or query string (`name`, `api_environment_tag`), not both (`400 ambiguous_request`).',
+    'An unknown tag is `404 group_tag_not_found`. Needs the `write` scope.',
+    BATCHES,
+  ].join(' '),
+  security,
+  body: GroupTagKey,
+  querystring: GroupTagKeyQuery,
+  response: {
+    200: { ...DeletedGroupTagResponse, 'x-response-description': 'The tag is gone; how many groups changed.' },
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'group_tag_not_found'),
+  },
+};
+
+const curl = (source: string): CodeSample => ({ lang: 'Shell', label: 'curl', source });
+const typescript = (source: string): CodeSample => ({ lang: 'TypeScript', label: '@ugs/client', source });
+const client =
+  "import { UserGroupServiceClient } from '@ugs/client';\nconst ugs = new UserGroupServiceClient({ baseUrl: process.env.UGS!, apiToken: process.env.TOKEN! });\n";
+
+export const groupTagCodeSamples: Record<string, CodeSample[]> = {
+  listGroupTags: [
+    curl('curl "$UGS/api/group_tags?q=be" -H "Authorization: Token $TOKEN"'),
+    typescript(`${client}const { group_tags, next_cursor } = await ugs.listGroupTags({ q: 'be' });`),
+  ],
+  createGroupTag: [
+    curl('curl -X POST "$UGS/api/group_tags" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"name": "enterprise"}\''),
+    typescript(`${client}const { group_tag } = await ugs.createGroupTag({ name: 'enterprise' });`),
+  ],
+  renameGroupTag: [
+    curl(
+      'curl -X POST "$UGS/api/group_tags/rename" -H "Authorization: Token $TOKEN" -H \'Content-Type: application/json\' \\\n  -d \'{"name": "beta", "new_name": "early-access"}\'',
+    ),
+    typescript(`${client}const { group_tag, user_groups_changed } = await ugs.renameGroupTag({ name: 'beta', new_name: 'early-access' });`),
+  ],
+  deleteGroupTag: [
+    curl('curl -X DELETE "$UGS/api/group_tags?name=beta" -H "Authorization: Token $TOKEN"'),
+    typescript(`${client}const { user_groups_changed } = await ugs.deleteGroupTag({ name: 'beta' });`),
+  ],
+};
