@@ -32,8 +32,10 @@ export function bootstrapBanner(issued: IssuedApiToken, baseUrl: string): string
     '',
     `   ${issued.token}`,
     '',
-    ' Try it:',
-    `   curl -H "Authorization: Token ${issued.token}" "${baseUrl}/api/user?user_group_id=example_1"`,
+    // A call that reads and changes nothing: a newcomer runs it before the README's calls,
+    // whose answers must stay as the README shows them (test/readme.test.ts runs both).
+    ' Try it (lists the user groups: none yet):',
+    `   curl -H "Authorization: Token ${issued.token}" "${baseUrl}/api/users"`,
     rule,
     '',
   ].join('\n');

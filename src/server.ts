@@ -125,10 +125,11 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   const address = await app.listen({ host: config.host, port: config.port });
-  if (config.bootstrap) {
-    const issued = await bootstrapIfEmpty(handle, new Date());
-    if (issued) process.stderr.write(bootstrapBanner(issued, address));
-  }
+  const issued = config.bootstrap ? await bootstrapIfEmpty(handle, new Date()) : null;
+  if (issued) process.stderr.write(bootstrapBanner(issued, address));
+  // The start is complete (the first-start token, if any, is printed): what a supervisor or a
+  // test waits for, rather than for a while.
+  app.log.info({ first_start_token_printed: issued !== null }, 'started');
 }
 
 main().catch((err) => {

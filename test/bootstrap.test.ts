@@ -7,9 +7,9 @@ import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { ROOT, SERVER_ENTRY, httpRequest, reapOnExit, runUgs } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
 
 const API_TOKEN = /ugs_api_[0-9A-Za-z]{49}/g;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Server {
   baseUrl: string;
@@ -60,11 +60,11 @@ async function startServer(env: Record<string, string>): Promise<Server> {
   };
 }
 
-/** Waits until the server has finished its start (the bootstrap runs right after listening). */
+/** Waits until the server has finished its start (the bootstrap runs right after listening): its "started" line. */
 async function settled(server: Server): Promise<void> {
+  await eventually('the "started" log line', () => /"msg":"started"/.test(server.stdout()));
   const ready = await httpRequest(server.baseUrl, 'GET', '/readyz');
   assert.equal(ready.status, 200);
-  await sleep(1000);
 }
 
 const tokensIn = (text: string) => new Set(text.match(API_TOKEN) ?? []);
