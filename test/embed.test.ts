@@ -163,6 +163,16 @@ forEachBackend('embed context with user group tokens', (backend) => {
     assert.equal((await context(t, `Bearer ${next}`)).status, 200);
   });
 
+  it('auth: a user group token sent without its scheme is 401 invalid_token saying to send it as Authorization: Bearer <token>', async () => {
+    const group = await createGroup({ user_group_id: 'ctx-schemeless' });
+    const res = await context(t, group.token);
+    assert.equal(res.status, 401);
+    assert.equal(res.body.error.code, 'invalid_token');
+    assert.equal(res.body.error.message, 'the Authorization header has no scheme: send a user group token or an embed token as Authorization: Bearer <token>');
+    assert.equal(res.headers['www-authenticate'], 'Bearer');
+    assert.equal((await context(t, `Bearer ${group.token}`)).status, 200);
+  });
+
   it('auth: an API token is 401 wrong_token_kind, and no group data is returned', async () => {
     const res = await context(t, `Bearer ${t.token}`);
     assert.equal(res.status, 401);
