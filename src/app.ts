@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import swagger from '@fastify/swagger';
 import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
+import { DatabaseFileGone } from './db/sqlite-file-watch.ts';
 import type { Keyring } from './crypto/keyring.ts';
 import { ApiTokenAuthenticator } from './api-tokens/api-token-authenticator.ts';
 import { registerApiTokenAuth } from './auth/authenticate.ts';
@@ -114,12 +115,17 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchDatabase(deps.database);
   registerMetrics(app, metrics);
 
+  // Background work logs each failure and tries again; a database file that went away is
+  // logged once, when it happens (server.ts), not by every loop at every turn.
+  const backgroundWorkFailed = (err: unknown, what: string) => {
+    if (!(err instanceof DatabaseFileGone)) app.log.error({ err }, `${what} failed; will try again`);
+  };
   // Change events: moved from the outbox into the feed while the app runs (events/sequencer.ts).
   const sequencer = new EventSequencer(deps.database, {
     now,
     retentionMs: config.eventRetentionMs,
     pollMs: config.eventPollMs,
-    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    onError: backgroundWorkFailed,
   });
   app.addHook('onReady', async () => sequencer.start());
   app.addHook('onClose', async () => sequencer.stop());
@@ -127,7 +133,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const eventStreams = new EventStreams(deps.database, (listener) => sequencer.onNewEvents(listener), {
     heartbeatMs: config.eventHeartbeatMs,
     stallMs: config.eventStreamStallMs,
-    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    onError: backgroundWorkFailed,
     onStalled: (accountId) => app.log.warn({ account_id: accountId }, 'closed an event stream whose client stopped reading'),
   });
   app.addHook('preClose', async () => eventStreams.closeAll());
@@ -137,7 +143,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     retryScheduleMs: config.webhookRetryScheduleMs,
     allowPrivate: config.webhookAllowPrivate,
     retentionMs: config.eventRetentionMs,
-    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    onError: backgroundWorkFailed,
     onOutcome: (outcome) => metrics.webhookAttempted(outcome),
   });
   webhooks.attach(sequencer);
@@ -150,7 +156,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const idempotencySweeper = new IdempotencySweeper(deps.database, {
     now,
     everyMs: 60_000,
-    onError: (err, what) => app.log.error({ err }, `${what} failed; will try again`),
+    onError: backgroundWorkFailed,
   });
   app.addHook('onReady', async () => idempotencySweeper.start());
   app.addHook('onClose', async () => idempotencySweeper.stop());

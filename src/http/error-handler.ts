@@ -4,6 +4,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
 import { isDatabaseUnavailable, isStorageFault } from '../db/errors.ts';
+import { DatabaseFileGone } from '../db/sqlite-file-watch.ts';
 import { validationError } from './validation.ts';
 import { BODY_LIMIT_BYTES } from './json-body.ts';
 import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
@@ -11,7 +12,10 @@ import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts'
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 /** A full disk is freed by a person or a job, not in two seconds. */
-const STORAGE_RETRY_AFTER_SECONDS = 30;
+export const STORAGE_RETRY_AFTER_SECONDS = 30;
+/** What a caller is told when the SQLite file went away (docs/api.md, "Errors"); the path and the rest are in the log. */
+export const DATABASE_FILE_GONE_MESSAGE =
+  "the service's database file was deleted or replaced while it ran; nothing was changed: writes are refused until an operator restores it";
 
 export function errorBody(error: AppError, requestId: string) {
   return {
@@ -53,6 +57,10 @@ function translate(err: FastifyError, request: FastifyRequest, alarms: Alarms): 
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('invalid_json', 'request body is not valid JSON');
+  }
+  if (err instanceof DatabaseFileGone) {
+    alarms.storage(err, 'database file deleted or replaced: writes answer 503 storage_unavailable', request);
+    return new AppError('storage_unavailable', DATABASE_FILE_GONE_MESSAGE, { headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) } });
   }
   if (isStorageFault(err)) {
     alarms.storage(err, 'database storage full or failing: writes answer 503 storage_unavailable until there is room', request);

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { pingDatabase, type DatabaseHandle } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import { errorResponses } from './envelope.schemas.ts';
-import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './error-handler.ts';
+import { DATABASE_FILE_GONE_MESSAGE, STORAGE_RETRY_AFTER_SECONDS, UNAVAILABLE_RETRY_AFTER_SECONDS } from './error-handler.ts';
 
 const READY_TIMEOUT_MS = 2000;
 const Status = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ok'] }) }, { title: 'Health' });
@@ -38,11 +38,17 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         tags: ['Operations'],
         operationId: 'ready',
         summary: 'The database is reachable',
-        description: 'Answers 200 when the database answers within 2 s, else 503; needs no token.',
-        response: { 200: { ...Status, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable') },
+        description:
+          'Answers 200 when the database answers within 2 s, else 503 `unavailable`; 503 `storage_unavailable` when the SQLite database file was deleted or replaced while the service ran. Needs no token.',
+        response: { 200: { ...Status, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable', 'storage_unavailable') },
       },
     },
     async () => {
+      // A deleted or replaced SQLite file still answers a ping (the process holds it open), but
+      // nothing written there would survive: not ready (docs/operations.md).
+      if (database.fileProblem?.()) {
+        throw new AppError('storage_unavailable', DATABASE_FILE_GONE_MESSAGE, { headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) } });
+      }
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([

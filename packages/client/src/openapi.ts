@@ -511,7 +511,7 @@ export interface paths {
         };
         /**
          * The database is reachable
-         * @description Answers 200 when the database answers within 2 s, else 503; needs no token.
+         * @description Answers 200 when the database answers within 2 s, else 503 `unavailable`; 503 `storage_unavailable` when the SQLite database file was deleted or replaced while the service ran. Needs no token.
          */
         get: operations["ready"];
         put?: never;
