@@ -412,14 +412,14 @@ forEachBackend('embed CORS', (backend) => {
     const res = await t.request('GET', '/openapi.json');
     assert.equal(res.status, 200);
     const doc: ApiDocument = JSON.parse(res.text);
-    assert.equal(doc.components.securitySchemes.userGroupToken.type, 'http');
-    assert.equal(doc.components.securitySchemes.userGroupToken.scheme, 'bearer');
+    assert.equal(doc.components.securitySchemes.userGroupOrEmbedToken.type, 'http');
+    assert.equal(doc.components.securitySchemes.userGroupOrEmbedToken.scheme, 'bearer');
     assert.ok(doc.tags.some((tag: { name: string }) => tag.name === 'Embed'));
 
     const getContext = doc.paths['/api/embed/context'].get;
     assert.equal(getContext.operationId, 'getEmbedContext');
     assert.deepEqual(getContext.tags, ['Embed']);
-    assert.deepEqual(getContext.security, [{ userGroupToken: [] }]);
+    assert.deepEqual(getContext.security, [{ userGroupOrEmbedToken: [] }]);
     assert.ok(getContext.summary && getContext.description.includes('invalid_token'));
     for (const status of ['200', '400', '401', '403', '429', '500', '503']) assert.ok(getContext.responses[status], `context documents ${status}`);
     assert.deepEqual(getContext.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/EmbedContext' });
