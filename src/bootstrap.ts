@@ -5,7 +5,7 @@ import type { DatabaseHandle } from './db/database.ts';
 import { inTransaction } from './db/transaction.ts';
 import { countAccounts, ensureAccount } from './accounts/accounts.repository.ts';
 import { insertApiToken, type IssuedApiToken } from './api-tokens/api-tokens.service.ts';
-import { NO_TOKEN_ACTOR } from './audit/audit.repository.ts';
+import { FIRST_START_ACTOR } from './audit/audit.repository.ts';
 
 export async function bootstrapIfEmpty(handle: DatabaseHandle, now: Date): Promise<IssuedApiToken | null> {
   return inTransaction(handle, async (trx) => {
@@ -16,7 +16,7 @@ export async function bootstrapIfEmpty(handle: DatabaseHandle, now: Date): Promi
       trx,
       account,
       { scopes: ['read', 'write', 'admin'], allowedEnvironment: null, expiresAt: null, name: 'bootstrap' },
-      NO_TOKEN_ACTOR,
+      FIRST_START_ACTOR,
       now,
     );
   });

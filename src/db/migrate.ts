@@ -17,12 +17,14 @@ import { embedSigningKeys } from './migrations/0004-embed-signing-keys.ts';
 import { tenantColumns } from './migrations/0005-tenant-columns.ts';
 import { changeEvents } from './migrations/0006-change-events.ts';
 import { idempotencyKeys } from './migrations/0007-idempotency-keys.ts';
+import { auditActor } from './migrations/0012-audit-actor.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
 const MIGRATION_LOCK_WAIT_MS = 60_000;
 
-function migrationsFor(dialect: Dialect): Record<string, Migration> {
+/** Every migration, by name, in order (a test migrates to an earlier one to check what a later one does to old rows). */
+export function migrationsFor(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-initial': initial(dialect),
     '0002-plans-without-statistics': plansWithoutStatistics(dialect),
@@ -31,6 +33,7 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0005-tenant-columns': tenantColumns(dialect),
     '0006-change-events': changeEvents(dialect),
     '0007-idempotency-keys': idempotencyKeys(dialect),
+    '0012-audit-actor': auditActor(),
   };
 }
 

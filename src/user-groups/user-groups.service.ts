@@ -679,8 +679,7 @@ function auditEntry(row: UserGroupRow, action: AuditAction, actor: Actor, at: Da
     action,
     changedFields,
     details: details && Object.keys(details).length > 0 ? details : undefined,
-    actorTokenId: actor.tokenId,
-    requestId: actor.requestId,
+    actor,
     at,
   };
 }

@@ -26,7 +26,7 @@ import { eventJson } from '../events/events.json.ts';
 import { sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
 import { auditEndpoint } from './webhook-audit.ts';
-import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { SERVICE_ACTOR } from '../audit/audit.repository.ts';
 import {
   claimEndpoint,
   dueEndpoints,
@@ -362,7 +362,7 @@ export class WebhookDispatcher {
       endpoint.failing_since = failingSince;
       if (disable) {
         endpoint.disabled_at = at;
-        await auditEndpoint(trx, endpoint, 'webhook_endpoint.disable', NO_TOKEN_ACTOR, now);
+        await auditEndpoint(trx, endpoint, 'webhook_endpoint.disable', SERVICE_ACTOR, now);
       }
     });
     for (const { outcome } of sent) this.options.onOutcome?.(outcome.ok ? 'delivered' : giveUp ? 'failed' : 'retry');

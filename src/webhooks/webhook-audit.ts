@@ -23,8 +23,7 @@ export function auditEndpoint(trx: Kysely<Database>, endpoint: WebhookEndpointRo
     url: endpoint.url,
     action,
     details,
-    actorTokenId: actor.tokenId,
-    requestId: actor.requestId,
+    actor,
     at: now,
   });
 }
