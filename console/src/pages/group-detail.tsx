@@ -6,7 +6,7 @@ import type { EmbedContextResponse, EnvironmentTag, UserGroupWithoutToken } from
 import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
-import { Dialog, ErrorAlert, ShownOnce, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
+import { Dialog, ErrorAlert, ScrollingTable, ShownOnce, Status, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
 import { isUserGroupServiceError, requestFields } from '../../../packages/client/src/index.ts';
 
 /** The longest grace period the service takes (docs/api.md, "POST /api/user: rotate"). */
@@ -16,9 +16,11 @@ interface Props {
   session: Session;
   environment: EnvironmentTag;
   id: string;
+  /** Arrived here from the edit form's Save (`?saved`): say so. */
+  saved?: boolean;
 }
 
-export function GroupDetail({ session, environment, id }: Props) {
+export function GroupDetail({ session, environment, id, saved = false }: Props) {
   const group = useLoad(() => findGroup(session.client, environment, id), [environment, id]);
   if (group.loading && !group.data) return <p role="status">Loading…</p>;
   if (group.error) return <ErrorAlert error={group.error} />;
@@ -34,7 +36,12 @@ export function GroupDetail({ session, environment, id }: Props) {
       </section>
     );
   }
-  return <GroupView session={session} environment={environment} group={group.data} reload={group.reload} />;
+  return (
+    <>
+      <Status message={saved ? `Saved ${id}.` : null} />
+      <GroupView session={session} environment={environment} group={group.data} reload={group.reload} />
+    </>
+  );
 }
 
 function GroupView({
@@ -143,27 +150,29 @@ function GroupView({
         </button>
         {preview.error ? <ErrorAlert error={preview.error} /> : null}
         {preview.data && (
-          <table class="variables">
-            <caption>Dashboard variables</caption>
-            <thead>
-              <tr>
-                <th scope="col">Variable</th>
-                <th scope="col">Value</th>
-              </tr>
-            </thead>
-            <tbody>
-              {Object.entries(preview.data.variables).map(([name, value]) => (
+          <ScrollingTable label="Dashboard variables">
+            <table class="variables">
+              <caption>Dashboard variables</caption>
+              <thead>
                 <tr>
-                  <th scope="row">
-                    <code>{name}</code>
-                  </th>
-                  <td>
-                    <code>{typeof value === 'string' ? value : JSON.stringify(value)}</code>
-                  </td>
+                  <th scope="col">Variable</th>
+                  <th scope="col">Value</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {Object.entries(preview.data.variables).map(([name, value]) => (
+                  <tr>
+                    <th scope="row">
+                      <code>{name}</code>
+                    </th>
+                    <td>
+                      <code>{typeof value === 'string' ? value : JSON.stringify(value)}</code>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </ScrollingTable>
         )}
       </section>
 
@@ -175,7 +184,7 @@ function GroupView({
             <>
               <p>
                 <strong>{entry.action.replace('user_group.', '')}</strong>
-                {entry.changed_fields?.length ? ` of ${entry.changed_fields.join(', ')}` : ''} {actedBy(entry.actor_token_id)}
+                {entry.changed_fields?.length ? ` of ${entry.changed_fields.join(', ')}` : ''} {actedBy(entry)}
               </p>
               {entry.details &&
                 Object.entries(entry.details).map(([field, change]) => (
