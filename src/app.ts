@@ -33,7 +33,7 @@ import { registerDocsRoutes } from './http/docs.routes.ts';
 import { registerConsoleRoutes } from './http/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { Tracing } from './tracing/trace-context.ts';
-import { countRequest, registerMetrics } from './metrics/metrics.routes.ts';
+import { countRequest, countRequestsInFlight, registerMetrics } from './metrics/metrics.routes.ts';
 import { EventSequencer } from './events/sequencer.ts';
 import { registerEventRoutes } from './events/events.routes.ts';
 import { eventCodeSamples } from './events/events.operations.ts';
@@ -91,6 +91,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.addHook('preValidation', refuseOtherOverrides);
   app.addHook('preValidation', refuseMalformedQuery);
   const metrics = deps.metrics ?? createMetrics();
+  countRequestsInFlight(app, metrics);
   onRequestEnd(app, [requestLogger(deps.tracing), countRequest(metrics)]);
 
   await registerRateLimits(app, config, metrics, deps.tracing); // before every route, so that each one inherits it

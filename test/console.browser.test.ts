@@ -18,6 +18,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { ARTIFACTS, README_IMAGES, launchChromium, missingBrowser } from './helpers/browser.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/http/console.routes.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 const skip = missingBrowser('the console browser test');
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -483,7 +484,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
 
       // A change is delivered, and listed with its attempt.
       assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token: adminToken, body: { user_group_id: 'webhook-console' } })).status, 201);
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + GENEROUS_WAIT_MS;
       const delivered = async () =>
         (await httpRequest(server.baseUrl, 'GET', `/api/webhook_endpoints/${id}/deliveries`, { token: adminToken })).body.deliveries.some(
           (d: { status: string }) => d.status === 'delivered',
@@ -550,7 +551,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     for (let waited = 0; ; waited += 200) {
       const discovery = await httpRequest(server.baseUrl, 'GET', '/.well-known/openid-configuration');
       if ((discovery.body as unknown as { id_token_signing_alg_values_supported: string[] }).id_token_signing_alg_values_supported[0] === 'RS256') break;
-      assert.ok(waited < 5000, 'the server publishes the new key within its one-second copy of the key table');
+      assert.ok(waited < GENEROUS_WAIT_MS, 'the server publishes the new key within its one-second copy of the key table');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const { keys } = JSON.parse((await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json')).text) as {

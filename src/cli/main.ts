@@ -515,6 +515,8 @@ export function buildCli(): Command {
               after: opts.after,
               pollMs: loadConfig().eventPollMs,
               signal: stop.signal,
+              // On stderr, so that stdout holds only events: what a script (or a test) waits for before it makes changes.
+              onFollowing: (after) => process.stderr.write(`following the events of ${opts.account} after event ${after} (Ctrl-C stops)\n`),
             },
             (event) => process.stdout.write(`${JSON.stringify(event)}\n`),
           ),

@@ -7,10 +7,10 @@ export const GENEROUS_WAIT_MS = 30_000;
 
 /**
  * Resolves with the first truthy value of `probe`, asked again every `everyMs` (first at once),
- * or rejects after `timeoutMs` with `what` and the last value seen.
+ * or rejects after `timeoutMs` with `what` (a function: worded when it fails) and the last value seen.
  */
 export async function eventually<T>(
-  what: string,
+  what: string | (() => string),
   probe: () => T | Promise<T>,
   { timeoutMs = GENEROUS_WAIT_MS, everyMs = 25 }: { timeoutMs?: number; everyMs?: number } = {},
 ): Promise<NonNullable<T>> {
@@ -18,7 +18,9 @@ export async function eventually<T>(
   for (;;) {
     const value = await probe();
     if (value) return value as NonNullable<T>;
-    if (Date.now() >= deadline) throw new Error(`${what}: not seen within ${timeoutMs} ms (last: ${JSON.stringify(value)})`);
+    if (Date.now() >= deadline) {
+      throw new Error(`${typeof what === 'function' ? what() : what}: not seen within ${timeoutMs} ms (last: ${JSON.stringify(value)})`);
+    }
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
