@@ -11,7 +11,13 @@ import { CONSOLE_BUDGET_GZIPPED_KIB, PRODUCTION_MAX_PACKAGES } from './helpers/b
 
 /** README.md and docs/*.md, each as one line (a figure may be split over two). */
 function userDocs(): { file: string; text: string }[] {
-  const files = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const files = [
+    'README.md',
+    ...fs
+      .readdirSync(path.join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
   return files.map((file) => ({ file, text: fs.readFileSync(path.join(ROOT, file), 'utf8').replace(/\s+/g, ' ') }));
 }
 
