@@ -599,7 +599,7 @@ async function main() {
       expiresAt: null,
       name: 'bench admin',
     },
-    { tokenId: null, requestId: null },
+    { kind: 'command_line', tokenId: null, requestId: null },
     new Date(),
   );
   await handle.close();

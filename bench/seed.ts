@@ -93,7 +93,7 @@ export async function seedDatabase(
     const issued = await issueApiToken(
       handle,
       { accountSlug: 'bench', scopes: ['read', 'write'], allowedEnvironment: null, defaultEnvironment: 'Customer', expiresAt: null, name: 'bench' },
-      { tokenId: null, requestId: null },
+      { kind: 'command_line', tokenId: null, requestId: null },
       new Date(),
     );
     const account = await handle.db.selectFrom('accounts').select('id').where('slug', '=', 'bench').executeTakeFirstOrThrow();

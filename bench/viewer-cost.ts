@@ -18,7 +18,7 @@ import { loadConfig } from '../src/config.ts';
 import { Keyring } from '../src/crypto/keyring.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
 import { issueApiToken } from '../src/api-tokens/api-tokens.service.ts';
-import { NO_TOKEN_ACTOR } from '../src/audit/audit.repository.ts';
+import { COMMAND_LINE_ACTOR } from '../src/audit/audit.repository.ts';
 
 const { values: options } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, requests: { type: 'string', default: '1000' } } });
 const ROUNDS = Number(options.rounds);
@@ -54,7 +54,7 @@ try {
   const { token: apiToken } = await issueApiToken(
     handle,
     { accountSlug: 'bench', scopes: ['read', 'write'], allowedEnvironment: null, expiresAt: null, name: null },
-    NO_TOKEN_ACTOR,
+    COMMAND_LINE_ACTOR,
     new Date(),
   );
   const call = async (method: 'GET' | 'POST', url: string, authorization: string, body?: unknown) => {

@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import swagger from '@fastify/swagger';
 import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
+import { DatabaseFileGone } from './db/sqlite-file-watch.ts';
 import type { Keyring } from './crypto/keyring.ts';
 import { ApiTokenAuthenticator } from './api-tokens/api-token-authenticator.ts';
 import { registerApiTokenAuth } from './auth/authenticate.ts';
@@ -33,7 +34,7 @@ import { registerDocsRoutes } from './http/docs.routes.ts';
 import { registerConsoleRoutes } from './http/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { Tracing } from './tracing/trace-context.ts';
-import { countRequest, registerMetrics } from './metrics/metrics.routes.ts';
+import { countRequest, countRequestsInFlight, registerMetrics } from './metrics/metrics.routes.ts';
 import { EventSequencer } from './events/sequencer.ts';
 import { registerEventRoutes } from './events/events.routes.ts';
 import { eventCodeSamples } from './events/events.operations.ts';
@@ -99,6 +100,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // After authentication, like every 400.
   app.addHook('preValidation', refuseOtherOverrides);
   app.addHook('preValidation', refuseMalformedQuery);
+  countRequestsInFlight(app, metrics);
   onRequestEnd(app, requestEnd);
 
   await registerRateLimits(app, config, metrics, deps.tracing); // before every route, so that each one inherits it
@@ -124,10 +126,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchDatabase(deps.database);
   registerMetrics(app, metrics);
 
-  // Background loops log a failure at once, then at most every 10 s, and when it is over (throttled-log.ts).
+  // Background loops log a failure at once, then at most every 10 s, and when it is over
+  // (throttled-log.ts). A database file that went away is logged once, when it happens
+  // (server.ts), not by every loop.
   const reportOf = (loop: string) => {
     const failures = new BackgroundFailures(app.log, { loop, isOutage: (err) => isDatabaseUnavailable(err) || storageFault(err) !== undefined });
-    return { onError: failures.failed, onSuccess: failures.succeeded };
+    const onError = (err: unknown, what: string) => {
+      if (!(err instanceof DatabaseFileGone)) failures.failed(err, what);
+    };
+    return { onError, onSuccess: failures.succeeded };
   };
   // Change events: moved from the outbox into the feed while the app runs (events/sequencer.ts).
   const sequencer = new EventSequencer(deps.database, {

@@ -5,7 +5,7 @@ import type { DatabaseHandle } from './db/database.ts';
 import { inTransaction } from './db/transaction.ts';
 import { countAccounts, ensureAccount } from './accounts/accounts.repository.ts';
 import { insertApiToken, type IssuedApiToken } from './api-tokens/api-tokens.service.ts';
-import { NO_TOKEN_ACTOR } from './audit/audit.repository.ts';
+import { FIRST_START_ACTOR } from './audit/audit.repository.ts';
 
 export async function bootstrapIfEmpty(handle: DatabaseHandle, now: Date): Promise<IssuedApiToken | null> {
   return inTransaction(handle, async (trx) => {
@@ -16,7 +16,7 @@ export async function bootstrapIfEmpty(handle: DatabaseHandle, now: Date): Promi
       trx,
       account,
       { scopes: ['read', 'write', 'admin'], allowedEnvironment: null, expiresAt: null, name: 'bootstrap' },
-      NO_TOKEN_ACTOR,
+      FIRST_START_ACTOR,
       now,
     );
   });
@@ -32,8 +32,10 @@ export function bootstrapBanner(issued: IssuedApiToken, baseUrl: string): string
     '',
     `   ${issued.token}`,
     '',
-    ' Try it:',
-    `   curl -H "Authorization: Token ${issued.token}" "${baseUrl}/api/user?user_group_id=example_1"`,
+    // A call that reads and changes nothing: a newcomer runs it before the README's calls,
+    // whose answers must stay as the README shows them (test/readme.test.ts runs both).
+    ' Try it (lists the user groups: none yet):',
+    `   curl -H "Authorization: Token ${issued.token}" "${baseUrl}/api/users"`,
     rule,
     '',
   ].join('\n');

@@ -20,6 +20,11 @@ const LOG_FLUSH_AT_EXIT_MS = 2000;
 /** How long the exit waits for buffered spans to be exported. */
 const SPAN_FLUSH_AT_EXIT_MS = 2000;
 
+/** What the operator reads when the SQLite file went away (docs/operations.md, "The database file was deleted or replaced"). */
+const DATABASE_FILE_GONE_ADVICE =
+  'writes answer 503 storage_unavailable and /readyz 503. What this process wrote is still in the files it holds open (open_database, open_wal): ' +
+  'copy them before stopping it, or put the files back where they were (writes then resume); see docs/operations.md';
+
 /** A start that must not go on; its message says why and what to do. */
 class StartRefused extends Error {}
 
@@ -49,12 +54,20 @@ async function main(): Promise<void> {
     const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
     tracing = startTracing({ ...config, serviceVersion: version, dbSystem: config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql' });
   }
-  let log: { warn: (obj: object, msg: string) => void } = { warn: (obj, msg) => console.error(msg, obj) };
+  let log: { warn: (obj: object | string, msg?: string) => void; error: (obj: object, msg: string) => void } = {
+    warn: (obj, msg) => console.error(msg, obj),
+    error: (obj, msg) => console.error(msg, obj),
+  };
   const { handle, migrations } = await openMigratedDatabase(config, {
     waitMs: 30_000,
     onWait: (err) => log.warn({ code: (err as { code?: string }).code }, 'database not reachable yet; retrying'),
     onPoolError: (err) => log.warn({ code: (err as { code?: string }).code, message: err.message }, 'idle database connection failed'),
     onQuery: metrics.observeQuery,
+    onFileChange: (problem) => {
+      const { database: open_database, wal: open_wal } = problem?.openCopies ?? {};
+      if (problem) log.error({ open_database, open_wal }, `${problem.what}: ${DATABASE_FILE_GONE_ADVICE}`);
+      else log.warn('the SQLite database files are back where they were: writes and /readyz work again');
+    },
     tracing,
   });
 
@@ -129,10 +142,11 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   const address = await app.listen({ host: config.host, port: config.port });
-  if (config.bootstrap) {
-    const issued = await bootstrapIfEmpty(handle, new Date());
-    if (issued) process.stderr.write(bootstrapBanner(issued, address));
-  }
+  const issued = config.bootstrap ? await bootstrapIfEmpty(handle, new Date()) : null;
+  if (issued) process.stderr.write(bootstrapBanner(issued, address));
+  // The start is complete (the first-start token, if any, is printed): what a supervisor or a
+  // test waits for, rather than for a while.
+  app.log.info({ first_start_token_printed: issued !== null }, 'started');
 }
 
 main().catch((err) => {

@@ -83,6 +83,36 @@ forEachBackend('API token authentication', (backend) => {
     }
   });
 
+  it('auth: an API token sent without its scheme answers 401 saying to send it as Authorization: Token <API token>, not that it is invalid', async () => {
+    for (const authorization of [t.token, ` ${t.token} `]) {
+      const res = await t.request('GET', '/api/users', { headers: { authorization } });
+      assertAuthError(res, 'invalid_api_token');
+      assert.match(res.body.error.message, /has no scheme: send the API token as Authorization: Token <API token>/);
+      assert.doesNotMatch(res.body.error.message, /not valid/);
+      assert.ok(!res.text.includes(t.token), 'the token is never echoed');
+    }
+    const otherScheme = await t.request('GET', '/api/users', { headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } });
+    assert.match(otherScheme.body.error.message, /not of the form Token <API token>: send the API token as Authorization: Token <API token>/);
+  });
+
+  it('auth: a user group token or embed token sent to the management API, with or without a scheme, is 401 wrong_token_kind saying which token to send and how', async () => {
+    const minted = await t.request('POST', '/api/embed_token', { token: t.token, body: { user_group_id: 'auth-victim' } });
+    assert.equal(minted.status, 200, minted.text);
+    const sent = [
+      [groupToken, /^a user group token \(ugs_grp_…\) was sent where an API token is needed/],
+      [minted.body.embed_token as string, /^an embed token was sent where an API token is needed/],
+    ] as const;
+    for (const [token, what] of sent) {
+      for (const authorization of [token, `Token ${token}`, `Bearer ${token}`]) {
+        const res = await t.request('GET', '/api/users', { headers: { authorization } });
+        assertAuthError(res, 'wrong_token_kind');
+        assert.match(res.body.error.message, what);
+        assert.match(res.body.error.message, /embed side \(\/api\/embed\/…, as Authorization: Bearer <token>\)/);
+        assert.match(res.body.error.message, /send the API token as Authorization: Token <API token>$/);
+      }
+    }
+  });
+
   it('auth: a well-formed but unknown API token answers 401 invalid_api_token, changing nothing', async () => {
     const id = uid('unknown');
     const unknown = generateToken('api');

@@ -7,9 +7,9 @@ import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { ROOT, SERVER_ENTRY, httpRequest, reapOnExit, runUgs } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
 
 const API_TOKEN = /ugs_api_[0-9A-Za-z]{49}/g;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Server {
   baseUrl: string;
@@ -60,11 +60,11 @@ async function startServer(env: Record<string, string>): Promise<Server> {
   };
 }
 
-/** Waits until the server has finished its start (the bootstrap runs right after listening). */
+/** Waits until the server has finished its start (the bootstrap runs right after listening): its "started" line. */
 async function settled(server: Server): Promise<void> {
+  await eventually('the "started" log line', () => /"msg":"started"/.test(server.stdout()));
   const ready = await httpRequest(server.baseUrl, 'GET', '/readyz');
   assert.equal(ready.status, 200);
-  await sleep(1000);
 }
 
 const tokensIn = (text: string) => new Set(text.match(API_TOKEN) ?? []);
@@ -124,6 +124,31 @@ forEachBackend('bootstrap on an empty database', (backend) => {
     // The bootstrap token still works on the second instance.
     assert.equal((await httpRequest(second.baseUrl, 'GET', '/api/users', { token })).status, 200);
     assert.equal(await second.stop(), 0);
+  });
+
+  it("history: the first start's token was issued by the first start (actor first_start), not by the command-line tool; ugs and API tokens say so too", async () => {
+    const url = await emptyDatabase();
+    const server = await start({ DATABASE_URL: url, UGS_BOOTSTRAP: 'true' });
+    await settled(server);
+    const [token] = tokensIn(server.stderr());
+    const byCli = await runUgs(['token', 'create', '--account', 'default', '--name', 'cli', '--json'], { DATABASE_URL: url });
+    assert.equal(byCli.code, 0, byCli.stderr);
+    const byHttp = await httpRequest(server.baseUrl, 'POST', '/api/api_tokens', { token, body: { scopes: ['read'], name: 'http' } });
+    assert.equal(byHttp.status, 201, byHttp.text);
+
+    const history = await httpRequest(server.baseUrl, 'GET', '/api/api_tokens/history', { token });
+    assert.equal(history.status, 200, history.text);
+    const [first] = await defaultTokens(url);
+    assert.deepEqual(
+      history.body.entries.map((e: { api_token_id: number; actor: string; actor_token_id: number | null }) => [e.api_token_id, e.actor, e.actor_token_id]),
+      [
+        [byHttp.body.api_token.id, 'api_token', first.id],
+        [JSON.parse(byCli.stdout).id, 'command_line', null],
+        [first.id, 'first_start', null],
+      ],
+    );
+    const audit = await runUgs(['audit', '--account', 'default'], { DATABASE_URL: url });
+    assert.match(audit.stdout, new RegExp(`\\tapi_token\\.issue\\ttoken ${first.id}\\t\\tfirst_start\\t`));
   });
 
   it('UGS_BOOTSTRAP=false on an empty database prints no token and creates no account', async () => {

@@ -10,6 +10,7 @@ import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backe
 import { forEachBackend } from './helpers/harness.ts';
 import { ROOT, httpRequest, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
 import { buildCli } from '../src/cli/main.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 const API_TOKEN = /ugs_api_[0-9A-Za-z]{49}/g;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -371,7 +372,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.ok(Math.abs(Date.parse(activates_at) - Date.now()) < 60_000);
     // Within the server's one-second copy of the key table: published, then signing.
     let signedBy = before;
-    for (let waited = 0; signedBy !== kid && waited < 5000; waited += 250) {
+    for (let waited = 0; signedBy !== kid && waited < GENEROUS_WAIT_MS; waited += 250) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       signedBy = decodeProtectedHeader(await embedToken()).kid;
     }

@@ -16,8 +16,9 @@ import SQLite from 'better-sqlite3';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
-import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { ARTIFACTS, README_IMAGES, launchChromium, missingBrowser } from './helpers/browser.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/http/console.routes.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 const skip = missingBrowser('the console browser test');
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -37,6 +38,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
   let page: Page;
   let adminToken: string;
   let readToken: string;
+  let firstStartToken: string;
   const cspViolations: string[] = [];
   const apiCalls: ApiCall[] = [];
   const wellKnownCalls: ApiCall[] = [];
@@ -47,9 +49,12 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     const secretKey = crypto.randomBytes(32).toString('base64');
     // Webhooks go to a receiver of this test, on 127.0.0.1.
     env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey, UGS_WEBHOOK_ALLOW_PRIVATE: 'true' };
+    // The first start on the empty database issues its token (account default), as for a newcomer.
+    server = await spawnServer({ ...env, UGS_BOOTSTRAP: 'true' });
+    firstStartToken = (await server.waitForOutput(/ugs_api_\w+/))[0];
+    await server.waitForOutput(/"msg":"started"/);
     adminToken = (await issueTokenWithCli(env, ['--account', 'acme', '--scopes', 'read,write,admin', '--name', 'support'])).token;
     readToken = (await issueTokenWithCli(env, ['--account', 'acme', '--scopes', 'read', '--name', 'viewer'])).token;
-    server = await spawnServer(env);
     // 60 groups (more than two pages), a company with two users, and a tag.
     const create = (body: Record<string, unknown>) => httpRequest(server.baseUrl, 'POST', '/api/user', { token: adminToken, body });
     for (let i = 0; i < 60; i++)
@@ -299,6 +304,8 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.deepEqual(JSON.parse(minted?.body ?? '{}').viewer, { id: 'ada', attributes: { region: 'amer', team: 'west' } });
     await page.locator('ol.timeline li').first().waitFor();
     assert.match((await page.locator('ol.timeline li').first().textContent()) ?? '', /create by API token \d+/);
+    // README's picture of the console (`npm run screenshots` writes it): the page as it is now, before any focus ring.
+    if (README_IMAGES) await page.screenshot({ path: path.join(README_IMAGES, 'console-group.png'), fullPage: true });
     await assertAccessible('group');
     await assertKeyboardReachable('group');
     await shot('group');
@@ -309,7 +316,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.deepEqual(await page.locator('ul.children a').allTextContents(), ['acme-corp:jane', 'acme-corp:joe']);
   });
 
-  it("console: edit shows a JSON error at its line and column, caps a field at the documented length, shows the API's details next to the field, then saves", async () => {
+  it("console: edit shows a JSON error at its line and column, an over-long field as an error (never cut), the API's details next to the field; Save goes to the group's page", async () => {
     await page.getByRole('link', { name: 'Edit' }).click();
     await page.getByRole('heading', { name: 'Edit acme-corp' }).waitFor();
     const callsBefore = apiCalls.length;
@@ -326,11 +333,22 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await shot('edit-json-error');
 
     await page.getByLabel('Properties').fill('{"region": "emea", "plan": "enterprise", "tier": 2}');
-    // The field's limit comes from the OpenAPI document: no more than 256 characters can be typed.
+    // The field's limit comes from the OpenAPI document: a longer paste stays as pasted, said to be too long, and is not sent.
     await page.getByLabel('Name').fill('x'.repeat(300));
-    assert.equal(await page.getByLabel('Name').getAttribute('maxlength'), '256');
-    assert.equal((await page.getByLabel('Name').inputValue()).length, 256);
+    assert.equal((await page.getByLabel('Name').inputValue()).length, 300, 'nothing is cut');
+    assert.equal(await page.getByLabel('Name').getAttribute('maxlength'), null);
+    assert.equal(await page.locator('#name-error').textContent(), '300 characters: at most 256. Shorten it; nothing is cut.');
+    assert.equal(await page.getByLabel('Name').getAttribute('aria-invalid'), 'true');
+    await page.getByRole('button', { name: 'Save' }).click();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'name', 'focus goes to the over-long field');
+    assert.deepEqual(
+      apiCalls.slice(callsBefore).filter((call) => call.method === 'PUT'),
+      [],
+      'nothing sent while a field is too long',
+    );
+    await shot('edit-too-long');
     await page.getByLabel('Name').fill('ACME Corp.');
+    assert.equal(await page.locator('#name-error').count(), 0);
     // What only the service can know: the details of its answer go next to the field they name.
     await page.getByLabel('Parent').fill('no-such-parent');
     await page.getByRole('button', { name: 'Save' }).click();
@@ -343,7 +361,12 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
 
     await page.getByLabel('Parent').fill('');
     await page.getByRole('button', { name: 'Save' }).click();
-    await page.getByRole('heading', { name: 'Saved acme-corp' }).waitFor();
+    // Back on the group's page, as saved, saying so.
+    await page.getByRole('heading', { name: 'ACME Corp.' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Saved acme-corp.' }).waitFor();
+    assert.match(page.url(), /#\/group\/Customer\/acme-corp\?saved$/);
+    await page.getByText('"tier": 2').first().waitFor();
+    await shot('saved');
     const stored = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: readToken });
     assert.equal(stored.body.user_group.name, 'ACME Corp.');
     assert.deepEqual(stored.body.user_group.properties, { region: 'emea', plan: 'enterprise', tier: 2 });
@@ -352,7 +375,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
   it('console: rotate with a grace period shows the new token once, with a copy button; the old one works until the grace ends', async () => {
     const before = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: readToken });
     const oldToken = before.body.user_group.token;
-    await page.getByRole('link', { name: 'Open acme-corp' }).click();
+    await page.getByRole('heading', { name: 'ACME Corp.' }).waitFor(); // the group's page, where Save left us
     await page.getByRole('button', { name: 'Rotate token' }).click();
     const dialog = page.getByRole('dialog', { name: 'Rotate the user group token' });
     await dialog.getByLabel('Grace period (seconds)').fill('3600');
@@ -485,6 +508,10 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.equal((await httpRequest(server.baseUrl, 'GET', '/api/users', { token: value })).status, 200, 'the new token works');
     const row = page.locator('table.tokens tbody tr', { hasText: 'reporting backend' });
     await row.waitFor();
+    // One word for "no environment restriction", as `ugs token create --env any` and `ugs token list` say it.
+    assert.equal(await row.locator('td').nth(4).textContent(), 'any');
+    assert.equal(await page.locator('#token-environment').inputValue(), 'any');
+    assert.equal(await page.getByText(/\bboth\b/).count(), 0, 'never "both"');
     await assertAccessible('tokens');
     await assertKeyboardReachable('tokens');
     await shot('tokens');
@@ -547,7 +574,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
 
       // A change is delivered, and listed with its attempt.
       assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token: adminToken, body: { user_group_id: 'webhook-console' } })).status, 201);
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + GENEROUS_WAIT_MS;
       const delivered = async () =>
         (await httpRequest(server.baseUrl, 'GET', `/api/webhook_endpoints/${id}/deliveries`, { token: adminToken })).body.deliveries.some(
           (d: { status: string }) => d.status === 'delivered',
@@ -614,7 +641,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     for (let waited = 0; ; waited += 200) {
       const discovery = await httpRequest(server.baseUrl, 'GET', '/.well-known/openid-configuration');
       if ((discovery.body as unknown as { id_token_signing_alg_values_supported: string[] }).id_token_signing_alg_values_supported[0] === 'RS256') break;
-      assert.ok(waited < 5000, 'the server publishes the new key within its one-second copy of the key table');
+      assert.ok(waited < GENEROUS_WAIT_MS, 'the server publishes the new key within its one-second copy of the key table');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const { keys } = JSON.parse((await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json')).text) as {
@@ -646,11 +673,68 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await shot('signing-keys');
   });
 
+  it('console: at 390 px wide (a phone) every page fits: no label or control over another, nothing wider than the screen', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      const pages = [
+        ['groups', '#/groups', 'User groups in Customer'],
+        ['group', '#/group/Customer/acme-corp', 'ACME Corp.'],
+        ['edit', '#/group/Customer/acme-corp/edit', 'Edit acme-corp'],
+        ['tokens', '#/tokens', 'API tokens of acme'],
+        ['webhooks', '#/webhooks', 'Webhooks of acme'],
+        ['keys', '#/keys', 'Embed signing keys'],
+      ] as const;
+      for (const [name, fragment, heading] of pages) {
+        await page.goto(`${server.baseUrl}/console${fragment}`);
+        await page.getByRole('heading', { name: heading }).waitFor();
+        const layout = await page.evaluate(() => {
+          const visible = [...document.querySelectorAll<HTMLElement>('label, legend, input, select, textarea, button, a.button, h1')].filter(
+            (el) => el.getClientRects().length > 0 && !el.closest('dialog:not([open])') && !el.closest('.visually-hidden'),
+          );
+          const boxes = visible.map((el) => ({ el, box: el.getBoundingClientRect() }));
+          const overlaps: string[] = [];
+          for (let i = 0; i < boxes.length; i++) {
+            for (let j = i + 1; j < boxes.length; j++) {
+              const [a, b] = [boxes[i].box, boxes[j].box];
+              const width = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+              const height = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+              const nested = boxes[i].el.contains(boxes[j].el) || boxes[j].el.contains(boxes[i].el);
+              if (width > 1 && height > 1 && !nested) overlaps.push(`${boxes[i].el.outerHTML.slice(0, 60)} / ${boxes[j].el.outerHTML.slice(0, 60)}`);
+            }
+          }
+          return { overlaps, overflow: document.documentElement.scrollWidth - window.innerWidth };
+        });
+        assert.deepEqual(layout.overlaps, [], `${name} at 390 px: overlapping labels or controls`);
+        assert.ok(layout.overflow <= 0, `${name} at 390 px: the page is ${layout.overflow} px wider than the screen`);
+        await assertAccessible(`${name} at 390 px`);
+        await shot(`${name}-390px`);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
   it('console: sign out forgets the token; a reload shows the sign-in form', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API token').waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
     await page.reload();
+    await page.getByLabel('API token').waitFor();
+  });
+
+  it("console: the first start's token says it was issued at the first start, not by the command-line tool", async () => {
+    await page.getByLabel('API token').fill(firstStartToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: 'API tokens' }).click();
+    await page.getByRole('heading', { name: 'API tokens of default' }).waitFor();
+    const history = page.locator('ol.timeline li');
+    await history.first().waitFor();
+    assert.deepEqual(
+      (await history.locator('p:not(.when)').allTextContents()).map((text) => text.replace(/\s+/g, ' ').trim()),
+      ['Token 1 issued at the first start'],
+    );
+    await shot('first-start-token');
+    await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API token').waitFor();
   });
 

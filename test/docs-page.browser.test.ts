@@ -48,6 +48,24 @@ describe('the reference page (/docs) in headless Chromium', { skip, timeout: 120
     assert.deepEqual(foreignRequests, [], 'no request left this server');
   });
 
+  it('docs: each security scheme is titled by the token it takes, and its field says what to paste there', async () => {
+    await page.goto(`${server.baseUrl}/docs#auth`);
+    const auth = page.locator('rapi-doc').locator('#auth');
+    await auth.locator('input.api-key-input').first().waitFor();
+    const schemes = {
+      apiToken: { title: 'API token (ugs_api_…)', placeholder: 'ugs_api_…' },
+      userGroupOrEmbedToken: { title: 'User group token (ugs_grp_…) or embed token', placeholder: 'ugs_grp_… or an embed token' },
+    };
+    for (const [id, { title, placeholder }] of Object.entries(schemes)) {
+      const row = auth.locator(`#security-scheme-${id}`);
+      await row.getByText(title, { exact: true }).waitFor();
+      await row.locator(`input[placeholder="${placeholder}"]`).waitFor();
+    }
+    assert.equal(await auth.getByText('HTTP Bearer').count(), 0, 'no scheme is titled by its type alone');
+    assert.equal(await auth.locator('input[placeholder="api-token"]').count(), 0, 'no field is labelled api-token');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'docs-authentication.png') });
+  });
+
   it('docs: with a pasted API token, Try on get-or-create by query string answers 201, then 200', async () => {
     await page.goto(`${server.baseUrl}/docs#auth`);
     const keyInput = page.locator('rapi-doc').locator('input.api-key-input').first();

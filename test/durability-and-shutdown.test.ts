@@ -7,11 +7,12 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend, type HttpResult } from './helpers/harness.ts';
-import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, requestsInFlight, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { Scrape } from './helpers/prometheus.ts';
+import { eventually } from './helpers/wait.ts';
+import { serverClosedConnection } from './helpers/sockets.ts';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every group of the token's default environment, through the list endpoint (which never creates). */
 async function listAll(baseUrl: string, token: string): Promise<Map<string, { team_id: number; name: string }>> {
@@ -167,6 +168,33 @@ forEachBackend('durability and shutdown', (backend) => {
     };
   }
 
+  /**
+   * Resolves once a write on `server` that began after the call waits for the lock holdWrites()
+   * holds: one more BEGIN refused (SQLite), a session waiting for a lock (PostgreSQL).
+   */
+  async function writeIsWaiting(server: ServerProcess): Promise<void> {
+    if (backend === 'sqlite') {
+      const refusedBegins = async () =>
+        new Scrape((await httpRequest(server.baseUrl, 'GET', '/metrics')).text).value('ugs_db_query_duration_seconds_count', {
+          operation: 'begin',
+          outcome: 'error',
+        });
+      const before = await refusedBegins();
+      await eventually('a write waiting for the SQLite write lock', async () => (await refusedBegins()) > before);
+      return;
+    }
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      await eventually('a write waiting for the table lock', async () => {
+        const { rows } = await client.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
+        return rows[0].n > 0;
+      });
+    } finally {
+      await client.end();
+    }
+  }
+
   it('a create whose client hangs up before the answer still commits, and its one log line says so (status 201, client_gone)', async () => {
     const server = await start();
     const hold = await holdWrites();
@@ -177,28 +205,29 @@ forEachBackend('durability and shutdown', (backend) => {
       headers: { authorization: `Token ${token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) },
     });
     req.on('error', () => undefined); // the hang-up below
+    const clientPort = new Promise<number>((resolve) => req.once('socket', (socket) => socket.once('connect', () => resolve(socket.localPort!))));
+    const waiting = writeIsWaiting(server);
     req.end(payload);
-    await sleep(500); // the create is waiting for the database
+    await requestsInFlight(server.baseUrl, 1);
+    await waiting; // the create is waiting for the database
     req.destroy();
-    await sleep(200);
+    const port = await clientPort;
+    await eventually('the server closed the connection of the client that hung up', () => serverClosedConnection(server.child.pid!, port));
     await hold.release();
-    let created: Awaited<ReturnType<typeof listAll>> = new Map();
-    for (let i = 0; i < 50 && !created.has('gone-client'); i++) {
-      await sleep(100);
-      created = await listAll(server.baseUrl, token);
-    }
-    assert.ok(created.has('gone-client'), 'the write committed');
-    let line: Record<string, unknown> | undefined;
-    for (let i = 0; i < 50 && !line; i++) {
-      await sleep(100);
-      line = server
-        .output()
-        .split('\n')
-        .filter((text) => text.startsWith('{'))
-        .map((text) => JSON.parse(text) as Record<string, unknown>)
-        .find((entry) => entry.msg === 'request' && entry.method === 'POST' && entry.route === '/api/user');
-    }
-    assert.ok(line, `no request line for the create:\n${server.output()}`);
+    await eventually(
+      () => `the create committed:\n${server.output()}`,
+      async () => (await listAll(server.baseUrl, token)).has('gone-client'),
+    );
+    const line = await eventually(
+      () => `the request line of the create:\n${server.output()}`,
+      () =>
+        server
+          .output()
+          .split('\n')
+          .filter((text) => text.startsWith('{'))
+          .map((text) => JSON.parse(text) as Record<string, unknown>)
+          .find((entry) => entry.msg === 'request' && entry.method === 'POST' && entry.route === '/api/user'),
+    );
     assert.equal(line.status, 201);
     assert.equal(line.client_gone, true);
     await server.stop('SIGTERM');
@@ -215,10 +244,10 @@ forEachBackend('durability and shutdown', (backend) => {
       Array.from({ length: 40 }, (_, i) => httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: `term-burst-${i}` } })),
     );
     for (const r of burst) assert.equal(r.status, 201);
-    await sleep(300); // let the slow requests' headers reach the server
+    await requestsInFlight(server.baseUrl, slow.length); // the slow requests' headers are on the server
 
     assert.equal(server.child.kill('SIGTERM'), true);
-    await sleep(500);
+    await server.waitForOutput(/"msg":"shutting down: finishing in-flight requests"/);
     assert.equal(server.child.exitCode, null, 'the process waits for its in-flight requests');
     assert.equal(await tryConnect(server.baseUrl), 'ECONNREFUSED', 'a new connection is refused while shutting down');
 

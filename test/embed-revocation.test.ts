@@ -8,10 +8,11 @@ import assert from 'node:assert/strict';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { forEachBackend, useTestApp, createGroup, testConfig } from './helpers/harness.ts';
 import { EmbedRevocationList, type EmbedRevocation } from '../packages/client/src/index.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
-/** Polls `check` until it gives a non-null answer (up to 10 s); the answer, or null. */
+/** Polls `check` until it gives a non-null answer (generously); the answer, or null. */
 async function eventually(check: () => EmbedRevocation | null): Promise<EmbedRevocation | null> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + GENEROUS_WAIT_MS;
   for (;;) {
     const answer = check();
     if (answer !== null || Date.now() > deadline) return answer;

@@ -163,6 +163,16 @@ forEachBackend('embed context with user group tokens', (backend) => {
     assert.equal((await context(t, `Bearer ${next}`)).status, 200);
   });
 
+  it('auth: a user group token sent without its scheme is 401 invalid_token saying to send it as Authorization: Bearer <token>', async () => {
+    const group = await createGroup({ user_group_id: 'ctx-schemeless' });
+    const res = await context(t, group.token);
+    assert.equal(res.status, 401);
+    assert.equal(res.body.error.code, 'invalid_token');
+    assert.equal(res.body.error.message, 'the Authorization header has no scheme: send a user group token or an embed token as Authorization: Bearer <token>');
+    assert.equal(res.headers['www-authenticate'], 'Bearer');
+    assert.equal((await context(t, `Bearer ${group.token}`)).status, 200);
+  });
+
   it('auth: an API token is 401 wrong_token_kind, and no group data is returned', async () => {
     const res = await context(t, `Bearer ${t.token}`);
     assert.equal(res.status, 401);
@@ -402,14 +412,14 @@ forEachBackend('embed CORS', (backend) => {
     const res = await t.request('GET', '/openapi.json');
     assert.equal(res.status, 200);
     const doc: ApiDocument = JSON.parse(res.text);
-    assert.equal(doc.components.securitySchemes.userGroupToken.type, 'http');
-    assert.equal(doc.components.securitySchemes.userGroupToken.scheme, 'bearer');
+    assert.equal(doc.components.securitySchemes.userGroupOrEmbedToken.type, 'http');
+    assert.equal(doc.components.securitySchemes.userGroupOrEmbedToken.scheme, 'bearer');
     assert.ok(doc.tags.some((tag: { name: string }) => tag.name === 'Embed'));
 
     const getContext = doc.paths['/api/embed/context'].get;
     assert.equal(getContext.operationId, 'getEmbedContext');
     assert.deepEqual(getContext.tags, ['Embed']);
-    assert.deepEqual(getContext.security, [{ userGroupToken: [] }]);
+    assert.deepEqual(getContext.security, [{ userGroupOrEmbedToken: [] }]);
     assert.ok(getContext.summary && getContext.description.includes('invalid_token'));
     for (const status of ['200', '400', '401', '403', '429', '500', '503']) assert.ok(getContext.responses[status], `context documents ${status}`);
     assert.deepEqual(getContext.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/EmbedContext' });

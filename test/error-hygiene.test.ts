@@ -52,7 +52,7 @@ for (const backend of BACKENDS) {
       await hangUpMidBody(server.baseUrl, `GET /api/user HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${apiToken}\r\n${body}\r\n{"user_group_id":`);
       await hangUpMidBody(server.baseUrl, `DELETE /api/user HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${apiToken}\r\n${body}\r\n{"user_group_id":`);
       assert.equal((await httpRequest(server.baseUrl, 'GET', '/healthz')).status, 200);
-      await new Promise((resolve) => setTimeout(resolve, 400)); // the log is written in batches
+      await server.logsUpToNow(); // the log is written in batches
       const lines = logLines(server.output());
       assert.equal(lines.filter((l) => /database/.test(String(l.msg)) && Number(l.level) >= 40).length, 0, 'no database warning');
       const served = lines.filter((l) => l.msg === 'request' && l.route === '/api/user');
@@ -79,7 +79,7 @@ for (const backend of BACKENDS) {
       ]) {
         await hangUpMidBody(base, raw);
       }
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await server.logsUpToNow();
       const output = server.output();
       assert.ok(logLines(output).some((l) => Number(l.level) === 10 || Number(l.level) === 20) || output.includes('"msg":"request"'), 'the server logged');
       for (const secret of [apiToken, groupToken, newToken, embedToken]) {

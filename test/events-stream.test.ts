@@ -12,12 +12,13 @@ import { openSse, type SseStream } from './helpers/sse.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { spawn } from 'node:child_process';
 import { ROOT, httpRequest, reapOnExit, issueTokenWithCli, spawnServer, spawnServers, type ServerProcess } from './helpers/processes.ts';
+import { GENEROUS_WAIT_MS, eventually } from './helpers/wait.ts';
 
 const GROUP_EVENTS = 'user_group.created,user_group.updated,user_group.token_rotated,user_group.deleted';
 
 /** The feed of user groups' events, once it holds at least `count` (up to 5 s). */
 async function feedUntil(t: Pick<SuiteApp, 'request'>, token: string, count: number): Promise<ChangeEventJson[]> {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + GENEROUS_WAIT_MS;
   for (;;) {
     const res = await t.request('GET', '/api/events', { token, query: { limit: '500', types: GROUP_EVENTS } });
     assert.equal(res.status, 200, res.text);
@@ -166,8 +167,7 @@ forEachBackend('change events: the stream', (backend) => {
     await sse.waitForComment('heartbeat');
     await new Promise((resolve) => setTimeout(resolve, 1500)); // requestTimeoutMs is 1000 here
     const count = sse.comments.filter((c) => c === 'heartbeat').length;
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.ok(sse.comments.filter((c) => c === 'heartbeat').length > count, 'heartbeats go on');
+    await eventually('heartbeats go on', () => sse.comments.filter((c) => c === 'heartbeat').length > count);
     await createGroup(t, { user_group_id: 'late' }, token);
     assert.equal((await sse.waitForEvents(1))[0].data.data.user_group_id, 'late');
   });
@@ -178,7 +178,7 @@ forEachBackend('change events: the stream', (backend) => {
     await sse.waitForComment('heartbeat');
     const requestId = String(sse.headers['x-request-id']);
     sse.close();
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + GENEROUS_WAIT_MS;
     let lines = log.lines.filter((line) => line.request_id === requestId && line.msg === 'request');
     while (lines.length === 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -244,9 +244,14 @@ forEachBackend('change events: the stream of a server process', (backend) => {
     return {
       output: () => out,
       async waitForLines(count: number) {
-        for (const deadline = Date.now() + 10_000; lines().length < count && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 25));
+        await eventually(`${count} lines from ugs events tail`, () => lines().length >= count).catch(() => undefined);
         return lines();
       },
+      waitForOutput: (pattern: RegExp) =>
+        eventually(
+          () => `${pattern} from ugs events tail; its output:\n${out}`,
+          () => pattern.exec(out),
+        ),
       stop() {
         tail.kill('SIGINT');
         return exited;
@@ -259,7 +264,7 @@ forEachBackend('change events: the stream of a server process', (backend) => {
     servers.push(server);
     const { token } = await issueTokenWithCli(env(), ['--account', 'tail']);
     const tail = startTail(['--account', 'tail', '--types', 'user_group.created,user_group.deleted']);
-    await new Promise((resolve) => setTimeout(resolve, 1000)); // it starts at the head: let it read the head first
+    await tail.waitForOutput(/^following the events of tail after event \d+/m); // it starts at the head: changes only after it read it
     for (const id of ['tail-1', 'tail-2'])
       assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id } })).status, 201);
     assert.equal((await httpRequest(server.baseUrl, 'PUT', '/api/user', { token, body: { user_group_id: 'tail-1', name: 'renamed' } })).status, 200);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, requestsInFlight, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 
 interface RawExchange {
   /** Everything the server wrote. */
@@ -157,10 +157,10 @@ for (const backend of BACKENDS) {
         server.baseUrl,
         `POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nAuthorization: Token ${apiToken}\r\n\r\n${body.slice(0, 5)}`,
       );
-      await new Promise((resolve) => setTimeout(resolve, 300)); // its headers have reached the server
+      await requestsInFlight(server.baseUrl, 1); // its headers have reached the server
       const signalled = Date.now();
       const stopping = server.stop('SIGTERM');
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await server.waitForOutput(/"msg":"shutting down: finishing in-flight requests"/);
       upload.write(body.slice(5));
       const stopped = await withTimeout(stopping, 6000, 'the shutdown');
       assert.equal(stopped.code, 0, server.output());

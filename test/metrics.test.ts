@@ -10,7 +10,9 @@ import { createMetrics } from '../src/metrics/metrics.ts';
 import type { RateLimitSettings } from '../src/http/rate-limit.ts';
 import { buildTestApp, forEachBackend, issueTestToken, type HttpResult } from './helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { spawnServer } from './helpers/processes.ts';
+import net from 'node:net';
+import { httpRequest, issueTokenWithCli, requestsInFlight, spawnServer } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
 import { Scrape } from './helpers/prometheus.ts';
 
 interface MetricsApp {
@@ -218,6 +220,36 @@ forEachBackend('metrics', (backend) => {
 });
 
 forEachBackend('metrics of a real server process', (backend) => {
+  it('ugs_http_requests_in_flight counts a request from its headers to its answer, and one whose client went away until it left', async () => {
+    const database = await createTestDatabase(backend);
+    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
+    const { token } = await issueTokenWithCli(env);
+    const server = await spawnServer(env);
+    const inFlight = async () => new Scrape((await httpRequest(server.baseUrl, 'GET', '/metrics')).text).value('ugs_http_requests_in_flight') - 1;
+    try {
+      assert.equal(await inFlight(), 0, 'the scrape counts only itself');
+      // Headers and half a body: the request has begun, and waits for the rest.
+      const open = () => {
+        const socket = net.connect(Number(new URL(server.baseUrl).port), '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.write(
+          `POST /api/user HTTP/1.1\r\nHost: x\r\nAuthorization: Token ${token}\r\nContent-Type: application/json\r\nContent-Length: 30\r\n\r\n{"user_`,
+        );
+        return socket;
+      };
+      const [finished, abandoned] = [open(), open()];
+      await requestsInFlight(server.baseUrl, 2);
+      const answered = new Promise((resolve) => finished.once('data', resolve));
+      finished.write('group_id": "in-flight"}');
+      await answered;
+      abandoned.destroy();
+      await eventually('both requests left', async () => (await inFlight()) === 0);
+    } finally {
+      await server.stop('SIGTERM');
+      await database.drop();
+    }
+  });
+
   it('src/server.ts times the database queries (migrations included) and serves /metrics', async () => {
     const database = await createTestDatabase(backend);
     const server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });

@@ -1,10 +1,10 @@
 // One migration set on both dialects; instances starting together must not both migrate.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { sql } from '../src/db/kysely.ts';
+import { Migrator, sql } from '../src/db/kysely.ts';
 import { BACKENDS, POSTGRES_URL, createTestDatabase } from './helpers/backends.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
+import { migrateToLatest, migrationsFor } from '../src/db/migrate.ts';
 import { runUgs } from './helpers/processes.ts';
 import { forEachBackend, startTestApp } from './helpers/harness.ts';
 
@@ -31,11 +31,59 @@ forEachBackend('migrations', (backend) => {
           '0008-idempotency-keys-per-token',
           '0009-webhook-cursors',
           '0010-event-streams',
+          '0012-audit-actor',
           '0014-group-tag-set',
         ],
       );
       const again = await migrateToLatest(handle);
       assert.deepEqual(again.applied, [], 'a later start finds nothing to do');
+    } finally {
+      await handle.close();
+      await database.drop();
+    }
+  });
+
+  it('0012 says who acted in the history written before it: a token id is api_token; the first start, the command-line tool and the service are told apart', async () => {
+    const database = await createTestDatabase(backend);
+    const handle = openDatabase(database.url);
+    try {
+      const before = Object.fromEntries(Object.entries(migrationsFor(handle.dialect)).filter(([name]) => name < '0012'));
+      const migrated = await new Migrator({ db: handle.db, provider: { getMigrations: async () => before } }).migrateToLatest();
+      assert.equal(migrated.error, undefined);
+      // What a database of the previous version holds: the first start's account and token, a token ugs issued, one issued over HTTP.
+      const at = '2026-11-20T10:00:00.000Z';
+      // Inserted in order into new tables: the ids are 1, 2, 3…
+      await sql`insert into accounts (slug, created_at) values ('default', ${at}), ('acme', ${at})`.execute(handle.db);
+      const token = (id: number, account: number, name: string) =>
+        sql`insert into api_tokens (account_id, name, token_hash, token_start, scopes, default_environment, created_at)
+            values (${account}, ${name}, ${`hash-${id}`}, 'ugs_api_xx', 'read', 'Customer', ${at})`.execute(handle.db);
+      await token(1, 1, 'bootstrap');
+      await token(2, 1, 'support');
+      await token(3, 2, 'bootstrap'); // named like the first start's, but not the first token of default
+      await token(4, 2, 'from-http');
+      const entry = (_id: number, account: number, type: string, subject: number, action: string, actorTokenId: number | null) =>
+        sql`insert into audit_log (account_id, subject_type, subject_id, action, actor_token_id, created_at)
+            values (${account}, ${type}, ${String(subject)}, ${action}, ${actorTokenId}, ${at})`.execute(handle.db);
+      await entry(1, 1, 'api_token', 1, 'api_token.issue', null);
+      await entry(2, 1, 'api_token', 2, 'api_token.issue', null);
+      await entry(3, 2, 'api_token', 3, 'api_token.issue', null);
+      await entry(4, 2, 'api_token', 4, 'api_token.issue', 3);
+      await entry(5, 2, 'webhook_endpoint', 9, 'webhook_endpoint.disable', null);
+      await entry(6, 2, 'user_group', 7, 'user_group.create', 4);
+
+      assert.equal((await migrateToLatest(handle)).applied[0], '0012-audit-actor');
+      const actors = await sql<{ id: number; actor: string }>`select id, actor from audit_log order by id`.execute(handle.db);
+      assert.deepEqual(
+        actors.rows.map((row) => [Number(row.id), row.actor]),
+        [
+          [1, 'first_start'],
+          [2, 'command_line'],
+          [3, 'command_line'],
+          [4, 'api_token'],
+          [5, 'service'],
+          [6, 'api_token'],
+        ],
+      );
     } finally {
       await handle.close();
       await database.drop();

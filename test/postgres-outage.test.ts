@@ -12,6 +12,7 @@ import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 import { openSse } from './helpers/sse.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 describe('[postgres] database outage', { skip: POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set' }, () => {
   let database: TestDatabase;
@@ -62,7 +63,7 @@ describe('[postgres] database outage', { skip: POSTGRES_URL ? false : 'TEST_POST
 
     await proxy.restore();
     let recovered = false;
-    for (let i = 0; i < 40 && !recovered; i++) {
+    for (let i = 0; i < GENEROUS_WAIT_MS / 250 && !recovered; i++) {
       const after = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=g1', { token });
       recovered = after.status === 200;
       if (!recovered) await new Promise((resolve) => setTimeout(resolve, 250));

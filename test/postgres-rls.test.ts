@@ -12,6 +12,7 @@ import { POSTGRES_URL } from './helpers/backends.ts';
 import { startTestApp, type TestApp } from './helpers/harness.ts';
 import { freePort, runUgs } from './helpers/processes.ts';
 import { startDataApi, type DataApi } from './helpers/data-api.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 const skip = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the row-level-security example needs PostgreSQL';
 if (skip) process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING examples/postgres-rls: ${skip}\n${'!'.repeat(78)}\n\n`);
@@ -163,7 +164,7 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     const { kid } = JSON.parse(rotated.stdout);
 
     let newer = older;
-    for (let waited = 0; decodeProtectedHeader(newer).kid !== kid && waited < 8000; waited += 250) {
+    for (let waited = 0; decodeProtectedHeader(newer).kid !== kid && waited < GENEROUS_WAIT_MS; waited += 250) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       newer = await embedToken({ user_group_id: 'globex' });
     }
@@ -192,7 +193,7 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
           : await service.request('POST', '/api/user', { token: apiToken, body: { current_token: created.body.user_group.token } });
       assert.equal(changed.status, 200, changed.text);
       let answer = await rows('/orders', token);
-      for (const deadline = Date.now() + 10_000; answer.status === 200 && Date.now() < deadline; answer = await rows('/orders', token)) {
+      for (const deadline = Date.now() + GENEROUS_WAIT_MS; answer.status === 200 && Date.now() < deadline; answer = await rows('/orders', token)) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       assert.equal(answer.status, 401, `${change}: ${JSON.stringify(answer.body)}`);

@@ -17,6 +17,7 @@ import {
   type OpenDatabase,
 } from './helpers/harness.ts';
 import { httpRequest, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { redisAnswers } from './helpers/services.ts';
 import { hashToken } from '../src/auth/token-format.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
@@ -146,15 +147,8 @@ forEachBackend('rate limits on one instance', (backend) => {
 
 // Like the PostgreSQL half: a plain `npm test` on a machine without Redis skips this loudly;
 // CI (CI=true) always runs it, so a missing Redis fails there.
-const redisReachable = await new Promise<boolean>((resolve) => {
-  const { hostname, port } = new URL(REDIS_URL);
-  const socket = net.connect(Number(port || 6379), hostname);
-  socket.setTimeout(1000);
-  socket.on('connect', () => (socket.destroy(), resolve(true)));
-  socket.on('error', () => resolve(false));
-  socket.on('timeout', () => (socket.destroy(), resolve(false)));
-});
-const redisSkip = redisReachable || process.env.CI ? false : `SKIPPED: no Redis at ${REDIS_URL} (set TEST_REDIS_URL)`;
+const redisReachable = await redisAnswers(REDIS_URL);
+const redisSkip = redisReachable || process.env.CI ? false : `SKIPPED: no Redis answered PING at ${REDIS_URL} in 5 tries (set TEST_REDIS_URL)`;
 if (redisSkip) process.stderr.write(`\n*** Rate limits shared through Redis ${redisSkip} ***\n\n`);
 
 describe('rate limits shared through Redis', { skip: redisSkip }, () => {

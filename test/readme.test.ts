@@ -1,5 +1,6 @@
 // The README runs: every `sh` block of README.md, in order, against a fresh server started as
-// the README starts it, with its first-start token. Under a command, a comment `# <status>
+// the README starts it, with its first-start token, after the banner's own "Try it" command
+// (a newcomer runs that first, so it must not change what the README's answers show). Under a command, a comment `# <status>
 // <answer>` is what it must answer, where … stands for anything; every other command must
 // succeed. An `export NAME=<prefix>…` takes the latest value that starts with that prefix:
 // from the answers so far, or, for the API token, from the first-start banner.
@@ -82,7 +83,7 @@ describe('README', () => {
 
   before(async () => {
     server = await spawnServer({ DATABASE_URL: env.DATABASE_URL!, UGS_KEY_FILE: env.UGS_KEY_FILE!, UGS_SECRET_KEY: '', UGS_BOOTSTRAP: 'true' });
-    for (let i = 0; i < 100 && !/ugs_api_\w+/.test(server.output()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    await server.waitForOutput(/"msg":"started"/);
     env.UGS = server.baseUrl;
   });
   after(async () => {
@@ -90,7 +91,16 @@ describe('README', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('README: every sh example runs as written, in order, and answers what the README says', { timeout: 120_000 }, async () => {
+  it("README: after the first-start banner's own example, every sh example runs as written, in order, and answers what the README says", {
+    timeout: 120_000,
+  }, async () => {
+    // A newcomer tries the banner's example first: it must leave nothing the README's answers would show.
+    const banner = /^ Try it\b.*\n\s+(curl .*)$/m.exec(server.output());
+    assert.ok(banner, `the banner has a "Try it" command:\n${server.output()}`);
+    const tried = await run(banner[1], env);
+    assert.equal(tried.code, 0, tried.stderr);
+    assert.match(tried.stdout, /\n200$/, `the banner's example works as printed:\n${tried.stdout}`);
+
     const steps = readmeSteps();
     assert.ok(steps.filter((s) => s.expect).length >= 12, `found ${steps.length} commands`);
     const answers: string[] = [];

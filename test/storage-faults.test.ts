@@ -114,7 +114,7 @@ forEachBackend('a full disk under the database', (backend) => {
     const context = await httpRequest(server.baseUrl, 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${hit.body.user_group.token}` } });
     assert.equal(context.status, 200, context.text);
 
-    await new Promise((resolve) => setTimeout(resolve, 400)); // the log is written in batches
+    await server.logsUpToNow(); // the log is written in batches
     const lines = server
       .output()
       .split('\n')

@@ -1,6 +1,7 @@
 // The test command itself: a test file that fails with a server still running must end, and
 // take the server with it. CI once waited 85 minutes on such a file (a second server that
-// did not start left the first one running, which kept the file's process alive).
+// did not start left the first one running, which kept the file's process alive). And the run
+// ends with the list of everything it skipped, and why.
 import { it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -8,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createTestDatabase } from './helpers/backends.ts';
 import { ROOT } from './helpers/processes.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 const database = await createTestDatabase('sqlite');
 after(() => database.drop());
@@ -50,6 +52,35 @@ it('test command: a test file that fails with a server still running ends, and i
   assert.equal(code, 1, `the failing test is reported as a failure:\n${output}`);
   assert.match(output, /failed before its cleanup/);
   const pid = Number(fs.readFileSync(pidFile, 'utf8'));
-  for (let i = 0; i < 50 && isRunning(pid); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  for (let i = 0; i < GENEROUS_WAIT_MS / 100 && isRunning(pid); i++) await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(isRunning(pid), false, `the server it left (pid ${pid}) was ended with the run`);
+});
+
+it('test command: the run ends with a list of everything skipped and why: suites, tests, tests that skip themselves, parts of tests', {
+  timeout: 120_000,
+}, async () => {
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const child = spawn(process.execPath, testCommand('test/helpers/fixtures/skips.ts'), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (c) => (output += c));
+  child.stderr.on('data', (c) => (output += c));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  assert.equal(code, 0, output);
+  const list = output.slice(output.lastIndexOf('\nSkipped: '));
+  const file = 'test/helpers/fixtures/skips.ts';
+  assert.equal(
+    list.trim(),
+    [
+      'Skipped: 4 (suites, tests and parts of tests)',
+      `  - ${file} › a suite skipped as a whole`,
+      '      the suite needs something missing',
+      `  - ${file} › a suite that runs › a test skipped by its options`,
+      '      the test needs something missing',
+      `  - ${file} › a suite that runs › a test that skips itself`,
+      '      found something missing while running',
+      `  - ${file} › a suite that runs › a test that leaves out a part`,
+      '      its second half: that half needs something missing',
+    ].join('\n'),
+    output,
+  );
 });

@@ -5,6 +5,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachBackend, useTestApp, createGroup } from './helpers/harness.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 forEachBackend('POST /api/users/upsert', (backend) => {
   const t = useTestApp(backend);
@@ -180,7 +181,7 @@ forEachBackend('POST /api/users/upsert', (backend) => {
       history.body.entries.map((e) => e.action),
       ['user_group.update', 'user_group.create'],
     );
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + GENEROUS_WAIT_MS;
     let events = (await t.request('GET', '/api/events', { token: own, query: { types: 'user_group.created,user_group.updated' } })).body.events;
     while (events.length < 2 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -14,6 +14,7 @@ import { forEachBackend, useTestApp, createGroup, startTestApp, type TestApp } f
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { freePort, httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { forbiddenAddressReason } from '../src/webhooks/webhook-address.ts';
+import { GENEROUS_WAIT_MS, eventually } from './helpers/wait.ts';
 import {
   useReceivers,
   createEndpoint,
@@ -195,7 +196,7 @@ forEachBackend('webhooks', (backend) => {
 
     const types = 'webhook_endpoint.created,webhook_endpoint.secret_rotated,webhook_endpoint.enabled,webhook_endpoint.deleted';
     let events: { type: string; data: Record<string, unknown> }[] = [];
-    for (const deadline = Date.now() + 5000; events.length < 3 && Date.now() < deadline; await sleep(20))
+    for (const deadline = Date.now() + GENEROUS_WAIT_MS; events.length < 3 && Date.now() < deadline; await sleep(20))
       events = (await t.request('GET', '/api/events', { token, query: { types } })).body.events;
     const origin = new URL(r.url).origin; // never the path or query (test/webhook-urls.test.ts)
     const data = { webhook_endpoint_id: endpoint.id, url: origin, environment: null };
@@ -403,14 +404,14 @@ forEachBackend('webhooks: disabling', (backend) => {
       await createGroup({ ...app, token }, { user_group_id: 'one' }, token);
       await r.until((all) => all.length >= 1);
       let [listed] = (await app.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints;
-      for (let waited = 0; listed.failing_since === null && waited < 5000; waited += 20) {
+      for (let waited = 0; listed.failing_since === null && waited < GENEROUS_WAIT_MS; waited += 20) {
         await sleep(20); // the attempt is recorded just after the receiver answered
         [listed] = (await app.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints;
       }
       assert.ok(listed.failing_since, 'failing since the first failure');
       assert.equal(listed.status, 'enabled');
       offset = 3 * 86_400_000 + 60_000; // three days later, still failing
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + GENEROUS_WAIT_MS;
       while (listed.status !== 'disabled' && Date.now() < deadline) {
         await sleep(50);
         [listed] = (await app.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints;
@@ -438,14 +439,14 @@ forEachBackend('webhooks: disabling', (backend) => {
       await r.until((all) => all.length >= 1);
       offset += 3 * 86_400_000 + 60_000;
       let status = endpoint.status;
-      for (const deadline = Date.now() + 10_000; status !== 'disabled' && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + GENEROUS_WAIT_MS; status !== 'disabled' && Date.now() < deadline; ) {
         await sleep(50);
         status = (await app.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints[0].status;
       }
       assert.equal(status, 'disabled');
       await createGroup({ ...app, token }, { user_group_id: 'while-disabled' }, token);
       // In the feed, so its deliveries were made (for no endpoint) before the endpoint is enabled.
-      for (const deadline = Date.now() + 5000; Date.now() < deadline; await sleep(20)) {
+      for (const deadline = Date.now() + GENEROUS_WAIT_MS; Date.now() < deadline; await sleep(20)) {
         const feed = await app.request('GET', '/api/events', { token, query: { types: 'user_group.created' } });
         if (feed.body.events.some((event) => event.data.user_group_id === 'while-disabled')) break;
       }
@@ -458,7 +459,7 @@ forEachBackend('webhooks: disabling', (backend) => {
       assert.equal(enabled.body.webhook_endpoint.failing_since, null);
       // The feed numbers an event a moment after its change commits (docs/api.md, "Change events").
       let feed = await app.request('GET', '/api/events', { token, query: { types: 'webhook_endpoint.disabled,webhook_endpoint.enabled' } });
-      for (const deadline = Date.now() + 5000; feed.body.events.length < 2 && Date.now() < deadline; await sleep(20))
+      for (const deadline = Date.now() + GENEROUS_WAIT_MS; feed.body.events.length < 2 && Date.now() < deadline; await sleep(20))
         feed = await app.request('GET', '/api/events', { token, query: { types: 'webhook_endpoint.disabled,webhook_endpoint.enabled' } });
       assert.deepEqual(
         feed.body.events.map((event) => event.type),
@@ -524,7 +525,7 @@ forEachBackend('webhooks: durability', (backend) => {
       const created = await httpRequest(server.baseUrl, 'POST', '/api/webhook_endpoints', { token, body: { url, types: ['user_group.created'] } });
       assert.equal(created.status, 201, created.text);
       assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'held' } })).status, 201);
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + GENEROUS_WAIT_MS;
       while (received.length === 0 && Date.now() < deadline) await sleep(20);
       assert.equal(received.length, 1, 'the first attempt is in flight');
 
@@ -561,7 +562,13 @@ forEachBackend('webhooks: durability', (backend) => {
       const res = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id } });
       assert.equal(res.status, 201, res.text);
     }
-    await sleep(1500); // the attempts fail: nobody listens
+    // The attempts fail: nobody listens. The endpoint's first delivery has been tried (the others
+    // wait behind it) before the kill.
+    const endpointId: number = created.body.webhook_endpoint.id;
+    await eventually('a failed attempt', async () => {
+      const { deliveries } = (await httpRequest(server.baseUrl, 'GET', `/api/webhook_endpoints/${endpointId}/deliveries`, { token })).body;
+      return deliveries.length >= ids.length && deliveries.some((delivery: { attempts: unknown[] }) => delivery.attempts.length > 0);
+    });
     assert.deepEqual(await server.stop('SIGKILL'), { code: null, signal: 'SIGKILL' });
 
     r = await new Receiver().start(port);

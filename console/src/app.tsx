@@ -145,7 +145,7 @@ function Page({ route, session, environment }: { route: Route; session: Session;
         <ErrorAlert error={new Error('creating user groups needs an API token with the write scope')} />
       );
     case 'group':
-      return <GroupDetail session={session} environment={route.environment as EnvironmentTag} id={route.id} />;
+      return <GroupDetail session={session} environment={route.environment as EnvironmentTag} id={route.id} saved={route.params.has('saved')} />;
     case 'edit-group':
       return session.canWrite ? (
         <GroupForm session={session} environment={route.environment as EnvironmentTag} editId={route.id} />

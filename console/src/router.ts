@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 export type Route =
   | { page: 'groups'; params: URLSearchParams }
   | { page: 'new-group' }
-  | { page: 'group'; environment: string; id: string }
+  | { page: 'group'; environment: string; id: string; params: URLSearchParams }
   | { page: 'edit-group'; environment: string; id: string }
   | { page: 'tags' }
   | { page: 'tokens' }
@@ -31,7 +31,7 @@ export function parseRoute(hash: string): Route | undefined {
   }
   if (parts.length === 0 || (parts[0] === 'groups' && parts.length === 1)) return { page: 'groups', params: new URLSearchParams(query) };
   if (parts[0] === 'groups' && parts[1] === 'new' && parts.length === 2) return { page: 'new-group' };
-  if (parts[0] === 'group' && parts.length === 3) return { page: 'group', environment: parts[1], id: parts[2] };
+  if (parts[0] === 'group' && parts.length === 3) return { page: 'group', environment: parts[1], id: parts[2], params: new URLSearchParams(query) };
   if (parts[0] === 'group' && parts.length === 4 && parts[3] === 'edit') return { page: 'edit-group', environment: parts[1], id: parts[2] };
   if (parts[0] === 'tags' && parts.length === 1) return { page: 'tags' };
   if (parts[0] === 'tokens' && parts.length === 1) return { page: 'tokens' };

@@ -6,24 +6,45 @@ import { AppError } from '../errors.ts';
 import type { ApiTokenRow } from '../db/schema.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import { BoundedMap } from '../bounded-map.ts';
-import { credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
+import { bareToken, credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
 import { findApiTokenByHash } from './api-tokens.repository.ts';
 import type { Principal, Scope } from '../auth/principal.ts';
+
+const TOKEN_CHALLENGE = { 'www-authenticate': 'Token' };
+const HOW_TO_SEND = 'send the API token as Authorization: Token <API token>';
 
 /** The API token in an `Authorization: Token <token>` header (Bearer is accepted too). */
 function apiTokenFromAuthorization(header: string | undefined): string {
   const token = credentialFromAuthorization(header);
-  if (token === undefined) {
-    throw new AppError('missing_api_token', 'send the API token as Authorization: Token <API token>', {
-      headers: { 'www-authenticate': 'Token' },
-    });
-  }
-  if (token === null) throw invalidApiToken();
+  if (token === undefined) throw new AppError('missing_api_token', HOW_TO_SEND, { headers: TOKEN_CHALLENGE });
+  if (token === null) throw malformedAuthorization(header as string);
   return token;
 }
 
-function invalidApiToken(): AppError {
-  return new AppError('invalid_api_token', 'the API token is not valid', { headers: { 'www-authenticate': 'Token' } });
+/**
+ * A header not of the form `Token <t>`: each message says what to send instead (docs/api.md,
+ * "Requests"). The token alone, without its scheme, is the usual slip: the token may well be
+ * valid, so the answer must not say it is not.
+ */
+function malformedAuthorization(header: string): AppError {
+  const bare = bareToken(header);
+  if (bare === null) return invalidApiToken(`the Authorization header is not of the form Token <API token>: ${HOW_TO_SEND}`);
+  if (bare.kind === 'api') return invalidApiToken(`the Authorization header has no scheme: ${HOW_TO_SEND}`);
+  return wrongTokenKind(bare.kind);
+}
+
+function invalidApiToken(message = 'the API token is not valid (unknown, malformed, revoked or expired)'): AppError {
+  return new AppError('invalid_api_token', message, { headers: TOKEN_CHALLENGE });
+}
+
+function wrongTokenKind(kind: 'user_group' | 'embed'): AppError {
+  const sent = kind === 'user_group' ? 'a user group token (ugs_grp_…)' : 'an embed token';
+  return new AppError(
+    'wrong_token_kind',
+    `${sent} was sent where an API token is needed: it is for the embed side (/api/embed/…, as Authorization: Bearer <token>); ` +
+      `the management API takes an API token (ugs_api_…): ${HOW_TO_SEND}`,
+    { headers: TOKEN_CHALLENGE },
+  );
 }
 
 /** A verified token and what it may do, built once per database read rather than per request. */
@@ -58,11 +79,7 @@ export class ApiTokenAuthenticator {
     if (cached !== undefined && Date.now() - cached.fetchedAt < this.cacheMs) return this.principalOf(cached);
     const kind = tokenKind(token); // checksum: a malformed token costs no lookup
     if (kind === null && !looksLikeJws(token)) throw invalidApiToken();
-    if (kind !== 'api') {
-      throw new AppError('wrong_token_kind', 'a user group token or embed token was sent where an API token is needed', {
-        headers: { 'www-authenticate': 'Token' },
-      });
-    }
+    if (kind !== 'api') throw wrongTokenKind(kind ?? 'embed');
     return this.fetch(hash).then((entry) => this.principalOf(entry));
   }
 

@@ -1,6 +1,7 @@
 // API tokens as the API answers them: an allow-list of fields, so neither a token value nor
 // its hash can reach a response.
 import type { AuditLogRow } from '../db/schema.ts';
+import { actorOfEntry } from '../audit/audit.repository.ts';
 import type { ApiTokenListing } from './api-tokens.repository.ts';
 import { apiTokenStatus } from './api-tokens.service.ts';
 import type { Scope } from '../auth/principal.ts';
@@ -26,6 +27,7 @@ export function apiTokenHistoryEntryJson(entry: AuditLogRow) {
     id: Number(entry.id),
     action: entry.action as 'api_token.issue' | 'api_token.revoke',
     api_token_id: Number(entry.subject_id),
+    actor: actorOfEntry(entry),
     actor_token_id: entry.actor_token_id === null ? null : Number(entry.actor_token_id),
     request_id: entry.request_id,
     created_at: entry.created_at,

@@ -3,7 +3,7 @@
 // over HTTP").
 import { Type, type Static } from 'typebox';
 import { PLAIN_TEXT } from '../http/text.schemas.ts';
-import { EnvironmentTag } from '../user-groups/user-groups.schemas.ts';
+import { ActorField, EnvironmentTag } from '../user-groups/user-groups.schemas.ts';
 
 const API_TOKEN_MIN_SECONDS = 60;
 const API_TOKEN_MAX_SECONDS = 315_360_000; // ten years
@@ -101,8 +101,9 @@ export const ApiTokenHistoryEntry = Type.Object(
     id: Type.Integer(),
     action: Type.Enum(['api_token.issue', 'api_token.revoke'], { type: 'string' }),
     api_token_id: Type.Integer({ description: 'The token issued or revoked.' }),
+    actor: ActorField,
     actor_token_id: Type.Union([Type.Integer(), Type.Null()], {
-      description: 'The API token that acted; null when the command-line tool or the first start acted.',
+      description: 'The API token that acted (actor api_token); null for the others.',
     }),
     request_id: Type.Union([Type.String(), Type.Null()]),
     created_at: Type.String({ format: 'date-time' }),

@@ -83,8 +83,7 @@ export async function insertApiToken(
     subjectId: row.id,
     environment: input.allowedEnvironment,
     action: 'api_token.issue',
-    actorTokenId: actor.tokenId,
-    requestId: actor.requestId,
+    actor,
     at: now,
   });
   return {
@@ -130,8 +129,7 @@ async function revokeApiTokenRow(trx: Kysely<Database>, visible: VisibleTokens, 
     subjectId: row.id,
     environment: row.allowed_environment,
     action: 'api_token.revoke',
-    actorTokenId: actor.tokenId,
-    requestId: actor.requestId,
+    actor,
     at: now,
   });
   return row;

@@ -23,22 +23,31 @@ export interface AuditEntry {
   gracePeriodEndsAt?: Date;
   changedFields?: string[];
   details?: AuditDetails;
-  actorTokenId?: number | null;
-  requestId?: string | null;
+  actor: Actor;
   at: Date;
 }
 
 /** The old and new value of each id a change moved (rename, parent, tags); never a token. */
 export type AuditDetails = Record<string, { old: unknown; new: unknown }>;
 
-/** Who acts: an API token during a request, or the command-line tool (no token). */
-export interface Actor {
-  tokenId: number | null;
-  requestId: string | null;
-}
+/** Who acted, as history entries say it (docs/api.md, "History"): only `api_token` has a token id. */
+export type ActorKind = 'api_token' | 'command_line' | 'first_start' | 'service';
+export const ACTOR_KINDS: readonly ActorKind[] = ['api_token', 'command_line', 'first_start', 'service'];
 
-/** The command-line tool, the first start and the service's own work: no API token, no request. */
-export const NO_TOKEN_ACTOR: Actor = { tokenId: null, requestId: null };
+/** Who acts: an API token during a request, or, with no token and no request, one of the others. */
+export type Actor = { kind: 'api_token'; tokenId: number; requestId: string } | { kind: Exclude<ActorKind, 'api_token'>; tokenId: null; requestId: null };
+
+/** `ugs`, the command-line tool. */
+export const COMMAND_LINE_ACTOR: Actor = { kind: 'command_line', tokenId: null, requestId: null };
+/** The first start on an empty database (bootstrap.ts), which issues the first API token. */
+export const FIRST_START_ACTOR: Actor = { kind: 'first_start', tokenId: null, requestId: null };
+/** The service's own work, no one asked for it (a failing webhook endpoint disabled). */
+export const SERVICE_ACTOR: Actor = { kind: 'service', tokenId: null, requestId: null };
+
+/** Who acted in a stored entry; one written by a version before migration 0012 has no `actor`, and says it by its token id. */
+export function actorOfEntry(row: Pick<AuditLogRow, 'actor' | 'actor_token_id'>): ActorKind {
+  return (row.actor as ActorKind | null) ?? (row.actor_token_id !== null ? 'api_token' : 'command_line');
+}
 
 /** What the history calls each change, and the type of its event. */
 const EVENT_OF_ACTION = {
@@ -109,8 +118,9 @@ function auditRow(entry: AuditEntry) {
     action: entry.action,
     changed_fields: entry.changedFields ? JSON.stringify(entry.changedFields) : null,
     details: entry.details ? JSON.stringify(entry.details) : null,
-    actor_token_id: entry.actorTokenId ?? null,
-    request_id: entry.requestId ?? null,
+    actor_token_id: entry.actor.tokenId,
+    actor: entry.actor.kind,
+    request_id: entry.actor.requestId,
     created_at: entry.at.toISOString(),
   };
 }

@@ -49,5 +49,5 @@ export function principalOf(request: FastifyRequest): Principal {
 }
 
 export function actorOf(request: FastifyRequest): Actor {
-  return { tokenId: principalOf(request).tokenId, requestId: request.id };
+  return { kind: 'api_token', tokenId: principalOf(request).tokenId, requestId: request.id };
 }

@@ -61,6 +61,20 @@ export function credentialFromAuthorization(header: string | undefined): string 
   return AUTHORIZATION.exec(header)?.[1] ?? null;
 }
 
+const BARE_CREDENTIAL = /^\s*(\S+)\s*$/;
+
+/**
+ * The token of an Authorization header that holds a token alone, without a scheme
+ * (`Authorization: ugs_api_…`), when it is one this service issues: then the error can say
+ * which scheme to put before it. Null for anything else (never echoed: it may be a secret).
+ */
+export function bareToken(header: string): { token: string; kind: TokenKind | 'embed' } | null {
+  const word = BARE_CREDENTIAL.exec(header)?.[1];
+  if (word === undefined) return null;
+  const kind = tokenKind(word) ?? (looksLikeJws(word) ? 'embed' : null);
+  return kind === null ? null : { token: word, kind };
+}
+
 /**
  * What is stored and looked up instead of a token: tokens carry 256 bits, so a fast hash
  * suffices. Hashing first also makes every later comparison one of hashes, which leaks

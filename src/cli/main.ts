@@ -7,7 +7,7 @@ import type { Environment } from '../db/schema.ts';
 import { openMigratedDatabase } from '../runtime.ts';
 import { ACCOUNT_SLUG, allAccounts, createAccount } from '../accounts/accounts.service.ts';
 import { historyOfAccount } from '../audit/history.service.ts';
-import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { actorOfEntry, COMMAND_LINE_ACTOR } from '../audit/audit.repository.ts';
 import { apiTokenStatus, issueApiToken, listApiTokens, revokeApiToken } from '../api-tokens/api-tokens.service.ts';
 import { SCOPES, type Scope } from '../auth/principal.ts';
 import { parseDuration } from '../duration.ts';
@@ -172,7 +172,7 @@ export function buildCli(): Command {
             expiresAt: opts.expiresIn ? new Date(now.getTime() + opts.expiresIn) : null,
             name: opts.name ?? null,
           },
-          NO_TOKEN_ACTOR,
+          COMMAND_LINE_ACTOR,
           now,
         ),
       );
@@ -223,7 +223,7 @@ export function buildCli(): Command {
     .argument('<id>', 'token id (see: ugs token list)', tokenId)
     .option('--json', 'print JSON')
     .action(async (id: number, opts: { json?: boolean }) => {
-      const revoked = await withDatabase((h) => revokeApiToken(h, id, NO_TOKEN_ACTOR, new Date()));
+      const revoked = await withDatabase((h) => revokeApiToken(h, id, COMMAND_LINE_ACTOR, new Date()));
       if (!revoked) throw new UsageError(`no active API token with id ${id}`);
       print(!!opts.json, { id, revoked: true }, `revoked API token ${id}`);
     });
@@ -272,7 +272,7 @@ export function buildCli(): Command {
           { database: h, keyring, allowPrivate: config.webhookAllowPrivate, maxEndpoints: config.webhookMaxEndpoints },
           { accountId: await accountId(h, opts.account), environment: opts.env === 'any' ? null : (opts.env as Environment) },
           { url: opts.url, types: types as EventType[] | null, description: opts.description ?? null },
-          NO_TOKEN_ACTOR,
+          COMMAND_LINE_ACTOR,
           new Date(),
         ),
       );
@@ -293,14 +293,14 @@ export function buildCli(): Command {
       .option('--json', 'print JSON');
   endpointCommand('delete', 'delete a webhook endpoint with its pending deliveries').action(async (id: number, opts: { account: string; json?: boolean }) => {
     await withDatabase(async (h) =>
-      deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, NO_TOKEN_ACTOR, new Date()),
+      deleteEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, COMMAND_LINE_ACTOR, new Date()),
     ).catch(endpointNotFoundAsUsage);
     print(!!opts.json, { id, deleted: true }, `deleted webhook endpoint ${id}`);
   });
   endpointCommand('enable', 'enable an endpoint disabled after 3 days of failures: its pending deliveries are sent again at once').action(
     async (id: number, opts: { account: string; json?: boolean }) => {
       const enabled = await withDatabase(async (h) =>
-        enableEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, NO_TOKEN_ACTOR, new Date()),
+        enableEndpointIn(h, { accountId: await accountId(h, opts.account), environment: null }, id, COMMAND_LINE_ACTOR, new Date()),
       ).catch(endpointNotFoundAsUsage);
       print(!!opts.json, webhookEndpointJson(enabled), `webhook endpoint ${id} is enabled`);
     },
@@ -341,7 +341,7 @@ export function buildCli(): Command {
                   ? `webhook endpoint ${r.subject_id}`
                   : `token ${r.subject_id}`,
               r.changed_fields ?? '',
-              r.actor_token_id === null ? 'cli' : `token ${r.actor_token_id}`,
+              r.actor_token_id === null ? actorOfEntry(r) : `token ${r.actor_token_id}`,
               r.request_id ?? '',
             ].join('\t'),
           )
@@ -424,7 +424,7 @@ export function buildCli(): Command {
       const outcomes = await withDatabase(async (h) => {
         const done = [];
         for (const keyId of keyIds) {
-          const reissued = await reissueTokensOfLostKey(h, keyring, keyId, NO_TOKEN_ACTOR, () => new Date());
+          const reissued = await reissueTokensOfLostKey(h, keyring, keyId, COMMAND_LINE_ACTOR, () => new Date());
           const replaced = await replaceSigningKeysOfLostKey(h, keyring, keyId, new Date(), loadConfig().embedSigningAlgorithm);
           done.push({ ...reissued, replaced_signing_keys: replaced });
         }
@@ -517,6 +517,8 @@ export function buildCli(): Command {
               after: opts.after,
               pollMs: loadConfig().eventPollMs,
               signal: stop.signal,
+              // On stderr, so that stdout holds only events: what a script (or a test) waits for before it makes changes.
+              onFollowing: (after) => process.stderr.write(`following the events of ${opts.account} after event ${after} (Ctrl-C stops)\n`),
             },
             (event) => process.stdout.write(`${JSON.stringify(event)}\n`),
           ),

@@ -6,7 +6,7 @@ import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
-import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { COMMAND_LINE_ACTOR } from '../audit/audit.repository.ts';
 import type { Principal } from '../auth/principal.ts';
 import { getBodyOf } from '../http/validation.ts';
 import { findTenant, operatorPrincipal } from '../user-groups/transfer.service.ts';
@@ -70,7 +70,7 @@ export function registerTagCommands(program: Command, parts: TagCommandParts): v
     .argument('<new-name>', 'its new name')
     .action(async (name: string, newName: string, opts: TagOptions) => {
       const renamed = await asOperator(opts, (deps, principal) =>
-        renameGroupTag(deps, principal, NO_TOKEN_ACTOR, renameInput({ name, new_name: newName, api_environment_tag: opts.env })),
+        renameGroupTag(deps, principal, COMMAND_LINE_ACTOR, renameInput({ name, new_name: newName, api_environment_tag: opts.env })),
       );
       print(
         opts,
@@ -84,7 +84,7 @@ export function registerTagCommands(program: Command, parts: TagCommandParts): v
     .action(async (name: string, opts: TagOptions) => {
       const deleted = await asOperator(opts, (deps, principal) => {
         const key = tagKey({ name, api_environment_tag: opts.env });
-        return deleteGroupTagEverywhere(deps, principal, NO_TOKEN_ACTOR, { ...key, name });
+        return deleteGroupTagEverywhere(deps, principal, COMMAND_LINE_ACTOR, { ...key, name });
       });
       print(opts, { name, user_groups_changed: deleted.userGroupsChanged }, `deleted tag "${name}" from ${deleted.userGroupsChanged} groups`);
     });

@@ -18,7 +18,7 @@ import { exportUserGroupLines, findTenant, IMPORT_BATCH_SIZE, operatorPrincipal 
 import { importFormatOf, readImportRows, type ImportFormat } from './import-file.ts';
 import { ImportFileError, type ImportRow } from './import-row.ts';
 import { ImportProgress } from './import-progress.ts';
-import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { COMMAND_LINE_ACTOR } from '../audit/audit.repository.ts';
 
 /** What main.ts lends these commands. */
 export interface CliParts {
@@ -187,7 +187,7 @@ async function importFile(
     if (batch.length === 0) return;
     const items = batch.map((row) => row.item);
     const outcomes = deps
-      ? await upsertUserGroups(deps, principal, NO_TOKEN_ACTOR, items, validateUpsertItem)
+      ? await upsertUserGroups(deps, principal, COMMAND_LINE_ACTOR, items, validateUpsertItem)
       : precheckUpsertItems(principal, items, validateUpsertItem);
     for (const [index, outcome] of outcomes.entries()) {
       if (outcome?.status === 'failed') fail(batch[index], outcome.error!);

@@ -11,6 +11,7 @@ import { BoundedMap } from '../bounded-map.ts';
 import { postgresHotReads, sqliteHotReads, type HotReads } from './hot-reads.ts';
 import { withUnaryPlusParameters } from './sqlite-parameters.ts';
 import { retryWhileLockedSync } from './sqlite-lock.ts';
+import { watchSqliteFile, type FileProblem, type SqliteFileWatch } from './sqlite-file-watch.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -34,6 +35,8 @@ export interface DatabaseHandle {
   lockWaitMs?: number;
   /** Called after every write transaction commits (the event sequencer moves what it wrote). */
   onCommit: Set<() => void>;
+  /** SQLite: what became of the opened file, if it is no longer at its path (sqlite-file-watch.ts); absent on PostgreSQL. */
+  fileProblem?: () => FileProblem | null;
   close(): Promise<void>;
 }
 
@@ -55,6 +58,12 @@ export interface DatabaseOptions {
   lockWaitMs?: number;
   /** Statements as spans of the request that sent them; absent when tracing is off. */
   tracing?: QueryTracing;
+  /**
+   * SQLite: called within a second when the opened database file is deleted or replaced at its
+   * path, and again if it is put back (sqlite-file-watch.ts). Without it nothing is timed;
+   * writes are refused either way.
+   */
+  onFileChange?: (problem: FileProblem | null) => void;
 }
 
 /** Kysely's log hook: onQuery, and a span per statement when tracing is on (nothing more when it is off). */
@@ -86,6 +95,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
     throw new Error('DATABASE_URL=sqlite: needs a file path (an in-memory database cannot be shared by two connections)');
   createPrivately(file);
   const connection = new SQLite(file);
+  const watch = watchSqliteFile(file, { onChange: options.onFileChange });
   // WAL lets readers run beside the one writer, also across processes sharing the file;
   // synchronous=FULL makes an acknowledged commit survive a power cut, not only a crash.
   // Switching a new file to WAL needs it to itself for a moment: wait for that at start, when
@@ -99,7 +109,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   connection.pragma('synchronous = FULL');
   connection.pragma('busy_timeout = 0');
   connection.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }), log: queryLog(options) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection, watch) }), log: queryLog(options) });
   const reads = sqliteHotReads(db, file, options.onQuery, options.tracing);
   return {
     db,
@@ -108,7 +118,9 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
     description: `sqlite:${file}`,
     lockWaitMs: options.lockWaitMs,
     onCommit: new Set(),
+    fileProblem: watch.problem,
     close: async () => {
+      watch.close();
       await reads.close();
       await db.destroy();
     },
@@ -165,19 +177,44 @@ const STATEMENT_CACHE_SIZE = 256;
  * Kysely prepares every query anew, and preparing costs more than running a lookup by
  * key. Statements are reused by their SQL text instead: safe because Kysely's SQLite driver
  * runs one query at a time and never streams, and SQLite re-prepares a statement by itself
- * after a schema change.
+ * after a schema change. Statements that write are guarded by `watch` (below).
  */
-function withStatementCache(connection: SQLite.Database): SqliteDatabase {
-  const statements = new BoundedMap<string, SQLite.Statement>(STATEMENT_CACHE_SIZE);
+function withStatementCache(connection: SQLite.Database, watch: Pick<SqliteFileWatch, 'assertIntact'>): SqliteDatabase {
+  const statements = new BoundedMap<string, SqliteStatement>(STATEMENT_CACHE_SIZE);
   return {
     close: () => connection.close(),
     prepare(sqlText: string) {
       let statement = statements.get(sqlText);
       if (!statement) {
-        statement = connection.prepare(withUnaryPlusParameters(sqlText));
+        const prepared = connection.prepare(withUnaryPlusParameters(sqlText));
+        statement = prepared.reader ? prepared : guardedWrite(connection, prepared, watch);
         statements.set(sqlText, statement);
       }
       return statement;
+    },
+  };
+}
+
+type SqliteStatement = ReturnType<SqliteDatabase['prepare']>;
+
+/**
+ * A statement that writes runs only while the database file at the path is the one opened
+ * (sqlite-file-watch.ts): checked before a transaction begins (or a write on its own runs),
+ * and after it commits, so that an answer never acknowledges a write into a deleted or
+ * replaced file; the error is answered 503 storage_unavailable. A rollback is never stopped.
+ * Inside a transaction nothing is checked: its commit is.
+ */
+function guardedWrite(connection: SQLite.Database, statement: SQLite.Statement, watch: Pick<SqliteFileWatch, 'assertIntact'>): SqliteStatement {
+  const rollback = /^\s*rollback\b/i.test(statement.source);
+  return {
+    reader: false,
+    all: (parameters) => statement.all(parameters),
+    iterate: (parameters) => statement.iterate(parameters),
+    run(parameters) {
+      if (!connection.inTransaction && !rollback) watch.assertIntact();
+      const result = statement.run(parameters);
+      if (!connection.inTransaction && !rollback) watch.assertIntact();
+      return result;
     },
   };
 }

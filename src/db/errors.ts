@@ -1,4 +1,5 @@
 // Classifies driver errors by what they mean for a caller, without leaking driver text.
+import { DatabaseFileGone } from './sqlite-file-watch.ts';
 
 interface DriverError {
   code?: string;
@@ -64,12 +65,15 @@ export function isDatabaseUnavailable(err: unknown): boolean {
  *   names, so these mean the data went away, not a bug.
  * - `refused`: the server no longer accepts the service's credentials (class 28: a password
  *   changed or a role dropped after the start).
+ * - `file_gone`: SQLite's database file (or its -wal or -shm) was deleted or replaced while the
+ *   service ran (sqlite-file-watch.ts): writes are refused until the files are put back.
  * None passes by itself in seconds, unlike isDatabaseUnavailable's; every one passes without a
  * restart once the database is restored or room is made.
  */
-export type StorageFault = 'full_or_failing' | 'missing' | 'refused';
+export type StorageFault = 'full_or_failing' | 'missing' | 'refused' | 'file_gone';
 
 export function storageFault(err: unknown): StorageFault | undefined {
+  if (err instanceof DatabaseFileGone) return 'file_gone';
   const code = (err as DriverError)?.code;
   if (typeof code !== 'string') return undefined;
   if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR') || code === '53100' || code.startsWith('58')) return 'full_or_failing';

@@ -20,6 +20,7 @@ import { idempotencyKeys } from './migrations/0007-idempotency-keys.ts';
 import { idempotencyKeysPerToken } from './migrations/0008-idempotency-keys-per-token.ts';
 import { webhookCursors } from './migrations/0009-webhook-cursors.ts';
 import { eventStreams } from './migrations/0010-event-streams.ts';
+import { auditActor } from './migrations/0012-audit-actor.ts';
 import { groupTagSet } from './migrations/0014-group-tag-set.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
@@ -39,6 +40,7 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
     '0008-idempotency-keys-per-token': idempotencyKeysPerToken(dialect),
     '0009-webhook-cursors': webhookCursors(dialect),
     '0010-event-streams': eventStreams(dialect),
+    '0012-audit-actor': auditActor(),
     '0014-group-tag-set': groupTagSet(dialect),
   };
 }

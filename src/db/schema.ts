@@ -105,8 +105,10 @@ interface AuditLogTable {
   changed_fields: string | null;
   /** JSON object: field -> { old, new }, for parent changes, renames and tag changes. */
   details: string | null;
-  /** The acting API token's id; null when the command-line tool acted. */
+  /** The acting API token's id; null when something else acted (actor says what). */
   actor_token_id: number | null;
+  /** Who acted: api_token, command_line, first_start or service (migration 0012; null on entries an older version wrote meanwhile). */
+  actor: string | null;
   request_id: string | null;
   created_at: string;
 }

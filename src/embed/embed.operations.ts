@@ -31,7 +31,7 @@ export const embedContextOperation = {
     '`403 embed_id_forbidden` when the embed token is bound to an embed_id and the `embed_id` query parameter is missing or differs.',
     'CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.',
   ].join(' '),
-  security: [{ userGroupToken: [] }],
+  security: [{ userGroupOrEmbedToken: [] }],
   querystring: EmbedContextQuery,
   response: {
     200: { ...EmbedContextResponse, 'x-response-description': "The group's public fields and its dashboard variables." },

@@ -6,7 +6,7 @@
 import type { DatabaseHandle } from '../db/database.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError, validationFailed } from '../errors.ts';
-import { credentialFromAuthorization, hashToken, looksLikeJws, MAX_EMBED_TOKEN_BYTES, tokenKind } from '../auth/token-format.ts';
+import { bareToken, credentialFromAuthorization, hashToken, looksLikeJws, MAX_EMBED_TOKEN_BYTES, tokenKind } from '../auth/token-format.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
@@ -49,7 +49,10 @@ function invalidToken(message = 'the token is not valid (unknown, malformed, exp
 function bearerToken(header: string | undefined): string {
   const token = credentialFromAuthorization(header);
   if (token === undefined) throw invalidToken('send a user group token or an embed token as Authorization: Bearer <token>');
-  if (token === null) throw invalidToken('the Authorization header must be Bearer <token>');
+  if (token === null) {
+    const scheme = bareToken(header as string) ? 'the Authorization header has no scheme' : 'the Authorization header is not of the form Bearer <token>';
+    throw invalidToken(`${scheme}: send a user group token or an embed token as Authorization: Bearer <token>`);
+  }
   return token;
 }
 

@@ -21,6 +21,8 @@ export interface TailInput {
   after?: string;
   pollMs: number;
   signal: AbortSignal;
+  /** Called once the starting point is read, with the event id after which events are written: from then on nothing is missed. */
+  onFollowing?: (afterEventId: number) => void;
 }
 
 /** Calls `write` with each event after the starting point, in order, until `signal` aborts. */
@@ -40,6 +42,7 @@ export async function tailEvents(database: DatabaseHandle, input: TailInput, wri
   };
   const start = await startingPoint(database, operator, input.after);
   let cursor = input.after === undefined ? start.lastSeq : start.afterSeq;
+  input.onFollowing?.(cursor);
   while (!input.signal.aborted) {
     const rows = await eventsAfter(database.db, { accountId: operator.accountId, environment: input.environment, afterSeq: cursor, limit: 500, types });
     for (const row of rows) {

@@ -47,10 +47,11 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
     details: [{ field: 'url', issue: 'forbidden_address' }],
   },
   missing_api_token: { summary: 'No Authorization header', message: 'send the API token as Authorization: Token <API token>' },
-  invalid_api_token: { summary: 'Unknown, revoked or expired API token', message: 'the API token is not valid' },
+  invalid_api_token: { summary: 'Unknown, revoked or expired API token', message: 'the API token is not valid (unknown, malformed, revoked or expired)' },
   wrong_token_kind: {
     summary: 'A user group token where an API token is needed, or the reverse',
-    message: 'a user group token or embed token was sent where an API token is needed',
+    message:
+      'a user group token (ugs_grp_…) was sent where an API token is needed: it is for the embed side (/api/embed/…, as Authorization: Bearer <token>); the management API takes an API token (ugs_api_…): send the API token as Authorization: Token <API token>',
   },
   invalid_token: {
     summary: 'The token is not (or no longer) valid',

@@ -20,15 +20,20 @@ const STORAGE_ALARMS: Record<StorageFault, string> = {
     'database missing: the database or its tables are gone (dropped, or created again empty); requests answer 503 storage_unavailable until it is restored',
   refused:
     'database refuses the service: its credentials no longer work (a password changed or a role dropped?); requests answer 503 storage_unavailable until they do',
+  file_gone: 'database file deleted or replaced: writes answer 503 storage_unavailable',
+};
+
+/** What a caller is told of each cause; the rest (a path, a code) is in the log. */
+const STORAGE_MESSAGES: Record<StorageFault, string> = {
+  full_or_failing: 'the database cannot write right now (its storage is full or failing); nothing was changed: retry later',
+  missing: 'the service cannot reach its data right now (its database is missing or refuses it); nothing was changed: retry later',
+  refused: 'the service cannot reach its data right now (its database is missing or refuses it); nothing was changed: retry later',
+  file_gone: "the service's database file was deleted or replaced while it ran; nothing was changed: writes are refused until an operator restores it",
 };
 
 /** The answer while the data is out of reach (docs/api.md, "Errors"): the caller can only retry later. */
 export function storageUnavailable(fault: StorageFault): AppError {
-  const message =
-    fault === 'full_or_failing'
-      ? 'the database cannot write right now (its storage is full or failing); nothing was changed: retry later'
-      : 'the service cannot reach its data right now (its database is missing or refuses it); nothing was changed: retry later';
-  return new AppError('storage_unavailable', message, { headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) } });
+  return new AppError('storage_unavailable', STORAGE_MESSAGES[fault], { headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) } });
 }
 
 export function errorBody(error: AppError, requestId: string) {

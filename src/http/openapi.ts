@@ -31,15 +31,19 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   servers: [{ url: '/', description: 'This server' }],
   components: {
     securitySchemes: {
+      // Renderers title an http scheme by its type ("HTTP Bearer") or its key; bearerFormat is
+      // what names the token it takes (Swagger UI shows it; /docs titles each scheme with it).
       apiToken: {
         type: 'http',
         scheme: 'bearer',
+        bearerFormat: 'API token (ugs_api_…)',
         description:
           'Your API token (`ugs_api_…`), from your backend only. Sent as `Authorization: Bearer <API token>`; `Authorization: Token <API token>` works too.',
       },
-      userGroupToken: {
+      userGroupOrEmbedToken: {
         type: 'http',
         scheme: 'bearer',
+        bearerFormat: 'user group token (ugs_grp_…) or embed token',
         description:
           'For the embed side, from the browser: a user group token (`ugs_grp_…`) or a short-lived embed token (a JWS from `POST /api/embed_token`). Never accepted by the management API.',
       },

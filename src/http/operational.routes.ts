@@ -39,11 +39,15 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         tags: ['Operations'],
         operationId: 'ready',
         summary: 'The database is reachable',
-        description: "Answers 200 when the database answers within 2 s and holds the service's tables, else 503; needs no token.",
-        response: { 200: { ...Status, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable') },
+        description:
+          "Answers 200 when the database answers within 2 s and holds the service's tables, else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.",
+        response: { 200: { ...Status, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable', 'storage_unavailable') },
       },
     },
     async () => {
+      // A deleted or replaced SQLite file still answers a ping (the process holds it open), but
+      // nothing written there would survive: not ready (docs/operations.md).
+      if (database.fileProblem?.()) throw storageUnavailable('file_gone');
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([

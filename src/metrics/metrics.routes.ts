@@ -12,9 +12,35 @@ function routeOf(request: FastifyRequest): string {
   return request.is404 ? UNMATCHED_ROUTE : (request.routeOptions.url ?? UNMATCHED_ROUTE);
 }
 
+const IN_FLIGHT = Symbol('counted in flight');
+type Counted = FastifyRequest & { [IN_FLIGHT]?: boolean };
+
+/**
+ * Requests in flight: counted from their headers (onRequest) to their end (countRequest
+ * below), or to their client's going away first (onRequestAbort), once either way.
+ */
+export function countRequestsInFlight(app: FastifyInstance, metrics: Metrics): void {
+  app.addHook('onRequest', (request, _reply, done) => {
+    (request as Counted)[IN_FLIGHT] = true;
+    metrics.httpInFlight.inc();
+    done();
+  });
+  app.addHook('onRequestAbort', (request, done) => {
+    requestLeft(request, metrics);
+    done();
+  });
+}
+
+function requestLeft(request: FastifyRequest, metrics: Metrics): void {
+  if ((request as Counted)[IN_FLIGHT] !== true) return;
+  (request as Counted)[IN_FLIGHT] = false;
+  metrics.httpInFlight.dec();
+}
+
 /** Counts a request when it ends (http/request-end.ts), its client still there or not. */
 export function countRequest(metrics: Metrics): (request: FastifyRequest, reply: FastifyReply) => void {
   return (request, reply) => {
+    requestLeft(request, metrics);
     const route = routeOf(request);
     metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
     metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);

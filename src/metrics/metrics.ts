@@ -27,6 +27,8 @@ export interface Metrics extends ServiceEvents {
   registry: Registry;
   httpRequests: Counter<'method' | 'route' | 'status'>;
   httpDuration: Histogram<'method' | 'route'>;
+  /** Requests whose headers arrived and whose answer has not gone yet (metrics.routes.ts). */
+  httpInFlight: Gauge;
   rateLimited: Counter<'route'>;
   tokensIssued: Counter<'reason'>;
   embedTokensIssued: Counter;
@@ -51,6 +53,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     name: 'ugs_http_requests_total',
     help: 'HTTP requests answered, by method, route pattern and status.',
     labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  });
+  const httpInFlight = new Gauge({
+    name: 'ugs_http_requests_in_flight',
+    help: 'Requests whose headers have arrived and whose answer has not been sent yet (a scrape counts itself).',
     registers,
   });
   const httpDuration = new Histogram({
@@ -98,6 +105,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registry,
     httpRequests,
     httpDuration,
+    httpInFlight,
     rateLimited,
     tokensIssued,
     embedTokensIssued,

@@ -48,8 +48,7 @@ export async function reissueTokensOfLostKey(
           providedId: replaced.provided_id,
           generation: replaced.token_generation,
           action: 'user_group.rotate',
-          actorTokenId: actor.tokenId,
-          requestId: actor.requestId,
+          actor,
           at,
         });
         count++;

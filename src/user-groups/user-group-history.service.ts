@@ -1,6 +1,6 @@
 // Reading a user group's history (docs/api.md, "GET /api/user/history").
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
-import { userGroupHistory, type AuditDetails } from '../audit/audit.repository.ts';
+import { actorOfEntry, userGroupHistory, type AuditDetails } from '../audit/audit.repository.ts';
 import type { Environment } from '../db/schema.ts';
 import type { UserGroupDeps } from './user-groups.service.ts';
 
@@ -21,6 +21,7 @@ export async function userGroupHistoryEntries(
       team_id: Number(row.subject_id),
       changed_fields: row.changed_fields === null ? null : (JSON.parse(row.changed_fields) as string[]),
       details: row.details === null ? null : (JSON.parse(row.details) as AuditDetails),
+      actor: actorOfEntry(row),
       actor_token_id: row.actor_token_id,
       request_id: row.request_id,
       created_at: row.created_at,

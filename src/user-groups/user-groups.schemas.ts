@@ -2,9 +2,17 @@
 // allow-list) responses, give the handlers their types and write the OpenAPI document.
 import { Type, type Static } from 'typebox';
 import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
+import { ACTOR_KINDS } from '../audit/audit.repository.ts';
 
 // Text is plain (text.schemas.ts); an id must also hold something other than white space.
 // Lengths count Unicode code points; ids are never trimmed.
+
+/** Who acted, in a history entry (docs/api.md, "History"). */
+export const ActorField = Type.Enum([...ACTOR_KINDS], {
+  type: 'string',
+  description:
+    'Who acted: `api_token` (actor_token_id says which), `command_line` (ugs), `first_start` (the first start on an empty database issued the first API token) or `service` (its own work, such as disabling a failing webhook endpoint).',
+});
 
 export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
   title: 'EnvironmentTag',
@@ -322,7 +330,8 @@ export const HistoryEntry = Type.Object(
     details: Type.Union([Type.Record(Type.String(), Type.Object({ old: Type.Unknown(), new: Type.Unknown() })), Type.Null()], {
       description: 'The old and new values of user_group_id (rename), parent_user_group_id and group_tags when they changed; null otherwise. Never a token.',
     }),
-    actor_token_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The acting API token; null when the command-line tool acted.' }),
+    actor: ActorField,
+    actor_token_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The acting API token (actor api_token); null for the others.' }),
     request_id: Type.Union([Type.String(), Type.Null()]),
     created_at: Type.String({ format: 'date-time' }),
   },

@@ -698,8 +698,7 @@ export function auditEntry(row: UserGroupRow, action: AuditAction, actor: Actor,
     action,
     changedFields,
     details: details && Object.keys(details).length > 0 ? details : undefined,
-    actorTokenId: actor.tokenId,
-    requestId: actor.requestId,
+    actor,
     at,
   };
 }

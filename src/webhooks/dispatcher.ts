@@ -32,7 +32,7 @@ import { sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
 import { auditEndpoint } from './webhook-audit.ts';
 import type { WebhookTraffic } from './webhook-traffic.ts';
-import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { SERVICE_ACTOR } from '../audit/audit.repository.ts';
 import { BATCH, lastEventSeq, makeNextDeliveries, skippedFromDisabling, wakeEndpoints } from './webhook-fan-out.ts';
 import { oldestWaitingEvent } from './webhook-fan-out.repository.ts';
 import {
@@ -365,7 +365,7 @@ export class WebhookDispatcher {
       endpoint.failing_since = failingSince;
       if (disable) {
         endpoint.disabled_at = at;
-        await auditEndpoint(trx, endpoint, 'webhook_endpoint.disable', NO_TOKEN_ACTOR, now);
+        await auditEndpoint(trx, endpoint, 'webhook_endpoint.disable', SERVICE_ACTOR, now);
       }
     });
     for (const { outcome } of sent) this.options.onOutcome?.(outcome.ok ? 'delivered' : giveUp ? 'failed' : 'retry');

@@ -38,8 +38,7 @@ export function auditEndpoint(trx: Kysely<Database>, endpoint: WebhookEndpointRo
     url: origin,
     action,
     details,
-    actorTokenId: actor.tokenId,
-    requestId: actor.requestId,
+    actor,
     at: now,
   });
 }

@@ -21,6 +21,12 @@ const CHROMIUM_ARGS = [
 
 export const ARTIFACTS = path.join(ROOT, 'test', 'artifacts');
 
+/**
+ * Where the browser tests also write the README's pictures, when asked (`npm run screenshots`):
+ * the pictures then show the pages as the tests leave them, never an older console.
+ */
+export const README_IMAGES = process.env.UGS_WRITE_README_IMAGES === '1' ? path.join(ROOT, 'docs', 'images') : null;
+
 /** False when Chromium is there; otherwise why the suite is skipped (and said so on stderr). */
 export function missingBrowser(suite: string): string | false {
   if (fs.existsSync(CHROMIUM)) return false;

@@ -3,7 +3,7 @@
 // same code the CLI uses. Most suites need only forEachBackend and useTestApp; the parts
 // (openTestDatabase, buildTestApp) are for suites that build several apps over one
 // database, or an app with chosen keys, rate limits or a captured log.
-import { NO_TOKEN_ACTOR } from '../../src/audit/audit.repository.ts';
+import { COMMAND_LINE_ACTOR } from '../../src/audit/audit.repository.ts';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -195,7 +195,7 @@ export async function issueTestToken(handle: DatabaseHandle, opts: TokenOptions 
       expiresAt: opts.expiresInMs === undefined ? null : new Date(Date.now() + opts.expiresInMs),
       name: null,
     },
-    NO_TOKEN_ACTOR,
+    COMMAND_LINE_ACTOR,
     new Date(),
   );
   return { id: issued.id, token: issued.token };
@@ -307,7 +307,7 @@ export async function startTestApp(backend: Backend, options: AppOptions = {}): 
     secretKey: keys[0].toString('base64'),
     issueToken: (opts = {}) => issueTestToken(database.handle, opts),
     async revokeToken(id) {
-      await revokeApiToken(database.handle, id, NO_TOKEN_ACTOR, new Date());
+      await revokeApiToken(database.handle, id, COMMAND_LINE_ACTOR, new Date());
     },
     async close() {
       await built.app.close();

@@ -7,6 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseBody, type ResponseBody } from './harness.ts';
+import { GENEROUS_WAIT_MS, eventually } from './wait.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -35,6 +36,17 @@ export interface ServerProcess {
   child: ChildProcess;
   /** Everything the process printed so far (stdout and stderr). */
   output(): string;
+  /**
+   * The first match of `pattern` in the output, as soon as the process prints it (log lines
+   * come in batches), or an error with the output so far after `timeoutMs` or when it exits.
+   */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  /**
+   * Resolves once every log line of what happened before the call is in output(): lines are
+   * written in batches, in order, so this makes a request with its own X-Request-Id and waits
+   * for that request's line.
+   */
+  logsUpToNow(): Promise<void>;
   /** Sends a signal and resolves with how the process ended. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -84,11 +96,64 @@ export async function spawnServer(env: Record<string, string>, options: { openFi
     baseUrl,
     child,
     output: () => output,
+    waitForOutput: (pattern, timeoutMs = GENEROUS_WAIT_MS) => waitForOutput(child, () => output, pattern, timeoutMs),
+    async logsUpToNow() {
+      const marker = `log-marker-${++logMarkers}-${process.pid}`;
+      await httpRequest(baseUrl, 'GET', '/healthz', { headers: { 'x-request-id': marker } });
+      await waitForOutput(child, () => output, new RegExp(`"request_id":"${marker}"`), GENEROUS_WAIT_MS);
+    },
     stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
     },
   };
+}
+
+let logMarkers = 0;
+
+/**
+ * Resolves once `count` requests are in flight on the server (0: none is), by its
+ * `ugs_http_requests_in_flight` gauge (the scrape that reads it not counted): their headers
+ * have arrived, and the server works on them. What a test waits for before it signals, hangs
+ * up or blocks something.
+ */
+export async function requestsInFlight(baseUrl: string, count: number): Promise<void> {
+  await eventually(`${count} requests in flight on ${baseUrl}`, async () => {
+    const text = (await httpRequest(baseUrl, 'GET', '/metrics')).text;
+    const gauge = /^ugs_http_requests_in_flight (\d+)$/m.exec(text);
+    const others = gauge === null ? -1 : Number(gauge[1]) - 1;
+    return count === 0 ? others === 0 : others >= count;
+  });
+}
+
+function waitForOutput(child: ChildProcess, output: () => string, pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      child.stdout!.off('data', check);
+      child.stderr!.off('data', check);
+      child.off('exit', exited);
+    };
+    const check = () => {
+      const match = pattern.exec(output());
+      if (match) {
+        done();
+        resolve(match);
+      }
+    };
+    const fail = (why: string) => {
+      done();
+      reject(new Error(`${pattern} ${why}; the output so far:\n${output()}`));
+    };
+    const exited = () => setImmediate(() => (pattern.exec(output()) ? check() : fail('was not printed before the process exited')));
+    const timer = setTimeout(() => fail(`was not printed within ${timeoutMs} ms`), timeoutMs);
+    // Added after spawnServer's own listeners: `output()` already holds the chunk that fired this.
+    child.stdout!.on('data', check);
+    child.stderr!.on('data', check);
+    child.on('exit', exited);
+    check();
+    if (child.exitCode !== null || child.signalCode !== null) exited();
+  });
 }
 
 /** Starts `count` servers at once; if one fails to start, the others are stopped before the error is thrown. */

@@ -1,4 +1,5 @@
 // A webhook receiver for tests, and what the tests read from what it got (docs/api.md, "Webhooks").
+import { GENEROUS_WAIT_MS } from './wait.ts';
 import assert from 'node:assert/strict';
 import { after } from 'node:test';
 import http from 'node:http';
@@ -49,7 +50,7 @@ export class Receiver {
   }
 
   /** Waits up to `ms` until `done()` holds. */
-  async until(done: (received: Received[]) => boolean, ms = 10_000): Promise<Received[]> {
+  async until(done: (received: Received[]) => boolean, ms = GENEROUS_WAIT_MS): Promise<Received[]> {
     const deadline = Date.now() + ms;
     while (!done(this.received)) {
       if (Date.now() > deadline) throw new Error(`the receiver got ${this.received.length} requests:\n${this.received.map((r) => r.body).join('\n')}`);
@@ -76,7 +77,7 @@ export const WEBHOOK_CONFIG = { webhookAllowPrivate: true, webhookRetryScheduleM
 
 /** An endpoint's deliveries once none is pending: an outcome is recorded a moment after the receiver got the request. */
 export async function settledDeliveries(t: Pick<SuiteApp, 'request'>, token: string, endpointId: number) {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + GENEROUS_WAIT_MS;
   for (;;) {
     const listing = await t.request('GET', `/api/webhook_endpoints/${endpointId}/deliveries`, { token });
     assert.equal(listing.status, 200, listing.text);

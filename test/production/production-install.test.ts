@@ -12,8 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ROOT, httpRequest } from '../helpers/processes.ts';
 import { productionInstallCommands } from '../helpers/production-install.ts';
-
-const MAX_PACKAGES = 150;
+import { PRODUCTION_MAX_PACKAGES as MAX_PACKAGES } from '../helpers/budgets.ts';
 /** Build tools, development servers and what RapiDoc and Spectral bring: none may be in production. */
 const FORBIDDEN = [
   /^@scarf\/scarf$/,

@@ -136,6 +136,19 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   return { data: state.data, error: state.error, loading: state.loading || state.key !== key, reload: () => setVersion((v) => v + 1) };
 }
 
+/**
+ * A table that scrolls sideways inside its card on a narrow screen (a phone, 390 px) instead
+ * of widening the page. Focusable, so that a keyboard can scroll it too.
+ */
+export function ScrollingTable({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls sideways must take focus to be scrolled by keyboard (axe: scrollable-region-focusable)
+    <div class="table-scroll" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}
+
 /** A history, newest first: each entry's time, then what `children` says happened. */
 export function Timeline<T extends { id: number; created_at: string }>({
   entries,
@@ -156,8 +169,24 @@ export function Timeline<T extends { id: number; created_at: string }>({
   );
 }
 
-/** Who made a change: an API token, or the command-line tool (no token). */
-export const actedBy = (actorTokenId: number | null) => (actorTokenId === null ? 'by the command-line tool' : `by API token ${actorTokenId}`);
+type Actor = 'api_token' | 'command_line' | 'first_start' | 'service';
+
+/** Who made a change, as the entry's `actor` says (docs/api.md, "History"). */
+export function actedBy(entry: { actor: Actor; actor_token_id: number | null }): string {
+  switch (entry.actor) {
+    case 'api_token':
+      return `by API token ${entry.actor_token_id}`;
+    case 'command_line':
+      return 'by the command-line tool';
+    case 'first_start':
+      return 'at the first start';
+    case 'service':
+      return 'by the service';
+  }
+}
+
+/** What a token or endpoint not restricted to one environment shows, in the word `ugs` uses (`--env any`). */
+export const ANY_ENVIRONMENT = 'any';
 
 export const formatTime = (iso: string | null | undefined) =>
   iso ? new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'UTC' }) + ' UTC' : '—';

@@ -6,7 +6,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { EmbedContextResponse, EmbedViewer, EnvironmentTag } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { ErrorAlert } from '../components/common.tsx';
+import { ErrorAlert, ScrollingTable } from '../components/common.tsx';
 import { JsonEditor, jsonProblem } from '../components/json-editor.tsx';
 
 interface Props {
@@ -75,27 +75,29 @@ export function EmbedPreview({ session, environment, id, version }: Props) {
         </p>
       )}
       {data && (
-        <table class="variables">
-          <caption>Dashboard variables</caption>
-          <thead>
-            <tr>
-              <th scope="col">Variable</th>
-              <th scope="col">Value</th>
-            </tr>
-          </thead>
-          <tbody>
-            {Object.entries(data.variables).map(([name, value]) => (
+        <ScrollingTable label="Dashboard variables">
+          <table class="variables">
+            <caption>Dashboard variables</caption>
+            <thead>
               <tr>
-                <th scope="row">
-                  <code>{name}</code>
-                </th>
-                <td>
-                  <code>{typeof value === 'string' ? value : JSON.stringify(value)}</code>
-                </td>
+                <th scope="col">Variable</th>
+                <th scope="col">Value</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {Object.entries(data.variables).map(([name, value]) => (
+                <tr>
+                  <th scope="row">
+                    <code>{name}</code>
+                  </th>
+                  <td>
+                    <code>{typeof value === 'string' ? value : JSON.stringify(value)}</code>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollingTable>
       )}
     </section>
   );

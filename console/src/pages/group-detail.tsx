@@ -6,7 +6,7 @@ import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/cl
 import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
-import { Dialog, ErrorAlert, ShownOnce, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
+import { Dialog, ErrorAlert, ShownOnce, Status, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
 import { isUserGroupServiceError, requestFields } from '../../../packages/client/src/index.ts';
 import { EmbedPreview } from './embed-preview.tsx';
 
@@ -17,9 +17,11 @@ interface Props {
   session: Session;
   environment: EnvironmentTag;
   id: string;
+  /** Arrived here from the edit form's Save (`?saved`): say so. */
+  saved?: boolean;
 }
 
-export function GroupDetail({ session, environment, id }: Props) {
+export function GroupDetail({ session, environment, id, saved = false }: Props) {
   const group = useLoad(() => findGroup(session.client, environment, id), [environment, id]);
   if (group.loading && !group.data) return <p role="status">Loading…</p>;
   if (group.error) return <ErrorAlert error={group.error} />;
@@ -35,7 +37,12 @@ export function GroupDetail({ session, environment, id }: Props) {
       </section>
     );
   }
-  return <GroupView session={session} environment={environment} group={group.data} reload={group.reload} />;
+  return (
+    <>
+      <Status message={saved ? `Saved ${id}.` : null} />
+      <GroupView session={session} environment={environment} group={group.data} reload={group.reload} />
+    </>
+  );
 }
 
 function GroupView({
@@ -143,7 +150,7 @@ function GroupView({
             <>
               <p>
                 <strong>{entry.action.replace('user_group.', '')}</strong>
-                {entry.changed_fields?.length ? ` of ${entry.changed_fields.join(', ')}` : ''} {actedBy(entry.actor_token_id)}
+                {entry.changed_fields?.length ? ` of ${entry.changed_fields.join(', ')}` : ''} {actedBy(entry)}
               </p>
               {entry.details &&
                 Object.entries(entry.details).map(([field, change]) => (

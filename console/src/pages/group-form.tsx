@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
 import { isUserGroupServiceError, requestFields } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { groupHref } from '../router.ts';
+import { groupHref, navigate } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
 import { ErrorAlert, ShownOnce } from '../components/common.tsx';
 import { JsonEditor, jsonProblem } from '../components/json-editor.tsx';
@@ -99,6 +99,17 @@ function bodyOf(draft: Draft, editing: boolean) {
 /** `properties.plan` and `properties` both belong to the properties editor. */
 const fieldOf = (detailField: string) => detailField.split(/[.[]/)[0];
 
+/**
+ * Text longer than the field's limit, said next to it rather than cut: a paste cut silently
+ * at the limit would be saved as something nobody typed. Characters are counted as the
+ * service counts them (code points, docs/api.md, "The user group").
+ */
+function lengthProblem(value: string | boolean, spec: FieldSpec): string | undefined {
+  if (typeof value !== 'string' || spec.maxLength === undefined) return undefined;
+  const length = [...value].length;
+  return length > spec.maxLength ? `${length} characters: at most ${spec.maxLength}. Shorten it; nothing is cut.` : undefined;
+}
+
 export function GroupForm({ session, environment, editId }: { session: Session; environment: EnvironmentTag; editId?: string }) {
   const editing = editId !== undefined;
   const [draft, setDraft] = useState<Draft>(EMPTY);
@@ -106,7 +117,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
   const [loaded, setLoaded] = useState(!editing);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [error, setError] = useState<unknown>(null);
-  const [saved, setSaved] = useState<{ id: string; token?: string } | null>(null);
+  const [saved, setSaved] = useState<{ id: string; token: string } | null>(null);
   const [busy, setBusy] = useState(false);
 
   useEffect(() => {
@@ -129,6 +140,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
     return found.map((detail) => `${detail.field}: ${detail.issue.replace(/_/g, ' ')}`).join('; ');
   };
   const set = (key: string, value: string | boolean) => setDraft({ ...draft, [key]: value });
+  const tooLong = Object.keys(draft).filter((field) => lengthProblem(draft[field], specOf(field)));
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -136,20 +148,25 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
       document.getElementById(problems.mapping ? 'mapping' : 'properties')?.focus();
       return;
     }
+    if (tooLong.length > 0) {
+      document.getElementById(tooLong[0])?.focus();
+      return;
+    }
     setBusy(true);
     setError(null);
     try {
       if (editing) {
         const { user_group } = await session.client.updateUserGroup({ user_group_id: editId, api_environment_tag: environment, ...bodyOf(draft, true) });
-        setSaved({ id: user_group.provided_id });
-      } else {
-        const { user_group } = await session.client.createUserGroup({
-          user_group_id: String(draft.user_group_id),
-          api_environment_tag: environment,
-          ...bodyOf(draft, false),
-        });
-        setSaved({ id: user_group.provided_id, token: user_group.token });
+        // Back to the group, as saved (its new id after a rename), saying so.
+        navigate(`${groupHref(environment, user_group.provided_id)}?saved`);
+        return;
       }
+      const { user_group } = await session.client.createUserGroup({
+        user_group_id: String(draft.user_group_id),
+        api_environment_tag: environment,
+        ...bodyOf(draft, false),
+      });
+      setSaved({ id: user_group.provided_id, token: user_group.token });
     } catch (err) {
       setError(err);
       // Focus the first field the service named, so the message next to it is read out.
@@ -165,10 +182,8 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
   if (saved) {
     return (
       <section aria-labelledby="saved-title">
-        <h1 id="saved-title">
-          {editing ? 'Saved' : 'Created'} {saved.id}
-        </h1>
-        {saved.token && <ShownOnce label="User group token" value={saved.token} />}
+        <h1 id="saved-title">Created {saved.id}</h1>
+        <ShownOnce label="User group token" value={saved.token} />
         <p>
           <a class="button" href={groupHref(environment, saved.id)}>
             Open {saved.id}
@@ -179,8 +194,8 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
   }
 
   const text = (id: string, label: string, hint: string, extra: Record<string, unknown> = {}) => {
-    const message = serverError(id);
     const spec = specOf(id);
+    const message = lengthProblem(draft[id], spec) ?? serverError(id);
     return (
       <div class="field">
         <label for={id}>{label}</label>
@@ -190,7 +205,6 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
           aria-invalid={message ? true : undefined}
           aria-describedby={`${id}-hint${message ? ` ${id}-error` : ''}`}
           onInput={(event) => set(id, event.currentTarget.value)}
-          maxLength={spec.maxLength}
           {...extra}
         />
         <p class="hint" id={`${id}-hint`}>

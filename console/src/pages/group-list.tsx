@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import type { EnvironmentTag, ListUserGroupsParams } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
-import { ErrorAlert, Status, formatTime, useLoad } from '../components/common.tsx';
+import { ErrorAlert, ScrollingTable, Status, formatTime, useLoad } from '../components/common.tsx';
 import { isUserGroupServiceError } from '../../../packages/client/src/index.ts';
 
 export const PAGE_SIZE = 25;
@@ -91,33 +91,35 @@ export function GroupList({ session, environment, params }: { session: Session; 
 
       <Status message={params.get('deleted') ? `Deleted ${params.get('deleted')}.` : null} />
       {page.error && !fieldError('q') ? <ErrorAlert error={page.error} /> : null}
-      <table class="groups">
-        <caption>{page.loading ? 'Loading…' : `Page ${cursors.length + 1}: ${page.data?.user_groups.length ?? 0} user groups`}</caption>
-        <thead>
-          <tr>
-            <th scope="col">user_group_id</th>
-            <th scope="col">Name</th>
-            <th scope="col">Level</th>
-            <th scope="col">Parent</th>
-            <th scope="col">Tags</th>
-            <th scope="col">Updated</th>
-          </tr>
-        </thead>
-        <tbody>
-          {page.data?.user_groups.map((group) => (
+      <ScrollingTable label="User groups">
+        <table class="groups">
+          <caption>{page.loading ? 'Loading…' : `Page ${cursors.length + 1}: ${page.data?.user_groups.length ?? 0} user groups`}</caption>
+          <thead>
             <tr>
-              <td>
-                <a href={groupHref(environment, group.provided_id)}>{group.provided_id}</a>
-              </td>
-              <td>{group.name}</td>
-              <td>{group.hierarchy_level ?? '—'}</td>
-              <td>{group.parent_user_group_id ? <a href={groupHref(environment, group.parent_user_group_id)}>{group.parent_user_group_id}</a> : '—'}</td>
-              <td>{group.group_tags.length ? group.group_tags.join(', ') : '—'}</td>
-              <td>{formatTime(group.updated_at)}</td>
+              <th scope="col">user_group_id</th>
+              <th scope="col">Name</th>
+              <th scope="col">Level</th>
+              <th scope="col">Parent</th>
+              <th scope="col">Tags</th>
+              <th scope="col">Updated</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {page.data?.user_groups.map((group) => (
+              <tr>
+                <td>
+                  <a href={groupHref(environment, group.provided_id)}>{group.provided_id}</a>
+                </td>
+                <td>{group.name}</td>
+                <td>{group.hierarchy_level ?? '—'}</td>
+                <td>{group.parent_user_group_id ? <a href={groupHref(environment, group.parent_user_group_id)}>{group.parent_user_group_id}</a> : '—'}</td>
+                <td>{group.group_tags.length ? group.group_tags.join(', ') : '—'}</td>
+                <td>{formatTime(group.updated_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollingTable>
       {page.data && page.data.user_groups.length === 0 && <p class="empty">No user groups match.</p>}
       <nav class="pager" aria-label="Pages of user groups">
         <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>

@@ -3,7 +3,7 @@
 // on the token's scopes; rotating a key is the command-line tool's job.
 import type { PublicJwk } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { ErrorAlert, useLoad } from '../components/common.tsx';
+import { ErrorAlert, ScrollingTable, useLoad } from '../components/common.tsx';
 
 /** The curve, or the modulus size, in words. */
 function keyDetails(key: PublicJwk): string {
@@ -45,31 +45,33 @@ export function SigningKeysPage({ session }: { session: Session }) {
           </dd>
         </dl>
       )}
-      <table class="signing-keys">
-        <caption>Published keys, newest first. A key stays published until every token it signed has expired.</caption>
-        <thead>
-          <tr>
-            <th scope="col">Key id (kid)</th>
-            <th scope="col">Type (kty)</th>
-            <th scope="col">Algorithm (alg)</th>
-            <th scope="col">Curve or size</th>
-            <th scope="col">Use</th>
-          </tr>
-        </thead>
-        <tbody>
-          {keys.data?.keys.map((key) => (
-            <tr data-kid={key.kid}>
-              <td>
-                <code>{key.kid}</code>
-              </td>
-              <td>{key.kty}</td>
-              <td>{key.alg}</td>
-              <td>{keyDetails(key)}</td>
-              <td>{key.use}</td>
+      <ScrollingTable label="Published signing keys">
+        <table class="signing-keys">
+          <caption>Published keys, newest first. A key stays published until every token it signed has expired.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Key id (kid)</th>
+              <th scope="col">Type (kty)</th>
+              <th scope="col">Algorithm (alg)</th>
+              <th scope="col">Curve or size</th>
+              <th scope="col">Use</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {keys.data?.keys.map((key) => (
+              <tr data-kid={key.kid}>
+                <td>
+                  <code>{key.kid}</code>
+                </td>
+                <td>{key.kty}</td>
+                <td>{key.alg}</td>
+                <td>{keyDetails(key)}</td>
+                <td>{key.use}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollingTable>
       <p class="hint">
         Add a key with <code>npx ugs keys embed rotate --alg ES256|RS256|EdDSA</code>: it is published at once and signs 10 minutes later. ES256 is the default,
         because every common JWT library verifies it. See <code>npx ugs keys embed list</code> for when each key signs.

@@ -3,7 +3,18 @@
 import { useState } from 'preact/hooks';
 import type { CreateApiTokenParams } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { ConfirmDialog, ErrorAlert, ShownOnce, Status, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
+import {
+  ANY_ENVIRONMENT,
+  ConfirmDialog,
+  ErrorAlert,
+  ScrollingTable,
+  ShownOnce,
+  Status,
+  Timeline,
+  actedBy,
+  formatTime,
+  useLoad,
+} from '../components/common.tsx';
 
 type ScopeName = 'read' | 'write' | 'admin';
 
@@ -19,62 +30,64 @@ export function TokensPage({ session }: { session: Session }) {
       <CreateToken session={session} onCreated={tokens.reload} />
       <Status message={status} />
       {tokens.error ? <ErrorAlert error={tokens.error} /> : null}
-      <table class="tokens">
-        <caption>Tokens, oldest first. Values are never shown again.</caption>
-        <thead>
-          <tr>
-            <th scope="col">Id</th>
-            <th scope="col">Name</th>
-            <th scope="col">Starts with</th>
-            <th scope="col">Scopes</th>
-            <th scope="col">Environment</th>
-            <th scope="col">Status</th>
-            <th scope="col">Created</th>
-            <th scope="col">Expires</th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {tokens.data?.api_tokens.map((token) => (
-            <tr data-token-id={token.id}>
-              <td>{token.id}</td>
-              <td>{token.name ?? '—'}</td>
-              <td>
-                <code>{token.token_start}…</code>
-              </td>
-              <td>{token.scopes.join(', ')}</td>
-              <td>{token.allowed_environment ?? 'both'}</td>
-              <td>
-                <span class={`badge ${token.status}`}>{token.status}</span>
-                {token.id === session.token.id && <span class="muted"> (this one)</span>}
-              </td>
-              <td>{formatTime(token.created_at)}</td>
-              <td>{token.expires_at ? formatTime(token.expires_at) : 'never'}</td>
-              <td>
-                {token.status === 'active' && (
-                  <button
-                    type="button"
-                    class="danger small"
-                    onClick={() => setRevoking({ id: token.id, name: token.name ?? `token ${token.id}` })}
-                    aria-label={`Revoke ${token.name ?? `token ${token.id}`}`}
-                  >
-                    Revoke
-                  </button>
-                )}
-              </td>
+      <ScrollingTable label="API tokens">
+        <table class="tokens">
+          <caption>Tokens, oldest first. Values are never shown again.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">Name</th>
+              <th scope="col">Starts with</th>
+              <th scope="col">Scopes</th>
+              <th scope="col">Environment</th>
+              <th scope="col">Status</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {tokens.data?.api_tokens.map((token) => (
+              <tr data-token-id={token.id}>
+                <td>{token.id}</td>
+                <td>{token.name ?? '—'}</td>
+                <td>
+                  <code>{token.token_start}…</code>
+                </td>
+                <td>{token.scopes.join(', ')}</td>
+                <td>{token.allowed_environment ?? ANY_ENVIRONMENT}</td>
+                <td>
+                  <span class={`badge ${token.status}`}>{token.status}</span>
+                  {token.id === session.token.id && <span class="muted"> (this one)</span>}
+                </td>
+                <td>{formatTime(token.created_at)}</td>
+                <td>{token.expires_at ? formatTime(token.expires_at) : 'never'}</td>
+                <td>
+                  {token.status === 'active' && (
+                    <button
+                      type="button"
+                      class="danger small"
+                      onClick={() => setRevoking({ id: token.id, name: token.name ?? `token ${token.id}` })}
+                      aria-label={`Revoke ${token.name ?? `token ${token.id}`}`}
+                    >
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollingTable>
 
       <section aria-labelledby="token-history-title">
         <h2 id="token-history-title">History</h2>
         <Timeline entries={history.data?.entries}>
           {(entry) => (
             <p>
-              Token {entry.api_token_id} {entry.action === 'api_token.issue' ? 'issued' : 'revoked'} {actedBy(entry.actor_token_id)}
+              Token {entry.api_token_id} {entry.action === 'api_token.issue' ? 'issued' : 'revoked'} {actedBy(entry)}
             </p>
           )}
         </Timeline>
@@ -101,7 +114,7 @@ function CreateToken({ session, onCreated }: { session: Session; onCreated: () =
   );
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<ScopeName[]>(['read']);
-  const [environment, setEnvironment] = useState<string>(session.token.allowed_environment ?? 'both');
+  const [environment, setEnvironment] = useState<string>(session.token.allowed_environment ?? ANY_ENVIRONMENT);
   const [days, setDays] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [created, setCreated] = useState<string | null>(null);
@@ -110,7 +123,7 @@ function CreateToken({ session, onCreated }: { session: Session; onCreated: () =
     event.preventDefault();
     setError(null);
     setCreated(null);
-    const params: CreateApiTokenParams = { scopes, allowed_environment: environment === 'both' ? null : (environment as 'Customer' | 'Testing') };
+    const params: CreateApiTokenParams = { scopes, allowed_environment: environment === ANY_ENVIRONMENT ? null : (environment as 'Customer' | 'Testing') };
     if (name.trim()) params.name = name.trim();
     if (days.trim()) params.expires_in_seconds = Math.round(Number(days) * 86_400);
     try {
@@ -144,7 +157,7 @@ function CreateToken({ session, onCreated }: { session: Session; onCreated: () =
         <div class="field">
           <label for="token-environment">Environment</label>
           <select id="token-environment" value={environment} onChange={(event) => setEnvironment(event.currentTarget.value)}>
-            {(session.token.allowed_environment ? [session.token.allowed_environment] : ['both', 'Customer', 'Testing']).map((env) => (
+            {(session.token.allowed_environment ? [session.token.allowed_environment] : [ANY_ENVIRONMENT, 'Customer', 'Testing']).map((env) => (
               <option value={env}>{env}</option>
             ))}
           </select>

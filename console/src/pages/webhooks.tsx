@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { eventTypes, type CreateWebhookEndpointParams, type EventType } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { ConfirmDialog, ErrorAlert, ShownOnce, Status, formatTime, useLoad } from '../components/common.tsx';
+import { ANY_ENVIRONMENT, ConfirmDialog, ErrorAlert, ScrollingTable, ShownOnce, Status, formatTime, useLoad } from '../components/common.tsx';
 
 /** The types an endpoint may take, from the OpenAPI document (npm run generate:client). */
 const EVENT_TYPES: readonly EventType[] = eventTypes;
@@ -62,66 +62,68 @@ export function WebhooksPage({ session }: { session: Session }) {
       <Status message={status} />
       <ErrorAlert error={error ?? endpoints.error} />
       {secret && <ShownOnce label={`New secret of endpoint ${secret.id}`} value={secret.value} />}
-      <table class="webhooks">
-        <caption>Endpoints, oldest first. Secrets are never shown again.</caption>
-        <thead>
-          <tr>
-            <th scope="col">Id</th>
-            <th scope="col">URL</th>
-            <th scope="col">Events</th>
-            <th scope="col">Environment</th>
-            <th scope="col">Status</th>
-            <th scope="col">Created</th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {endpoints.data?.webhook_endpoints.map((endpoint) => (
-            <tr data-endpoint-id={endpoint.id}>
-              <td>{endpoint.id}</td>
-              <td>
-                <code>{endpoint.url}</code>
-                {endpoint.description && <div class="muted">{endpoint.description}</div>}
-                <div>
-                  <a href={webhookHref(endpoint.id)} aria-label={`Deliveries of endpoint ${endpoint.id}`}>
-                    Deliveries
-                  </a>
-                </div>
-              </td>
-              <td>{endpoint.types ? endpoint.types.join(', ') : 'all'}</td>
-              <td>{endpoint.environment ?? 'both'}</td>
-              <td>
-                <span class={`badge ${endpoint.status === 'enabled' ? 'active' : 'revoked'}`}>{endpoint.status}</span>
-                {endpoint.failing_since && <div class="muted">failing since {formatTime(endpoint.failing_since)}</div>}
-              </td>
-              <td>{formatTime(endpoint.created_at)}</td>
-              <td class="actions">
-                <button type="button" class="secondary small" onClick={() => test(endpoint.id)} aria-label={`Send a test event to endpoint ${endpoint.id}`}>
-                  Send a test event
-                </button>
-                {endpoint.status === 'disabled' && (
-                  <button type="button" class="small" onClick={() => enable(endpoint.id)} aria-label={`Enable endpoint ${endpoint.id}`}>
-                    Enable
-                  </button>
-                )}
-                <button type="button" class="secondary small" onClick={() => rotate(endpoint.id)} aria-label={`Rotate secret of endpoint ${endpoint.id}`}>
-                  Rotate secret
-                </button>
-                <button
-                  type="button"
-                  class="danger small"
-                  onClick={() => setDeleting({ id: endpoint.id, url: endpoint.url })}
-                  aria-label={`Delete endpoint ${endpoint.id}`}
-                >
-                  Delete
-                </button>
-              </td>
+      <ScrollingTable label="Webhook endpoints">
+        <table class="webhooks">
+          <caption>Endpoints, oldest first. Secrets are never shown again.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">URL</th>
+              <th scope="col">Events</th>
+              <th scope="col">Environment</th>
+              <th scope="col">Status</th>
+              <th scope="col">Created</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {endpoints.data?.webhook_endpoints.map((endpoint) => (
+              <tr data-endpoint-id={endpoint.id}>
+                <td>{endpoint.id}</td>
+                <td>
+                  <code>{endpoint.url}</code>
+                  {endpoint.description && <div class="muted">{endpoint.description}</div>}
+                  <div>
+                    <a href={webhookHref(endpoint.id)} aria-label={`Deliveries of endpoint ${endpoint.id}`}>
+                      Deliveries
+                    </a>
+                  </div>
+                </td>
+                <td>{endpoint.types ? endpoint.types.join(', ') : 'all'}</td>
+                <td>{endpoint.environment ?? ANY_ENVIRONMENT}</td>
+                <td>
+                  <span class={`badge ${endpoint.status === 'enabled' ? 'active' : 'revoked'}`}>{endpoint.status}</span>
+                  {endpoint.failing_since && <div class="muted">failing since {formatTime(endpoint.failing_since)}</div>}
+                </td>
+                <td>{formatTime(endpoint.created_at)}</td>
+                <td class="actions">
+                  <button type="button" class="secondary small" onClick={() => test(endpoint.id)} aria-label={`Send a test event to endpoint ${endpoint.id}`}>
+                    Send a test event
+                  </button>
+                  {endpoint.status === 'disabled' && (
+                    <button type="button" class="small" onClick={() => enable(endpoint.id)} aria-label={`Enable endpoint ${endpoint.id}`}>
+                      Enable
+                    </button>
+                  )}
+                  <button type="button" class="secondary small" onClick={() => rotate(endpoint.id)} aria-label={`Rotate secret of endpoint ${endpoint.id}`}>
+                    Rotate secret
+                  </button>
+                  <button
+                    type="button"
+                    class="danger small"
+                    onClick={() => setDeleting({ id: endpoint.id, url: endpoint.url })}
+                    aria-label={`Delete endpoint ${endpoint.id}`}
+                  >
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollingTable>
       {endpoints.data?.webhook_endpoints.length === 0 && <p class="muted">No endpoint yet.</p>}
 
       <DeleteDialog
@@ -232,47 +234,49 @@ export function WebhookDeliveriesPage({ session, id }: { session: Session; id: n
       <h1 id="deliveries-title">Deliveries of endpoint {id}</h1>
       <ErrorAlert error={deliveries.error} />
       {deliveries.data?.deliveries.length === 0 && <p class="muted">Nothing delivered yet: send a test event from the endpoints page.</p>}
-      <table class="deliveries">
-        <caption>The latest deliveries, newest first, with every attempt.</caption>
-        <thead>
-          <tr>
-            <th scope="col">Event</th>
-            <th scope="col">webhook-id</th>
-            <th scope="col">Status</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Next attempt</th>
-          </tr>
-        </thead>
-        <tbody>
-          {deliveries.data?.deliveries.map((delivery) => (
-            <tr data-delivery-id={delivery.id}>
-              <td>
-                {delivery.event_id} · {delivery.event_type}
-              </td>
-              <td>
-                <code>{delivery.webhook_id}</code>
-              </td>
-              <td>
-                <span class={`badge ${delivery.status === 'delivered' ? 'active' : delivery.status === 'failed' ? 'revoked' : 'expired'}`}>
-                  {delivery.status}
-                </span>
-              </td>
-              <td>
-                <ol class="attempts">
-                  {delivery.attempts.map((attempt) => (
-                    <li>
-                      {formatTime(attempt.attempted_at)}: {attempt.status_code === null ? 'no answer' : `HTTP ${attempt.status_code}`} in {attempt.duration_ms}{' '}
-                      ms
-                      {attempt.error && attempt.status_code === null ? ` (${attempt.error})` : ''}
-                    </li>
-                  ))}
-                </ol>
-              </td>
-              <td>{delivery.status === 'pending' ? formatTime(delivery.next_attempt_at) : '—'}</td>
+      <ScrollingTable label="Deliveries">
+        <table class="deliveries">
+          <caption>The latest deliveries, newest first, with every attempt.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Event</th>
+              <th scope="col">webhook-id</th>
+              <th scope="col">Status</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Next attempt</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {deliveries.data?.deliveries.map((delivery) => (
+              <tr data-delivery-id={delivery.id}>
+                <td>
+                  {delivery.event_id} · {delivery.event_type}
+                </td>
+                <td>
+                  <code>{delivery.webhook_id}</code>
+                </td>
+                <td>
+                  <span class={`badge ${delivery.status === 'delivered' ? 'active' : delivery.status === 'failed' ? 'revoked' : 'expired'}`}>
+                    {delivery.status}
+                  </span>
+                </td>
+                <td>
+                  <ol class="attempts">
+                    {delivery.attempts.map((attempt) => (
+                      <li>
+                        {formatTime(attempt.attempted_at)}: {attempt.status_code === null ? 'no answer' : `HTTP ${attempt.status_code}`} in{' '}
+                        {attempt.duration_ms} ms
+                        {attempt.error && attempt.status_code === null ? ` (${attempt.error})` : ''}
+                      </li>
+                    ))}
+                  </ol>
+                </td>
+                <td>{delivery.status === 'pending' ? formatTime(delivery.next_attempt_at) : '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollingTable>
     </section>
   );
 }

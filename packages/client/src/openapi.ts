@@ -559,7 +559,7 @@ export interface paths {
         };
         /**
          * The database is reachable
-         * @description Answers 200 when the database answers within 2 s and holds the service's tables, else 503; needs no token.
+         * @description Answers 200 when the database answers within 2 s and holds the service's tables, else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.
          */
         get: operations["ready"];
         put?: never;
@@ -615,7 +615,12 @@ export interface components {
         ApiTokenHistoryEntry: {
             /** @enum {string} */
             action: "api_token.issue" | "api_token.revoke";
-            /** @description The API token that acted; null when the command-line tool or the first start acted. */
+            /**
+             * @description Who acted: `api_token` (actor_token_id says which), `command_line` (ugs), `first_start` (the first start on an empty database issued the first API token) or `service` (its own work, such as disabling a failing webhook endpoint).
+             * @enum {string}
+             */
+            actor: "api_token" | "command_line" | "first_start" | "service";
+            /** @description The API token that acted (actor api_token); null for the others. */
             actor_token_id: number | null;
             /** @description The token issued or revoked. */
             api_token_id: number;
@@ -1048,7 +1053,12 @@ export interface components {
         HistoryEntry: {
             /** @example user_group.update */
             action: string;
-            /** @description The acting API token; null when the command-line tool acted. */
+            /**
+             * @description Who acted: `api_token` (actor_token_id says which), `command_line` (ugs), `first_start` (the first start on an empty database issued the first API token) or `service` (its own work, such as disabling a failing webhook endpoint).
+             * @enum {string}
+             */
+            actor: "api_token" | "command_line" | "first_start" | "service";
+            /** @description The acting API token (actor api_token); null for the others. */
             actor_token_id: number | null;
             /** @description For updates: the fields whose value changed. */
             changed_fields: string[] | null;
