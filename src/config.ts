@@ -22,7 +22,7 @@ export interface Config {
   logLevel: string;
   /** How long a verified API token may be trusted without asking the database again. */
   apiTokenCacheMs: number;
-  /** How many opened user group tokens to remember (~150 bytes each; 0: open every time). */
+  /** How many opened user group tokens to remember (0: open every time). */
   tokenCacheSize: number;
   /** Origins allowed to call the embed routes from a browser; `*` means any. */
   corsOrigins: string[] | '*';
@@ -99,7 +99,7 @@ export const EMBED_SIGNING_ALGORITHMS = ['ES256', 'RS256', 'EdDSA'] as const;
 export type EmbedSigningAlgorithm = (typeof EMBED_SIGNING_ALGORITHMS)[number];
 
 const DEFAULT_DATABASE_URL = 'sqlite:./data/ugs.sqlite';
-/** Enough for every group of a million-group deployment: at most ~150 MB. */
+/** Enough for every group of a million-group deployment (its memory: docs/performance.md, "Why the code is the way it is"). */
 const DEFAULT_TOKEN_CACHE_SIZE = 1_000_000;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -2,8 +2,8 @@
 // in one setImmediate pass. Work added during that pass runs in the same pass, not a turn
 // later: a GET body read at the end of the turn leads to a lookup that is batched at the end
 // of the turn (hot-reads.ts), and with two separate setImmediate calls that lookup would
-// miss its batch and wait a whole turn (get-or-create with a JSON body then batched half as
-// many reads).
+// miss its batch and wait a whole turn (get-or-create with a JSON body then batched far fewer
+// reads together: docs/performance.md, "What was optimized").
 
 const queue: (() => void)[] = [];
 let scheduled = false;

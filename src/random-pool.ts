@@ -1,7 +1,8 @@
 // Random bytes for tokens and IVs, taken from a pool filled 4 KiB at a time: each call of
-// crypto.randomBytes costs about 5 µs whatever its size, and a bulk upsert needs two per
-// group (a token and an IV). Slices of one call are as random as separate calls; a slice is
-// never handed out twice (a used pool is dropped, never refilled in place).
+// crypto.randomBytes costs the same whatever its size (docs/performance.md, "Why the code is
+// the way it is"), and a bulk upsert needs two per group (a token and an IV). Slices of one
+// call are as random as separate calls; a slice is never handed out twice (a used pool is
+// dropped, never refilled in place).
 import crypto from 'node:crypto';
 
 const POOL_BYTES = 4096;

@@ -1,7 +1,7 @@
 // The embed context is written straight from the stored row (src/embed/embed-context.json.ts).
 // It must be what EmbedContextResponse describes, whatever the stored properties hold, and the
 // variables must follow docs/api.md, "The embed side": the two built-ins, then every top-level key of
-// properties, the built-ins winning a clash (section 8).
+// properties, the built-ins winning a clash.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';

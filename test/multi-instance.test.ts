@@ -1,6 +1,6 @@
 // Two server processes on one database (one SQLite file; one PostgreSQL database): the
 // concurrency promises (docs/api.md, "Concurrency and durability") hold across processes, and a revocation made
-// with the command-line tool reaches every instance within a second (section 7).
+// with the command-line tool reaches every instance within a second (docs/api.md, "Tokens").
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';

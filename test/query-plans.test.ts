@@ -162,7 +162,7 @@ for (const backend of BACKENDS) {
       // A page of the listing, of a level or of a parent's children is walked by its index up
       // to the page's end, and only then held to the tenant: below the Limit, the tenant's two
       // conditions made PostgreSQL, without statistics, expect one row and sort the tenant's
-      // whole range instead of walking it in order (docs/performance.md, "2026-11-25").
+      // whole range instead of walking it in order (docs/performance.md, "Why the code is the way it is").
       if (backend === 'postgres') {
         for (const { sql, plan } of plans) {
           const page = /'\/' \|\| environment\) = |'#' \|\| hierarchy_level\) = |where "parent_team_id" = /.test(sql) && /order by "team_id" limit/.test(sql);

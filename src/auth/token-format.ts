@@ -78,8 +78,8 @@ export function bareToken(header: string): { token: string; kind: TokenKind | 'e
 /**
  * What is stored and looked up instead of a token: tokens carry 256 bits, so a fast hash
  * suffices. Hashing first also makes every later comparison one of hashes, which leaks
- * nothing about a token. The one-shot crypto.hash (Node >= 20.12) skips the Hash object:
- * a third of the cost of createHash, on every request.
+ * nothing about a token. The one-shot crypto.hash (Node >= 20.12) skips the Hash object, a
+ * cost every request would pay (docs/performance.md, "Why the code is the way it is").
  */
 export function hashToken(token: string): string {
   return crypto.hash('sha256', token);

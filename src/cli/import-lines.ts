@@ -1,9 +1,10 @@
 // The lines of an NDJSON file for `ugs import`, read without holding more of any line than a
-// row may hold. readline builds each line as one string: a 100 MiB line cost 672 MB, and a
-// 600 MiB one ended the process with "RangeError: Invalid string length". Here a line is
-// kept as bytes up to MAX_ROW_BYTES; past that only its first bytes are kept, to show which
-// line it was, and the rest is counted and dropped. A line that is not UTF-8 is reported as
-// such instead of being decoded with U+FFFD in place of its bad bytes.
+// row may hold. readline builds each line as one string, which costs a multiple of the line in
+// memory and ends the process past V8's longest string (docs/performance.md, "Why the code is
+// the way it is"). Here a line is kept as bytes up to MAX_ROW_BYTES; past that only its
+// first bytes are kept, to show which line it was, and the rest is counted and dropped. A
+// line that is not UTF-8 is reported as such instead of being decoded with U+FFFD in place
+// of its bad bytes.
 import { isUtf8 } from 'node:buffer';
 import { Transform, type TransformCallback } from 'node:stream';
 

@@ -21,7 +21,7 @@ export type SealedSecret = keyof typeof AAD;
 interface Key {
   id: string;
   secret: Buffer;
-  /** The secret as a KeyObject, made once: a cipher given the raw bytes makes one at every call (~10 µs). */
+  /** The secret as a KeyObject, made once: a cipher given the raw bytes makes one at every call (docs/performance.md, "Why the code is the way it is"). */
   keyObject: crypto.KeyObject;
 }
 

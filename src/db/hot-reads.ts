@@ -1,8 +1,8 @@
 // The hottest reads (a group by its identity or by its token hash, an API token by its hash)
 // run straight on the driver instead of through Kysely's executor. Kysely still builds and
 // compiles them (prepared-read.ts); what they skip is its per-query machinery: a connection
-// mutex, half a dozen awaits, the logging wrapper: a fifth of a get-or-create hit inside the
-// loaded server (docs/performance.md, "What was optimized").
+// mutex, half a dozen awaits, the logging wrapper: a large share of a get-or-create hit inside
+// the loaded server (docs/performance.md, "What was optimized").
 //
 // And they run together: the reads asked for during one turn of the event loop wait for its
 // end (end-of-turn.ts) and go as one batch. On SQLite a batch is one read transaction, which
@@ -97,9 +97,10 @@ export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQu
   // No busy timeout (sqlite-lock.ts): in WAL mode a read never waits for a writer.
   connection.pragma('busy_timeout = 0');
   connection.pragma('query_only = ON'); // a guard: this connection only ever reads
-  // Pages read through a memory map instead of pread() and SQLite's 2 MB page cache: with a
-  // million groups (a 500 MB file) lookups ran ~11 % faster. Only this read-only connection
-  // maps the file; the pages are the operating system's cache, shared and reclaimable.
+  // Pages read through a memory map instead of pread() and SQLite's 2 MB page cache: lookups
+  // in a large file run faster (docs/performance.md, "What was optimized"). Only this
+  // read-only connection maps the file; the pages are the operating system's cache, shared
+  // and reclaimable.
   connection.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
   // Only compiled-once queries come here (prepared-read.ts), so the set of texts is fixed.
   const statements = new Map<string, SQLite.Statement>();

@@ -5,9 +5,8 @@
 // statement that joins or sorts, a LIMIT in a compound select, …) it marks the statement to be
 // prepared again whenever that value may change. better-sqlite3 clears a statement's bindings
 // after every run, and clearing them expires any statement so marked: it was prepared again at
-// its next run. Measured in a loop (docs/performance.md, "2026-11-25"): the search of
-// GET /api/users?q= cost 31 µs a run instead of 4.7, the read of a group with its ancestors 30
-// instead of 7.7 (SQLite 3.54 marks more statements than 3.53 did). `+?` is SQLite's unary
+// its next run, which costs far more than the run itself (docs/performance.md, "Why the code
+// is the way it is"; SQLite 3.54 marks more statements than 3.53 did). `+?` is SQLite's unary
 // plus, which returns its operand unchanged (type, value, no affinity, as a bare `?`), and the
 // planner never looks through it to the bound value; index ranges on `column = +?` are used as
 // before (test/query-plans.test.ts holds every statement to its index).

@@ -20,7 +20,7 @@ import { isViewerClaim } from './embed-viewer.ts';
 
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
 const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
-/** ~250 bytes an entry: 25 MB at most. */
+/** Bounds the memory verified tokens take (docs/performance.md, "Why the code is the way it is"). */
 const VERIFIED_CACHE_SIZE = 100_000;
 const DECIMAL_ID = /^[1-9][0-9]{0,15}$/;
 /** How far ahead of this instance's clock another host's `iat` may be. */

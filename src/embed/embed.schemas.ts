@@ -210,7 +210,7 @@ export const IntrospectionResponse = Type.Object(
   {
     title: 'Introspection',
     additionalProperties: true,
-    description: 'RFC 7662: `active`, and when active the claims the token carries (docs/api.md, "Embed token claims").',
+    description: 'RFC 7662: `active`, and when active the claims the token carries (docs/api.md, "Embed tokens", "Claims").',
     examples: [
       { success: 1, active: false },
       {

@@ -65,7 +65,7 @@ export async function createGroupTag(deps: GroupTagDeps, principal: Principal, i
   const tenant = tenantOf(principal, input.api_environment_tag);
   // The set holds every tag a group carries (addToTagSets), so a tag not in it is on no group;
   // but for one an instance of a version before the set gave a group (docs/operations.md,
-  // "Upgrades"), which this brings into the set: the count says so.
+  // "Upgrades, migrations and rollback"), which this brings into the set: the count says so.
   const count = await inTransaction(deps.database, async (trx) =>
     (await insertGroupTag(trx, tenant, input.name)) ? countCarriers(trx, tenant, input.name) : undefined,
   );

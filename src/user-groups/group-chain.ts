@@ -102,7 +102,8 @@ export function resolveEach<R extends ChainRow>(rows: readonly R[], ancestors: R
  * an entry can never be stale (a changed parent is another key). Page views ask for the same
  * groups over and over, and the merge (a parse per level and a stringify per level) is the
  * largest cost a child adds to the embed context. Bounded twice: in entries, and by leaving
- * out chains whose texts are long (at most ~30 MB in all, ~3 MB with typical properties).
+ * out chains whose texts are long (the memory that bounds: docs/performance.md, "Why the code
+ * is the way it is").
  */
 const MERGED = new BoundedMap<string, string | null>(10_000);
 const MERGED_KEY_MAX_LENGTH = 2048;

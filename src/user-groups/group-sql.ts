@@ -57,9 +57,9 @@ function parentStep(db: Kysely<Database>, columns: readonly string[]): RawBuilde
 
 /**
  * A hot read's group with what its two nearest ancestors give it (three levels: the default
- * depth), joined to its row by primary key. One row of fixed shape, as cheap as the flat read
- * within a couple of microseconds, where a recursive query cost twice the flat read at three
- * levels (docs/performance.md, "Night: the hierarchy"). A deeper hierarchy (UGS_MAX_HIERARCHY_DEPTH
+ * depth), joined to its row by primary key. One row of fixed shape, nearly as cheap as the flat
+ * read, where a recursive query cost far more at three levels (docs/performance.md,
+ * "Why the code is the way it is"). A deeper hierarchy (UGS_MAX_HIERARCHY_DEPTH
  * above 3) shows in `beyond_team_id`, and its chain is then read whole.
  */
 export function withAncestry<R>(columns: readonly string[], where: RawBuilder<unknown>): RawBuilder<R & Ancestry> {

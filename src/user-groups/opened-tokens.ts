@@ -23,7 +23,7 @@ interface OpenedToken {
 export class OpenedTokenCache {
   private readonly entries: BoundedMap<number, OpenedToken>;
 
-  /** `maxEntries` bounds memory (~150 bytes each); 0 opens every token anew. */
+  /** `maxEntries` bounds memory (docs/performance.md, "Why the code is the way it is"); 0 opens every token anew. */
   constructor(
     private readonly keyring: Keyring,
     maxEntries: number,

@@ -42,8 +42,9 @@ const COLUMNS: ReadonlySet<string> = new Set(USER_GROUP_COLUMNS);
  * writer in WRITTEN_AS, else its column as JSON (a column the caller's rows must hold). The
  * writer is compiled once into one expression, as a hand-written template would be: a loop
  * over the fields called every field's writer from one call site, which V8 cannot inline, and
- * cost 0.1 µs a group more (a page of 100 groups: docs/performance.md, "2026-11-25"). Its text
- * holds only this file's writers and the schema's field names, quoted by JSON.stringify.
+ * cost more for every group of a page (docs/performance.md, "Why the code is the way it
+ * is"). Its text holds only this file's writers and the schema's field names, quoted by
+ * JSON.stringify.
  */
 export function groupWriter(schema: { properties: Record<string, unknown>; title?: string }): (group: Written) => string {
   const writers: FieldWriter[] = [];

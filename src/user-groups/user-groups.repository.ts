@@ -295,10 +295,11 @@ export function listUserGroups(db: Kysely<Database>, filter: ListFilter): Promis
  * (ownedBy), in the statement that walks it. After the walk, not beside the index range:
  * without statistics PostgreSQL guesses that each `=` condition keeps 1 row in 200; with the
  * tenant's two beside the range it expected a single row, sorted the tenant's whole range
- * instead of walking the index in order, and a first page of 100,000 groups took 50 ms instead
- * of 0.14 (docs/performance.md, "2026-11-25"). A range that found another tenant's row would
- * shorten a page, never show it. SQLite plans the walk the same either way, and a subquery
- * would cost it a copy of every row: there the conditions sit beside the range.
+ * instead of walking the index in order, and a first page of a large tenant took far longer
+ * (docs/performance.md, "Why the code is the way it is"). A range that found another
+ * tenant's row would shorten a page, never show it. SQLite plans the walk the same either
+ * way, and a subquery would cost it a copy of every row: there the conditions sit beside
+ * the range.
  */
 function heldAfterWalk(
   db: Kysely<Database>,

@@ -320,7 +320,7 @@ export async function rotateUserGroupToken(
       await retireToken(trx, tenant, { tokenHash: oldHash, teamId: swapped.team_id, expiresAt: new Date(at.getTime() + grace * 1000).toISOString() });
     } else {
       // No grace: the answer to a leak. Every earlier token ends now, those still in the
-      // grace period of an earlier rotation too (docs/api.md, "Rotation").
+      // grace period of an earlier rotation too (docs/api.md, "POST /api/user: rotate").
       await dropRetiredTokens(trx, tenant, swapped.team_id);
     }
     await appendAudit(trx, {
@@ -331,7 +331,7 @@ export async function rotateUserGroupToken(
   });
   if (!group) {
     // The current token of a group in an environment this API token may not use: forbidden,
-    // not unknown (docs/api.md, "Environments"). Asked only when the swap found nothing.
+    // not unknown (docs/api.md, "Environments and tokens"). Asked only when the swap found nothing.
     if (principal.allowedEnvironment !== null && (await accountHasCurrentToken(deps.database.db, principal.accountId, oldHash))) {
       throw environmentForbidden(principal.allowedEnvironment);
     }

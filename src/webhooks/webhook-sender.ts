@@ -55,9 +55,9 @@ export async function sendWebhook(
     signal?: AbortSignal;
     /**
      * The endpoint's own keep-alive agent (webhook-traffic.ts): a new connection per delivery
-     * cost about half of each send. A kept connection goes to an address that was checked when
-     * it was opened; every attempt still resolves and checks the host first, and refuses to
-     * send when it fails.
+     * was a large share of each send (docs/performance.md, "Why the code is the way it is").
+     * A kept connection goes to an address that was checked when it was opened; every
+     * attempt still resolves and checks the host first, and refuses to send when it fails.
      */
     agent: (protocol: string) => http.Agent;
   },

@@ -1077,7 +1077,7 @@ export interface components {
         };
         /**
          * Introspection
-         * @description RFC 7662: `active`, and when active the claims the token carries (docs/api.md, "Embed token claims").
+         * @description RFC 7662: `active`, and when active the claims the token carries (docs/api.md, "Embed tokens", "Claims").
          */
         Introspection: {
             /** @description Whether the token is valid now: signed by a published key, not expired, its group neither deleted nor rotated since, and of this API token's account and environments. When false, nothing else is said. */

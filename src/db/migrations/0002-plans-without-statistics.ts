@@ -5,8 +5,8 @@
 // conditions, and then cannot tell two indexes that both match them apart. The listing
 // index (account_id, environment, team_id) matched the first two conditions of the hot
 // lookup as well as the identity index did, and won the tie: every get-or-create scanned
-// the account's whole environment (measured: 30 times slower at 20,000 groups). So no two
-// indexes of user_groups lead with the same columns: the identity key (account_id,
+// the account's whole environment (docs/performance.md, "Why the code is the way it is"). So
+// no two indexes of user_groups lead with the same columns: the identity key (account_id,
 // environment, provided_id) leads with plain columns, and the listing and the name search
 // lead with an expression that only their own queries write (the "scope", account and
 // environment as one text). The SQL of those expressions is repeated in
