@@ -30,7 +30,7 @@ export interface AuditEntry {
 /** The old and new value of each id a change moved (rename, parent, tags); never a token. */
 export type AuditDetails = Record<string, { old: unknown; new: unknown }>;
 
-/** Who acted, as history entries say it (docs/api.md, "History"): only `api_token` has a token id. */
+/** Who acted, as history entries say it (docs/api.md, "GET /api/user/history"): only `api_token` has a token id. */
 export type ActorKind = 'api_token' | 'command_line' | 'first_start' | 'service';
 export const ACTOR_KINDS: readonly ActorKind[] = ['api_token', 'command_line', 'first_start', 'service'];
 

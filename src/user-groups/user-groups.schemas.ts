@@ -7,7 +7,7 @@ import { ACTOR_KINDS } from '../audit/audit.repository.ts';
 // Text is plain (text.schemas.ts); an id must also hold something other than white space.
 // Lengths count Unicode code points; ids are never trimmed.
 
-/** Who acted, in a history entry (docs/api.md, "History"). */
+/** Who acted, in a history entry (docs/api.md, "GET /api/user/history"). */
 export const ActorField = Type.Enum([...ACTOR_KINDS], {
   type: 'string',
   description:

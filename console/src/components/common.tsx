@@ -171,7 +171,7 @@ export function Timeline<T extends { id: number; created_at: string }>({
 
 type Actor = 'api_token' | 'command_line' | 'first_start' | 'service';
 
-/** Who made a change, as the entry's `actor` says (docs/api.md, "History"). */
+/** Who made a change, as the entry's `actor` says (docs/api.md, "GET /api/user/history"). */
 export function actedBy(entry: { actor: Actor; actor_token_id: number | null }): string {
   switch (entry.actor) {
     case 'api_token':

@@ -1,4 +1,4 @@
-// Frozen in time (see 0001). Who acted, for every history entry (docs/api.md, "History"):
+// Frozen in time (see 0001). Who acted, for every history entry (docs/api.md, "GET /api/user/history"):
 // `actor` is `api_token` (actor_token_id says which), `command_line` (ugs), `first_start`
 // (the token the first start on an empty database issues) or `service` (its own work, such as
 // disabling a failing webhook endpoint). Before this column, a null actor_token_id stood for
