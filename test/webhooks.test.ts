@@ -567,7 +567,7 @@ forEachBackend('webhooks: durability', (backend) => {
     const endpointId: number = created.body.webhook_endpoint.id;
     await eventually('a failed attempt', async () => {
       const { deliveries } = (await httpRequest(server.baseUrl, 'GET', `/api/webhook_endpoints/${endpointId}/deliveries`, { token })).body;
-      return deliveries.length >= ids.length && deliveries.some((delivery: { attempts: unknown[] }) => delivery.attempts.length > 0);
+      return deliveries.some((delivery: { attempts: unknown[] }) => delivery.attempts.length > 0);
     });
     assert.deepEqual(await server.stop('SIGKILL'), { code: null, signal: 'SIGKILL' });
 
