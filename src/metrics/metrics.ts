@@ -114,6 +114,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
         name: 'ugs_webhook_oldest_pending_delivery_age_seconds',
         help: 'Age of the oldest webhook delivery not yet delivered nor given up (enabled endpoints); 0 when none waits.',
         registers,
+        aggregator: 'max', // several workers read the same table: their sum would count it twice
         async collect() {
           try {
             this.set(await oldestPendingAgeSeconds());
