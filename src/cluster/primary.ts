@@ -111,7 +111,7 @@ export async function runPrimary(config: Config): Promise<void> {
     metrics.retire(worker.id);
     if (watcher === worker.id) watcher = undefined;
     appointWatcher();
-    const how = { worker: worker.id, pid: worker.process.pid, code, signal };
+    const how = { worker: worker.id, worker_pid: worker.process.pid, code, signal }; // `pid` is the primary's own, in every line
     if (stopping) {
       // Stopped cleanly: it drained (exit 0), or was told to stop before it could listen.
       if (code !== 0 && signal !== 'SIGTERM') exitCode = 1;
