@@ -66,6 +66,10 @@ forEachBackend('two workers', (backend) => {
     const token = /ugs_api_[0-9A-Za-z]{49}/.exec(output)![0];
     const answer = await onNewConnection(server.baseUrl, 'GET', '/api/user?user_group_id=banner', { token });
     assert.equal(answer.status, 201);
+    // The pages every worker serves as one process does.
+    for (const page of ['/docs', '/console', '/openapi.json']) {
+      for (let i = 0; i < 2; i++) assert.equal((await onNewConnection(server.baseUrl, 'GET', page)).status, 200, page);
+    }
     assert.deepEqual(await server.stop('SIGTERM'), { code: 0, signal: null });
     env.UGS_BOOTSTRAP = 'false';
   });
