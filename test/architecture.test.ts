@@ -26,7 +26,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['api tokens', ['api-tokens/']],
   ['events', ['events/']],
   ['webhooks', ['webhooks/']],
-  ['composition', ['runtime.ts', 'bootstrap.ts', 'log-stream.ts', 'app.ts', 'server.ts', 'cli/']],
+  ['composition', ['runtime.ts', 'bootstrap.ts', 'startup.ts', 'log-stream.ts', 'app.ts', 'server.ts', 'server-process.ts', 'cli/', 'cluster/']],
 ];
 
 function layerOf(file: string): number {
