@@ -9,12 +9,11 @@ import type { Tenant } from '../db/tenant.ts';
 import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import type { Principal } from '../auth/principal.ts';
 import { exportPage, type ExportRow } from './transfer.repository.ts';
+import { MAX_CHAIN_DEPTH } from './group-sql.ts';
 
 /** Groups per upsert transaction, as POST /api/users/upsert takes at most. */
 export const IMPORT_BATCH_SIZE = 1000;
 const EXPORT_PAGE_SIZE = 1000;
-/** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
-const DEPTH_GUARD = 16;
 
 /** The account's tenant in `environment`, or undefined when there is no such account. */
 export async function findTenant(handle: DatabaseHandle, slug: string, environment: Environment): Promise<Tenant | undefined> {
@@ -61,7 +60,7 @@ export async function* exportUserGroupLines(handle: DatabaseHandle, tenant: Tena
   const begin = handle.db.startTransaction();
   const trx = await (handle.dialect === 'postgres' ? begin.setIsolationLevel('repeatable read').setAccessMode('read only') : begin).execute();
   try {
-    for (let depth = 0; depth <= DEPTH_GUARD; depth++) {
+    for (let depth = 0; depth <= MAX_CHAIN_DEPTH; depth++) {
       let found = false;
       for (let after = 0; ; ) {
         const rows = await exportPage(trx, tenant, depth, after, EXPORT_PAGE_SIZE);
