@@ -38,6 +38,9 @@ function migrationsFor(dialect: Dialect): Record<string, Migration> {
   };
 }
 
+/** Every migration's name, in the order they run. */
+export const MIGRATION_NAMES = Object.keys(migrationsFor('sqlite'));
+
 export interface MigrationOutcome {
   applied: string[];
 }

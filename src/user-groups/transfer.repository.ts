@@ -6,29 +6,15 @@ import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import { dialectOf } from '../db/database.ts';
 import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
-import { parentJoin } from './group-sql.ts';
+import { parentJoin, USER_GROUP_COLUMNS } from './group-sql.ts';
 
-/** What an exported line needs of a group: its own fields (never its token) and its parent's user_group_id. */
-export type ExportRow = Pick<
-  UserGroupRow,
-  'team_id' | 'account_id' | 'provided_id' | 'name' | 'mapping' | 'properties' | 'is_demo_group' | 'hierarchy_level' | 'group_tags' | 'environment'
-> & { parent_provided_id: string | null };
+/** What an exported line needs of a group: its columns but its token's, and its parent's user_group_id. */
+export type ExportRow = Omit<UserGroupRow, 'token_hash' | 'token_ciphertext'> & { parent_provided_id: string | null };
 
+/** Every column but the token's: a field added to the group is exported with no change here. */
+const EXPORT_COLUMNS = USER_GROUP_COLUMNS.filter((column) => column !== 'token_hash' && column !== 'token_ciphertext');
 /** What each step up the walk needs of a parent: its link, its tenant, and (the first step) its user_group_id. */
 const PARENT_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'account_id', 'environment'];
-
-const EXPORT_COLUMNS = [
-  'team_id',
-  'account_id',
-  'provided_id',
-  'name',
-  'mapping',
-  'properties',
-  'is_demo_group',
-  'hierarchy_level',
-  'group_tags',
-  'environment',
-];
 
 /** The listing index's expression (migration 0002): the walk is a range of it, in team_id order. */
 const scope = sql<string>`(cast(user_groups.account_id as text) || '/' || user_groups.environment)`;
