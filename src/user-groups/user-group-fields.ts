@@ -8,7 +8,7 @@ import type { UserGroupInput } from './user-groups.schemas.ts';
 import { DECLARED_FIELDS } from './group-fields.ts';
 import { USER_GROUP_COLUMNS } from './group-sql.ts';
 
-/** The fields a request may set that are columns of their own (a field declared in groupFields and as a column is one). */
+/** The fields a request may set that are columns of their own (declared with a request schema, and a column of the same name). */
 type SettableField = keyof UserGroupInput & keyof UserGroupsTable;
 type StoredFields = { [F in SettableField]?: UserGroupsTable[F] };
 
