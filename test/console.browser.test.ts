@@ -19,6 +19,7 @@ import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess
 import { ARTIFACTS, README_IMAGES, launchChromium, missingBrowser } from './helpers/browser.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/http/console.routes.ts';
 import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
+import { UserGroupPublic } from '../src/user-groups/user-groups.schemas.ts';
 
 const skip = missingBrowser('the console browser test');
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -268,6 +269,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     const computed = page.locator('figure', { hasText: "Computed properties (with ancestors')" }).locator('pre');
     assert.deepEqual(JSON.parse((await computed.textContent()) ?? ''), { region: 'emea', plan: 'enterprise', seat: 'jane' });
     assert.equal(await page.getByRole('link', { name: 'acme-corp', exact: true }).count(), 1, 'the parent, as a link');
+    // Every field of a group has its place, read from the declaration: a field the page has no row of its own for gets a plain one.
+    const missing: string[] = [];
+    for (const field of Object.keys(UserGroupPublic.properties)) if ((await page.locator(`[data-field="${field}"]`).count()) !== 1) missing.push(field);
+    assert.deepEqual(missing, [], 'every field of UserGroupWithoutToken is shown once');
+    assert.equal(await page.locator('[data-field="provided_id"]').textContent(), 'acme-corp:jane');
     // Read with GET /api/user/lookup, which never creates; no embed token until asked for.
     const paths = () => apiCalls.slice(callsBefore).map((call) => new URL(call.url).pathname);
     assert.ok(paths().includes('/api/user/lookup'), 'the group is read with the lookup');
