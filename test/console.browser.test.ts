@@ -488,7 +488,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.equal(await page.getByLabel('Tags').inputValue(), 'vip, beta, ');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'group_tags', 'the field keeps the focus');
     await page.getByRole('button', { name: 'Save' }).click();
-    await page.getByRole('heading', { name: 'Saved customer-01' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Saved customer-01.' }).waitFor();
     const saved = await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=customer-01', { token: readToken });
     assert.deepEqual(saved.body.user_group.group_tags, ['beta', 'vip']);
   });
@@ -686,6 +686,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
         ['groups', '#/groups', 'User groups in Customer'],
         ['group', '#/group/Customer/acme-corp', 'ACME Corp.'],
         ['edit', '#/group/Customer/acme-corp/edit', 'Edit acme-corp'],
+        ['tags', '#/tags', 'Tags in Customer'],
         ['tokens', '#/tokens', 'API tokens of acme'],
         ['webhooks', '#/webhooks', 'Webhooks of acme'],
         ['keys', '#/keys', 'Embed signing keys'],
@@ -695,7 +696,12 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
         await page.getByRole('heading', { name: heading }).waitFor();
         const layout = await page.evaluate(() => {
           const visible = [...document.querySelectorAll<HTMLElement>('label, legend, input, select, textarea, button, a.button, h1')].filter(
-            (el) => el.getClientRects().length > 0 && !el.closest('dialog:not([open])') && !el.closest('.visually-hidden'),
+            (el) =>
+              el.getClientRects().length > 0 &&
+              !el.closest('dialog:not([open])') &&
+              !el.closest('.visually-hidden') &&
+              // What a closed <details> holds is not shown (only its summary is).
+              !(el.closest('details:not([open])') && !el.closest('summary')),
           );
           const boxes = visible.map((el) => ({ el, box: el.getBoundingClientRect() }));
           const overlaps: string[] = [];
