@@ -440,6 +440,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await assertKeyboardReachable('tags');
     await shot('tags');
 
+    // A tag's limit comes from the OpenAPI document: a longer paste stays as pasted, said to be too long, and cannot be sent.
+    await page.getByLabel('Name', { exact: true }).fill('g'.repeat(70));
+    assert.equal((await page.getByLabel('Name', { exact: true }).inputValue()).length, 70, 'nothing is cut');
+    assert.equal(await page.locator('#new-tag-error').textContent(), '70 characters: at most 64. Shorten it; nothing is cut.');
+    assert.equal(await page.getByRole('button', { name: 'Create tag' }).isDisabled(), true);
     await page.getByLabel('Name', { exact: true }).fill('gold');
     await page.getByRole('button', { name: 'Create tag' }).click();
     await page.getByText('Created tag gold.').waitFor();
