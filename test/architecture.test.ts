@@ -66,6 +66,13 @@ describe('architecture of src/', () => {
     assert.deepEqual(upward, [], 'imports from a layer above');
   });
 
+  it('architecture: the command-line tool calls services, never a repository (src/cli/ imports no *.repository.ts)', () => {
+    const offenders = [...graph]
+      .filter(([file]) => path.relative(SRC, file).startsWith(`cli${path.sep}`))
+      .flatMap(([file, imports]) => imports.filter((imported) => imported.endsWith('.repository.ts')).map((imported) => `${name(file)} -> ${name(imported)}`));
+    assert.deepEqual(offenders, []);
+  });
+
   it('architecture: no import cycle', () => {
     const state = new Map<string, 'visiting' | 'done'>();
     const cycles: string[] = [];

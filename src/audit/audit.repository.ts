@@ -31,14 +31,8 @@ export interface AuditEntry {
 /** The old and new value of each id a change moved (rename, parent, tags); never a token. */
 export type AuditDetails = Record<string, { old: unknown; new: unknown }>;
 
-/** Who acts: an API token during a request, or the command-line tool (no token). */
-export interface Actor {
-  tokenId: number | null;
-  requestId: string | null;
-}
-
-/** The command-line tool, the first start and the service's own work: no API token, no request. */
-export const NO_TOKEN_ACTOR: Actor = { tokenId: null, requestId: null };
+// Declared in actor.ts, which the command-line tool reads (it calls services, never a repository).
+export { NO_TOKEN_ACTOR, type Actor } from './actor.ts';
 
 /** What the history calls each change, and the type of its event. */
 const EVENT_OF_ACTION = {

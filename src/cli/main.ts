@@ -5,9 +5,9 @@ import { EMBED_SIGNING_ALGORITHMS, loadConfig, type EmbedSigningAlgorithm } from
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { openMigratedDatabase } from '../runtime.ts';
-import { ACCOUNT_SLUG, allAccounts, createAccount } from '../accounts/accounts.service.ts';
+import { ACCOUNT_SLUG, allAccounts, createAccount, findAccount } from '../accounts/accounts.service.ts';
 import { historyOfAccount } from '../audit/history.service.ts';
-import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { NO_TOKEN_ACTOR } from '../audit/actor.ts';
 import { apiTokenStatus, issueApiToken, listApiTokens, revokeApiToken } from '../api-tokens/api-tokens.service.ts';
 import { SCOPES, type Scope } from '../auth/principal.ts';
 import { parseDuration } from '../duration.ts';
@@ -18,7 +18,6 @@ import { declareAccountLevels, readAccountLevels } from '../user-groups/account-
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
 import { tailEvents } from '../events/event-tail.ts';
 import fs from 'node:fs';
-import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
 import { createEndpoint, deleteEndpointIn, enableEndpointIn, listEndpointsOf } from '../webhooks/webhooks.service.ts';
 import { webhookEndpointJson } from '../webhooks/webhooks.json.ts';
@@ -233,7 +232,7 @@ export function buildCli(): Command {
   };
   const webhooks = program.command('webhooks').description('manage an account\'s webhook endpoints (docs/api.md, "Webhooks")');
   const accountId = async (h: DatabaseHandle, name: string) => {
-    const found = await findAccountBySlug(h.db, name);
+    const found = await findAccount(h, name);
     if (!found) throw new UsageError(`no account "${name}"`);
     return Number(found.id);
   };

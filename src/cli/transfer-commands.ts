@@ -18,7 +18,7 @@ import { exportUserGroupLines, findTenant, IMPORT_BATCH_SIZE, operatorPrincipal 
 import { importFormatOf, readImportRows, type ImportFormat } from './import-file.ts';
 import { ImportFileError, type ImportRow } from './import-row.ts';
 import { ImportProgress } from './import-progress.ts';
-import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { NO_TOKEN_ACTOR } from '../audit/actor.ts';
 
 /** What main.ts lends these commands. */
 export interface CliParts {
