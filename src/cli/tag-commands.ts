@@ -6,7 +6,7 @@ import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
-import { NO_TOKEN_ACTOR } from '../audit/audit.repository.ts';
+import { NO_TOKEN_ACTOR } from '../audit/actor.ts';
 import type { Principal } from '../auth/principal.ts';
 import { getBodyOf } from '../http/validation.ts';
 import { findTenant, operatorPrincipal } from '../user-groups/transfer.service.ts';
