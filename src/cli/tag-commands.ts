@@ -1,9 +1,8 @@
 // `ugs tags list|rename|delete` (README, "Tags"; docs/api.md, "Tags"): an environment's tag
 // set from the command line, through the same service as the API, acting for the operator
 // (the history records the command-line tool).
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
-import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
 import { NO_TOKEN_ACTOR } from '../audit/actor.ts';
@@ -12,9 +11,7 @@ import { getBodyOf } from '../http/validation.ts';
 import { findTenant, operatorPrincipal } from '../user-groups/transfer.service.ts';
 import { GroupTagKey, RenameGroupTagBody } from '../group-tags/group-tags.schemas.ts';
 import { deleteGroupTagEverywhere, listGroupTagsPage, renameGroupTag, type GroupTagDeps } from '../group-tags/group-tags.service.ts';
-import type { CliParts } from './transfer-commands.ts';
-
-type TagCommandParts = Pick<CliParts, 'withDatabase' | 'slug' | 'usageError'>;
+import { accountOption, environmentOption, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
 
 /** The names checked as the API checks them (1-64 characters, no control characters). */
 const renameInput = getBodyOf(RenameGroupTagBody);
@@ -26,7 +23,7 @@ interface TagOptions {
   json?: boolean;
 }
 
-export function registerTagCommands(program: Command, parts: TagCommandParts): void {
+export function registerTagCommands(program: Command): void {
   const tags = program
     .command('tags')
     .description('an environment\'s tags: list them with their counts, rename or delete one on every group (docs/api.md, "Tags")');
@@ -34,19 +31,19 @@ export function registerTagCommands(program: Command, parts: TagCommandParts): v
     tags
       .command(name)
       .description(description)
-      .requiredOption('--account <slug>', 'the account', parts.slug)
-      .addOption(new Option('--env <environment>', 'the environment').choices(['Customer', 'Testing']).default('Customer'))
-      .option('--json', 'print JSON');
+      .addOption(accountOption())
+      .addOption(environmentOption('the environment', { default: 'Customer' }))
+      .addOption(jsonOption());
 
   /** Runs `work` as the operator of the account's environment; a refusal of the service (an unknown tag, a bad name) is a usage error. */
   const asOperator = <T>(opts: TagOptions, work: (deps: GroupTagDeps, principal: Principal) => Promise<T>): Promise<T> =>
-    parts.withDatabase(async (handle: DatabaseHandle) => {
+    withDatabase(async (handle) => {
       const tenant = await findTenant(handle, opts.account, opts.env);
-      if (!tenant) throw parts.usageError(`no account "${opts.account}"`);
+      if (!tenant) throw new UsageError(`no account "${opts.account}"`);
       try {
         return await work({ database: handle, now: () => new Date(), batchSize: loadConfig().tagBatchSize }, operatorPrincipal(tenant));
       } catch (err) {
-        throw err instanceof AppError && err.status < 500 ? parts.usageError(err.message) : err;
+        throw err instanceof AppError && err.status < 500 ? new UsageError(err.message) : err;
       }
     });
 
@@ -88,8 +85,4 @@ export function registerTagCommands(program: Command, parts: TagCommandParts): v
       });
       print(opts, { name, user_groups_changed: deleted.userGroupsChanged }, `deleted tag "${name}" from ${deleted.userGroupsChanged} groups`);
     });
-}
-
-function print(opts: { json?: boolean }, value: unknown, text: string): void {
-  process.stdout.write(opts.json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 }
