@@ -1,7 +1,5 @@
 // `ugs account create|list|levels` (README, "API tokens and accounts"; levels: docs/api.md, "Hierarchy").
 import { type Command, InvalidArgumentError } from 'commander';
-import { allAccounts, createAccount } from '../accounts/accounts.service.ts';
-import { declareAccountLevels, readAccountLevels } from '../user-groups/account-levels.service.ts';
 import { jsonOption, print, slug, UsageError, withDatabase } from './cli-parts.ts';
 
 export function registerAccountCommands(program: Command): void {
@@ -12,6 +10,7 @@ export function registerAccountCommands(program: Command): void {
     .argument('<slug>', 'account slug: a-z, 0-9 and -', slug)
     .addOption(jsonOption())
     .action(async (name: string, opts: { json?: boolean }) => {
+      const { createAccount } = await import('../accounts/accounts.service.ts');
       const { account: row, created } = await withDatabase((h) => createAccount(h, name, new Date()));
       if (!created) throw new UsageError(`account "${name}" already exists`);
       print(opts, { id: row.id, slug: row.slug, created_at: row.created_at }, `created account ${row.slug} (id ${row.id})`);
@@ -21,6 +20,7 @@ export function registerAccountCommands(program: Command): void {
     .description('list accounts')
     .addOption(jsonOption())
     .action(async (opts: { json?: boolean }) => {
+      const { allAccounts } = await import('../accounts/accounts.service.ts');
       const rows = await withDatabase((h) => allAccounts(h));
       print(opts, rows, rows.map((r) => `${r.id}\t${r.slug}\t${r.created_at}`).join('\n') || '(no accounts)');
     });
@@ -36,6 +36,7 @@ export function registerAccountCommands(program: Command): void {
 
 async function showOrDeclareLevels(name: string, levels: string[] | undefined, opts: { clear?: boolean; json?: boolean }): Promise<void> {
   if (levels && opts.clear) throw new UsageError('give levels or --clear, not both');
+  const { declareAccountLevels, readAccountLevels } = await import('../user-groups/account-levels.service.ts');
   const done = await withDatabase((h) =>
     levels === undefined && !opts.clear ? readAccountLevels(h, name) : declareAccountLevels(h, name, opts.clear ? null : levels!),
   );

@@ -2,7 +2,6 @@
 // "GET /api/user/history"), as the HTTP API records it.
 import type { Command } from 'commander';
 import type { Environment } from '../db/schema.ts';
-import { historyOfAccount } from '../audit/history.service.ts';
 import { accountOption, environmentOption, integerIn, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
 
 interface AuditOptions {
@@ -26,6 +25,7 @@ export function registerAuditCommand(program: Command): void {
 }
 
 async function printHistory(opts: AuditOptions): Promise<void> {
+  const { historyOfAccount } = await import('../audit/history.service.ts');
   const userGroup = opts.userGroupId === undefined ? undefined : { environment: opts.env, providedId: opts.userGroupId };
   const rows = await withDatabase((h) => historyOfAccount(h, { accountSlug: opts.account, userGroup, limit: opts.limit }));
   if (!rows) throw new UsageError(`no account "${opts.account}"`);

@@ -1,12 +1,15 @@
 // What the command groups of `ugs` share: the database a command works on, the configured
 // keys, the options every group declares alike (--account, --env, --json), how a command
 // prints, and the usage error that main.ts turns into exit status 2.
+//
+// The groups load the modules that do the work (services, the database and its drivers) with
+// `await import(…)` inside their actions: building the program for `ugs --help`, or for one
+// command, then loads commander and these declarations, not every feature.
 import fs from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
-import { openMigratedDatabase } from '../runtime.ts';
-import { ACCOUNT_SLUG } from '../accounts/accounts.service.ts';
+import { ACCOUNT_SLUG } from '../accounts/account-slug.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
 import { parseDuration } from '../duration.ts';
 import type { CliParts } from './transfer-commands.ts';
@@ -16,6 +19,7 @@ export class UsageError extends Error {}
 
 /** Runs `work` on the migrated database of DATABASE_URL, and closes it whatever happens. */
 export async function withDatabase<T>(work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
+  const { openMigratedDatabase } = await import('../runtime.ts');
   const { handle } = await openMigratedDatabase(loadConfig());
   try {
     return await work(handle);

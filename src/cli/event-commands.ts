@@ -3,7 +3,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import type { Environment } from '../db/schema.ts';
-import { tailEvents } from '../events/event-tail.ts';
 import { accountOption, environmentOption, integerIn, withDatabase } from './cli-parts.ts';
 
 interface TailOptions {
@@ -29,6 +28,7 @@ export function registerEventCommands(program: Command): void {
 
 /** Follows the events until SIGINT or SIGTERM, which end it cleanly (exit 0). */
 async function tail(opts: TailOptions): Promise<void> {
+  const { tailEvents } = await import('../events/event-tail.ts');
   const stop = new AbortController();
   const interrupted = () => stop.abort();
   process.once('SIGINT', interrupted);

@@ -4,9 +4,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { EMBED_SIGNING_ALGORITHMS, loadConfig, type EmbedSigningAlgorithm } from '../config.ts';
 import { NO_TOKEN_ACTOR } from '../audit/actor.ts';
-import { reencryptUserGroupTokens, reencryptWebhookSecrets, tokensPerKey } from '../crypto/reencrypt.ts';
-import { reissueTokensOfLostKey } from '../user-groups/lost-key.service.ts';
-import { DEFAULT_ACTIVATION_SECONDS, listSigningKeys, reencryptSigningKeys, replaceSigningKeysOfLostKey, rotateSigningKey } from '../embed/signing-keys.ts';
+import { DEFAULT_ACTIVATION_SECONDS } from '../embed/signing-key-timing.ts';
 import { configuredKeyring, duration, integerIn, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
 
 type JsonOption = { json?: boolean };
@@ -56,6 +54,7 @@ function registerEmbedKeyCommands(keys: Command): void {
     .description('the signing keys: when each signs, and until when it stays published')
     .addOption(jsonOption())
     .action(async (opts: JsonOption) => {
+      const { listSigningKeys } = await import('../embed/signing-keys.ts');
       const listed = await withDatabase((h) => listSigningKeys(h));
       const line = (k: (typeof listed)[number]) => [k.kid, k.algorithm, k.activates_at, k.retired_at ?? '-', k.signed_until].join('\t');
       print(opts, listed, ['kid\talgorithm\tactivates at\tretired at\tpublished until at least', ...listed.map(line)].join('\n'));
@@ -64,6 +63,7 @@ function registerEmbedKeyCommands(keys: Command): void {
 
 async function keyStatus(opts: JsonOption): Promise<void> {
   const keyring = configuredKeyring();
+  const { tokensPerKey } = await import('../crypto/reencrypt.ts');
   const rows = await withDatabase((h) => tokensPerKey(h.db));
   const state = (id: string) => (id === keyring.currentKeyId ? 'current' : keyring.keyIds.includes(id) ? 'old' : 'NOT CONFIGURED');
   const listed = rows.map((r) => ({ ...r, state: state(r.key_id) }));
@@ -77,6 +77,8 @@ async function keyStatus(opts: JsonOption): Promise<void> {
 
 async function reencrypt(opts: JsonOption & { batchSize: number }): Promise<void> {
   const keyring = configuredKeyring();
+  const { reencryptUserGroupTokens, reencryptWebhookSecrets } = await import('../crypto/reencrypt.ts');
+  const { reencryptSigningKeys } = await import('../embed/signing-keys.ts');
   const [outcome, signing, webhookSecrets] = await withDatabase(
     async (h) =>
       [
@@ -114,6 +116,8 @@ async function reissueForLostKeys(keyIds: string[], opts: JsonOption): Promise<v
     if (keyring.keyIds.includes(keyId))
       throw new UsageError(`key ${keyId} is configured, so its tokens can be read: move them with ugs keys reencrypt instead`);
   }
+  const { reissueTokensOfLostKey } = await import('../user-groups/lost-key.service.ts');
+  const { replaceSigningKeysOfLostKey } = await import('../embed/signing-keys.ts');
   const outcomes = await withDatabase(async (h) => {
     const done = [];
     for (const keyId of keyIds) {
@@ -134,6 +138,7 @@ async function reissueForLostKeys(keyIds: string[], opts: JsonOption): Promise<v
 async function rotateEmbedKey(opts: JsonOption & { alg?: EmbedSigningAlgorithm; activateIn: number }): Promise<void> {
   const keyring = configuredKeyring();
   const algorithm = opts.alg ?? loadConfig().embedSigningAlgorithm;
+  const { rotateSigningKey } = await import('../embed/signing-keys.ts');
   const rotation = await withDatabase((h) => rotateSigningKey(h, keyring, new Date(), opts.activateIn, algorithm));
   print(
     opts,

@@ -4,7 +4,6 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Environment } from '../db/schema.ts';
 import { NO_TOKEN_ACTOR } from '../audit/actor.ts';
 import { SCOPES, type Scope } from '../auth/principal.ts';
-import { apiTokenStatus, issueApiToken, listApiTokens, revokeApiToken } from '../api-tokens/api-tokens.service.ts';
 import { accountOption, duration, environmentOption, integerIn, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
 
 interface CreateOptions {
@@ -44,6 +43,7 @@ export function registerTokenCommands(program: Command): void {
     .argument('<id>', 'token id (see: ugs token list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'a token id (see: ugs token list)'))
     .addOption(jsonOption())
     .action(async (id: number, opts: { json?: boolean }) => {
+      const { revokeApiToken } = await import('../api-tokens/api-tokens.service.ts');
       const revoked = await withDatabase((h) => revokeApiToken(h, id, NO_TOKEN_ACTOR, new Date()));
       if (!revoked) throw new UsageError(`no active API token with id ${id}`);
       print(opts, { id, revoked: true }, `revoked API token ${id}`);
@@ -55,6 +55,7 @@ async function createToken(opts: CreateOptions): Promise<void> {
   if (allowedEnvironment && opts.defaultEnv && opts.defaultEnv !== allowedEnvironment) {
     throw new UsageError(`--default-env ${opts.defaultEnv} contradicts --env ${allowedEnvironment}`);
   }
+  const { issueApiToken } = await import('../api-tokens/api-tokens.service.ts');
   const now = new Date();
   const request = {
     accountSlug: opts.account,
@@ -81,6 +82,7 @@ async function createToken(opts: CreateOptions): Promise<void> {
 }
 
 async function listTokens(opts: { account: string; json?: boolean }): Promise<void> {
+  const { apiTokenStatus, listApiTokens } = await import('../api-tokens/api-tokens.service.ts');
   const rows = await withDatabase((h) => listApiTokens(h.db, opts.account));
   if (!rows) throw new UsageError(`no account "${opts.account}"`);
   const now = new Date();

@@ -5,10 +5,7 @@ import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { NO_TOKEN_ACTOR } from '../audit/actor.ts';
-import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
-import { findAccount } from '../accounts/accounts.service.ts';
-import { createEndpoint, deleteEndpointIn, enableEndpointIn, listEndpointsOf } from '../webhooks/webhooks.service.ts';
-import { webhookEndpointJson } from '../webhooks/webhooks.json.ts';
+import { EVENT_TYPES, type EventType } from '../audit/event-types.ts';
 import { accountOption, configuredKeyring, environmentOption, integerIn, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
 
 interface CreateOptions {
@@ -48,21 +45,15 @@ export function registerWebhookCommands(program: Command): void {
       .addOption(accountOption())
       .argument('<id>', 'endpoint id (see: ugs webhooks list)', integerIn(1, Number.MAX_SAFE_INTEGER, 'an endpoint id'))
       .addOption(jsonOption());
-  endpointCommand('delete', 'delete a webhook endpoint with its pending deliveries').action(async (id: number, opts: EndpointOptions) => {
-    await withDatabase(async (h) => deleteEndpointIn(h, await accountOf(h, opts.account), id, NO_TOKEN_ACTOR, new Date())).catch(endpointNotFoundAsUsage);
-    print(opts, { id, deleted: true }, `deleted webhook endpoint ${id}`);
-  });
+  endpointCommand('delete', 'delete a webhook endpoint with its pending deliveries').action(deleteWebhookEndpoint);
   endpointCommand('enable', 'enable an endpoint disabled after 3 days of failures: its pending deliveries are sent again at once').action(
-    async (id: number, opts: EndpointOptions) => {
-      const enabled = await withDatabase(async (h) => enableEndpointIn(h, await accountOf(h, opts.account), id, NO_TOKEN_ACTOR, new Date())).catch(
-        endpointNotFoundAsUsage,
-      );
-      print(opts, webhookEndpointJson(enabled), `webhook endpoint ${id} is enabled`);
-    },
+    enableWebhookEndpoint,
   );
 }
 
 async function listEndpoints(opts: EndpointOptions): Promise<void> {
+  const { listEndpointsOf } = await import('../webhooks/webhooks.service.ts');
+  const { webhookEndpointJson } = await import('../webhooks/webhooks.json.ts');
   const rows = (await withDatabase(async (h) => listEndpointsOf(h, (await accountOf(h, opts.account)).accountId))).map(webhookEndpointJson);
   const line = (r: (typeof rows)[number]) => [r.id, r.status, r.environment ?? 'any', r.types?.join(',') ?? 'all', r.url].join('\t');
   print(opts, rows, ['id\tstatus\tenv\ttypes\turl', ...rows.map(line)].join('\n'));
@@ -74,6 +65,8 @@ async function createWebhookEndpoint(opts: CreateOptions): Promise<void> {
   if (unknown.length > 0) throw new UsageError(`unknown event types ${unknown.join(', ')}: types are ${EVENT_TYPES.join(', ')}`);
   const keyring = configuredKeyring();
   const config = loadConfig();
+  const { createEndpoint } = await import('../webhooks/webhooks.service.ts');
+  const { webhookEndpointJson } = await import('../webhooks/webhooks.json.ts');
   const created = await withDatabase(async (h) =>
     createEndpoint(
       { database: h, keyring, allowPrivate: config.webhookAllowPrivate, maxEndpoints: config.webhookMaxEndpoints },
@@ -91,8 +84,24 @@ async function createWebhookEndpoint(opts: CreateOptions): Promise<void> {
   );
 }
 
+async function deleteWebhookEndpoint(id: number, opts: EndpointOptions): Promise<void> {
+  const { deleteEndpointIn } = await import('../webhooks/webhooks.service.ts');
+  await withDatabase(async (h) => deleteEndpointIn(h, await accountOf(h, opts.account), id, NO_TOKEN_ACTOR, new Date())).catch(endpointNotFoundAsUsage);
+  print(opts, { id, deleted: true }, `deleted webhook endpoint ${id}`);
+}
+
+async function enableWebhookEndpoint(id: number, opts: EndpointOptions): Promise<void> {
+  const { enableEndpointIn } = await import('../webhooks/webhooks.service.ts');
+  const { webhookEndpointJson } = await import('../webhooks/webhooks.json.ts');
+  const enabled = await withDatabase(async (h) => enableEndpointIn(h, await accountOf(h, opts.account), id, NO_TOKEN_ACTOR, new Date())).catch(
+    endpointNotFoundAsUsage,
+  );
+  print(opts, webhookEndpointJson(enabled), `webhook endpoint ${id} is enabled`);
+}
+
 /** The operator acts on the account's endpoints of every environment. */
 async function accountOf(handle: DatabaseHandle, slug: string): Promise<{ accountId: number; environment: null }> {
+  const { findAccount } = await import('../accounts/accounts.service.ts');
   const found = await findAccount(handle, slug);
   if (!found) throw new UsageError(`no account "${slug}"`);
   return { accountId: Number(found.id), environment: null };
