@@ -10,11 +10,13 @@ import { configuredKeyring, duration, integerIn, jsonOption, print, UsageError, 
 type JsonOption = { json?: boolean };
 
 export function registerKeyCommands(program: Command): void {
-  const keys = program.command('keys').description('secret keys that protect stored user group tokens (UGS_SECRET_KEY, newest first)');
+  const keys = program
+    .command('keys')
+    .description('secret keys that protect stored user group tokens, webhook secrets and embed signing keys (UGS_SECRET_KEY, newest first)');
   keys.command('status').description('how many user group tokens are sealed under each key id').addOption(jsonOption()).action(keyStatus);
   keys
     .command('reencrypt')
-    .description('re-seal every user group token under the newest key, in batches, while the server runs')
+    .description('re-seal every user group token, webhook secret and embed signing key under the newest key, in batches, while the server runs')
     .option('--batch-size <n>', 'rows per transaction (1-10000)', integerIn(1, 10_000, 'the batch size'), 500)
     .addOption(jsonOption())
     .action(reencrypt);
@@ -41,11 +43,13 @@ function registerEmbedKeyCommands(keys: Command): void {
         'the algorithm of the new key (default: UGS_EMBED_SIGNING_ALG, else ES256); keys of other algorithms stay published until their tokens expire',
       ).choices(EMBED_SIGNING_ALGORITHMS),
     )
-    .option(
-      '--activate-in <duration>',
-      `how long the new key is published before it signs, so that verifiers' cached key sets learn it first (default ${DEFAULT_ACTIVATION_SECONDS / 60}m; 0s: at once)`,
-      (value: string) => (/^0+\s*[smhdw]$/.test(value.trim()) ? 0 : duration(value)),
-      DEFAULT_ACTIVATION_SECONDS * 1000,
+    .addOption(
+      new Option(
+        '--activate-in <duration>',
+        "how long the new key is published before it signs, so that verifiers' cached key sets learn it first; 0s: at once",
+      )
+        .argParser((value: string) => (/^0+\s*[smhdw]$/.test(value.trim()) ? 0 : duration(value)))
+        .default(DEFAULT_ACTIVATION_SECONDS * 1000, `${DEFAULT_ACTIVATION_SECONDS / 60}m`),
     )
     .addOption(jsonOption())
     .action(rotateEmbedKey);

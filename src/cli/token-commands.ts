@@ -22,7 +22,11 @@ export function registerTokenCommands(program: Command): void {
     .command('create')
     .description('issue an API token and print it once (the account is created if missing)')
     .addOption(accountOption('the account the token belongs to'))
-    .option('--scopes <list>', "comma-separated: read, write, admin (manages the account's API tokens over HTTP)", scopes, ['read', 'write'] as Scope[])
+    .addOption(
+      new Option('--scopes <list>', "comma-separated: read, write, admin (manages the account's API tokens over HTTP)")
+        .argParser(scopes)
+        .default(['read', 'write'] satisfies Scope[], 'read,write'),
+    )
     .addOption(environmentOption('the only environment the token may use', { any: true, default: 'any' }))
     .addOption(new Option('--default-env <environment>', 'environment used when a request names none').choices(['Customer', 'Testing']))
     .option('--expires-in <duration>', 'lifetime, e.g. 30d, 12h, 15m', duration)
