@@ -43,10 +43,15 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** The relative imports of a file (type-only ones included: they shape the code as much). */
+/**
+ * The relative imports of a file: type-only ones included (they shape the code as much), and
+ * `await import('…')` (a module loaded when a command runs is a dependency all the same).
+ */
 function importsOf(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)[^'"]*?from\s+'(\.{1,2}\/[^']+)'/gm)].map((m) => path.resolve(path.dirname(file), m[1]));
+  const declared = text.matchAll(/^\s*(?:import|export)[^'"]*?from\s+'(\.{1,2}\/[^']+)'/gm);
+  const loaded = text.matchAll(/\bimport\(\s*'(\.{1,2}\/[^']+)'\s*\)/g);
+  return [...declared, ...loaded].map((m) => path.resolve(path.dirname(file), m[1]));
 }
 
 describe('architecture of src/', () => {

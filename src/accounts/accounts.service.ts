@@ -4,9 +4,6 @@ import type { AccountRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { ensureAccount, findAccountBySlug, listAccounts } from './accounts.repository.ts';
 
-/** An account's slug: 1-63 characters of a-z, 0-9 and -, starting with a letter or digit. */
-export const ACCOUNT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
-
 /** Creates the account unless it exists; says which. */
 export function createAccount(handle: DatabaseHandle, slug: string, now: Date): Promise<{ account: AccountRow; created: boolean }> {
   return inTransaction(handle, (trx) => ensureAccount(trx, slug, now));
