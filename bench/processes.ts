@@ -93,6 +93,47 @@ export function residentMemoryKb(pid: number): { rssKb: number; peakRssKb: numbe
   }
 }
 
+/** A process and its children (with UGS_WORKERS above 1: the primary and its workers), Linux only. */
+export function processTree(pid: number): number[] {
+  try {
+    const children = fs
+      .readdirSync(`/proc/${pid}/task`)
+      .flatMap((task) => fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/))
+      .filter(Boolean)
+      .map(Number);
+    return [pid, ...children];
+  } catch {
+    return [pid];
+  }
+}
+
+/** The kernel's clock ticks per second, in which /proc/<pid>/stat counts CPU time (USER_HZ: 100 on Linux). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user and system) each process has used so far, from /proc/<pid>/stat; a process that is gone is left out. */
+export function cpuSeconds(pids: number[]): Map<number, number> {
+  const used = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // The fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th and 13th.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      used.set(pid, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND);
+    } catch {
+      // gone
+    }
+  }
+  return used;
+}
+
+/** Requests the server has answered so far, every route and status, as its /metrics counts them (all workers together). */
+export async function requestsAnswered(baseUrl: string): Promise<number> {
+  const metrics = await httpRequest(baseUrl, { method: 'GET', path: '/metrics', headers: {} });
+  let total = 0;
+  for (const line of metrics.body.split('\n')) if (line.startsWith('ugs_http_requests_total{')) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return total;
+}
+
 /** Runs bench/load.ts on a job in its own process and returns what it printed. */
 export function runLoad(jobFile: string, job: LoadJob): Promise<LoadResult> {
   fs.writeFileSync(jobFile, JSON.stringify(job));

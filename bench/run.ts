@@ -19,6 +19,9 @@ import {
   httpRequest,
   mintEmbedTokens,
   primeGroups,
+  cpuSeconds,
+  processTree,
+  requestsAnswered,
   residentMemoryKb,
   runLoad,
   signingAlgorithmOf,
@@ -39,6 +42,11 @@ const USAGE = `npm run bench -- [options]
                         ratio (default 1; 3 or 5 on a noisy machine, where one 10 s pair can
                         be off by 10 points either way)
   --scenarios <list>    comma-separated, from: ${SCENARIO_NAMES.join(', ')} (default all)
+  --workers <n>         the server's UGS_WORKERS: its processes sharing the port (default 1; the
+                        ceiling stays one process)
+  --rate-limited        count every request against a rate limit too high to refuse any (by
+                        default the limits are off): what counting costs, with --workers above 1
+                        a question to the primary per turn of a worker
   --database-url <url>  postgres://… : a fresh database is created next to this one and dropped
                         afterwards (default: a fresh SQLite file in the temp directory)
   --log-level <level>   the server's LOG_LEVEL (default info; its stdout goes nowhere)
@@ -49,6 +57,8 @@ const USAGE = `npm run bench -- [options]
   --results-dir <dir>   where the JSON goes (default bench/results)`;
 
 const EMBED_SAMPLE = 10_000;
+/** --rate-limited: a limit no run reaches (the most UGS_RATE_LIMIT_MAX takes). */
+const UNREACHABLE_LIMIT = 100_000_000;
 /** Embed tokens of each algorithm the embed-jws-* and introspect scenarios pick from: each is verified once, then remembered. */
 const JWS_SAMPLE = 2_000;
 const ROTATE_GROUPS_PER_CONNECTION = 4; // each stop of autocannon strands up to one group per connection
@@ -61,6 +71,8 @@ interface Options {
   rounds: number;
   scenarios: string[];
   databaseUrl: string | undefined;
+  workers: number;
+  rateLimited: boolean;
   logLevel: string;
   resultsDir: string;
   prime: boolean;
@@ -77,6 +89,8 @@ function parseOptions(): Options {
       rounds: { type: 'string', default: '1' },
       scenarios: { type: 'string', default: SCENARIO_NAMES.join(',') },
       'database-url': { type: 'string' },
+      workers: { type: 'string', default: '1' },
+      'rate-limited': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'info' },
       'results-dir': { type: 'string', default: path.join(REPO_ROOT, 'bench/results') },
       'no-prime': { type: 'boolean', default: false },
@@ -107,6 +121,8 @@ function parseOptions(): Options {
     rounds: positive('rounds', values.rounds!),
     scenarios,
     databaseUrl: values['database-url'],
+    workers: positive('workers', values.workers!),
+    rateLimited: values['rate-limited']!,
     logLevel: values['log-level']!,
     resultsDir: path.resolve(values['results-dir']!),
     prime: !values['no-prime'],
@@ -129,6 +145,36 @@ interface ScenarioOutcome {
   groupsPerSecond?: number;
   /** With --rounds above 1: every round, in order; server, ceiling and ratio above are the median one's. */
   rounds?: Round[];
+  /** CPU time of the server's processes per request answered (warm-up included), of the median round. */
+  serverCpu?: ServerCpu;
+}
+
+interface ServerCpu {
+  msPerRequest: number;
+  /** With several workers: the primary's part of that CPU time (it accepts connections and counts rate limits). */
+  primaryShare: number;
+}
+
+/** Runs `measure` and says how much CPU the server's processes spent per request it answered meanwhile. */
+async function withServerCpu<T>(server: RunningProcess, measure: () => Promise<T>): Promise<[T, ServerCpu]> {
+  const pids = processTree(server.pid);
+  const [cpuBefore, answeredBefore] = [cpuSeconds(pids), await requestsAnswered(server.url)];
+  const result = await measure();
+  const [cpuAfter, answeredAfter] = [cpuSeconds(pids), await requestsAnswered(server.url)];
+  const spent = (pid: number) => (cpuAfter.get(pid) ?? cpuBefore.get(pid) ?? 0) - (cpuBefore.get(pid) ?? 0);
+  const total = pids.reduce((sum, pid) => sum + spent(pid), 0);
+  const requests = Math.max(1, answeredAfter - answeredBefore - 1); // less the first scrape itself
+  return [result, { msPerRequest: (total * 1000) / requests, primaryShare: pids.length > 1 && total > 0 ? spent(server.pid) / total : 0 }];
+}
+
+/** Resident memory of the server's processes together (with several workers, the primary's and theirs). */
+function serverMemoryKb(pid: number): ReturnType<typeof residentMemoryKb> {
+  const each = processTree(pid)
+    .map(residentMemoryKb)
+    .filter((m) => m !== null);
+  if (each.length === 0) return null;
+  const sum = (field: keyof NonNullable<ReturnType<typeof residentMemoryKb>>) => each.reduce((total, m) => total + m[field], 0);
+  return { rssKb: sum('rssKb'), peakRssKb: sum('peakRssKb'), anonKb: sum('anonKb'), fileKb: sum('fileKb') };
 }
 
 interface Round {
@@ -208,16 +254,17 @@ async function main() {
       DATABASE_URL: database.url,
       UGS_SECRET_KEY: secret.toString('base64'),
       UGS_BOOTSTRAP: 'false',
-      UGS_RATE_LIMIT_MAX: '0',
-      UGS_EMBED_RATE_LIMIT_MAX: '0',
+      UGS_RATE_LIMIT_MAX: options.rateLimited ? String(UNREACHABLE_LIMIT) : '0',
+      UGS_EMBED_RATE_LIMIT_MAX: options.rateLimited ? String(UNREACHABLE_LIMIT) : '0',
       REDIS_URL: '',
       LOG_LEVEL: options.logLevel,
+      UGS_WORKERS: String(options.workers),
     },
     /Server listening at (https?:\/\/[^"\s]+)/,
   );
   onCleanUp(() => server.stop());
-  log(`server: ${server.url} (pid ${server.pid})`);
-  const memoryBefore = residentMemoryKb(server.pid);
+  log(`server: ${server.url} (pid ${server.pid}${options.workers > 1 ? `, ${options.workers} workers` : ''})`);
+  const memoryBefore = serverMemoryKb(server.pid);
 
   // 2b. Prime: every seeded group asked for once (see primeGroups), unless --no-prime.
   let primeSeconds: number | null = null;
@@ -228,7 +275,7 @@ async function main() {
     primeSeconds = (performance.now() - primeStarted) / 1000;
     log(`primed: every seeded group asked for once in ${primeSeconds.toFixed(1)} s`);
   }
-  const memoryPrimed = residentMemoryKb(server.pid);
+  const memoryPrimed = serverMemoryKb(server.pid);
   // The server signs with one key at a time: a rotation whose key signs at once (what
   // `ugs keys embed rotate --alg <algorithm> --activate-in 0s` does) switches it. Every
   // earlier key stays published while its tokens live, so the tokens of each algorithm,
@@ -299,7 +346,7 @@ async function main() {
   log(
     `running ${outcomes.filter((o) => !o.skipped).length} scenarios × ${rounds}2 targets × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections`,
   );
-  const measured = new Map<ScenarioOutcome, { ceiling: LoadResult; server: LoadResult; ratio: number }[]>();
+  const measured = new Map<ScenarioOutcome, { ceiling: LoadResult; server: LoadResult; ratio: number; cpu: ServerCpu }[]>();
   for (let round = 0; round < options.rounds; round++) {
     for (const outcome of outcomes) {
       if (outcome.skipped) continue;
@@ -314,15 +361,17 @@ async function main() {
       const ceilingResult = await runLoad(path.join(work, `${outcome.name}-${round}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c', round) });
       const signingAlgorithm = scenarioByName(outcome.name).signingAlgorithm;
       if (signingAlgorithm) await signWith(signingAlgorithm);
-      const serverResult = await runLoad(path.join(work, `${outcome.name}-${round}-server.json`), { ...job, url: server.url, data: dataFor('s', round) });
+      const [serverResult, cpu] = await withServerCpu(server, () =>
+        runLoad(path.join(work, `${outcome.name}-${round}-server.json`), { ...job, url: server.url, data: dataFor('s', round) }),
+      );
       if (server.child.exitCode !== null || server.child.signalCode !== null) {
         throw new Error(`the server exited during ${outcome.name}:\n${server.stderrTail()}`);
       }
       const ratio = serverResult.requestsPerSecond / ceilingResult.requestsPerSecond;
-      measured.set(outcome, [...(measured.get(outcome) ?? []), { ceiling: ceilingResult, server: serverResult, ratio }]);
+      measured.set(outcome, [...(measured.get(outcome) ?? []), { ceiling: ceilingResult, server: serverResult, ratio, cpu }]);
       log(
         `  ${outcome.name}${options.rounds > 1 ? ` (round ${round + 1})` : ''}: server ${fmt(serverResult.requestsPerSecond)} req/s ` +
-          `(p99 ${fmt(serverResult.latencyP99Ms)} ms, ${badCount(serverResult)} bad), ceiling ${fmt(ceilingResult.requestsPerSecond)} req/s: ${(ratio * 100).toFixed(1)} %`,
+          `(p99 ${fmt(serverResult.latencyP99Ms)} ms, ${badCount(serverResult)} bad, CPU ${fmt(cpu.msPerRequest, 3)} ms/request), ceiling ${fmt(ceilingResult.requestsPerSecond)} req/s: ${(ratio * 100).toFixed(1)} %`,
       );
     }
   }
@@ -332,6 +381,7 @@ async function main() {
     outcome.ceiling = median.ceiling;
     outcome.server = median.server;
     outcome.ratio = median.ratio;
+    outcome.serverCpu = median.cpu;
     const perRequest = scenarioByName(outcome.name).groupsPerRequest;
     if (perRequest !== undefined) outcome.groupsPerSecond = median.server.requestsPerSecond * perRequest;
     if (results.length > 1) {
@@ -342,7 +392,7 @@ async function main() {
       }));
     }
   }
-  const memoryAfter = residentMemoryKb(server.pid);
+  const memoryAfter = serverMemoryKb(server.pid);
   const loadAfter = os.loadavg();
   const statistics = await plannerStatistics(database.url);
   await cleanUp();
@@ -357,6 +407,8 @@ async function main() {
     durationSeconds: options.duration,
     warmupSeconds: options.warmup,
     rounds: options.rounds,
+    workers: options.workers,
+    rateLimited: options.rateLimited,
     logLevel: options.logLevel,
     commit: gitDescription(REPO_ROOT),
     machine: {
@@ -386,7 +438,7 @@ async function main() {
   };
   printTable(report.scenarios);
   console.log(
-    `\nserver resident memory (VmRSS): ${fmt((memoryBefore?.rssKb ?? NaN) / 1024, 1)} MiB after seeding and start, ` +
+    `\nserver resident memory (VmRSS${options.workers > 1 ? `, its ${options.workers + 1} processes together` : ''}): ${fmt((memoryBefore?.rssKb ?? NaN) / 1024, 1)} MiB after seeding and start, ` +
       (options.prime ? `${fmt((memoryPrimed?.rssKb ?? NaN) / 1024, 1)} MiB after priming, ` : '') +
       `${fmt((memoryAfter?.rssKb ?? NaN) / 1024, 1)} MiB after the run (peak VmHWM ${fmt((memoryAfter?.peakRssKb ?? NaN) / 1024, 1)} MiB); ` +
       `after the run ${fmt((memoryAfter?.anonKb ?? NaN) / 1024, 1)} MiB of it anonymous (the process's own) and ` +
@@ -413,15 +465,27 @@ async function main() {
   fs.mkdirSync(options.resultsDir, { recursive: true });
   const file = path.join(
     options.resultsDir,
-    `${database.backend}${statistics?.analyzed ? '-analyzed' : ''}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`,
+    `${database.backend}${statistics?.analyzed ? '-analyzed' : ''}${options.workers > 1 ? `-${options.workers}workers` : ''}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`,
   );
   fs.writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
   console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
-  printScaleComparison(options.resultsDir, database.backend);
+  printScaleComparison(options.resultsDir, database.backend, options.workers);
 }
 
 function printTable(outcomes: ScenarioOutcome[]) {
-  const header = ['scenario', 'req/s', 'groups/s', 'p50 ms', 'p99 ms', 'errors+non-2xx', 'ceiling req/s', 'ceiling p99 ms', 'vs ceiling', 'response B'];
+  const header = [
+    'scenario',
+    'req/s',
+    'groups/s',
+    'p50 ms',
+    'p99 ms',
+    'errors+non-2xx',
+    'ceiling req/s',
+    'ceiling p99 ms',
+    'vs ceiling',
+    'response B',
+    'CPU ms/req',
+  ];
   const rows = outcomes.map((o) =>
     o.skipped
       ? [o.name, `skipped: ${o.skipped}`]
@@ -436,6 +500,7 @@ function printTable(outcomes: ScenarioOutcome[]) {
           fmt(o.ceiling?.latencyP99Ms),
           o.ratio === undefined ? '-' : `${(o.ratio * 100).toFixed(1)} %`,
           fmt(o.responseBytes),
+          fmt(o.serverCpu?.msPerRequest, 3),
         ],
   );
   const widths = header.map((h, i) => Math.max(h.length, ...rows.filter((r) => r.length > 2).map((r) => r[i]?.length ?? 0)));
@@ -449,7 +514,7 @@ function printTable(outcomes: ScenarioOutcome[]) {
 }
 
 /** The latest result (with a hit scenario) per group count for this backend: does a bigger table slow the hot paths? */
-function printScaleComparison(dir: string, backend: string) {
+function printScaleComparison(dir: string, backend: string, workers: number) {
   const latest = new Map<number, { file: string; report: { startedAt: string; groups: number; scenarios: ScenarioOutcome[] } }>();
   for (const file of fs.readdirSync(dir).filter((f) => f.startsWith(`${backend}-`) && f.endsWith('.json'))) {
     try {
@@ -457,6 +522,7 @@ function printScaleComparison(dir: string, backend: string) {
       // Only runs that measured a hit scenario say anything about scale; analyzed runs are another state.
       if (!report.scenarios?.some((s: ScenarioOutcome) => s.name.startsWith('hit') && s.server)) continue;
       if (report.plannerStatistics?.analyzed) continue;
+      if ((report.workers ?? 1) !== workers) continue; // more processes: another machine, in effect
       const known = latest.get(report.groups);
       if (!known || known.report.startedAt < report.startedAt) latest.set(report.groups, { file, report });
     } catch {

@@ -1,7 +1,7 @@
 // `npm run generate:client`: writes packages/client/src/openapi.ts from the service's OpenAPI
 // document: the client's types (openapi-typescript), and the few facts of the document the
 // client and the console need at run time (the query parameters of each operation, the fields
-// of each request with their types and limits), so that the published client needs nothing of
+// of each request with their types and limits, the fields of a user group), so that the published client needs nothing of
 // this repository and nothing is copied by hand. test/client-package.test.ts fails when the file is out of date.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -63,11 +63,13 @@ function runtimeFacts(document: Record<string, unknown>): string {
     }
   }
   const schemas = (document.components as { schemas: Record<string, JsonSchema> }).schemas;
+  const specsOf = (name: string) =>
+    Object.fromEntries(Object.entries(schemas[name].properties ?? {}).map(([field, schema]) => [field, fieldSpec(schema, schemas)]));
   const fields: Record<string, Record<string, FieldSpec>> = {};
   for (const name of Object.keys(schemas)
     .filter((n) => n.endsWith('Request'))
     .sort()) {
-    fields[name] = Object.fromEntries(Object.entries(schemas[name].properties ?? {}).map(([field, schema]) => [field, fieldSpec(schema, schemas)]));
+    fields[name] = specsOf(name);
   }
   const sorted = (object: Record<string, unknown>) => Object.fromEntries(Object.entries(object).sort(([a], [b]) => a.localeCompare(b)));
   return `
@@ -80,6 +82,12 @@ export const operationQueryParameters = ${JSON.stringify(sorted(queryParameters)
  * maxLength, maxItems, maxProperties). What a form needs to offer and check a field.
  */
 export const requestFields = ${JSON.stringify(fields, null, 2)} as const;
+
+/**
+ * The fields of a user group as answers carry them (UserGroupWithoutToken), in the order
+ * answers show them, with the same facts: what the console's group page shows.
+ */
+export const userGroupFields = ${JSON.stringify(specsOf('UserGroupWithoutToken'), null, 2)} as const;
 
 /** Every type of change event, in the order the service declares them (webhook endpoints filter on them). */
 export const eventTypes = ${JSON.stringify(schemas.EventType?.enum ?? [])} as const;

@@ -35,7 +35,7 @@ import { registerConsoleRoutes } from './http/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { Tracing } from './tracing/trace-context.ts';
 import { countRequest, countRequestsInFlight, registerMetrics } from './metrics/metrics.routes.ts';
-import { EventSequencer } from './events/sequencer.ts';
+import { EventSequencer, type NewEventsListener } from './events/sequencer.ts';
 import { registerEventRoutes } from './events/events.routes.ts';
 import { eventCodeSamples } from './events/events.operations.ts';
 import { EventStreams } from './events/event-stream.ts';
@@ -51,6 +51,7 @@ import { registerIdempotency } from './http/idempotency.ts';
 import { IdempotencySweeper } from './http/idempotency-sweeper.ts';
 import { BackgroundFailures } from './throttled-log.ts';
 import { isDatabaseUnavailable, storageFault } from './db/errors.ts';
+import type { SharedAcrossWorkers } from './cluster/worker-link.ts';
 
 interface AppDependencies {
   config: Config;
@@ -63,6 +64,8 @@ interface AppDependencies {
   metrics?: Metrics;
   /** Spans exported over OTLP (tracing/otel.ts); absent when tracing is off. */
   tracing?: Tracing;
+  /** In one worker of several (UGS_WORKERS): what it shares with the others through the primary. */
+  workers?: SharedAcrossWorkers;
 }
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
@@ -103,7 +106,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   countRequestsInFlight(app, metrics);
   onRequestEnd(app, requestEnd);
 
-  await registerRateLimits(app, config, metrics, deps.tracing); // before every route, so that each one inherits it
+  await registerRateLimits(app, config, metrics, deps.tracing, deps.workers?.rateLimitStore); // before every route, so that each one inherits it
 
   await app.register(swagger, {
     openapi: openApiInfo,
@@ -124,7 +127,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   registerOperationalRoutes(app, deps.database);
   metrics.watchDatabase(deps.database);
-  registerMetrics(app, metrics);
+  registerMetrics(app, metrics, deps.workers?.metricsText);
+  deps.workers?.shareMetrics(metrics.registry);
 
   // Background loops log a failure at once, then at most every 10 s, and when it is over
   // (throttled-log.ts). A database file that went away is logged once, when it happens
@@ -145,15 +149,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   });
   app.addHook('onReady', async () => sequencer.start());
   app.addHook('onClose', async () => sequencer.stop());
-  // Open event streams end before the server waits for its connections (they would hold it up).
-  const eventStreams = new EventStreams(deps.database, (listener) => sequencer.onNewEvents(listener), {
-    heartbeatMs: config.eventHeartbeatMs,
-    stallMs: config.eventStreamStallMs,
-    limits: { perToken: config.eventStreamsPerToken, perAccount: config.eventStreamsPerAccount },
-    ...reportOf('event streams'),
-    onStalled: (accountId) => app.log.warn({ account_id: accountId }, 'closed an event stream whose client stopped reading'),
-  });
-  app.addHook('preClose', async () => eventStreams.closeAll());
   // Webhooks: each endpoint follows the feed with a cursor; a dispatcher per instance makes and
   // sends its deliveries, within per-account limits shared with the test route (webhooks/dispatcher.ts).
   const webhookTraffic = new WebhookTraffic({ total: config.webhookConcurrency, perAccount: config.webhookAccountConcurrency });
@@ -166,6 +161,17 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     onOutcome: (outcome) => metrics.webhookAttempted(outcome),
   });
   webhooks.attach(sequencer);
+  // With several workers, the events one numbers wake the streams of all (cluster/worker-link.ts).
+  const onNewEvents = deps.workers ? deps.workers.shareEvents(sequencer, webhooks) : (listener: NewEventsListener) => sequencer.onNewEvents(listener);
+  // Open event streams end before the server waits for its connections (they would hold it up).
+  const eventStreams = new EventStreams(deps.database, onNewEvents, {
+    heartbeatMs: config.eventHeartbeatMs,
+    stallMs: config.eventStreamStallMs,
+    limits: { perToken: config.eventStreamsPerToken, perAccount: config.eventStreamsPerAccount },
+    ...reportOf('event streams'),
+    onStalled: (accountId) => app.log.warn({ account_id: accountId }, 'closed an event stream whose client stopped reading'),
+  });
+  app.addHook('preClose', async () => eventStreams.closeAll());
   metrics.watchWebhookBacklog(() => webhooks.oldestPendingAgeSeconds());
   app.addHook('onReady', async () => webhooks.start());
   app.addHook('preClose', async () => webhooks.stop());

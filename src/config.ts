@@ -1,11 +1,17 @@
 // One typed configuration object, read from the environment once and validated at start,
 // so that a typo in a variable fails the start instead of a request.
 
+import os from 'node:os';
 import { parseDuration } from './duration.ts';
 
 export interface Config {
   host: string;
   port: number;
+  /**
+   * Server processes sharing the port (UGS_WORKERS; `auto`: one per core). 1 is one process,
+   * as before; above 1 a primary process forks that many workers (src/cluster/).
+   */
+  workers: number;
   /** `sqlite:<path>` or `postgres://…`. */
   databaseUrl: string;
   /** PostgreSQL: connections each instance keeps at most. */
@@ -106,6 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const config: Config = {
     host: env.HOST || '127.0.0.1',
     port: integer(env, 'PORT', 3000, 0, 65535),
+    workers: workers(env),
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     dbPoolSize: integer(env, 'UGS_DB_POOL_SIZE', 10, 1, 1000),
     pgbouncerTransactionMode: boolean(env, 'UGS_PGBOUNCER_TRANSACTION_MODE', false),
@@ -279,6 +286,19 @@ function durations(env: NodeJS.ProcessEnv, name: string, fallback: string): numb
   if (list.length > 20 || list.some((ms) => ms === null))
     throw new ConfigError(`${name} must be 1 to 20 comma-separated durations such as 5s,5m,2h, not "${text}"`);
   return list as number[];
+}
+
+/** How many worker processes a machine may sensibly be asked for: beyond it a typo is likelier. */
+const MAX_WORKERS = 256;
+
+/** `auto`: the cores this process may use (os.availableParallelism, which honours CPU affinity). */
+function workers(env: NodeJS.ProcessEnv): number {
+  if (env.UGS_WORKERS?.trim().toLowerCase() === 'auto') return Math.min(MAX_WORKERS, os.availableParallelism());
+  try {
+    return integer(env, 'UGS_WORKERS', 1, 1, MAX_WORKERS);
+  } catch {
+    throw new ConfigError(`UGS_WORKERS must be auto or an integer from 1 to ${MAX_WORKERS}, got "${env.UGS_WORKERS}"`);
+  }
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

@@ -9,11 +9,17 @@
 // finish() before exiting turns that flush off. It ends the stream rather than calling
 // flush(cb): sonic-boom calls that back when the write in progress completes, even if
 // fewer than minLength bytes are still buffered, so the last lines ("stopped") were lost.
+//
+// Several workers (cluster/) write to one standard output. A write of at most PIPE_BUF
+// (4096) bytes to a pipe is never split nor mixed with another process's, so there each write
+// is whole lines of at most that size: a line is never torn by another worker's batch.
 import { pino } from 'pino';
 
 /** Log lines held for a reader that is not keeping up; beyond this they are dropped. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 const DROP_REPORT_EVERY_MS = 10_000;
+/** The most a write to a pipe may hold and still be atomic (POSIX PIPE_BUF on Linux). */
+const PIPE_BUF = 4096;
 
 interface LogStream {
   stream: ReturnType<typeof pino.destination>;
@@ -25,14 +31,16 @@ interface LogStream {
   finish(timeoutMs: number): Promise<void>;
 }
 
-export function createLogStream(): LogStream {
+/** `sharedOutput`: other processes write to the same standard output (the workers of one instance). */
+export function createLogStream({ sharedOutput = false }: { sharedOutput?: boolean } = {}): LogStream {
   // sonic-boom writes fd 1 from libuv's thread pool. If fd 1 is a blocking pipe that nobody
   // reads, a pool thread stays in write() forever, and the process can never exit: it joins
   // its threads at exit. Creating Node's own stdout stream puts a pipe in non-blocking mode
   // (the write then fails with EAGAIN, which sonic-boom retries later). Under tsx, something
   // else had always created it first, which hid this; the compiled server must do it itself.
   void process.stdout;
-  const stream = pino.destination({ dest: 1, sync: false, minLength: 4096, maxLength: MAX_BUFFERED_BYTES, periodicFlush: 200 } as Parameters<
+  const batch = sharedOutput ? { minLength: PIPE_BUF / 2, maxWrite: PIPE_BUF } : { minLength: 4096 };
+  const stream = pino.destination({ dest: 1, sync: false, ...batch, maxLength: MAX_BUFFERED_BYTES, periodicFlush: 200 } as Parameters<
     typeof pino.destination
   >[0] &
     object);

@@ -26,7 +26,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['api tokens', ['api-tokens/']],
   ['events', ['events/']],
   ['webhooks', ['webhooks/']],
-  ['composition', ['runtime.ts', 'bootstrap.ts', 'log-stream.ts', 'app.ts', 'server.ts', 'cli/']],
+  ['composition', ['runtime.ts', 'bootstrap.ts', 'startup.ts', 'log-stream.ts', 'app.ts', 'server.ts', 'server-process.ts', 'cli/', 'cluster/']],
 ];
 
 function layerOf(file: string): number {
@@ -43,10 +43,15 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** The relative imports of a file (type-only ones included: they shape the code as much). */
+/**
+ * The relative imports of a file: type-only ones included (they shape the code as much), and
+ * `await import('…')` (a module loaded when a command runs is a dependency all the same).
+ */
 function importsOf(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)[^'"]*?from\s+'(\.{1,2}\/[^']+)'/gm)].map((m) => path.resolve(path.dirname(file), m[1]));
+  const declared = text.matchAll(/^\s*(?:import|export)[^'"]*?from\s+'(\.{1,2}\/[^']+)'/gm);
+  const loaded = text.matchAll(/\bimport\(\s*'(\.{1,2}\/[^']+)'\s*\)/g);
+  return [...declared, ...loaded].map((m) => path.resolve(path.dirname(file), m[1]));
 }
 
 describe('architecture of src/', () => {
@@ -64,6 +69,13 @@ describe('architecture of src/', () => {
       }
     }
     assert.deepEqual(upward, [], 'imports from a layer above');
+  });
+
+  it('architecture: the command-line tool calls services, never a repository (src/cli/ imports no *.repository.ts)', () => {
+    const offenders = [...graph]
+      .filter(([file]) => path.relative(SRC, file).startsWith(`cli${path.sep}`))
+      .flatMap(([file, imports]) => imports.filter((imported) => imported.endsWith('.repository.ts')).map((imported) => `${name(file)} -> ${name(imported)}`));
+    assert.deepEqual(offenders, []);
   });
 
   it('architecture: no import cycle', () => {

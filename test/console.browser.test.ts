@@ -19,6 +19,7 @@ import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess
 import { ARTIFACTS, README_IMAGES, launchChromium, missingBrowser } from './helpers/browser.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/http/console.routes.ts';
 import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
+import { UserGroupPublic } from '../src/user-groups/user-groups.schemas.ts';
 
 const skip = missingBrowser('the console browser test');
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -268,6 +269,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     const computed = page.locator('figure', { hasText: "Computed properties (with ancestors')" }).locator('pre');
     assert.deepEqual(JSON.parse((await computed.textContent()) ?? ''), { region: 'emea', plan: 'enterprise', seat: 'jane' });
     assert.equal(await page.getByRole('link', { name: 'acme-corp', exact: true }).count(), 1, 'the parent, as a link');
+    // Every field of a group has its place, read from the declaration: a field the page has no row of its own for gets a plain one.
+    const missing: string[] = [];
+    for (const field of Object.keys(UserGroupPublic.properties)) if ((await page.locator(`[data-field="${field}"]`).count()) !== 1) missing.push(field);
+    assert.deepEqual(missing, [], 'every field of UserGroupWithoutToken is shown once');
+    assert.equal(await page.locator('[data-field="provided_id"]').textContent(), 'acme-corp:jane');
     // Read with GET /api/user/lookup, which never creates; no embed token until asked for.
     const paths = () => apiCalls.slice(callsBefore).map((call) => new URL(call.url).pathname);
     assert.ok(paths().includes('/api/user/lookup'), 'the group is read with the lookup');
@@ -434,6 +440,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await assertKeyboardReachable('tags');
     await shot('tags');
 
+    // A tag's limit comes from the OpenAPI document: a longer paste stays as pasted, said to be too long, and cannot be sent.
+    await page.getByLabel('Name', { exact: true }).fill('g'.repeat(70));
+    assert.equal((await page.getByLabel('Name', { exact: true }).inputValue()).length, 70, 'nothing is cut');
+    assert.equal(await page.locator('#new-tag-error').textContent(), '70 characters: at most 64. Shorten it; nothing is cut.');
+    assert.equal(await page.getByRole('button', { name: 'Create tag' }).isDisabled(), true);
     await page.getByLabel('Name', { exact: true }).fill('gold');
     await page.getByRole('button', { name: 'Create tag' }).click();
     await page.getByText('Created tag gold.').waitFor();
@@ -482,7 +493,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     assert.equal(await page.getByLabel('Tags').inputValue(), 'vip, beta, ');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'group_tags', 'the field keeps the focus');
     await page.getByRole('button', { name: 'Save' }).click();
-    await page.getByRole('heading', { name: 'Saved customer-01' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Saved customer-01.' }).waitFor();
     const saved = await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=customer-01', { token: readToken });
     assert.deepEqual(saved.body.user_group.group_tags, ['beta', 'vip']);
   });
@@ -680,6 +691,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
         ['groups', '#/groups', 'User groups in Customer'],
         ['group', '#/group/Customer/acme-corp', 'ACME Corp.'],
         ['edit', '#/group/Customer/acme-corp/edit', 'Edit acme-corp'],
+        ['tags', '#/tags', 'Tags in Customer'],
         ['tokens', '#/tokens', 'API tokens of acme'],
         ['webhooks', '#/webhooks', 'Webhooks of acme'],
         ['keys', '#/keys', 'Embed signing keys'],
@@ -689,7 +701,12 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
         await page.getByRole('heading', { name: heading }).waitFor();
         const layout = await page.evaluate(() => {
           const visible = [...document.querySelectorAll<HTMLElement>('label, legend, input, select, textarea, button, a.button, h1')].filter(
-            (el) => el.getClientRects().length > 0 && !el.closest('dialog:not([open])') && !el.closest('.visually-hidden'),
+            (el) =>
+              el.getClientRects().length > 0 &&
+              !el.closest('dialog:not([open])') &&
+              !el.closest('.visually-hidden') &&
+              // What a closed <details> holds is not shown (only its summary is).
+              !(el.closest('details:not([open])') && !el.closest('summary')),
           );
           const boxes = visible.map((el) => ({ el, box: el.getBoundingClientRect() }));
           const overlaps: string[] = [];

@@ -1,13 +1,15 @@
-// docs/api.md names a user group's fields where a reader looks for them: the field table and
-// the example answer of "The user group". They are held here to the schemas, which declare
-// each field once (src/user-groups/user-groups.schemas.ts): a field added there and not in the
-// docs, or the other way round, fails this test.
+// The docs name a user group's fields where a reader looks for them: the field table and the
+// example answer of docs/api.md's "The user group", written by hand, are held here to the
+// declaration (src/user-groups/group-fields.ts): a field added there and not in the docs, or
+// the other way round, fails this test. The lists in prose (docs/api.md, docs/security.md,
+// README) are written by `npm run generate:docs`, and held here to what it writes.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './helpers/processes.ts';
 import { UserGroup, UserGroupFieldsBody } from '../src/user-groups/user-groups.schemas.ts';
+import { FIELD_DOCS, LIST_NAMES, markedLists, withFieldLists } from '../scripts/generate-field-docs.ts';
 
 const API_DOCS = fs.readFileSync(path.join(ROOT, 'docs/api.md'), 'utf8');
 
@@ -27,4 +29,14 @@ it('docs: the example answer of "The user group" shows every field of the UserGr
   const example = /```json\n(\{[\s\S]*?\})\n```/.exec(section('The user group'));
   assert.ok(example, 'a JSON example');
   assert.deepEqual(Object.keys(JSON.parse(example[1])), Object.keys(UserGroup.properties));
+});
+
+it("docs: every list of a group's fields in docs/api.md, docs/security.md and README is the declaration's (npm run generate:docs writes them)", () => {
+  const marked: string[] = [];
+  for (const file of FIELD_DOCS) {
+    const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
+    assert.equal(text, withFieldLists(text, file), `${file} is out of date: run npm run generate:docs`);
+    marked.push(...markedLists(text));
+  }
+  assert.deepEqual([...new Set(marked)].sort(), [...LIST_NAMES].sort(), 'every list the generator knows stands in some file');
 });

@@ -6,69 +6,14 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { forEachBackend, type HttpResult } from './helpers/harness.ts';
+import { forEachBackend } from './helpers/harness.ts';
 import { httpRequest, requestsInFlight, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { listAll, slowPost, tryConnect } from './helpers/requests.ts';
 import { Scrape } from './helpers/prometheus.ts';
 import { eventually } from './helpers/wait.ts';
 import { serverClosedConnection } from './helpers/sockets.ts';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-
-/** Every group of the token's default environment, through the list endpoint (which never creates). */
-async function listAll(baseUrl: string, token: string): Promise<Map<string, { team_id: number; name: string }>> {
-  const groups = new Map<string, { team_id: number; name: string }>();
-  let cursor: string | null = null;
-  do {
-    const query: string = `/api/users?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const page = await httpRequest(baseUrl, 'GET', query, { token });
-    assert.equal(page.status, 200, JSON.stringify(page.body));
-    for (const g of page.body.user_groups) groups.set(g.provided_id, g);
-    cursor = page.body.next_cursor;
-  } while (cursor);
-  return groups;
-}
-
-/** A new TCP connection to the server: resolves with the error code, or 'connected'. */
-function tryConnect(baseUrl: string): Promise<string> {
-  return new Promise((resolve) => {
-    const req = http.request(new URL('/healthz', baseUrl), { agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(`answered ${res.statusCode}`));
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-    req.end();
-  });
-}
-
-/**
- * A POST whose headers are sent now and whose body is sent only when `finish()` is called:
- * a request that is surely in flight on the server while the test does something else.
- */
-function slowPost(baseUrl: string, token: string, body: unknown) {
-  const payload = Buffer.from(JSON.stringify(body));
-  const req = http.request(new URL('/api/user', baseUrl), {
-    method: 'POST',
-    agent: false,
-    headers: { authorization: `Token ${token}`, 'content-type': 'application/json', 'content-length': String(payload.length) },
-  });
-  const response = new Promise<Pick<HttpResult, 'status' | 'body'>>((resolve, reject) => {
-    req.on('response', (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-    });
-    req.on('error', reject);
-  });
-  req.flushHeaders();
-  req.write(payload.subarray(0, 5)); // part of the body: the request has begun
-  return {
-    response,
-    finish() {
-      req.end(payload.subarray(5));
-      return response;
-    },
-  };
-}
 
 forEachBackend('durability and shutdown', (backend) => {
   let database: TestDatabase;

@@ -6,14 +6,19 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
 import { embedContextJson } from '../src/embed/embed-context.json.ts';
-import { EmbedContextResponse } from '../src/embed/embed.schemas.ts';
+import { EmbedContextResponse, EmbedUserGroup } from '../src/embed/embed.schemas.ts';
+import { USER_GROUP_COLUMNS } from '../src/user-groups/group-sql.ts';
 import type { EmbedGroupRow } from '../src/embed/embed.repository.ts';
 import { resolveChain } from '../src/user-groups/group-chain.ts';
 
 const validate = new Ajv({ strict: false, allErrors: true }).compile(EmbedContextResponse);
 
+/** Every column null unless set below: a column added to user_groups is in the rows too. */
+const NULL_COLUMNS = Object.fromEntries(USER_GROUP_COLUMNS.map((column) => [column, null]));
+
 function row(properties: unknown, overrides: Partial<EmbedGroupRow> = {}): EmbedGroupRow {
   return {
+    ...NULL_COLUMNS,
     team_id: 4812,
     account_id: 1,
     provided_id: 'example_1',
@@ -72,18 +77,22 @@ describe('embed context JSON written from stored rows', () => {
       const written = embedContextJson(group);
       const parsed = JSON.parse(written);
       assert.ok(validate(parsed), JSON.stringify(validate.errors));
-      assert.deepEqual(parsed.user_group, {
-        provided_id: r.provided_id,
-        name: r.name,
+      // Each field declared for dashboards (src/user-groups/group-fields.ts): the ones written otherwise, else its column.
+      const writtenOtherwise: Record<string, unknown> = {
         api_environment_tag: r.environment,
         is_demo_group: r.is_demo_group === 1,
         parent_user_group_id: chain[1]?.provided_id ?? null,
-        hierarchy_level: null,
         mapping: r.mapping === null ? null : JSON.parse(r.mapping),
         properties: r.properties === null ? null : JSON.parse(r.properties),
         computed_mapping: group.computedMapping === null ? null : JSON.parse(group.computedMapping),
         computed_properties: group.computedProperties === null ? null : JSON.parse(group.computedProperties),
-      });
+      };
+      const expected = Object.keys(EmbedUserGroup.properties).map((field) => [
+        field,
+        field in writtenOtherwise ? writtenOtherwise[field] : r[field as keyof EmbedGroupRow],
+      ]);
+      assert.deepEqual(parsed.user_group, Object.fromEntries(expected));
+      assert.equal(parsed.user_group.name, r.name);
       // A clashing property spliced after the built-ins would win JSON.parse's last-key rule and fail here.
       assert.deepEqual(parsed.variables, expectedVariables(chain));
     });

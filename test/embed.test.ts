@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { backgroundWork } from '../src/background-work.ts';
 import { buildApp } from '../src/app.ts';
 import { openMigratedDatabase } from '../src/runtime.ts';
+import { EmbedUserGroup } from '../src/embed/embed.schemas.ts';
 import { forEachBackend, testConfig, useTestApp, type TestApp, createGroup as createGroupOf } from './helpers/harness.ts';
 
 const CONTEXT = '/api/embed/context';
@@ -59,20 +60,15 @@ forEachBackend('embed context with user group tokens', (backend) => {
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, {
       success: 1,
-      user_group: {
-        provided_id: 'ctx-1',
-        name: 'Context One',
-        api_environment_tag: 'Testing',
-        is_demo_group: true,
-        parent_user_group_id: null,
-        hierarchy_level: null,
-        mapping: { '40': '213' },
-        properties: { region: 'emea', plan: { tier: 'pro' } },
-        computed_mapping: { '40': '213' },
-        computed_properties: { region: 'emea', plan: { tier: 'pro' } },
-      },
+      // The fields declared for dashboards (src/user-groups/group-fields.ts), as the management API answers them.
+      user_group: Object.fromEntries(Object.keys(EmbedUserGroup.properties).map((field) => [field, group[field as keyof typeof group]])),
       variables: { user_group_id: 'ctx-1', user_group_name: 'Context One', region: 'emea', plan: { tier: 'pro' } },
     });
+    assert.deepEqual(
+      [res.body.user_group.provided_id, res.body.user_group.name, res.body.user_group.api_environment_tag, res.body.user_group.is_demo_group],
+      ['ctx-1', 'Context One', 'Testing', true],
+    );
+    assert.deepEqual(res.body.user_group.computed_properties, { region: 'emea', plan: { tier: 'pro' } });
     assert.equal(res.headers['cache-control'], 'no-store');
     assert.match(String(res.headers['x-request-id']), /\S/);
   });
@@ -83,18 +79,9 @@ forEachBackend('embed context with user group tokens', (backend) => {
     assert.equal(res.status, 200);
     assert.ok(!res.text.includes(group.token), 'the token must not appear in the response');
     assert.ok(!res.text.includes('ugs_grp_'), 'no user group token of any kind');
-    assert.deepEqual(Object.keys(res.body.user_group).sort(), [
-      'api_environment_tag',
-      'computed_mapping',
-      'computed_properties',
-      'hierarchy_level',
-      'is_demo_group',
-      'mapping',
-      'name',
-      'parent_user_group_id',
-      'properties',
-      'provided_id',
-    ]);
+    // Exactly the fields declared for dashboards, and never the internal id or a token.
+    assert.deepEqual(Object.keys(res.body.user_group).sort(), Object.keys(EmbedUserGroup.properties).sort());
+    for (const hidden of ['team_id', 'token', 'token_generation']) assert.ok(!(hidden in res.body.user_group), `no ${hidden}`);
   });
 
   it('context: the Token scheme is accepted too, and the scheme is case-insensitive', async () => {

@@ -2,10 +2,7 @@
 import type { DatabaseHandle } from '../db/database.ts';
 import type { AccountRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { ensureAccount, listAccounts } from './accounts.repository.ts';
-
-/** An account's slug: 1-63 characters of a-z, 0-9 and -, starting with a letter or digit. */
-export const ACCOUNT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+import { ensureAccount, findAccountBySlug, listAccounts } from './accounts.repository.ts';
 
 /** Creates the account unless it exists; says which. */
 export function createAccount(handle: DatabaseHandle, slug: string, now: Date): Promise<{ account: AccountRow; created: boolean }> {
@@ -15,4 +12,9 @@ export function createAccount(handle: DatabaseHandle, slug: string, now: Date): 
 /** Every account, oldest first: the operator's view, across tenants. */
 export function allAccounts(handle: DatabaseHandle): Promise<AccountRow[]> {
   return listAccounts(handle.db);
+}
+
+/** The account of this slug, if there is one. */
+export function findAccount(handle: DatabaseHandle, slug: string): Promise<AccountRow | undefined> {
+  return findAccountBySlug(handle.db, slug);
 }

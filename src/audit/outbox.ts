@@ -5,23 +5,9 @@
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { Database, Environment } from '../db/schema.ts';
+import type { EventType } from './event-types.ts';
 
-export const EVENT_TYPES = [
-  'user_group.created',
-  'user_group.updated',
-  'user_group.token_rotated',
-  'user_group.deleted',
-  'api_token.created',
-  'api_token.revoked',
-  'embed_key.added',
-  'embed_key.retired',
-  'webhook_endpoint.created',
-  'webhook_endpoint.secret_rotated',
-  'webhook_endpoint.disabled',
-  'webhook_endpoint.enabled',
-  'webhook_endpoint.deleted',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType } from './event-types.ts';
 
 export interface ChangeEvent {
   accountId: number;

@@ -9,20 +9,34 @@ import { pipeline } from 'node:stream';
 import { parse } from 'csv-parse';
 import { MAX_ROW_BYTES, Utf8LineCheck } from './import-lines.ts';
 import { ImportFileError, parseJson, rowNotUtf8, type ImportRow } from './import-row.ts';
+import type { TSchema } from 'typebox';
+import { UpsertItem } from '../user-groups/user-groups.schemas.ts';
 
-/** The fields a CSV header may name: those of an upsert item. */
-export const CSV_FIELDS = [
-  'user_group_id',
-  'name',
-  'mapping',
-  'properties',
-  'is_demo_group',
-  'parent_user_group_id',
-  'hierarchy_level',
-  'group_tags',
-  'api_environment_tag',
-] as const;
-const JSON_FIELDS = new Set(['mapping', 'properties', 'group_tags']);
+/**
+ * How a CSV cell holds a field's value, read from the field's request schema: text where the
+ * value may be text (an id given as a number too), JSON text for an object or an array, `true`
+ * or `false` for a boolean, a JSON number for a number. An empty cell leaves the field out.
+ */
+export type CellKind = 'text' | 'json' | 'boolean' | 'number';
+
+function cellKindOf(schema: TSchema): CellKind {
+  const { anyOf } = schema as { anyOf?: TSchema[] };
+  const types = (anyOf ?? [schema]).map((branch) => (branch as { type?: string }).type).filter((type) => type !== 'null');
+  if (types.includes('string')) return 'text';
+  if (types.length > 0 && types.every((type) => type === 'boolean')) return 'boolean';
+  if (types.length > 0 && types.every((type) => type === 'integer' || type === 'number')) return 'number';
+  return 'json';
+}
+
+/** The fields a CSV header may name, those of an upsert item (the declaration's request fields and the id), and how each cell is read. */
+export const CSV_CELLS: Readonly<Record<string, CellKind>> = Object.fromEntries(
+  Object.entries(UpsertItem.properties).map(([field, schema]) => [field, cellKindOf(schema as TSchema)]),
+);
+export const CSV_FIELDS = Object.keys(CSV_CELLS);
+/** The fields whose cells are of `kind`. */
+export const csvFieldsOf = (kind: CellKind) => CSV_FIELDS.filter((field) => CSV_CELLS[field] === kind);
+
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
 type Delimiter = ',' | ';' | '\t';
 const DELIMITER_NAMES: Record<Delimiter, string> = { ',': 'commas (",")', ';': 'semicolons (";")', '\t': 'tabs' };
@@ -112,7 +126,7 @@ function readError(err: Error & { code?: string }, line: number, delimiter: Deli
 
 function checkedHeader(record: string[], delimiter: Delimiter): string[] {
   const names = record.map((name) => name.trim());
-  const unknown = names.filter((name) => !(CSV_FIELDS as readonly string[]).includes(name));
+  const unknown = names.filter((name) => !Object.hasOwn(CSV_CELLS, name));
   if (unknown.length > 0) {
     throw new ImportFileError(
       `the CSV header names unknown fields: ${unknown.join(', ')} (fields: ${CSV_FIELDS.join(', ')}; the header was read as separated by ${DELIMITER_NAMES[delimiter]}, and a file may use commas, semicolons or tabs)`,
@@ -128,19 +142,20 @@ function cellsOf(header: string[], record: string[]): Record<string, string> {
   return Object.fromEntries(header.map((name, i) => [name, record[i] ?? '']));
 }
 
-/** A CSV row as an item: an empty cell leaves its field out; JSON-valued fields hold JSON text; is_demo_group is true or false. */
+/** A CSV row as an item: each cell read as its field's kind says (CSV_CELLS); what cannot be read so stays text, for the validator to name. */
 function csvItem(header: string[], record: string[], row: number): ImportRow {
   const item: Record<string, unknown> = {};
   for (const [index, field] of header.entries()) {
     const cell = record[index] ?? '';
     if (cell === '') continue;
-    if (JSON_FIELDS.has(field)) {
+    const kind = CSV_CELLS[field];
+    // A number is read as JSON is, so that one a double cannot hold is refused as the API refuses it.
+    if (kind === 'json' || (kind === 'number' && JSON_NUMBER.test(cell))) {
       const parsed = parseJson(cell, field);
       if ('failure' in parsed) return { row, item: cellsOf(header, record), failure: parsed.failure };
       item[field] = parsed.value;
-    } else if (field === 'is_demo_group') {
+    } else if (kind === 'boolean') {
       const flag = cell.trim().toLowerCase();
-      // Anything else stays text, for the validator to name.
       item[field] = flag === 'true' || flag === '1' ? true : flag === 'false' || flag === '0' ? false : cell;
     } else {
       item[field] = cell;

@@ -1,24 +1,14 @@
 // `ugs tags list|rename|delete` (README, "Hierarchy, tags and renames"; docs/api.md, "Tags"): an environment's tag
 // set from the command line, through the same service as the API, acting for the operator
 // (the history records the command-line tool).
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
-import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { AppError } from '../errors.ts';
-import { COMMAND_LINE_ACTOR } from '../audit/audit.repository.ts';
+import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';
 import type { Principal } from '../auth/principal.ts';
-import { getBodyOf } from '../http/validation.ts';
-import { findTenant, operatorPrincipal } from '../user-groups/transfer.service.ts';
-import { GroupTagKey, RenameGroupTagBody } from '../group-tags/group-tags.schemas.ts';
-import { deleteGroupTagEverywhere, listGroupTagsPage, renameGroupTag, type GroupTagDeps } from '../group-tags/group-tags.service.ts';
-import type { CliParts } from './transfer-commands.ts';
-
-type TagCommandParts = Pick<CliParts, 'withDatabase' | 'slug' | 'usageError'>;
-
-/** The names checked as the API checks them (1-64 characters, no control characters). */
-const renameInput = getBodyOf(RenameGroupTagBody);
-const tagKey = getBodyOf(GroupTagKey);
+import type { GroupTagDeps } from '../group-tags/group-tags.service.ts';
+import { accountOption, environmentOption, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
 
 interface TagOptions {
   account: string;
@@ -26,7 +16,7 @@ interface TagOptions {
   json?: boolean;
 }
 
-export function registerTagCommands(program: Command, parts: TagCommandParts): void {
+export function registerTagCommands(program: Command): void {
   const tags = program
     .command('tags')
     .description('an environment\'s tags: list them with their counts, rename or delete one on every group (docs/api.md, "Tags")');
@@ -34,62 +24,73 @@ export function registerTagCommands(program: Command, parts: TagCommandParts): v
     tags
       .command(name)
       .description(description)
-      .requiredOption('--account <slug>', 'the account', parts.slug)
-      .addOption(new Option('--env <environment>', 'the environment').choices(['Customer', 'Testing']).default('Customer'))
-      .option('--json', 'print JSON');
-
-  /** Runs `work` as the operator of the account's environment; a refusal of the service (an unknown tag, a bad name) is a usage error. */
-  const asOperator = <T>(opts: TagOptions, work: (deps: GroupTagDeps, principal: Principal) => Promise<T>): Promise<T> =>
-    parts.withDatabase(async (handle: DatabaseHandle) => {
-      const tenant = await findTenant(handle, opts.account, opts.env);
-      if (!tenant) throw parts.usageError(`no account "${opts.account}"`);
-      try {
-        return await work({ database: handle, now: () => new Date(), batchSize: loadConfig().tagBatchSize }, operatorPrincipal(tenant));
-      } catch (err) {
-        throw err instanceof AppError && err.status < 500 ? parts.usageError(err.message) : err;
-      }
-    });
-
+      .addOption(accountOption())
+      .addOption(environmentOption('the environment', { default: 'Customer' }))
+      .addOption(jsonOption());
   tagCommand('list', 'list the tags with how many groups carry each, in code-point order')
     .option('--prefix <text>', 'only the tags that start with this')
-    .action(async (opts: TagOptions & { prefix?: string }) => {
-      const listed = await asOperator(opts, async (deps, principal) => {
-        const all = [];
-        for (let cursor: string | undefined; ; ) {
-          const page = await listGroupTagsPage(deps, principal, { limit: 500, cursor, q: opts.prefix });
-          all.push(...page.tags);
-          if (page.nextCursor === null) return all;
-          cursor = page.nextCursor;
-        }
-      });
-      print(opts, listed, ['tag\tgroups', ...listed.map((tag) => `${tag.name}\t${tag.user_group_count}`)].join('\n'));
-    });
-
+    .action(listTags);
   tagCommand('rename', 'rename a tag on every group that carries it; onto an existing tag, the two merge')
     .argument('<name>', 'the tag')
     .argument('<new-name>', 'its new name')
-    .action(async (name: string, newName: string, opts: TagOptions) => {
-      const renamed = await asOperator(opts, (deps, principal) =>
-        renameGroupTag(deps, principal, COMMAND_LINE_ACTOR, renameInput({ name, new_name: newName, api_environment_tag: opts.env })),
-      );
-      print(
-        opts,
-        { ...renamed.tag, merged: renamed.merged, user_groups_changed: renamed.userGroupsChanged },
-        `renamed tag "${name}" to "${newName}" on ${renamed.userGroupsChanged} groups${renamed.merged ? ` (merged into the existing tag; ${renamed.tag.user_group_count} groups carry it now)` : ''}`,
-      );
-    });
-
-  tagCommand('delete', 'remove a tag from every group that carries it, and from the set')
-    .argument('<name>', 'the tag')
-    .action(async (name: string, opts: TagOptions) => {
-      const deleted = await asOperator(opts, (deps, principal) => {
-        const key = tagKey({ name, api_environment_tag: opts.env });
-        return deleteGroupTagEverywhere(deps, principal, COMMAND_LINE_ACTOR, { ...key, name });
-      });
-      print(opts, { name, user_groups_changed: deleted.userGroupsChanged }, `deleted tag "${name}" from ${deleted.userGroupsChanged} groups`);
-    });
+    .action(renameTag);
+  tagCommand('delete', 'remove a tag from every group that carries it, and from the set').argument('<name>', 'the tag').action(deleteTag);
 }
 
-function print(opts: { json?: boolean }, value: unknown, text: string): void {
-  process.stdout.write(opts.json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+async function listTags(opts: TagOptions & { prefix?: string }): Promise<void> {
+  const { listGroupTagsPage } = await import('../group-tags/group-tags.service.ts');
+  const listed = await asOperator(opts, async (deps, principal) => {
+    const all = [];
+    for (let cursor: string | undefined; ; ) {
+      const page = await listGroupTagsPage(deps, principal, { limit: 500, cursor, q: opts.prefix });
+      all.push(...page.tags);
+      if (page.nextCursor === null) return all;
+      cursor = page.nextCursor;
+    }
+  });
+  print(opts, listed, ['tag\tgroups', ...listed.map((tag) => `${tag.name}\t${tag.user_group_count}`)].join('\n'));
+}
+
+async function renameTag(name: string, newName: string, opts: TagOptions): Promise<void> {
+  const { renameGroupTag } = await import('../group-tags/group-tags.service.ts');
+  const { renameInput } = await tagNameChecks();
+  const renamed = await asOperator(opts, (deps, principal) =>
+    renameGroupTag(deps, principal, COMMAND_LINE_ACTOR, renameInput({ name, new_name: newName, api_environment_tag: opts.env })),
+  );
+  print(
+    opts,
+    { ...renamed.tag, merged: renamed.merged, user_groups_changed: renamed.userGroupsChanged },
+    `renamed tag "${name}" to "${newName}" on ${renamed.userGroupsChanged} groups${renamed.merged ? ` (merged into the existing tag; ${renamed.tag.user_group_count} groups carry it now)` : ''}`,
+  );
+}
+
+async function deleteTag(name: string, opts: TagOptions): Promise<void> {
+  const { deleteGroupTagEverywhere } = await import('../group-tags/group-tags.service.ts');
+  const { tagKey } = await tagNameChecks();
+  const deleted = await asOperator(opts, (deps, principal) => {
+    const key = tagKey({ name, api_environment_tag: opts.env });
+    return deleteGroupTagEverywhere(deps, principal, COMMAND_LINE_ACTOR, { ...key, name });
+  });
+  print(opts, { name, user_groups_changed: deleted.userGroupsChanged }, `deleted tag "${name}" from ${deleted.userGroupsChanged} groups`);
+}
+
+/** Runs `work` as the operator of the account's environment; a refusal of the service (an unknown tag, a bad name) is a usage error. */
+async function asOperator<T>(opts: TagOptions, work: (deps: GroupTagDeps, principal: Principal) => Promise<T>): Promise<T> {
+  const { findTenant, operatorPrincipal } = await import('../user-groups/transfer.service.ts');
+  return withDatabase(async (handle) => {
+    const tenant = await findTenant(handle, opts.account, opts.env);
+    if (!tenant) throw new UsageError(`no account "${opts.account}"`);
+    try {
+      return await work({ database: handle, now: () => new Date(), batchSize: loadConfig().tagBatchSize }, operatorPrincipal(tenant));
+    } catch (err) {
+      throw err instanceof AppError && err.status < 500 ? new UsageError(err.message) : err;
+    }
+  });
+}
+
+/** The names checked as the API checks them (1-64 characters, no control characters). */
+async function tagNameChecks() {
+  const { getBodyOf } = await import('../http/validation.ts');
+  const { GroupTagKey, RenameGroupTagBody } = await import('../group-tags/group-tags.schemas.ts');
+  return { renameInput: getBodyOf(RenameGroupTagBody), tagKey: getBodyOf(GroupTagKey) };
 }

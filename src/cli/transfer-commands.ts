@@ -16,9 +16,10 @@ import { OpenedTokenCache } from '../user-groups/opened-tokens.ts';
 import { precheckUpsertItems, upsertUserGroups, type UpsertOutcome, type UserGroupDeps } from '../user-groups/user-groups.service.ts';
 import { exportUserGroupLines, findTenant, IMPORT_BATCH_SIZE, operatorPrincipal } from '../user-groups/transfer.service.ts';
 import { importFormatOf, readImportRows, type ImportFormat } from './import-file.ts';
+import { csvFieldsOf } from './import-csv.ts';
 import { ImportFileError, type ImportRow } from './import-row.ts';
 import { ImportProgress } from './import-progress.ts';
-import { COMMAND_LINE_ACTOR } from '../audit/audit.repository.ts';
+import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';
 
 /** What main.ts lends these commands. */
 export interface CliParts {
@@ -43,7 +44,7 @@ export function registerTransferCommands(program: Command, parts: CliParts): voi
     )
     .argument(
       '<file>',
-      'UTF-8 NDJSON (one upsert item per line) or CSV (a header row naming the fields; commas, semicolons or tabs between them; JSON text in mapping, properties, group_tags); a row holds at most 1 MiB',
+      `UTF-8 NDJSON (one upsert item per line) or CSV (a header row naming the fields; commas, semicolons or tabs between them; JSON text in ${csvFieldsOf('json').join(', ')}); a row holds at most 1 MiB`,
     )
     .requiredOption('--account <slug>', 'the account', parts.slug)
     .addOption(environmentOption('the environment the groups are in (an item naming the other one fails)'))

@@ -97,9 +97,16 @@ function parseSecretKey(text: string): Buffer {
  * from a key file created with mode 0600 on first start. Creation is atomic (write a
  * temporary file, then link it into place), so instances starting together agree on one key.
  */
-export function loadKeyring(secretKeys: string[], keyFile: string): { keyring: Keyring; createdKeyFile: boolean } {
+/**
+ * `create: false`: a missing key file is an error rather than a new key (a worker of several
+ * reads the file its primary made or checked: a key of its own would seal with another key).
+ */
+export function loadKeyring(secretKeys: string[], keyFile: string, { create = true } = {}): { keyring: Keyring; createdKeyFile: boolean } {
   if (secretKeys.length > 0) return { keyring: new Keyring(secretKeys.map(parseSecretKey)), createdKeyFile: false };
   let createdKeyFile = false;
+  if (!create && !fs.existsSync(keyFile)) {
+    throw new Error(`the key file ${keyFile} is gone (it was there when the service started): put it back from its backup, or set UGS_SECRET_KEY`);
+  }
   if (!fs.existsSync(keyFile)) {
     fs.mkdirSync(path.dirname(path.resolve(keyFile)), { recursive: true, mode: 0o700 });
     const temporary = `${keyFile}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;

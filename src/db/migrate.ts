@@ -45,6 +45,9 @@ export function migrationsFor(dialect: Dialect): Record<string, Migration> {
   };
 }
 
+/** Every migration's name, in the order they run. */
+export const MIGRATION_NAMES = Object.keys(migrationsFor('sqlite'));
+
 export interface MigrationOutcome {
   applied: string[];
 }

@@ -3,6 +3,7 @@
 import { Type, type Static } from 'typebox';
 import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
+import { dashboardFieldSchemas } from '../user-groups/group-fields.ts';
 
 const EMBED_TOKEN_MIN_SECONDS = 60;
 export const EMBED_TOKEN_MAX_SECONDS = 2_592_000;
@@ -24,27 +25,12 @@ export const EmbedContextQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const JsonObjectOrNull = <T>() => Type.Union([Type.Unsafe<T>({ type: 'object', additionalProperties: true }), Type.Null()]);
-
-export const EmbedUserGroup = Type.Object(
-  {
-    provided_id: Type.String({ description: 'The user_group_id.', examples: ['example_1'] }),
-    name: Type.String({ examples: ['Example 1'] }),
-    api_environment_tag: EnvironmentTag,
-    is_demo_group: Type.Boolean({ description: 'Show a demo watermark.' }),
-    parent_user_group_id: Type.Union([Type.String(), Type.Null()], { description: "The parent's user_group_id; null for a group without parent." }),
-    hierarchy_level: Type.Union([Type.String(), Type.Null()]),
-    mapping: JsonObjectOrNull<Record<string, string | number>>(),
-    properties: JsonObjectOrNull<Record<string, unknown>>(),
-    computed_mapping: JsonObjectOrNull<Record<string, string | number>>(),
-    computed_properties: JsonObjectOrNull<Record<string, unknown>>(),
-  },
-  {
-    title: 'EmbedUserGroup',
-    additionalProperties: false,
-    description: 'What a dashboard may know about the user group viewing it: never a token or an internal id.',
-  },
-);
+/** The fields of the group declared `dashboards: true` (GROUP_FIELDS, user-groups/group-fields.ts), in their order. */
+export const EmbedUserGroup = Type.Object(dashboardFieldSchemas, {
+  title: 'EmbedUserGroup',
+  additionalProperties: false,
+  description: 'What a dashboard may know about the user group viewing it: never a token or an internal id.',
+});
 
 /** Limits of a viewer (docs/api.md, "The viewer"): what a dashboard needs of a person, and small enough for a header. */
 export const VIEWER_MAX_ATTRIBUTES = 50;

@@ -32,10 +32,7 @@ import {
 } from './signing-keys.repository.ts';
 import { Keyring } from '../crypto/keyring.ts';
 
-/** How long a verifier may cache the JWKS; shorter than the default activation delay. */
-export const JWKS_MAX_AGE_SECONDS = 300;
-/** A rotated-in key is published this long before it signs, so cached key sets learn it first. */
-export const DEFAULT_ACTIVATION_SECONDS = 2 * JWKS_MAX_AGE_SECONDS;
+export { DEFAULT_ACTIVATION_SECONDS, JWKS_MAX_AGE_SECONDS } from './signing-key-timing.ts';
 const RELOAD_AFTER_MS = 1000;
 const UNKNOWN_KID_RELOAD_AFTER_MS = 50;
 /** signed_until moves in whole hours: signing writes to the table at most hourly. */

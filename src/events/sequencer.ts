@@ -14,6 +14,10 @@
 // every pollMs for what other instances wrote. Other instances' readers learn of new events
 // by watching the newest event id (one indexed read per pollMs): it works through PgBouncer's
 // transaction pooling, where LISTEN cannot.
+//
+// With several workers (cluster/), only one of them watches and polls (setWatching): the
+// others sequence right after their own commits, and learn of new events from the workers
+// that numbered them or watched them come (onEventsFound, expectEvents).
 import { AsyncResource } from 'node:async_hooks';
 import { backgroundWork } from '../background-work.ts';
 import type { Kysely } from 'kysely';
@@ -42,6 +46,12 @@ export type SequencedHook = (trx: Kysely<Database>, events: EventRow[], now: Dat
 /** Which accounts have new events; null: any may (another instance sequenced them). */
 export type NewEventsListener = (accounts: ReadonlySet<number> | null) => void;
 
+/**
+ * Events this sequencer numbered itself (for which accounts, and how many), or, with null and
+ * 0, events of other instances that its watch found.
+ */
+export type EventsFoundListener = (accounts: ReadonlySet<number> | null, count: number) => void;
+
 export interface SequencerOptions {
   now: () => Date;
   /** Events are kept this long (UGS_EVENT_RETENTION). */
@@ -55,6 +65,11 @@ export interface SequencerOptions {
 
 export class EventSequencer {
   private readonly listeners = new Set<NewEventsListener>();
+  private readonly foundListeners = new Set<EventsFoundListener>();
+  /** Polls for other instances' events (and prunes); off in all workers of an instance but one. */
+  private watching = true;
+  /** Events other workers of this instance numbered since the last watch: no news to it. */
+  private expected = 0;
   private readonly hooks: SequencedHook[] = [];
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -86,6 +101,26 @@ export class EventSequencer {
   onNewEvents(listener: NewEventsListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Called when this sequencer numbered events (after their transaction committed), or its watch found others' (null). */
+  onEventsFound(listener: EventsFoundListener): void {
+    this.foundListeners.add(listener);
+  }
+
+  /**
+   * Whether this sequencer also runs every pollMs, watching for other instances' events and
+   * pruning (the default). One that does not runs only when kicked: after a commit of this process.
+   */
+  setWatching(watching: boolean): void {
+    const started = watching && !this.watching;
+    this.watching = watching;
+    if (started) this.kick();
+  }
+
+  /** Another worker of this instance numbered `count` events: the watch need not wake anyone for them. */
+  expectEvents(count: number): void {
+    if (this.watching) this.expected += count;
   }
 
   start(): void {
@@ -131,10 +166,10 @@ export class EventSequencer {
         .finally(() => {
           this.running = undefined;
           if (this.stopped) return;
-          const delay = this.again ? 0 : this.busy ? BUSY_RETRY_MS : this.options.pollMs;
+          const delay = this.again ? 0 : this.busy ? BUSY_RETRY_MS : this.watching ? this.options.pollMs : undefined;
           this.again = false;
           this.busy = false;
-          this.schedule(delay);
+          if (delay !== undefined) this.schedule(delay);
         });
     }, delayMs);
     this.timer.unref();
@@ -152,8 +187,10 @@ export class EventSequencer {
       // Ids this instance gave out itself are no news to the watch below.
       ownCount += outcome.count;
       this.notify(outcome.accounts);
+      this.tellFound(outcome.accounts, outcome.count);
       if (this.stopped) break;
     }
+    if (!this.watching) return;
     await this.watchOtherInstances(ownCount);
     if (Date.now() - this.lastPrune >= this.pruneEveryMs) {
       this.lastPrune = Date.now();
@@ -205,9 +242,25 @@ export class EventSequencer {
    */
   private async watchOtherInstances(ownCount: number): Promise<void> {
     const newest = await newestEventId(this.handle.db);
-    const others = newest - this.newestSeen > ownCount;
+    // A notice that comes after the read that saw its events makes the next watch miss as many
+    // of another instance's: the streams' own reads every second still find them.
+    const others = newest - this.newestSeen > ownCount + this.expected;
+    this.expected = 0;
     this.newestSeen = Math.max(this.newestSeen, newest);
-    if (others) this.notify(null);
+    if (others) {
+      this.notify(null);
+      this.tellFound(null, 0);
+    }
+  }
+
+  private tellFound(accounts: ReadonlySet<number> | null, count: number): void {
+    for (const listener of this.foundListeners) {
+      try {
+        listener(accounts, count);
+      } catch (err) {
+        this.options.onError(err, 'telling other workers of new events');
+      }
+    }
   }
 
   private notify(accounts: ReadonlySet<number> | null): void {

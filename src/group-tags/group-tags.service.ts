@@ -18,7 +18,7 @@ import { AppError, validationFailed } from '../errors.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { appendAudits, type Actor } from '../audit/audit.repository.ts';
 import { addToTagSets, lockHierarchy } from '../user-groups/hierarchy.repository.ts';
-import { normalizeTags } from '../user-groups/user-group-fields.ts';
+import { normalizeTags } from '../user-groups/group-fields.ts';
 import { auditEntry } from '../user-groups/user-groups.service.ts';
 import {
   countCarriers,

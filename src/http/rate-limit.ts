@@ -3,13 +3,15 @@
 // SHA-256 of the credential, never the credential itself, so a Redis dump holds no token.
 //
 // With REDIS_URL the counters live in Redis and every instance shares one budget; without
-// it each instance counts on its own. If Redis fails, requests are let through (fail open)
-// and a warning is logged: a broken limiter must not take the API down with it.
+// it each instance counts on its own: in its one process, or, with several workers, in the
+// primary process they all ask (cluster/shared-rate-limits.ts). If the store fails, requests
+// are let through (fail open) and a warning is logged: a broken limiter must not take the API
+// down with it.
 //
 // Header fields follow draft-ietf-httpapi-ratelimit-headers-09:
 //   RateLimit-Policy: "api-token";q=<max>;w=<window seconds>
 //   RateLimit: "api-token";r=<remaining>;t=<seconds until the window resets>
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
@@ -81,6 +83,8 @@ export async function registerRateLimits(
   settings: RateLimitSettings,
   events: Pick<ServiceEvents, 'requestRateLimited'>,
   tracing?: Tracing,
+  /** Counters shared with the other workers of this instance, used when there is no Redis. */
+  sharedStore?: FastifyRateLimitStoreCtor,
 ): Promise<void> {
   const management: Policy = { name: 'api-token', max: settings.rateLimitMax, windowMs: settings.rateLimitWindowMs, holder: 'API token' };
   const embed: Policy = { name: 'embed', max: settings.embedRateLimitMax, windowMs: settings.embedRateLimitWindowMs, holder: 'user group token' };
@@ -92,7 +96,7 @@ export async function registerRateLimits(
   const redis = settings.redisUrl ? await connectRedis(app, settings.redisUrl, warn, tracing) : undefined;
   await app.register(rateLimit, {
     global: false, // only the hook below applies limits
-    ...(redis ? { redis, nameSpace: settings.rateLimitRedisPrefix } : {}),
+    ...(redis ? { redis, nameSpace: settings.rateLimitRedisPrefix } : sharedStore ? { store: sharedStore } : {}),
     skipOnError: false, // errors reach the hook below, which logs them and fails open
     keyGenerator: (request) => keyOf(request) ?? '',
     max: (_request, key) => policyOf(key).max,
@@ -124,7 +128,7 @@ export async function registerRateLimits(
     try {
       state = await limiter(request);
     } catch (err) {
-      warn(err, 'rate limit store (Redis) failed: request let through without a limit', request);
+      warn(err, `rate limit store (${redis ? 'Redis' : 'the primary process'}) failed: request let through without a limit`, request);
       return payload;
     }
     if (state.isAllowed) return payload;

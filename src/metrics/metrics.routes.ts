@@ -47,7 +47,8 @@ export function countRequest(metrics: Metrics): (request: FastifyRequest, reply:
   };
 }
 
-export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
+/** `text`: the series of every worker together, when this process is one of several (cluster/shared-metrics.ts). */
+export function registerMetrics(app: FastifyInstance, metrics: Metrics, text: () => Promise<string> = () => metrics.registry.metrics()): void {
   app.get(
     '/metrics',
     {
@@ -65,8 +66,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
       },
     },
     async (_request, reply) => {
-      const text = await metrics.registry.metrics();
-      return reply.type(metrics.registry.contentType).send(text);
+      return reply.type(metrics.registry.contentType).send(await text());
     },
   );
 }

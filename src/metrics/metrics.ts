@@ -122,6 +122,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
         name: 'ugs_webhook_oldest_pending_delivery_age_seconds',
         help: 'Age of the oldest event an enabled webhook endpoint still waits to deliver (made into a delivery or not yet); 0 when none waits.',
         registers,
+        aggregator: 'max', // several workers read the same table: their sum would count it twice
         async collect() {
           try {
             this.set(await oldestPendingAgeSeconds());

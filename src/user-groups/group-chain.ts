@@ -6,6 +6,16 @@
 import type { UserGroupRow } from '../db/schema.ts';
 import { BoundedMap } from '../bounded-map.ts';
 
+/**
+ * The fields children inherit, each with the answer's field that holds it merged over the
+ * ancestors' (docs/api.md, "Hierarchy"). The declaration of each (GROUP_FIELDS, group-fields.ts)
+ * says so, and tsc holds the two together: inheriting another field is code here first.
+ */
+export interface InheritedFields {
+  mapping: 'computed_mapping';
+  properties: 'computed_properties';
+}
+
 /** What merging needs of each row of a chain. */
 export type ChainRow = Pick<UserGroupRow, 'team_id' | 'provided_id' | 'parent_team_id' | 'mapping' | 'properties'>;
 

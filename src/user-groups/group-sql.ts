@@ -15,7 +15,8 @@ import { resolveAncestry, resolveChain, type Ancestry, type ChainRow, type Resol
 export const USER_GROUP_COLUMNS = Object.keys(USER_GROUP_COLUMN_TYPES) as (keyof UserGroupRow)[];
 
 /** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
-export const CHAIN_GUARD = sql.lit(16);
+export const MAX_CHAIN_DEPTH = 16;
+export const CHAIN_GUARD = sql.lit(MAX_CHAIN_DEPTH);
 
 const qualified = (table: string, columns: readonly string[]) => sql.join(columns.map((column) => sql.ref(`${table}.${column}`)));
 
@@ -38,21 +39,27 @@ export function chainStatement<R>(db: Kysely<Database>, columns: readonly string
     select ${qualified('chain', columns)} from chain order by chain_depth`;
 }
 
-/**
- * The recursive step: each row's parent, by primary key. On PostgreSQL a lateral probe, as
- * for the batched lookups: a plain join there may become a hash join over a scan of the whole
- * table when the planner lacks statistics (seen on a 3,000-group table never analyzed).
- * SQLite has no LATERAL, and probes the primary key for a join like this one anyway.
- */
+/** The recursive step: each row's parent (parentJoin). */
 function parentStep(db: Kysely<Database>, columns: readonly string[]): RawBuilder<unknown> {
-  const guard = sql`where chain.chain_depth < ${CHAIN_GUARD}`;
-  if (dialectOf(db) === 'sqlite') {
-    return sql`select chain.chain_depth + 1, ${qualified('user_groups', columns)} from chain
-      join user_groups on user_groups.team_id = chain.parent_team_id and ${sameTenant('user_groups', 'chain')} ${guard}`;
-  }
   return sql`select chain.chain_depth + 1, ${qualified('parent', columns)} from chain
-    cross join lateral (select ${sql.join(columns.map((column) => sql.ref(column)))} from user_groups
-      where user_groups.team_id = chain.parent_team_id and ${sameTenant('user_groups', 'chain')} limit 1) parent ${guard}`;
+    ${parentJoin(db, { alias: 'parent', child: 'chain', columns })} where chain.chain_depth < ${CHAIN_GUARD}`;
+}
+
+/**
+ * One step up a chain: `alias` is the parent of the row `child`, found by primary key within
+ * the same tenant, with `columns` (and, `optional`, null for a root). On PostgreSQL a lateral
+ * probe, as for the batched lookups: a plain join there may become a hash join over a scan
+ * of the whole table when the planner lacks statistics (seen on a 3,000-group table never
+ * analyzed). SQLite has no LATERAL, and probes the primary key for a join like this one anyway.
+ */
+export function parentJoin(
+  db: Kysely<Database>,
+  { alias, child, columns, optional = false }: { alias: string; child: string; columns: readonly string[]; optional?: boolean },
+): RawBuilder<unknown> {
+  const link = sql`${sql.ref(`${alias}.team_id`)} = ${sql.ref(`${child}.parent_team_id`)} and ${sameTenant(alias, child)}`;
+  if (dialectOf(db) === 'sqlite') return sql`${optional ? sql`left join` : sql`join`} user_groups ${sql.id(alias)} on ${link}`;
+  const probe = sql`(select ${qualified(alias, columns)} from user_groups ${sql.id(alias)} where ${link} limit 1) ${sql.id(alias)}`;
+  return optional ? sql`left join lateral ${probe} on true` : sql`cross join lateral ${probe}`;
 }
 
 /**

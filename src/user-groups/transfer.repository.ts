@@ -2,45 +2,22 @@
 // each depth in team_id order, page by page (keyset), so that a parent is always written
 // before its children and memory stays flat however many groups there are.
 import { sql } from '../db/kysely.ts';
-import type { Kysely, RawBuilder } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import { dialectOf } from '../db/database.ts';
-import { ownedBy, sameTenant, scopeOf, type Tenant } from '../db/tenant.ts';
+import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
+import { parentJoin, USER_GROUP_COLUMNS } from './group-sql.ts';
 
-/** What an exported line needs of a group: its own fields (never its token) and its parent's user_group_id. */
-export type ExportRow = Pick<
-  UserGroupRow,
-  'team_id' | 'account_id' | 'provided_id' | 'name' | 'mapping' | 'properties' | 'is_demo_group' | 'hierarchy_level' | 'group_tags' | 'environment'
-> & { parent_provided_id: string | null };
+/** What an exported line needs of a group: its columns but its token's, and its parent's user_group_id. */
+export type ExportRow = Omit<UserGroupRow, 'token_hash' | 'token_ciphertext'> & { parent_provided_id: string | null };
 
-const EXPORT_COLUMNS = [
-  'team_id',
-  'account_id',
-  'provided_id',
-  'name',
-  'mapping',
-  'properties',
-  'is_demo_group',
-  'hierarchy_level',
-  'group_tags',
-  'environment',
-];
+/** Every column but the token's: a field added to the group is exported with no change here. */
+const EXPORT_COLUMNS = USER_GROUP_COLUMNS.filter((column) => column !== 'token_hash' && column !== 'token_ciphertext');
+/** What each step up the walk needs of a parent: its link, its tenant, and (the first step) its user_group_id. */
+const PARENT_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'account_id', 'environment'];
 
 /** The listing index's expression (migration 0002): the walk is a range of it, in team_id order. */
 const scope = sql<string>`(cast(user_groups.account_id as text) || '/' || user_groups.environment)`;
-
-/**
- * One ancestor step, `alias` the parent of `child`, by primary key within the same tenant. On
- * PostgreSQL a lateral probe, as in group-sql.ts: without statistics a plain join may become a
- * hash join over a scan of the whole table.
- */
-function parentOf(db: Kysely<Database>, alias: string, child: string, optional: boolean): RawBuilder<unknown> {
-  const link = sql`${sql.ref(`${alias}.team_id`)} = ${sql.ref(`${child}.parent_team_id`)} and ${sameTenant(alias, child)}`;
-  if (dialectOf(db) === 'sqlite') return sql`${optional ? sql`left join` : sql`join`} user_groups ${sql.id(alias)} on ${link}`;
-  const probe = sql`(select ${sql.ref(`${alias}.team_id`)}, ${sql.ref(`${alias}.provided_id`)}, ${sql.ref(`${alias}.parent_team_id`)},
-    ${sql.ref(`${alias}.account_id`)}, ${sql.ref(`${alias}.environment`)} from user_groups ${sql.id(alias)} where ${link} limit 1) ${sql.id(alias)}`;
-  return optional ? sql`left join lateral ${probe} on true` : sql`cross join lateral ${probe}`;
-}
 
 /**
  * A page of the tenant's groups at `depth` (0: the roots) in team_id order after
@@ -49,7 +26,9 @@ function parentOf(db: Kysely<Database>, alias: string, child: string, optional: 
  */
 export async function exportPage(db: Kysely<Database>, tenant: Tenant, depth: number, afterTeamId: number, limit: number): Promise<ExportRow[]> {
   const aliases = Array.from({ length: Math.max(depth, 1) }, (_, i) => `p${i + 1}`);
-  const joins = aliases.map((alias, i) => parentOf(db, alias, i === 0 ? 'user_groups' : aliases[i - 1], depth === 0));
+  const joins = aliases.map((alias, i) =>
+    parentJoin(db, { alias, child: i === 0 ? 'user_groups' : aliases[i - 1], columns: PARENT_COLUMNS, optional: depth === 0 }),
+  );
   const top = depth === 0 ? sql`user_groups.parent_team_id is null` : sql`${sql.ref(`${aliases[depth - 1]}.parent_team_id`)} is null`;
   const columns = sql.join(EXPORT_COLUMNS.map((column) => sql.ref(`user_groups.${column}`)));
   // The tenant's conditions beside the range on SQLite, after the walk on PostgreSQL (see heldAfterWalk in user-groups.repository.ts).

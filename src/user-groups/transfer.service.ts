@@ -9,12 +9,13 @@ import type { Tenant } from '../db/tenant.ts';
 import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import type { Principal } from '../auth/principal.ts';
 import { exportPage, type ExportRow } from './transfer.repository.ts';
+import { MAX_CHAIN_DEPTH } from './group-sql.ts';
+import { groupWriter } from './user-groups.json.ts';
+import { UpsertItem } from './user-groups.schemas.ts';
 
 /** Groups per upsert transaction, as POST /api/users/upsert takes at most. */
 export const IMPORT_BATCH_SIZE = 1000;
 const EXPORT_PAGE_SIZE = 1000;
-/** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
-const DEPTH_GUARD = 16;
 
 /** The account's tenant in `environment`, or undefined when there is no such account. */
 export async function findTenant(handle: DatabaseHandle, slug: string, environment: Environment): Promise<Tenant | undefined> {
@@ -39,17 +40,13 @@ export function operatorPrincipal(tenant: Tenant): Principal {
   };
 }
 
-const quote = JSON.stringify;
-
-/** A group as one NDJSON line that `ugs import` takes back: every field it may set, never its token. */
-function exportLine(row: ExportRow): string {
-  return (
-    `{"user_group_id":${quote(row.provided_id)},"name":${quote(row.name)},"mapping":${row.mapping ?? 'null'},` +
-    `"properties":${row.properties ?? 'null'},"is_demo_group":${Number(row.is_demo_group) === 1},` +
-    `"parent_user_group_id":${quote(row.parent_provided_id)},"hierarchy_level":${quote(row.hierarchy_level)},` +
-    `"group_tags":${row.group_tags},"api_environment_tag":${quote(row.environment)}}`
-  );
-}
+/**
+ * A group as one NDJSON line that `ugs import` takes back: its user_group_id and every field a
+ * request may set (UpsertItem: the declaration's request fields), each written as answers
+ * write it (user-groups.json.ts), never its token.
+ */
+const importableLine = groupWriter(UpsertItem);
+const exportLine = (row: ExportRow) => importableLine({ row, parentProvidedId: row.parent_provided_id });
 
 /**
  * The tenant's groups as NDJSON lines: the roots, then the groups one level down, and so on,
@@ -61,7 +58,7 @@ export async function* exportUserGroupLines(handle: DatabaseHandle, tenant: Tena
   const begin = handle.db.startTransaction();
   const trx = await (handle.dialect === 'postgres' ? begin.setIsolationLevel('repeatable read').setAccessMode('read only') : begin).execute();
   try {
-    for (let depth = 0; depth <= DEPTH_GUARD; depth++) {
+    for (let depth = 0; depth <= MAX_CHAIN_DEPTH; depth++) {
       let found = false;
       for (let after = 0; ; ) {
         const rows = await exportPage(trx, tenant, depth, after, EXPORT_PAGE_SIZE);

@@ -1,54 +1,38 @@
 // What the schemas cannot say about a group's fields: the depth and serialized size of
-// properties, the one spelling of an id given as a JSON integer, and how each field a request
-// may set is stored (for create and update alike): a request field that is also a column is
-// stored as given unless STORED_AS says otherwise, so a plain field needs no code here.
+// properties, the one spelling of an id given as a JSON integer, and the columns a request's
+// fields become (for create and update alike), as each field's declaration says
+// (GROUP_FIELDS, group-fields.ts): a plain field is stored as given and needs no code here.
 import { AppError } from '../errors.ts';
 import type { UserGroupsTable } from '../db/schema.ts';
-import { UserGroupFieldsBody, type UserGroupInput } from './user-groups.schemas.ts';
+import type { UserGroupInput } from './user-groups.schemas.ts';
+import { DECLARED_FIELDS } from './group-fields.ts';
 import { USER_GROUP_COLUMNS } from './group-sql.ts';
 
-const jsonOrNull = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
-
-/** The fields a request may set that are columns of their own (a field declared in groupFields and as a column is one). */
+/** The fields a request may set that are columns of their own (declared with a request schema, and a column of the same name). */
 type SettableField = keyof UserGroupInput & keyof UserGroupsTable;
 type StoredFields = { [F in SettableField]?: UserGroupsTable[F] };
 
-/** How a settable field becomes its column, where it is not stored as given. */
-const STORED_AS: { [F in SettableField]?: (value: Exclude<UserGroupInput[F], undefined>) => UserGroupsTable[F] } = {
-  mapping: (mapping) => jsonOrNull(mapping),
-  properties: (properties) => jsonOrNull(properties),
-  is_demo_group: (demo) => (demo ? 1 : 0),
-  group_tags: (tags) => JSON.stringify(normalizeTags(tags)),
-};
-
-const COLUMNS: ReadonlySet<string> = new Set(USER_GROUP_COLUMNS);
-const SETTABLE_FIELDS = Object.keys(UserGroupFieldsBody.properties).filter((field): field is SettableField => COLUMNS.has(field));
+/** Each request field stored in the column of its name, and how its value becomes that column (none: as given). */
+const STORED = DECLARED_FIELDS.flatMap(([field, { request, stored }]) => {
+  if (request === undefined || (stored !== undefined && typeof stored !== 'function')) return [];
+  // tsc holds the declaration to USER_GROUP_COLUMN_TYPES; this stops a cast from slipping by.
+  if (!(USER_GROUP_COLUMNS as string[]).includes(field)) throw new Error(`the field ${field} is stored as a column, and user_groups has no column ${field}`);
+  return [{ field: field as SettableField, convert: stored as ((value: unknown) => unknown) | undefined }];
+});
 
 /** The columns for the settable fields the input gives (absent fields are left out). */
 export function storedFields(input: UserGroupInput): StoredFields {
-  const stored: Record<string, unknown> = {};
-  for (const field of SETTABLE_FIELDS) {
+  const columns: Record<string, unknown> = {};
+  for (const { field, convert } of STORED) {
     const value = input[field];
     if (value === undefined) continue;
-    const convert = STORED_AS[field] as ((value: unknown) => unknown) | undefined;
-    stored[field] = convert ? convert(value) : value;
+    columns[field] = convert ? convert(value) : value;
   }
-  return stored as StoredFields;
+  return columns as StoredFields;
 }
 
 const PROPERTIES_MAX_DEPTH = 32;
 const PROPERTIES_MAX_BYTES = 64 * 1024;
-
-/** Distinct, in code-point order (the order of both backends' text comparison under "C"). */
-export function normalizeTags(tags: readonly string[]): string[] {
-  return [...new Set(tags)].sort((a, b) => {
-    const [x, y] = [[...a], [...b]];
-    for (let i = 0; i < Math.min(x.length, y.length); i++) {
-      if (x[i] !== y[i]) return x[i].codePointAt(0)! - y[i].codePointAt(0)!;
-    }
-    return x.length - y.length;
-  });
-}
 
 export function normalizeUserGroupId(id: string | number): string {
   return typeof id === 'number' ? String(id) : id;

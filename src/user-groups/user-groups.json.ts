@@ -15,8 +15,9 @@ import { UserGroup, UserGroupPublic } from './user-groups.schemas.ts';
 /** A group and its plaintext token, for the responses that hand the token out. */
 export type GroupWithToken = ResolvedGroup & { token: string };
 
-/** What the writers read of a group: its row (all columns or some) and its computed fields. */
-type Written = Pick<ResolvedGroup, 'parentProvidedId' | 'computedMapping' | 'computedProperties'> & { row: Partial<UserGroupRow>; token?: string };
+/** What the writers read of a group: its row (all columns or some), its parent's id and, for answers, its computed fields. */
+type Written = Pick<ResolvedGroup, 'parentProvidedId'> &
+  Partial<Pick<ResolvedGroup, 'computedMapping' | 'computedProperties'>> & { row: Partial<UserGroupRow>; token?: string };
 type FieldWriter = (group: Written) => string;
 
 const quote = JSON.stringify;
@@ -25,6 +26,8 @@ const stored = (text: string | null | undefined) => text ?? 'null';
 /** The response fields that are not their own column written as JSON. */
 const WRITTEN_AS: Record<string, FieldWriter> = {
   token: (group) => quote(group.token),
+  // The export's lines (transfer.service.ts) are items of the bulk upsert: the id as requests name it.
+  user_group_id: (group) => quote(group.row.provided_id),
   parent_user_group_id: (group) => quote(group.parentProvidedId),
   group_tags: (group) => group.row.group_tags!, // stored as its JSON array
   mapping: (group) => stored(group.row.mapping),

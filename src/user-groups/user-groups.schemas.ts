@@ -1,11 +1,23 @@
 // The user group API's schemas, declared once: they validate requests, shape (and
 // allow-list) responses, give the handlers their types and write the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
-import { ACTOR_KINDS } from '../audit/audit.repository.ts';
+import { PLAIN_TEXT } from '../http/text.schemas.ts';
+import {
+  EnvironmentTag,
+  HierarchyLevelName,
+  Tag,
+  UserGroupId,
+  UserGroupIdInteger,
+  UserGroupIdString,
+  queryFieldSchemas,
+  requestFieldSchemas,
+  responseFieldSchemas,
+} from './group-fields.ts';
+import { ACTOR_KINDS } from '../audit/actor.ts';
 
-// Text is plain (text.schemas.ts); an id must also hold something other than white space.
-// Lengths count Unicode code points; ids are never trimmed.
+// A group's fields and their values are declared in group-fields.ts; the bodies and answers
+// below compose them.
+export { EnvironmentTag, GroupTags, Mapping, Name, ParentUserGroupId, Properties, Tag, UserGroupId } from './group-fields.ts';
 
 /** Who acted, in a history entry (docs/api.md, "GET /api/user/history"). */
 export const ActorField = Type.Enum([...ACTOR_KINDS], {
@@ -14,103 +26,7 @@ export const ActorField = Type.Enum([...ACTOR_KINDS], {
     'Who acted: `api_token` (actor_token_id says which), `command_line` (ugs), `first_start` (the first start on an empty database issued the first API token) or `service` (its own work, such as disabling a failing webhook endpoint).',
 });
 
-export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
-  title: 'EnvironmentTag',
-  type: 'string',
-  description: "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.",
-});
-
-const UserGroupIdString = Type.String({
-  minLength: 1,
-  maxLength: 256,
-  pattern: NOT_BLANK_PLAIN_TEXT,
-  description: 'Your id for this user group: 1-256 characters, no control characters, not only white space. Case-sensitive, never trimmed.',
-  examples: ['example_1'],
-});
-
-/** An id given as a JSON integer: read as its decimal string. */
-const UserGroupIdInteger = Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER });
-
-export const UserGroupId = Type.Union([UserGroupIdString, UserGroupIdInteger], {
-  title: 'UserGroupId',
-  description: 'Your id for this user group. A JSON integer is accepted and stored as its decimal string.',
-});
-
-export const Name = Type.String({
-  minLength: 1,
-  maxLength: 256,
-  pattern: PLAIN_TEXT,
-  description: 'Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation.',
-  examples: ['Example 1'],
-});
-
-const MappingValue = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Integer({ minimum: 0 })]);
-
-export const Mapping = Type.Unsafe<Record<string, string | number>>({
-  title: 'Mapping',
-  type: 'object',
-  additionalProperties: MappingValue,
-  propertyNames: { minLength: 1, maxLength: 64 },
-  maxProperties: 100,
-  description: 'Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries.',
-  examples: [{ '40': '213' }],
-});
-
-export const Properties = Type.Unsafe<Record<string, unknown>>({
-  title: 'Properties',
-  type: 'object',
-  additionalProperties: true,
-  description: 'Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized.',
-  examples: [{ region: 'emea', plan: 'pro' }],
-});
-
-const IsDemoGroup = Type.Boolean({ description: 'A demo user group: its dashboards show a watermark.' });
-
-const nullable = <T extends ReturnType<typeof Type.Unsafe>>(schema: T) => Type.Union([schema, Type.Null()]);
-
-export const ParentUserGroupId = Type.Union([UserGroupIdString, UserGroupIdInteger, Type.Null()], {
-  title: 'ParentUserGroupId',
-  description:
-    "The parent's user_group_id, in the same account and environment (a JSON integer is read as its decimal string, as for ids); null for none. A hierarchy is at most UGS_MAX_HIERARCHY_DEPTH levels deep (3 by default).",
-  examples: ['acme'],
-});
-
-const HierarchyLevelName = Type.String({
-  minLength: 1,
-  maxLength: 64,
-  pattern: NOT_BLANK_PLAIN_TEXT,
-  description: "The group's level, such as `Customer` or `User`: 1-64 characters. When the account declares its levels, one of them, deeper than the parent's.",
-  examples: ['User'],
-});
-
-export const Tag = Type.String({
-  minLength: 1,
-  maxLength: 64,
-  pattern: PLAIN_TEXT,
-  description: 'A tag: 1-64 characters, no control characters.',
-  examples: ['beta'],
-});
-
-export const GroupTags = Type.Array(Tag, {
-  maxItems: 50,
-  title: 'GroupTags',
-  description: 'Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had.',
-  examples: [['beta', 'enterprise']],
-});
-
-/** What a request may say about a group besides its id: declared once, used by every body. */
-const groupFields = {
-  name: Type.Optional(Name),
-  mapping: Type.Optional(nullable(Mapping)),
-  properties: Type.Optional(nullable(Properties)),
-  is_demo_group: Type.Optional(IsDemoGroup),
-  parent_user_group_id: Type.Optional(ParentUserGroupId),
-  hierarchy_level: Type.Optional(Type.Union([HierarchyLevelName, Type.Null()])),
-  group_tags: Type.Optional(GroupTags),
-  api_environment_tag: Type.Optional(EnvironmentTag),
-};
-
-export const UserGroupFieldsBody = Type.Object({ user_group_id: UserGroupId, ...groupFields }, { additionalProperties: false });
+export const UserGroupFieldsBody = Type.Object({ user_group_id: UserGroupId, ...requestFieldSchemas }, { additionalProperties: false });
 /** What the operations take about a group: its id, and what a request may say about it. */
 export type UserGroupInput = Static<typeof UserGroupFieldsBody>;
 
@@ -118,7 +34,7 @@ export type UserGroupInput = Static<typeof UserGroupFieldsBody>;
 export const PostUserBody = Type.Object(
   {
     user_group_id: Type.Optional(UserGroupId),
-    ...groupFields,
+    ...requestFieldSchemas,
     current_token: Type.Optional(
       Type.String({ minLength: 1, maxLength: 512, description: 'Rotate: the user group token to replace. Send with nothing but grace_period_seconds.' }),
     ),
@@ -137,22 +53,12 @@ export const PostUserBody = Type.Object(
   },
 );
 
-/** GET /api/user identification by query string, for clients that cannot send a GET body. */
-export const GetUserQuery = Type.Object(
-  {
-    user_group_id: Type.Optional(UserGroupIdString),
-    name: Type.Optional(Name),
-    api_environment_tag: Type.Optional(EnvironmentTag),
-    is_demo_group: Type.Optional(IsDemoGroup),
-    parent_user_group_id: Type.Optional(UserGroupIdString),
-    hierarchy_level: Type.Optional(HierarchyLevelName),
-  },
-  { additionalProperties: false },
-);
+/** GET /api/user identification by query string, for clients that cannot send a GET body: the id and the fields declared byQuery. */
+export const GetUserQuery = Type.Object({ user_group_id: Type.Optional(UserGroupIdString), ...queryFieldSchemas }, { additionalProperties: false });
 
 export const GetUserBody = Type.Optional(
   Type.Object(
-    { user_group_id: Type.Optional(UserGroupId), ...groupFields },
+    { user_group_id: Type.Optional(UserGroupId), ...requestFieldSchemas },
     {
       title: 'GetOrCreateRequest',
       additionalProperties: false,
@@ -175,7 +81,7 @@ export const PutUserBody = Type.Object(
         examples: ['example_1_renamed'],
       }),
     ),
-    ...groupFields,
+    ...requestFieldSchemas,
   },
   {
     title: 'UpdateUserGroupRequest',
@@ -249,36 +155,7 @@ export const ListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const publicFields = {
-  team_id: Type.Integer({ description: 'Internal id, unique across the service, never reused.', examples: [4812] }),
-  name: Type.String({ examples: ['Example 1'] }),
-  provided_id: Type.String({ description: 'The user_group_id.', examples: ['example_1'] }),
-  parent_user_group_id: Type.Union([Type.String(), Type.Null()], {
-    description: "The parent's user_group_id; null for a group without parent.",
-    examples: [null],
-  }),
-  hierarchy_level: Type.Union([Type.String(), Type.Null()], { examples: [null] }),
-  group_tags: Type.Array(Type.String(), { description: 'Distinct, in code-point order.', examples: [['beta']] }),
-  // Serialized as stored: any key is kept (an allow-list of keys would drop data here).
-  mapping: Type.Union([Type.Unsafe<Record<string, string | number>>({ type: 'object', additionalProperties: true }), Type.Null()], {
-    description: "The group's own mapping.",
-  }),
-  properties: Type.Union([Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true }), Type.Null()], {
-    description: "The group's own properties.",
-  }),
-  computed_mapping: Type.Union([Type.Unsafe<Record<string, string | number>>({ type: 'object', additionalProperties: true }), Type.Null()], {
-    description: "The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one.",
-  }),
-  computed_properties: Type.Union([Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true }), Type.Null()], {
-    description: "The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables.",
-  }),
-  api_environment_tag: EnvironmentTag,
-  is_demo_group: Type.Boolean(),
-  created_at: Type.String({ format: 'date-time' }),
-  updated_at: Type.String({ format: 'date-time' }),
-};
-
-export const UserGroupPublic = Type.Object(publicFields, {
+export const UserGroupPublic = Type.Object(responseFieldSchemas, {
   title: 'UserGroupWithoutToken',
   additionalProperties: false,
   description: 'A user group, without its token.',
@@ -286,10 +163,10 @@ export const UserGroupPublic = Type.Object(publicFields, {
 
 export const UserGroup = Type.Object(
   {
-    team_id: publicFields.team_id,
+    team_id: responseFieldSchemas.team_id,
     token: Type.String({ description: 'The user group token: hand it to the embedded dashboard. Never accepted by the management API.' }),
-    ...Object.fromEntries(Object.entries(publicFields).filter(([k]) => k !== 'team_id')),
-  } as typeof publicFields & { token: ReturnType<typeof Type.String> },
+    ...Object.fromEntries(Object.entries(responseFieldSchemas).filter(([k]) => k !== 'team_id')),
+  } as typeof responseFieldSchemas & { token: ReturnType<typeof Type.String> },
   { title: 'UserGroup', additionalProperties: false, description: 'A user group and its current token.' },
 );
 
@@ -353,7 +230,7 @@ export const UPSERT_MAX_ITEMS = 1000;
 export const UPSERT_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 export const UpsertItem = Type.Object(
-  { user_group_id: UserGroupId, ...groupFields },
+  { user_group_id: UserGroupId, ...requestFieldSchemas },
   {
     title: 'UpsertItem',
     additionalProperties: false,

@@ -89,6 +89,8 @@ export class WebhookDispatcher {
   /** Wakes the dispatcher when a retry sooner than the next poll is due. */
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = true;
+  /** Looks for due deliveries every POLL_MS; off in all workers of an instance but one (cluster/). */
+  private polling = true;
   private running: Promise<void> | undefined;
   /** When the next pass is due (Infinity: none is scheduled, or it is running). */
   private dueAt = Infinity;
@@ -137,6 +139,13 @@ export class WebhookDispatcher {
     this.traffic.close();
   }
 
+  /** Whether to look for due deliveries every POLL_MS (the default), or only when woken by new events and retries. */
+  setPolling(polling: boolean): void {
+    const started = polling && !this.polling;
+    this.polling = polling;
+    if (started) this.kick();
+  }
+
   kick(): void {
     if (this.stopped) return;
     if (this.running) this.again = true;
@@ -167,9 +176,9 @@ export class WebhookDispatcher {
         .finally(() => {
           this.running = undefined;
           if (this.stopped) return;
-          const delay = this.again ? COALESCE_MS : POLL_MS;
+          const delay = this.again ? COALESCE_MS : this.polling ? POLL_MS : undefined;
           this.again = false;
-          this.schedule(delay);
+          if (delay !== undefined) this.schedule(delay);
         });
     }, delayMs);
     this.timer.unref();

@@ -49,6 +49,8 @@ export interface ServerProcess {
   logsUpToNow(): Promise<void>;
   /** Sends a signal and resolves with how the process ended. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves with how the process ended, when it ends on its own. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /**
@@ -102,6 +104,7 @@ export async function spawnServer(env: Record<string, string>, options: { openFi
       await httpRequest(baseUrl, 'GET', '/healthz', { headers: { 'x-request-id': marker } });
       await waitForOutput(child, () => output, new RegExp(`"request_id":"${marker}"`), GENEROUS_WAIT_MS);
     },
+    exited,
     stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
@@ -195,7 +198,9 @@ export function httpRequest(
   baseUrl: string,
   method: string,
   pathAndQuery: string,
-  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+  /** `newConnection`: on a connection of its own, closed after it (with UGS_WORKERS, the primary hands each new connection to the next worker). */
+  /** `timeoutMs`: fail when no answer has come by then. */
+  options: { token?: string; body?: unknown; headers?: Record<string, string>; newConnection?: boolean; timeoutMs?: number } = {},
 ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: ResponseBody; text: string }> {
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
   const headers: Record<string, string> = { ...options.headers };
@@ -205,12 +210,15 @@ export function httpRequest(
     headers['content-length'] = String(Buffer.byteLength(payload));
   }
   return new Promise((resolve, reject) => {
-    const req = http.request(new URL(pathAndQuery, baseUrl), { method, headers, agent }, (res) => {
+    const req = http.request(new URL(pathAndQuery, baseUrl), { method, headers, agent: options.newConnection ? false : agent }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parseBody(text), text }));
+      // A response cut short (its server process killed while it answered) fails, rather than never ending.
+      res.on('error', reject);
     });
     req.on('error', reject);
+    if (options.timeoutMs !== undefined) req.setTimeout(options.timeoutMs, () => req.destroy(new Error(`no answer in ${options.timeoutMs} ms`)));
     if (payload !== undefined) req.write(payload);
     req.end();
   });

@@ -188,5 +188,16 @@ export function actedBy(entry: { actor: Actor; actor_token_id: number | null }):
 /** What a token or endpoint not restricted to one environment shows, in the word `ugs` uses (`--env any`). */
 export const ANY_ENVIRONMENT = 'any';
 
+/**
+ * Text longer than its field's limit, said next to it rather than cut: a paste cut silently
+ * at the limit would be saved as something nobody typed. Characters are counted as the
+ * service counts them (code points, docs/api.md, "The user group").
+ */
+export function lengthProblem(value: string, maxLength: number | undefined): string | undefined {
+  if (maxLength === undefined) return undefined;
+  const length = [...value].length;
+  return length > maxLength ? `${length} characters: at most ${maxLength}. Shorten it; nothing is cut.` : undefined;
+}
+
 export const formatTime = (iso: string | null | undefined) =>
   iso ? new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'UTC' }) + ' UTC' : '—';

@@ -49,7 +49,6 @@ export function EmbedPreview({ session, environment, id, version }: Props) {
           <input
             id="preview-viewer-id"
             value={viewerId}
-            maxLength={255}
             aria-describedby="preview-viewer-id-hint"
             onInput={(event) => setViewerId(event.currentTarget.value)}
           />

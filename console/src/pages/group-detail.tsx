@@ -1,4 +1,5 @@
-// One user group: its fields (own and computed), parent and children, the variables a
+// One user group: its fields (own and computed; a field this page has no row of its own for
+// gets a plain one, from the OpenAPI document), parent and children, the variables a
 // dashboard gets (embed-preview.tsx: from a real embed token, when asked), its history
 // as a timeline, and, for a write token, edit, rotate and delete.
 import { useState } from 'preact/hooks';
@@ -7,11 +8,38 @@ import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
 import { Dialog, ErrorAlert, ShownOnce, Status, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
-import { isUserGroupServiceError, requestFields } from '../../../packages/client/src/index.ts';
+import { isUserGroupServiceError, requestFields, userGroupFields } from '../../../packages/client/src/index.ts';
 import { EmbedPreview } from './embed-preview.tsx';
 
 /** The longest grace period the service takes (docs/api.md, "POST /api/user: rotate"). */
 const GRACE = requestFields.CreateOrRotateRequest.grace_period_seconds;
+
+/** The fields this page shows in a way of its own; every other field of a group (from the OpenAPI document) gets a row of its own. */
+const OWN_ROWS = new Set<string>([
+  'team_id',
+  'name',
+  'provided_id',
+  'parent_user_group_id',
+  'hierarchy_level',
+  'group_tags',
+  'mapping',
+  'properties',
+  'computed_mapping',
+  'computed_properties',
+  'api_environment_tag',
+  'is_demo_group',
+  'created_at',
+  'updated_at',
+]);
+const OTHER_FIELDS = Object.keys(userGroupFields).filter((field) => !OWN_ROWS.has(field));
+
+/** A value as a row shows it: none for null, yes or no, a list, JSON for an object. */
+function shown(value: unknown): string {
+  if (value === null || value === undefined) return 'none';
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  if (Array.isArray(value)) return value.length ? value.map((item) => (typeof item === 'string' ? item : JSON.stringify(item))).join(', ') : 'none';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
 
 interface Props {
   session: Session;
@@ -73,7 +101,9 @@ function GroupView({
         <a href="#/groups">User groups</a> / {environment}
       </p>
       <div class="page-head">
-        <h1 id="group-title">{group.name}</h1>
+        <h1 id="group-title" data-field="name">
+          {group.name}
+        </h1>
         {session.canWrite && (
           <div class="actions">
             <a class="button" href={groupHref(environment, id, true)}>
@@ -93,31 +123,39 @@ function GroupView({
         <h2 id="fields-title">Fields</h2>
         <dl class="fields">
           <dt>user_group_id</dt>
-          <dd>
+          <dd data-field="provided_id">
             <code>{id}</code>
           </dd>
           <dt>Environment</dt>
-          <dd>{group.api_environment_tag}</dd>
+          <dd data-field="api_environment_tag">{group.api_environment_tag}</dd>
           <dt>Demo group</dt>
-          <dd>{group.is_demo_group ? 'yes' : 'no'}</dd>
+          <dd data-field="is_demo_group">{group.is_demo_group ? 'yes' : 'no'}</dd>
           <dt>Parent</dt>
-          <dd>{group.parent_user_group_id ? <a href={groupHref(environment, group.parent_user_group_id)}>{group.parent_user_group_id}</a> : 'none'}</dd>
+          <dd data-field="parent_user_group_id">
+            {group.parent_user_group_id ? <a href={groupHref(environment, group.parent_user_group_id)}>{group.parent_user_group_id}</a> : 'none'}
+          </dd>
           <dt>Level</dt>
-          <dd>{group.hierarchy_level ?? 'none'}</dd>
+          <dd data-field="hierarchy_level">{group.hierarchy_level ?? 'none'}</dd>
           <dt>Tags</dt>
-          <dd>{group.group_tags.length ? group.group_tags.join(', ') : 'none'}</dd>
+          <dd data-field="group_tags">{group.group_tags.length ? group.group_tags.join(', ') : 'none'}</dd>
+          {OTHER_FIELDS.map((field) => (
+            <>
+              <dt>{field}</dt>
+              <dd data-field={field}>{shown((group as unknown as Record<string, unknown>)[field])}</dd>
+            </>
+          ))}
           <dt>team_id</dt>
-          <dd>{group.team_id}</dd>
+          <dd data-field="team_id">{group.team_id}</dd>
           <dt>Created</dt>
-          <dd>{formatTime(group.created_at)}</dd>
+          <dd data-field="created_at">{formatTime(group.created_at)}</dd>
           <dt>Updated</dt>
-          <dd>{formatTime(group.updated_at)}</dd>
+          <dd data-field="updated_at">{formatTime(group.updated_at)}</dd>
         </dl>
         <div class="json-columns">
-          <JsonBlock title="Properties (own)" value={group.properties} />
-          <JsonBlock title="Computed properties (with ancestors')" value={group.computed_properties} />
-          <JsonBlock title="Mapping (own)" value={group.mapping} />
-          <JsonBlock title="Computed mapping" value={group.computed_mapping} />
+          <JsonBlock field="properties" title="Properties (own)" value={group.properties} />
+          <JsonBlock field="computed_properties" title="Computed properties (with ancestors')" value={group.computed_properties} />
+          <JsonBlock field="mapping" title="Mapping (own)" value={group.mapping} />
+          <JsonBlock field="computed_mapping" title="Computed mapping" value={group.computed_mapping} />
         </div>
       </section>
 
@@ -176,9 +214,9 @@ function GroupView({
   );
 }
 
-function JsonBlock({ title, value }: { title: string; value: unknown }) {
+function JsonBlock({ field, title, value }: { field: string; title: string; value: unknown }) {
   return (
-    <figure class="json-block">
+    <figure class="json-block" data-field={field}>
       <figcaption>{title}</figcaption>
       <pre>{value === null || value === undefined ? 'none' : pretty(value)}</pre>
     </figure>

@@ -7,7 +7,7 @@ import { isUserGroupServiceError, requestFields } from '../../../packages/client
 import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
 import { findGroup, pretty } from '../groups.ts';
-import { ErrorAlert, ShownOnce } from '../components/common.tsx';
+import { ErrorAlert, ShownOnce, lengthProblem } from '../components/common.tsx';
 import { JsonEditor, jsonProblem } from '../components/json-editor.tsx';
 import { TagSuggestions } from '../components/tag-suggestions.tsx';
 
@@ -99,15 +99,9 @@ function bodyOf(draft: Draft, editing: boolean) {
 /** `properties.plan` and `properties` both belong to the properties editor. */
 const fieldOf = (detailField: string) => detailField.split(/[.[]/)[0];
 
-/**
- * Text longer than the field's limit, said next to it rather than cut: a paste cut silently
- * at the limit would be saved as something nobody typed. Characters are counted as the
- * service counts them (code points, docs/api.md, "The user group").
- */
-function lengthProblem(value: string | boolean, spec: FieldSpec): string | undefined {
-  if (typeof value !== 'string' || spec.maxLength === undefined) return undefined;
-  const length = [...value].length;
-  return length > spec.maxLength ? `${length} characters: at most ${spec.maxLength}. Shorten it; nothing is cut.` : undefined;
+/** An over-long text field's problem (lengthProblem): booleans and fields without a limit have none. */
+function fieldLengthProblem(value: string | boolean, spec: FieldSpec): string | undefined {
+  return typeof value === 'string' ? lengthProblem(value, spec.maxLength) : undefined;
 }
 
 export function GroupForm({ session, environment, editId }: { session: Session; environment: EnvironmentTag; editId?: string }) {
@@ -140,7 +134,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
     return found.map((detail) => `${detail.field}: ${detail.issue.replace(/_/g, ' ')}`).join('; ');
   };
   const set = (key: string, value: string | boolean) => setDraft({ ...draft, [key]: value });
-  const tooLong = Object.keys(draft).filter((field) => lengthProblem(draft[field], specOf(field)));
+  const tooLong = Object.keys(draft).filter((field) => fieldLengthProblem(draft[field], specOf(field)));
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -195,7 +189,7 @@ export function GroupForm({ session, environment, editId }: { session: Session; 
 
   const text = (id: string, label: string, hint: string, extra: Record<string, unknown> = {}) => {
     const spec = specOf(id);
-    const message = lengthProblem(draft[id], spec) ?? serverError(id);
+    const message = fieldLengthProblem(draft[id], spec) ?? serverError(id);
     return (
       <div class="field">
         <label for={id}>{label}</label>

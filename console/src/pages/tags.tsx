@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { isUserGroupServiceError, requestFields, type EnvironmentTag, type GroupTag } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
-import { ConfirmDialog, Dialog, ErrorAlert, Status, useLoad } from '../components/common.tsx';
+import { ConfirmDialog, Dialog, ErrorAlert, Status, lengthProblem, useLoad } from '../components/common.tsx';
 
 export const TAGS_PAGE_SIZE = 50;
 /** A tag's longest name, from the OpenAPI document. */
@@ -52,9 +52,11 @@ export function TagsPage({ session, environment }: { session: Session; environme
       >
         <div class="field">
           <label for="tag-prefix">Starts with</label>
-          <input id="tag-prefix" type="search" value={draft} maxLength={NAME_MAX} onInput={(event) => setDraft(event.currentTarget.value)} />
+          <LengthCheckedInput id="tag-prefix" type="search" value={draft} onInput={setDraft} />
         </div>
-        <button type="submit">Search</button>
+        <button type="submit" disabled={lengthProblem(draft, NAME_MAX) !== undefined}>
+          Search
+        </button>
       </form>
       <Status message={status} />
       <ErrorAlert error={page.error} />
@@ -159,9 +161,9 @@ function CreateTag({ session, environment, onCreated }: { session: Session; envi
       <div class="row">
         <div class="field">
           <label for="new-tag">Name</label>
-          <input id="new-tag" value={name} maxLength={NAME_MAX} autoComplete="off" onInput={(event) => setName(event.currentTarget.value)} />
+          <LengthCheckedInput id="new-tag" value={name} onInput={setName} />
         </div>
-        <button type="submit" disabled={name === ''}>
+        <button type="submit" disabled={name === '' || lengthProblem(name, NAME_MAX) !== undefined}>
           Create tag
         </button>
       </div>
@@ -213,26 +215,40 @@ function RenameDialog(props: {
         </p>
         <div class="field">
           <label for="rename-tag">New name</label>
-          <input
-            id="rename-tag"
-            value={newName}
-            maxLength={NAME_MAX}
-            autoComplete="off"
-            aria-invalid={fieldError ? true : undefined}
-            aria-describedby={fieldError ? 'rename-tag-error' : undefined}
-            onInput={(event) => setNewName(event.currentTarget.value)}
-          />
-          {fieldError && (
-            <p class="field-error" id="rename-tag-error">
-              {fieldError}
-            </p>
-          )}
+          <LengthCheckedInput id="rename-tag" value={newName} onInput={setNewName} serviceError={fieldError} />
         </div>
         {!fieldError && <ErrorAlert error={error} />}
-        <button type="submit" disabled={busy || newName === ''}>
+        <button type="submit" disabled={busy || newName === '' || lengthProblem(newName, NAME_MAX) !== undefined}>
           Rename
         </button>
       </form>
     </Dialog>
+  );
+}
+
+/**
+ * A tag name's input: longer than a tag may be, it says so next to it instead of cutting
+ * what was typed or pasted (lengthProblem); the service's own refusal is shown the same way.
+ */
+function LengthCheckedInput(props: { id: string; value: string; onInput: (value: string) => void; type?: string; serviceError?: string }) {
+  const problem = lengthProblem(props.value, NAME_MAX) ?? props.serviceError;
+  const errorId = `${props.id}-error`;
+  return (
+    <>
+      <input
+        id={props.id}
+        type={props.type}
+        value={props.value}
+        autoComplete="off"
+        aria-invalid={problem ? true : undefined}
+        aria-describedby={problem ? errorId : undefined}
+        onInput={(event) => props.onInput(event.currentTarget.value)}
+      />
+      {problem && (
+        <p class="field-error" id={errorId}>
+          {problem}
+        </p>
+      )}
+    </>
   );
 }

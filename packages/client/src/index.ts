@@ -2,7 +2,7 @@ export { UserGroupServiceClient, jwksUrl, type UserGroupServiceClientOptions, ty
 export { UserGroupServiceError, isUserGroupServiceError, type ClientErrorCode, type UserGroupServiceErrorCode } from './errors.js';
 export { parseRetryAfter, retryDelayMs, DEFAULT_RETRY, type RetryOptions } from './retry.js';
 export type * from './types.js';
-export { eventTypes, operationQueryParameters, requestFields } from './openapi.js';
+export { eventTypes, operationQueryParameters, requestFields, userGroupFields } from './openapi.js';
 export {
   followEvents,
   followRevocations,

@@ -288,7 +288,7 @@ export interface paths {
         get: operations["getOrCreateUserGroup"];
         /**
          * Update a user group
-         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `new_user_group_id`, `name`, `mapping`, `properties`, `is_demo_group`, `parent_user_group_id`, `hierarchy_level`, `group_tags`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
+         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `new_user_group_id`, `name`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `mapping`, `properties`, `is_demo_group`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
          */
         put: operations["updateUserGroup"];
         /**
@@ -847,22 +847,30 @@ export interface components {
          */
         EmbedUserGroup: {
             api_environment_tag: components["schemas"]["EnvironmentTag"];
+            /** @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one. */
             computed_mapping: {
                 [key: string]: unknown;
             } | null;
+            /** @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables. */
             computed_properties: {
                 [key: string]: unknown;
             } | null;
+            /** @example null */
             hierarchy_level: string | null;
-            /** @description Show a demo watermark. */
+            /** @description A demo user group: its dashboards show a watermark. */
             is_demo_group: boolean;
+            /** @description The group's own mapping. */
             mapping: {
                 [key: string]: unknown;
             } | null;
             /** @example Example 1 */
             name: string;
-            /** @description The parent's user_group_id; null for a group without parent. */
+            /**
+             * @description The parent's user_group_id; null for a group without parent.
+             * @example null
+             */
             parent_user_group_id: string | null;
+            /** @description The group's own properties. */
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -1336,6 +1344,7 @@ export interface components {
             group_tags: string[];
             /** @example null */
             hierarchy_level: string | null;
+            /** @description A demo user group: its dashboards show a watermark. */
             is_demo_group: boolean;
             /** @description The group's own mapping. */
             mapping: {
@@ -1418,6 +1427,7 @@ export interface components {
             group_tags: string[];
             /** @example null */
             hierarchy_level: string | null;
+            /** @description A demo user group: its dashboards show a watermark. */
             is_demo_group: boolean;
             /** @description The group's own mapping. */
             mapping: {
@@ -5873,21 +5883,6 @@ export const requestFields = {
       "maxLength": 256,
       "description": "Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation."
     },
-    "mapping": {
-      "type": "object",
-      "maxProperties": 100,
-      "nullable": true,
-      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
-    },
-    "properties": {
-      "type": "object",
-      "nullable": true,
-      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
-    },
-    "is_demo_group": {
-      "type": "boolean",
-      "description": "A demo user group: its dashboards show a watermark."
-    },
     "parent_user_group_id": {
       "type": "string",
       "minLength": 1,
@@ -5909,9 +5904,24 @@ export const requestFields = {
       "maxItems": 50,
       "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
     },
+    "mapping": {
+      "type": "object",
+      "maxProperties": 100,
+      "nullable": true,
+      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
+    },
+    "properties": {
+      "type": "object",
+      "nullable": true,
+      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
+    },
     "api_environment_tag": {
       "type": "string",
       "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
+    },
+    "is_demo_group": {
+      "type": "boolean",
+      "description": "A demo user group: its dashboards show a watermark."
     },
     "current_token": {
       "type": "string",
@@ -5995,21 +6005,6 @@ export const requestFields = {
       "maxLength": 256,
       "description": "Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation."
     },
-    "mapping": {
-      "type": "object",
-      "maxProperties": 100,
-      "nullable": true,
-      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
-    },
-    "properties": {
-      "type": "object",
-      "nullable": true,
-      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
-    },
-    "is_demo_group": {
-      "type": "boolean",
-      "description": "A demo user group: its dashboards show a watermark."
-    },
     "parent_user_group_id": {
       "type": "string",
       "minLength": 1,
@@ -6031,9 +6026,24 @@ export const requestFields = {
       "maxItems": 50,
       "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
     },
+    "mapping": {
+      "type": "object",
+      "maxProperties": 100,
+      "nullable": true,
+      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
+    },
+    "properties": {
+      "type": "object",
+      "nullable": true,
+      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
+    },
     "api_environment_tag": {
       "type": "string",
       "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
+    },
+    "is_demo_group": {
+      "type": "boolean",
+      "description": "A demo user group: its dashboards show a watermark."
     }
   },
   "IntrospectionRequest": {
@@ -6090,21 +6100,6 @@ export const requestFields = {
       "maxLength": 256,
       "description": "Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation."
     },
-    "mapping": {
-      "type": "object",
-      "maxProperties": 100,
-      "nullable": true,
-      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
-    },
-    "properties": {
-      "type": "object",
-      "nullable": true,
-      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
-    },
-    "is_demo_group": {
-      "type": "boolean",
-      "description": "A demo user group: its dashboards show a watermark."
-    },
     "parent_user_group_id": {
       "type": "string",
       "minLength": 1,
@@ -6126,9 +6121,24 @@ export const requestFields = {
       "maxItems": 50,
       "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
     },
+    "mapping": {
+      "type": "object",
+      "maxProperties": 100,
+      "nullable": true,
+      "description": "Schema id (1-64 characters) to data source: a data source reference (1-256 characters) or a non-negative integer id. At most 100 entries."
+    },
+    "properties": {
+      "type": "object",
+      "nullable": true,
+      "description": "Free-form JSON object, available as variables in dashboards. Any nesting up to depth 32; at most 65536 bytes serialized."
+    },
     "api_environment_tag": {
       "type": "string",
       "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
+    },
+    "is_demo_group": {
+      "type": "boolean",
+      "description": "A demo user group: its dashboards show a watermark."
     }
   },
   "UpsertRequest": {
@@ -6137,6 +6147,71 @@ export const requestFields = {
       "maxItems": 1000,
       "description": "1-1000 groups, done in order. Each item is checked on its own: a bad item fails alone."
     }
+  }
+} as const;
+
+/**
+ * The fields of a user group as answers carry them (UserGroupWithoutToken), in the order
+ * answers show them, with the same facts: what the console's group page shows.
+ */
+export const userGroupFields = {
+  "team_id": {
+    "type": "integer",
+    "description": "Internal id, unique across the service, never reused."
+  },
+  "name": {
+    "type": "string"
+  },
+  "provided_id": {
+    "type": "string",
+    "description": "The user_group_id."
+  },
+  "parent_user_group_id": {
+    "type": "string",
+    "nullable": true,
+    "description": "The parent's user_group_id; null for a group without parent."
+  },
+  "hierarchy_level": {
+    "type": "string",
+    "nullable": true
+  },
+  "group_tags": {
+    "type": "array",
+    "description": "Distinct, in code-point order."
+  },
+  "mapping": {
+    "type": "object",
+    "nullable": true,
+    "description": "The group's own mapping."
+  },
+  "properties": {
+    "type": "object",
+    "nullable": true,
+    "description": "The group's own properties."
+  },
+  "computed_mapping": {
+    "type": "object",
+    "nullable": true,
+    "description": "The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one."
+  },
+  "computed_properties": {
+    "type": "object",
+    "nullable": true,
+    "description": "The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables."
+  },
+  "api_environment_tag": {
+    "type": "string",
+    "description": "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment."
+  },
+  "is_demo_group": {
+    "type": "boolean",
+    "description": "A demo user group: its dashboards show a watermark."
+  },
+  "created_at": {
+    "type": "string"
+  },
+  "updated_at": {
+    "type": "string"
   }
 } as const;
 
