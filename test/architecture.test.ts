@@ -20,6 +20,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['records', ['accounts/', 'audit/', 'metrics/']],
   ['auth', ['auth/']],
   ['http', ['http/']],
+  ['idempotency', ['idempotency/']],
   ['user groups', ['user-groups/']],
   ['group tags', ['group-tags/']],
   ['embed', ['embed/']],

@@ -13,7 +13,7 @@ const AAD = {
   'user-group-token': Buffer.from('ugs:user-group-token:v1'),
   'embed-signing-key': Buffer.from('ugs:embed-signing-key:v1'),
   'webhook-secret': Buffer.from('ugs:webhook-secret:v1'),
-  // Stored answers of idempotent requests (http/idempotency.ts): kept 24 h, never re-sealed.
+  // Stored answers of idempotent requests (idempotency/idempotency.ts): kept 24 h, never re-sealed.
   'idempotent-answer': Buffer.from('ugs:idempotent-answer:v1'),
 };
 export type SealedSecret = keyof typeof AAD;
