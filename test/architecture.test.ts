@@ -21,6 +21,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['auth', ['auth/']],
   ['http', ['http/']],
   ['idempotency', ['idempotency/']],
+  ['pages', ['pages/']],
   ['user groups', ['user-groups/']],
   ['group tags', ['group-tags/']],
   ['embed', ['embed/']],
