@@ -49,7 +49,7 @@ import { registerGroupTagRoutes } from './group-tags/group-tags.routes.ts';
 import { groupTagCodeSamples } from './group-tags/group-tags.operations.ts';
 import { registerIdempotency } from './idempotency/idempotency.ts';
 import { IdempotencySweeper } from './idempotency/idempotency-sweeper.ts';
-import { BackgroundFailures } from './throttled-log.ts';
+import { BackgroundFailures } from './foundations/throttled-log.ts';
 import { isDatabaseUnavailable, storageFault } from './db/errors.ts';
 import type { SharedAcrossWorkers } from './cluster/worker-link.ts';
 

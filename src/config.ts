@@ -2,7 +2,7 @@
 // so that a typo in a variable fails the start instead of a request.
 
 import os from 'node:os';
-import { parseDuration } from './duration.ts';
+import { parseDuration } from './foundations/duration.ts';
 
 export interface Config {
   host: string;

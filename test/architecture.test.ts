@@ -11,10 +11,7 @@ const SRC = path.join(ROOT, 'src');
 
 /** Bottom to top. A file's layer is the first entry whose prefix its path (relative to src/) starts with. */
 const LAYERS: [layer: string, prefixes: string[]][] = [
-  [
-    'foundations',
-    ['errors.ts', 'config.ts', 'duration.ts', 'background-work.ts', 'throttled-log.ts', 'random-pool.ts', 'bounded-map.ts', 'end-of-turn.ts', 'tracing/'],
-  ],
+  ['foundations', ['foundations/', 'config.ts', 'tracing/']],
   ['database', ['db/']],
   ['keys', ['crypto/']],
   ['records', ['accounts/', 'audit/', 'metrics/']],

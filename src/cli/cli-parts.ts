@@ -11,7 +11,7 @@ import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { ACCOUNT_SLUG } from '../accounts/account-slug.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
-import { parseDuration } from '../duration.ts';
+import { parseDuration } from '../foundations/duration.ts';
 import type { CliParts } from './transfer-commands.ts';
 
 /** A command called the wrong way, or on something that is not there: exit status 2, like commander's own usage errors. */

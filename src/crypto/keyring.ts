@@ -2,7 +2,7 @@
 // ciphertext tagged with the id of the key that sealed it, so keys can rotate without
 // downtime: the newest key seals, every listed key still opens what it sealed.
 import crypto from 'node:crypto';
-import { randomBytes } from '../random-pool.ts';
+import { randomBytes } from '../foundations/random-pool.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 

@@ -3,7 +3,7 @@
 // events retention removed is refused (410) so that the consumer knows to resync.
 import type { DatabaseHandle } from '../db/database.ts';
 import { requireScope, type Principal } from '../auth/principal.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
 import type { EventRow } from '../db/schema.ts';
 import { eventHead, eventsAfter } from './events.repository.ts';

@@ -19,7 +19,7 @@
 // others sequence right after their own commits, and learn of new events from the workers
 // that numbered them or watched them come (onEventsFound, expectEvents).
 import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../background-work.ts';
+import { backgroundWork } from '../foundations/background-work.ts';
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { DatabaseHandle } from '../db/database.ts';

@@ -2,7 +2,7 @@
 // AppErrors speak for themselves, framework errors are translated, and anything else is a
 // generic 500 whose details go only to the log, under the request id.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { isDatabaseUnavailable, storageFault, type StorageFault } from '../db/errors.ts';
 import { validationError } from './validation.ts';
 import { BODY_LIMIT_BYTES } from './json-body.ts';

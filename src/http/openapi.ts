@@ -10,7 +10,7 @@
 //   - each operation carries code samples (x-codeSamples), from the features' docs.
 import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from '@fastify/swagger';
 import { ERROR_EXAMPLES } from './error-examples.ts';
-import type { ErrorCode } from '../errors.ts';
+import type { ErrorCode } from '../foundations/errors.ts';
 
 export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   openapi: '3.1.0',

@@ -16,7 +16,7 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { credentialFromAuthorization, hashToken } from '../auth/token-format.ts';
 import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
 import type { Tracing } from '../tracing/trace-context.ts';

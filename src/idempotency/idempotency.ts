@@ -27,7 +27,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction } from '../db/transaction.ts';
 import type { Keyring } from '../crypto/keyring.ts';
-import { AppError, validationFailed } from '../errors.ts';
+import { AppError, validationFailed } from '../foundations/errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
 import type { Principal } from '../auth/principal.ts';
 import { errorResponses } from '../http/envelope.schemas.ts';

@@ -3,7 +3,7 @@
 // the service, the descriptions in user-groups.operations.ts.
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { AppError, validationFailed } from '../errors.ts';
+import { AppError, validationFailed } from '../foundations/errors.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { METHOD_OVERRIDE_CONSTRAINT } from '../http/method-override.ts';
 import { bodyValidator, getBodyOf } from '../http/validation.ts';

@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import { inTransaction } from '../db/transaction.ts';
 import { sql } from '../db/kysely.ts';
 import { isUniqueViolation } from '../db/errors.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import type { OpenedTokenCache } from './opened-tokens.ts';
 import { UPDATABLE_FIELDS, type PutUser, type UserGroupInput } from './user-groups.schemas.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';

@@ -19,7 +19,7 @@
 // the longest due, a few per account, leaving out the accounts it has as many of as it may.
 // When endpoints wait for room, one that has sent a batch goes to the back of the line.
 import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../background-work.ts';
+import { backgroundWork } from '../foundations/background-work.ts';
 import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';

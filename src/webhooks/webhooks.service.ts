@@ -9,7 +9,7 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { Kysely } from 'kysely';
 import type { Database, Environment, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { requireScope, type Principal } from '../auth/principal.ts';
 import type { EventType } from '../audit/outbox.ts';
