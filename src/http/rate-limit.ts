@@ -18,7 +18,7 @@ import type { Config } from '../config.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError } from '../foundations/errors.ts';
 import { credentialFromAuthorization, hashToken } from '../auth/token-format.ts';
-import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
+import { throttledWarning, type ThrottledWarning } from '../foundations/throttled-warning.ts';
 import type { Tracing } from '../tracing/trace-context.ts';
 
 export type RateLimitSettings = Pick<
