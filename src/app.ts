@@ -51,7 +51,7 @@ import { registerIdempotency } from './idempotency/idempotency.ts';
 import { IdempotencySweeper } from './idempotency/idempotency-sweeper.ts';
 import { BackgroundFailures } from './foundations/throttled-log.ts';
 import { isDatabaseUnavailable, storageFault } from './db/errors.ts';
-import type { SharedAcrossWorkers } from './cluster/worker-link.ts';
+import type { SharedAcrossWorkers } from './process/cluster/worker-link.ts';
 
 interface AppDependencies {
   config: Config;
@@ -161,7 +161,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     onOutcome: (outcome) => metrics.webhookAttempted(outcome),
   });
   webhooks.attach(sequencer);
-  // With several workers, the events one numbers wake the streams of all (cluster/worker-link.ts).
+  // With several workers, the events one numbers wake the streams of all (process/cluster/worker-link.ts).
   const onNewEvents = deps.workers ? deps.workers.shareEvents(sequencer, webhooks) : (listener: NewEventsListener) => sequencer.onNewEvents(listener);
   // Open event streams end before the server waits for its connections (they would hold it up).
   const eventStreams = new EventStreams(deps.database, onNewEvents, {

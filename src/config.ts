@@ -9,7 +9,7 @@ export interface Config {
   port: number;
   /**
    * Server processes sharing the port (UGS_WORKERS; `auto`: one per core). 1 is one process,
-   * as before; above 1 a primary process forks that many workers (src/cluster/).
+   * as before; above 1 a primary process forks that many workers (src/process/cluster/).
    */
   workers: number;
   /** `sqlite:<path>` or `postgres://…`. */

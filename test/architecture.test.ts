@@ -25,7 +25,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['api tokens', ['api-tokens/']],
   ['events', ['events/']],
   ['webhooks', ['webhooks/']],
-  ['composition', ['runtime.ts', 'bootstrap.ts', 'startup.ts', 'log-stream.ts', 'app.ts', 'server.ts', 'server-process.ts', 'cli/', 'cluster/']],
+  ['composition', ['app.ts', 'server.ts', 'process/', 'cli/']],
 ];
 
 function layerOf(file: string): number {

@@ -19,7 +19,7 @@ export class UsageError extends Error {}
 
 /** Runs `work` on the migrated database of DATABASE_URL, and closes it whatever happens. */
 export async function withDatabase<T>(work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
-  const { openMigratedDatabase } = await import('../runtime.ts');
+  const { openMigratedDatabase } = await import('../process/runtime.ts');
   const { handle } = await openMigratedDatabase(loadConfig());
   try {
     return await work(handle);

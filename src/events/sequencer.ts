@@ -15,7 +15,7 @@
 // by watching the newest event id (one indexed read per pollMs): it works through PgBouncer's
 // transaction pooling, where LISTEN cannot.
 //
-// With several workers (cluster/), only one of them watches and polls (setWatching): the
+// With several workers (process/cluster/), only one of them watches and polls (setWatching): the
 // others sequence right after their own commits, and learn of new events from the workers
 // that numbered them or watched them come (onEventsFound, expectEvents).
 import { AsyncResource } from 'node:async_hooks';

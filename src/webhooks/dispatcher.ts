@@ -89,7 +89,7 @@ export class WebhookDispatcher {
   /** Wakes the dispatcher when a retry sooner than the next poll is due. */
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = true;
-  /** Looks for due deliveries every POLL_MS; off in all workers of an instance but one (cluster/). */
+  /** Looks for due deliveries every POLL_MS; off in all workers of an instance but one (process/cluster/). */
   private polling = true;
   private running: Promise<void> | undefined;
   /** When the next pass is due (Infinity: none is scheduled, or it is running). */
