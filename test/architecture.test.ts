@@ -14,7 +14,8 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['foundations', ['foundations/', 'config.ts', 'tracing/']],
   ['database', ['db/']],
   ['keys', ['crypto/']],
-  ['records', ['accounts/', 'audit/', 'metrics/']],
+  // The outbox lives beside the sequencer that reads it, below every write that appends to it.
+  ['records', ['accounts/', 'audit/', 'events/outbox.ts', 'events/event-types.ts', 'metrics/']],
   ['auth', ['auth/']],
   ['http', ['http/']],
   ['idempotency', ['idempotency/']],

@@ -1,12 +1,12 @@
 // The append-only history of changes. Entries are written in the same transaction as the
 // change they describe, so a failed request leaves none; they never hold a token value.
-// Each entry also writes the change's event to the outbox (outbox.ts): whatever is in the
-// history is in the event feed, by construction.
+// Each entry also writes the change's event to the outbox (events/outbox.ts): whatever is in
+// the history is in the event feed, by construction.
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
 import { ownedBy, type Tenant } from '../db/tenant.ts';
-import { appendEvents, type ChangeEvent, type EventType } from './outbox.ts';
+import { appendEvents, type ChangeEvent, type EventType } from '../events/outbox.ts';
 import type { Actor } from './actor.ts';
 
 export interface AuditEntry {
