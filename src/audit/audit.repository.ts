@@ -1,7 +1,8 @@
 // The append-only history of changes. Entries are written in the same transaction as the
 // change they describe, so a failed request leaves none; they never hold a token value.
 // Each entry also writes the change's event to the outbox (events/outbox.ts): whatever is in
-// the history is in the event feed, by construction.
+// the history is in the event feed, by construction (docs/architecture.md, "The path of a
+// change").
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';

@@ -1,7 +1,8 @@
 // Moves committed events from the outbox into the feed, numbering each account's events in
 // the order they are moved (docs/api.md, "Change events"; how ids are chosen: event-ids.ts),
 // and tells this instance's readers (the stream, the webhook dispatcher) when an account has
-// new events.
+// new events. Where it sits on the path from a change to its webhook: docs/architecture.md,
+// "The path of a change".
 //
 // One sequencer runs at a time across every instance: on PostgreSQL a transaction-level
 // advisory lock (tried, never waited for: an instance that finds it taken runs again

@@ -1,4 +1,5 @@
-// Delivers change events to webhook endpoints (docs/api.md, "Webhooks").
+// Delivers change events to webhook endpoints (docs/api.md, "Webhooks"); the path of an
+// event from its change to the attempt made here: docs/architecture.md, "The path of a change".
 //
 // Each endpoint follows the feed with a cursor (webhook-fan-out.ts): the sequencer's hook marks
 // the endpoints that take a new event as due, and the instance that takes an endpoint makes its
