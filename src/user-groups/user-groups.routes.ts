@@ -37,9 +37,9 @@ import {
   removeUserGroup,
   rotateUserGroupToken,
   updateUserGroup,
-  upsertUserGroups,
   type UserGroupDeps,
 } from './user-groups.service.ts';
+import { upsertUserGroups } from './upsert.service.ts';
 import { userGroupHistoryEntries } from './user-group-history.service.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';
 
