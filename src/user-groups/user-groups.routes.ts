@@ -35,11 +35,11 @@ import {
   listUserGroupsPage,
   lookupUserGroup,
   removeUserGroup,
-  rotateUserGroupToken,
   updateUserGroup,
   type UserGroupDeps,
 } from './user-groups.service.ts';
 import { upsertUserGroups } from './upsert.service.ts';
+import { rotateUserGroupToken } from './token-rotation.service.ts';
 import { userGroupHistoryEntries } from './user-group-history.service.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';
 

@@ -1,9 +1,9 @@
 // The user group operations (docs/api.md, "Operations"). Every invariant that must hold
-// across processes is left to the database: the identity's unique key decides who creates,
-// a compare-and-swap UPDATE decides who rotates. A failed operation throws before commit,
-// so it changes nothing. The bulk upsert (upsert.service.ts) writes each of its items with the
-// steps exported here (insertNewIn, updateIn), so that an item follows the rules of a single
-// create or PUT.
+// across processes is left to the database: the identity's unique key decides who creates.
+// A failed operation throws before commit, so it changes nothing. Two operations have
+// modules of their own: the token's rotation (token-rotation.service.ts) and the bulk upsert
+// (upsert.service.ts), which writes each of its items with the steps exported here
+// (insertNewIn, updateIn), so that an item follows the rules of a single create or PUT.
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
@@ -14,20 +14,15 @@ import type { OpenedTokenCache } from './opened-tokens.ts';
 import { UPDATABLE_FIELDS, type PutUser, type UserGroupInput } from './user-groups.schemas.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { appendAudit, appendAudits, type Actor, type AuditAction, type AuditDetails, type AuditEntry } from '../audit/audit.repository.ts';
-import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
-import { environmentForbidden, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import { generateToken, hashToken } from '../auth/token-format.ts';
+import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import {
-  accountHasCurrentToken,
   findUserGroup,
   findUserGroupChain,
   findUserGroupForUpdate,
   insertUserGroupIfAbsent,
   listUserGroups,
-  dropRetiredTokens,
-  purgeExpiredRetiredTokens,
   resolvePage,
-  retireToken,
-  swapUserGroupToken,
   updateUserGroupFields,
   type GroupIdentity,
   type NewUserGroup,
@@ -50,7 +45,7 @@ export interface UserGroupDeps {
 }
 
 /** The group with its token; only for committed rows (see OpenedTokenCache). The routes write it as JSON (user-groups.json.ts). */
-function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): GroupWithToken {
+export function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): GroupWithToken {
   return { ...group, token: tokens.tokenOf(group.row) };
 }
 
@@ -289,56 +284,6 @@ export async function updateIn(
 async function childLevelsIfChanged(trx: Kysely<Database>, tenant: Tenant, group: UserGroupRow, level: string | null): Promise<string[]> {
   if (level === null || level === group.hierarchy_level) return [];
   return childLevels(trx, tenant, group.team_id);
-}
-
-export async function rotateUserGroupToken(
-  deps: UserGroupDeps,
-  principal: Principal,
-  actor: Actor,
-  input: { current_token: string; grace_period_seconds?: number },
-): Promise<GroupWithToken> {
-  requireScope(principal, 'write', 'rotating a user group token');
-  const tokenNotFound = new AppError('token_not_found', 'current_token is not the current token of any user group of this account');
-  if (tokenKind(input.current_token) !== 'user_group') throw tokenNotFound;
-  const oldHash = hashToken(input.current_token);
-  const token = generateToken('user_group');
-  const at = deps.now();
-  const grace = input.grace_period_seconds ?? 0;
-  const group = await inTransaction(deps.database, async (trx) => {
-    const swapped = await swapUserGroupToken(trx, {
-      accountId: principal.accountId,
-      environment: principal.allowedEnvironment,
-      oldHash,
-      newHash: hashToken(token),
-      newCiphertext: deps.tokens.seal(token),
-      at: at.toISOString(),
-    });
-    if (!swapped) return undefined;
-    const tenant: Tenant = { accountId: swapped.account_id, environment: swapped.environment };
-    if (grace > 0) {
-      await purgeExpiredRetiredTokens(trx, tenant, swapped.team_id, at.toISOString());
-      await retireToken(trx, tenant, { tokenHash: oldHash, teamId: swapped.team_id, expiresAt: new Date(at.getTime() + grace * 1000).toISOString() });
-    } else {
-      // No grace: the answer to a leak. Every earlier token ends now, those still in the
-      // grace period of an earlier rotation too (docs/api.md, "POST /api/user: rotate").
-      await dropRetiredTokens(trx, tenant, swapped.team_id);
-    }
-    await appendAudit(trx, {
-      ...auditEntry(swapped, 'user_group.rotate', actor, at),
-      gracePeriodEndsAt: grace > 0 ? new Date(at.getTime() + grace * 1000) : undefined,
-    });
-    return resolveChain(await findUserGroupChain(trx, tenant, swapped.team_id));
-  });
-  if (!group) {
-    // The current token of a group in an environment this API token may not use: forbidden,
-    // not unknown (docs/api.md, "Environments and tokens"). Asked only when the swap found nothing.
-    if (principal.allowedEnvironment !== null && (await accountHasCurrentToken(deps.database.db, principal.accountId, oldHash))) {
-      throw environmentForbidden(principal.allowedEnvironment);
-    }
-    throw tokenNotFound;
-  }
-  deps.events.userGroupTokenIssued('rotate');
-  return withToken(group, deps.tokens);
 }
 
 /**
