@@ -116,6 +116,25 @@ describe('how src/ loads its dependencies', () => {
     });
     assert.deepEqual(offenders, []);
   });
+
+  it('architecture: `ugs` builds its program from declarations: what it loads before a command runs reaches no service, repository or database module, and no package but commander', () => {
+    const loadedAtStart = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string) => {
+      if (loadedAtStart.has(file)) return;
+      loadedAtStart.add(file);
+      // Static value imports only: `import type` is erased, and an `await import` waits for a command's action.
+      for (const [, specifier] of fs.readFileSync(file, 'utf8').matchAll(/^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?from\s+)?'([^']+)'/gm)) {
+        if (specifier.startsWith('.')) visit(path.resolve(path.dirname(file), specifier));
+        else if (!specifier.startsWith('node:')) packages.add(specifier);
+      }
+    };
+    visit(path.join(SRC, 'cli', 'ugs.ts'));
+    const features = [...loadedAtStart]
+      .map((file) => path.relative(SRC, file))
+      .filter((file) => /\.(?:service|repository)\.ts$|^db\/(?!schema\.ts$)/.test(file));
+    assert.deepEqual({ features, packages: [...packages] }, { features: [], packages: ['commander'] });
+  });
 });
 
 describe('what the tools around src/ may import', () => {
