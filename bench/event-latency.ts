@@ -25,7 +25,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Keyring } from '../src/crypto/keyring.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { issueApiToken } from '../src/api-tokens/api-tokens.service.ts';
 import { createBenchDatabase, seedDatabase, type BenchDatabase } from './seed.ts';
 import { REPO_ROOT, httpRequest, residentMemoryKb, runLoad, startNodeProcess, type RunningProcess } from './processes.ts';

@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { Keyring } from '../src/crypto/keyring.ts';
 import type { EmbedSigningAlgorithm } from '../src/config.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { rotateSigningKey } from '../src/embed/signing-keys.ts';
 import { createBenchDatabase, cursorAfter, plannerStatistics, seedDatabase, type BenchDatabase } from './seed.ts';
 import {

@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
 import { sql } from '../src/db/kysely.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { inTransaction } from '../src/db/transaction.ts';
 import { issueApiToken } from '../src/api-tokens/api-tokens.service.ts';
 import { generateToken, hashToken } from '../src/auth/token-format.ts';

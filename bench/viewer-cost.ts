@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { Keyring } from '../src/crypto/keyring.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { issueApiToken } from '../src/api-tokens/api-tokens.service.ts';
 import { COMMAND_LINE_ACTOR } from '../src/audit/audit.repository.ts';
 

@@ -1,5 +1,5 @@
 // Builds the console (console/src, Preact) into console/dist: one ES module and one style
-// sheet, served by the service at /console (src/http/console.routes.ts). Run by `npm run
+// sheet, served by the service at /console (src/pages/console.routes.ts). Run by `npm run
 // build`, so `npm install` builds it. Plain Node: it runs before anything is compiled.
 import fs from 'node:fs';
 import zlib from 'node:zlib';

@@ -1,5 +1,5 @@
 // Copies RapiDoc's prebuilt bundle, with its licenses, into static/docs/vendor/, which
-// src/http/docs.routes.ts serves at /docs/assets/. Run by `npm run build`. RapiDoc is a
+// src/pages/docs.routes.ts serves at /docs/assets/. Run by `npm run build`. RapiDoc is a
 // devDependency: the server needs this one file of it, not the 120 packages it depends on
 // (which include install-time telemetry and native tree-sitter modules), so a production
 // install (README, "Production") never holds them.

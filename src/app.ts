@@ -30,8 +30,8 @@ import { registerApiTokenRoutes } from './api-tokens/api-tokens.routes.ts';
 import { registerRateLimits } from './http/rate-limit.ts';
 import { handleClientError } from './http/client-errors.ts';
 import { refuseRequestsWhileClosing } from './http/closing.ts';
-import { registerDocsRoutes } from './http/docs.routes.ts';
-import { registerConsoleRoutes } from './http/console.routes.ts';
+import { registerDocsRoutes } from './pages/docs.routes.ts';
+import { registerConsoleRoutes } from './pages/console.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { Tracing } from './tracing/trace-context.ts';
 import { countRequest, countRequestsInFlight, registerMetrics } from './metrics/metrics.routes.ts';
@@ -47,11 +47,11 @@ import { registerWebhookRoutes } from './webhooks/webhooks.routes.ts';
 import { webhookCodeSamples } from './webhooks/webhooks.operations.ts';
 import { registerGroupTagRoutes } from './group-tags/group-tags.routes.ts';
 import { groupTagCodeSamples } from './group-tags/group-tags.operations.ts';
-import { registerIdempotency } from './http/idempotency.ts';
-import { IdempotencySweeper } from './http/idempotency-sweeper.ts';
-import { BackgroundFailures } from './throttled-log.ts';
+import { registerIdempotency } from './idempotency/idempotency.ts';
+import { IdempotencySweeper } from './idempotency/idempotency-sweeper.ts';
+import { BackgroundFailures } from './foundations/throttled-log.ts';
 import { isDatabaseUnavailable, storageFault } from './db/errors.ts';
-import type { SharedAcrossWorkers } from './cluster/worker-link.ts';
+import type { SharedAcrossWorkers } from './process/cluster/worker-link.ts';
 
 interface AppDependencies {
   config: Config;
@@ -161,7 +161,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     onOutcome: (outcome) => metrics.webhookAttempted(outcome),
   });
   webhooks.attach(sequencer);
-  // With several workers, the events one numbers wake the streams of all (cluster/worker-link.ts).
+  // With several workers, the events one numbers wake the streams of all (process/cluster/worker-link.ts).
   const onNewEvents = deps.workers ? deps.workers.shareEvents(sequencer, webhooks) : (listener: NewEventsListener) => sequencer.onNewEvents(listener);
   // Open event streams end before the server waits for its connections (they would hold it up).
   const eventStreams = new EventStreams(deps.database, onNewEvents, {

@@ -2,14 +2,14 @@
 // so that a typo in a variable fails the start instead of a request.
 
 import os from 'node:os';
-import { parseDuration } from './duration.ts';
+import { parseDuration } from './foundations/duration.ts';
 
 export interface Config {
   host: string;
   port: number;
   /**
    * Server processes sharing the port (UGS_WORKERS; `auto`: one per core). 1 is one process,
-   * as before; above 1 a primary process forks that many workers (src/cluster/).
+   * as before; above 1 a primary process forks that many workers (src/process/cluster/).
    */
   workers: number;
   /** `sqlite:<path>` or `postgres://…`. */

@@ -11,22 +11,22 @@ const SRC = path.join(ROOT, 'src');
 
 /** Bottom to top. A file's layer is the first entry whose prefix its path (relative to src/) starts with. */
 const LAYERS: [layer: string, prefixes: string[]][] = [
-  [
-    'foundations',
-    ['errors.ts', 'config.ts', 'duration.ts', 'background-work.ts', 'throttled-log.ts', 'random-pool.ts', 'bounded-map.ts', 'end-of-turn.ts', 'tracing/'],
-  ],
+  ['foundations', ['foundations/', 'config.ts', 'tracing/']],
   ['database', ['db/']],
   ['keys', ['crypto/']],
-  ['records', ['accounts/', 'audit/', 'metrics/']],
+  // The outbox lives beside the sequencer that reads it, below every write that appends to it.
+  ['records', ['accounts/', 'audit/', 'events/outbox.ts', 'events/event-types.ts', 'metrics/']],
   ['auth', ['auth/']],
   ['http', ['http/']],
+  ['idempotency', ['idempotency/']],
+  ['pages', ['pages/']],
   ['user groups', ['user-groups/']],
   ['group tags', ['group-tags/']],
   ['embed', ['embed/']],
   ['api tokens', ['api-tokens/']],
   ['events', ['events/']],
   ['webhooks', ['webhooks/']],
-  ['composition', ['runtime.ts', 'bootstrap.ts', 'startup.ts', 'log-stream.ts', 'app.ts', 'server.ts', 'server-process.ts', 'cli/', 'cluster/']],
+  ['composition', ['app.ts', 'server.ts', 'process/', 'cli/']],
 ];
 
 function layerOf(file: string): number {
@@ -115,6 +115,25 @@ describe('how src/ loads its dependencies', () => {
       return found;
     });
     assert.deepEqual(offenders, []);
+  });
+
+  it('architecture: `ugs` builds its program from declarations: what it loads before a command runs reaches no service, repository or database module, and no package but commander', () => {
+    const loadedAtStart = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string) => {
+      if (loadedAtStart.has(file)) return;
+      loadedAtStart.add(file);
+      // Static value imports only: `import type` is erased, and an `await import` waits for a command's action.
+      for (const [, specifier] of fs.readFileSync(file, 'utf8').matchAll(/^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?from\s+)?'([^']+)'/gm)) {
+        if (specifier.startsWith('.')) visit(path.resolve(path.dirname(file), specifier));
+        else if (!specifier.startsWith('node:')) packages.add(specifier);
+      }
+    };
+    visit(path.join(SRC, 'cli', 'ugs.ts'));
+    const features = [...loadedAtStart]
+      .map((file) => path.relative(SRC, file))
+      .filter((file) => /\.(?:service|repository)\.ts$|^db\/(?!schema\.ts$)/.test(file));
+    assert.deepEqual({ features, packages: [...packages] }, { features: [], packages: ['commander'] });
   });
 });
 

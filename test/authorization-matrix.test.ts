@@ -577,7 +577,7 @@ forEachBackend('authorization matrix', (backend) => {
   const withKey = (probe: Probe, key: string): Probe => ({ ...probe, headers: { ...probe.headers, 'idempotency-key': key } });
   type Answer = Awaited<ReturnType<typeof send>>;
 
-  /** The routes that take Idempotency-Key: those the OpenAPI document declares it on, which follows each route's config (http/idempotency.ts). */
+  /** The routes that take Idempotency-Key: those the OpenAPI document declares it on, which follows each route's config (idempotency/idempotency.ts). */
   async function idempotentRoutes(): Promise<[string, RouteRow][]> {
     const doc = (await t.request('GET', '/openapi.json')).body as unknown as {
       paths: Record<string, Record<string, { parameters?: { name: string }[] }>>;

@@ -17,7 +17,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { ARTIFACTS, README_IMAGES, launchChromium, missingBrowser } from './helpers/browser.ts';
-import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/http/console.routes.ts';
+import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/pages/console.routes.ts';
 import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 import { UserGroupPublic } from '../src/user-groups/user-groups.schemas.ts';
 

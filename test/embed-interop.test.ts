@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SignJWT, decodeJwt, decodeProtectedHeader, exportSPKI, generateKeyPair, importJWK, type CryptoKey, type JSONWebKeySet } from 'jose';
 import { Keyring } from '../src/crypto/keyring.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
 import { EMBED_SIGNING_ALGORITHMS, type EmbedSigningAlgorithm } from '../src/config.ts';
 import { BACKENDS, POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';

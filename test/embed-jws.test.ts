@@ -22,7 +22,7 @@ import {
 } from 'jose';
 import { EMBED_SIGNING_ALGORITHMS, type EmbedSigningAlgorithm } from '../src/config.ts';
 import { rotateSigningKey, ensureSigningKey, DEFAULT_ACTIVATION_SECONDS } from '../src/embed/signing-keys.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { countSigningKeys } from '../src/embed/signing-keys.repository.ts';
 import { resignWithServiceKey } from './helpers/embed-keys.ts';
 import { createTestDatabase } from './helpers/backends.ts';

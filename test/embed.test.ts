@@ -3,9 +3,9 @@
 // one resolution.
 import { it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { backgroundWork } from '../src/background-work.ts';
+import { backgroundWork } from '../src/foundations/background-work.ts';
 import { buildApp } from '../src/app.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { EmbedUserGroup } from '../src/embed/embed.schemas.ts';
 import { forEachBackend, testConfig, useTestApp, type TestApp, createGroup as createGroupOf } from './helpers/harness.ts';
 

@@ -1,8 +1,8 @@
-// The end-of-turn queue (src/end-of-turn.ts): work added while it drains runs in the same pass,
+// The end-of-turn queue (src/foundations/end-of-turn.ts): work added while it drains runs in the same pass,
 // which is what lets a lookup asked for by a just-read GET body join the same batch.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { atEndOfTurn } from '../src/end-of-turn.ts';
+import { atEndOfTurn } from '../src/foundations/end-of-turn.ts';
 
 describe('end of turn', () => {
   it('runs work after the current turn, and work added while draining in the same pass, before the next setImmediate', async () => {

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { httpRequest, spawnServers, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { declareAccountLevels } from '../src/user-groups/account-levels.service.ts';
 
 const ROUNDS = 15;

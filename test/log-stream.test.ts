@@ -1,4 +1,4 @@
-// The server's log stream (src/log-stream.ts) batches lines; at exit it must write all of
+// The server's log stream (src/process/log-stream.ts) batches lines; at exit it must write all of
 // them. The last lines used to be lost when a batch was still being written as the process
 // finished the stream, so the "stopped" line was sometimes missing after a SIGTERM.
 import { describe, it } from 'node:test';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { DatabaseHandle } from '../src/db/database.ts';
-import { openMigratedDatabase } from '../src/runtime.ts';
+import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
 import type { RateLimitSettings } from '../src/http/rate-limit.ts';
 import { buildTestApp, forEachBackend, issueTestToken, type HttpResult } from './helpers/harness.ts';

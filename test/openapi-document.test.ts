@@ -6,7 +6,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
-import { errorStatus, type ErrorCode } from '../src/errors.ts';
+import { errorStatus, type ErrorCode } from '../src/foundations/errors.ts';
 import { openApiDocument } from '../scripts/openapi-document.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document, walked by path

@@ -11,7 +11,7 @@
 //   with properties naming its account and environment, and no answer may hold another's.
 // Reproduce a failure with ISOLATION_SEED=<seed printed by fast-check>.
 import { it, before, after } from 'node:test';
-import { backgroundWork } from '../src/background-work.ts';
+import { backgroundWork } from '../src/foundations/background-work.ts';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
@@ -72,7 +72,7 @@ forEachBackend('tenant isolation', (backend) => {
   let built: BuiltApp;
   const captured: Statement[] = [];
   let capturing = false;
-  // Statements sent for a request, not by the service's background work (src/background-work.ts:
+  // Statements sent for a request, not by the service's background work (src/foundations/background-work.ts:
   // the event sequencer moves every account's events, and names each account in what it writes).
   const probes: Probe[] = [];
   /** Every team_id, by account: an answer may name only its caller's. */

@@ -1,4 +1,4 @@
-import { BoundedMap } from '../bounded-map.ts';
+import { BoundedMap } from '../foundations/bounded-map.ts';
 import type { Kysely } from 'kysely';
 import type { AccountRow, Database } from '../db/schema.ts';
 import { dialectOf } from '../db/database.ts';

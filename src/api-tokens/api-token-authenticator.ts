@@ -2,10 +2,10 @@
 // fraction of a second (apiTokenCacheMs < 1 s), which keeps the database off the hot path
 // while a revocation still takes effect on every instance within a second (docs/api.md,
 // "Tokens").
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import type { ApiTokenRow } from '../db/schema.ts';
 import type { HotReads } from '../db/hot-reads.ts';
-import { BoundedMap } from '../bounded-map.ts';
+import { BoundedMap } from '../foundations/bounded-map.ts';
 import { bareToken, credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
 import { findApiTokenByHash } from './api-tokens.repository.ts';
 import type { Principal, Scope } from '../auth/principal.ts';

@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { AccountRow, Database, Environment } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { AppError, validationFailed } from '../errors.ts';
+import { AppError, validationFailed } from '../foundations/errors.ts';
 import { ensureAccount, findAccountBySlug, lockAccount } from '../accounts/accounts.repository.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenStart } from '../auth/token-format.ts';

@@ -1,12 +1,13 @@
 // The append-only history of changes. Entries are written in the same transaction as the
 // change they describe, so a failed request leaves none; they never hold a token value.
-// Each entry also writes the change's event to the outbox (outbox.ts): whatever is in the
-// history is in the event feed, by construction.
+// Each entry also writes the change's event to the outbox (events/outbox.ts): whatever is in
+// the history is in the event feed, by construction (docs/architecture.md, "The path of a
+// change").
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
-import { ownedBy, type Tenant } from '../db/tenant.ts';
-import { appendEvents, type ChangeEvent, type EventType } from './outbox.ts';
+import { ownedBy, ownedByAccount, type Tenant } from '../db/tenant.ts';
+import { appendEvents, type ChangeEvent, type EventType } from '../events/outbox.ts';
 import type { Actor } from './actor.ts';
 
 export interface AuditEntry {
@@ -167,8 +168,8 @@ export function apiTokenHistory(db: Kysely<Database>, accountId: number, environ
       .selectAll()
       .where('subject_type', '=', 'api_token')
       .where('subject_id', 'in', tokenIds)
-      // "+ 0": a filter on the entries the index found, never a range of the account's whole history.
-      .where(sql<boolean>`audit_log.account_id + 0 = ${accountId}`)
+      // A filter on the entries the index found, never a range of the account's whole history.
+      .where(ownedByAccount('audit_log', accountId))
       .$if(environment !== null, (q) => q.where('audit_log.environment', '=', environment!))
       .orderBy('id', 'desc')
       .limit(limit)

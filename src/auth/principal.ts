@@ -1,5 +1,5 @@
 // What an authenticated API token may do, and the environment rules that follow from it.
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import type { Environment } from '../db/schema.ts';
 
 /** `admin` manages the account's API tokens; it implies neither `read` nor `write`. */

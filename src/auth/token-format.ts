@@ -2,7 +2,7 @@
 // the prefix says what a token is (and lets secret scanners find leaked ones), the checksum
 // lets a mistyped or truncated token be refused without a database lookup.
 import crypto from 'node:crypto';
-import { randomBytes } from '../random-pool.ts';
+import { randomBytes } from '../foundations/random-pool.ts';
 import zlib from 'node:zlib';
 
 type TokenKind = 'api' | 'user_group';

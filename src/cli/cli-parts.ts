@@ -11,15 +11,14 @@ import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { ACCOUNT_SLUG } from '../accounts/account-slug.ts';
 import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
-import { parseDuration } from '../duration.ts';
-import type { CliParts } from './transfer-commands.ts';
+import { parseDuration } from '../foundations/duration.ts';
 
 /** A command called the wrong way, or on something that is not there: exit status 2, like commander's own usage errors. */
 export class UsageError extends Error {}
 
 /** Runs `work` on the migrated database of DATABASE_URL, and closes it whatever happens. */
 export async function withDatabase<T>(work: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
-  const { openMigratedDatabase } = await import('../runtime.ts');
+  const { openMigratedDatabase } = await import('../process/runtime.ts');
   const { handle } = await openMigratedDatabase(loadConfig());
   try {
     return await work(handle);
@@ -82,6 +81,3 @@ export function environmentOption(description: string, choices: { any?: boolean;
 export function jsonOption(description = 'print JSON'): Option {
   return new Option('--json', description);
 }
-
-/** What the import, export and backup commands borrow (transfer-commands.ts). */
-export const TRANSFER_PARTS: CliParts = { withDatabase, configuredKeyring, slug, usageError: (message) => new UsageError(message) };

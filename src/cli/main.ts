@@ -3,7 +3,7 @@
 // command group is a module of its own that registers its commands and calls services; this
 // file builds the program from them and turns what a command ends with into an exit status.
 import { Command } from 'commander';
-import { UsageError, TRANSFER_PARTS } from './cli-parts.ts';
+import { UsageError } from './cli-parts.ts';
 import { registerAccountCommands } from './account-commands.ts';
 import { registerTokenCommands } from './token-commands.ts';
 import { registerWebhookCommands } from './webhook-commands.ts';
@@ -27,7 +27,7 @@ export function buildCli(): Command {
   registerAuditCommand(program);
   registerKeyCommands(program);
   registerEventCommands(program);
-  registerTransferCommands(program, TRANSFER_PARTS);
+  registerTransferCommands(program);
   registerTagCommands(program);
   return program;
 }

@@ -7,7 +7,7 @@ export function registerMigrateCommand(program: Command): void {
     .command('migrate')
     .description('apply database migrations (the server also does this on start)')
     .action(async () => {
-      const { openMigratedDatabase } = await import('../runtime.ts');
+      const { openMigratedDatabase } = await import('../process/runtime.ts');
       const { handle, migrations } = await openMigratedDatabase(loadConfig());
       await handle.close();
       console.log(migrations.applied.length ? `applied: ${migrations.applied.join(', ')}` : 'database is up to date');

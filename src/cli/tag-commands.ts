@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import type { Environment } from '../db/schema.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { GroupTagDeps } from '../group-tags/group-tags.service.ts';

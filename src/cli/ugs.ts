@@ -1,5 +1,5 @@
 // First, before any other module is evaluated: on an unsupported Node.js, say so and stop.
-import '../node-version.ts';
+import '../process/node-version.ts';
 import { runCli } from './main.ts';
 
 // A reader that stops early (`ugs export … | head`) closes the pipe: stop there, quietly, with

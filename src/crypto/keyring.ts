@@ -2,7 +2,7 @@
 // ciphertext tagged with the id of the key that sealed it, so keys can rotate without
 // downtime: the newest key seals, every listed key still opens what it sealed.
 import crypto from 'node:crypto';
-import { randomBytes } from '../random-pool.ts';
+import { randomBytes } from '../foundations/random-pool.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -13,7 +13,7 @@ const AAD = {
   'user-group-token': Buffer.from('ugs:user-group-token:v1'),
   'embed-signing-key': Buffer.from('ugs:embed-signing-key:v1'),
   'webhook-secret': Buffer.from('ugs:webhook-secret:v1'),
-  // Stored answers of idempotent requests (http/idempotency.ts): kept 24 h, never re-sealed.
+  // Stored answers of idempotent requests (idempotency/idempotency.ts): kept 24 h, never re-sealed.
   'idempotent-answer': Buffer.from('ugs:idempotent-answer:v1'),
 };
 export type SealedSecret = keyof typeof AAD;

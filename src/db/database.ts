@@ -7,7 +7,7 @@ import pg from 'pg';
 import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from './kysely.ts';
 import type { LogEvent, SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
-import { BoundedMap } from '../bounded-map.ts';
+import { BoundedMap } from '../foundations/bounded-map.ts';
 import { postgresHotReads, sqliteHotReads, type HotReads } from './hot-reads.ts';
 import { withUnaryPlusParameters } from './sqlite-parameters.ts';
 import { retryWhileLockedSync } from './sqlite-lock.ts';

@@ -22,7 +22,7 @@ import type pg from 'pg';
 import type { CompiledQuery, Kysely, LogEvent } from 'kysely';
 import type { BatchedRow, BatchedStatement, BoundRead, PreparedRead } from './prepared-read.ts';
 import type { Database } from './schema.ts';
-import { atEndOfTurn } from '../end-of-turn.ts';
+import { atEndOfTurn } from '../foundations/end-of-turn.ts';
 import { withUnaryPlusParameters } from './sqlite-parameters.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
 

@@ -3,10 +3,15 @@
 // index range it also uses: an index range is an optimisation, and an optimisation must
 // never be what keeps one account from another's rows. test/tenant-isolation.test.ts
 // captures every statement a workload of every operation sends and fails when one lacks
-// them.
+// them. Each condition is written by one of the helpers below, whose name says where it goes:
+// ownedBy (a filter on the rows an index found), ownedByAccount (the same for an account's
+// rows in every environment), sameTenant (a join by key), walkHeldToTenant (a page walked by
+// an index range, held to the tenant where each backend plans it well). A statement whose
+// index leads with (account_id, environment) names them as plain columns: they are its range.
 import { sql } from './kysely.ts';
-import type { RawBuilder } from 'kysely';
-import type { Environment } from './schema.ts';
+import type { Compilable, Expression, Kysely, RawBuilder } from 'kysely';
+import { dialectOf } from './database.ts';
+import type { Database, Environment } from './schema.ts';
 
 /** An account, and the one environment of it that a statement works in. */
 export interface Tenant {
@@ -33,6 +38,55 @@ export function ownedBy(table: string, tenant: Tenant): RawBuilder<boolean> {
  */
 export function sameTenant(alias: string, of: string): RawBuilder<boolean> {
   return sql<boolean>`${sql.ref(`${alias}.account_id`)} + 0 = ${sql.ref(`${of}.account_id`)} and ${sql.ref(`${alias}.environment`)} = ${sql.ref(`${of}.environment`)}`;
+}
+
+/**
+ * An account's rows of `table`, in every environment, as a filter like ownedBy's: for what
+ * belongs to the account rather than to one of its environments (its API tokens' history).
+ */
+export function ownedByAccount(table: string, accountId: number): RawBuilder<boolean> {
+  return sql<boolean>`${sql.ref(`${table}.account_id`)} + 0 = ${accountId}`;
+}
+
+/** A statement that walks an index range: written with `sql`, or built with Kysely's query builder. */
+export type RangeWalk<Row> = RawBuilder<Row> | (Expression<Row> & Compilable<Row>);
+
+/**
+ * Runs a walk of an index range (a page of a listing or of an export, in the order of its
+ * index) held to the tenant, with the tenant's condition (ownedBy) where each backend plans
+ * the walk well:
+ *
+ * - SQLite: beside the range, in the statement that walks it. SQLite plans the walk the same
+ *   either way, and a subquery would cost it a copy of every row.
+ * - PostgreSQL: after the walk. The walk is a subquery, `page`, and the statement around it
+ *   keeps the tenant's rows, in the walk's order. Without statistics PostgreSQL guesses that
+ *   each `=` condition keeps 1 row in 200: with the tenant's two beside the range it expected a
+ *   single row, sorted the tenant's whole range instead of walking the index in order, and a
+ *   first page of a large tenant took far longer (docs/performance.md, "Why the code is the way
+ *   it is").
+ *
+ * Either way the condition is in the statement that walks, so a range that found another
+ * tenant's row would shorten a page, never show it. `walk` writes that statement with
+ * `tenantBesideRange` among its conditions (the tenant's condition on `table` on SQLite,
+ * nothing on PostgreSQL), ordered by `orderBy`; it selects that column and `table`'s
+ * account_id and environment, which the statement around it reads.
+ */
+export async function walkHeldToTenant<Row>(
+  db: Kysely<Database>,
+  tenant: Tenant,
+  { table, orderBy }: { table: string; orderBy: string },
+  walk: (tenantBesideRange: RawBuilder<boolean>) => RangeWalk<Row>,
+): Promise<Row[]> {
+  if (dialectOf(db) === 'sqlite') return rowsOf(db, walk(ownedBy(table, tenant)));
+  const walked = walk(sql<boolean>`true`);
+  // Kysely puts a query it builds in parentheses where it is a part of another; SQL text needs its own.
+  const page = 'isRawBuilder' in walked ? sql`(${walked})` : walked;
+  return rowsOf(db, sql<Row>`select page.* from ${page} page where ${ownedBy('page', tenant)} order by ${sql.ref(`page.${orderBy}`)}`);
+}
+
+async function rowsOf<Row>(db: Kysely<Database>, statement: RangeWalk<Row>): Promise<Row[]> {
+  const { rows } = 'isRawBuilder' in statement ? await statement.execute(db) : await db.executeQuery(statement);
+  return rows;
 }
 
 /** The tenant as one text, `<account_id>/<environment>`: how the listing indexes and the tag table spell it (migrations 0002, 0003). */

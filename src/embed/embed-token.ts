@@ -12,7 +12,7 @@ import crypto from 'node:crypto';
 import { SignJWT, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import type { Keyring } from '../crypto/keyring.ts';
 import { hashToken, isCanonicalJws, MAX_EMBED_TOKEN_BYTES } from '../auth/token-format.ts';
-import { BoundedMap } from '../bounded-map.ts';
+import { BoundedMap } from '../foundations/bounded-map.ts';
 import type { EmbedSigningKeys } from './signing-keys.ts';
 import { EMBED_SIGNING_ALGORITHMS } from '../config.ts';
 import { EMBED_TOKEN_MAX_SECONDS, type EmbedViewerClaim } from './embed.schemas.ts';

@@ -5,7 +5,7 @@ import { sql } from '../db/kysely.ts';
 import { preparedRead, type PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { Environment, UserGroupRow } from '../db/schema.ts';
-import type { Tenant } from '../db/tenant.ts';
+import { sameTenant, type Tenant } from '../db/tenant.ts';
 import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, USER_GROUP_COLUMNS, withAncestry } from '../user-groups/group-sql.ts';
 import { EmbedUserGroup } from './embed.schemas.ts';
 import type { Ancestry, ResolvedGroup } from '../user-groups/group-chain.ts';
@@ -67,7 +67,7 @@ const selectByTeamId = preparedRead(
       batchedWithAncestry<EmbedGroupRow>(
         EMBED_FIELDS,
         sql`unnest(${accountIds}::int8[], ${environments}::text[], ${teamIds}::int8[]) with ordinality as k(account_id, environment, team_id, batch_index)`,
-        sql`user_groups.team_id = k.team_id and user_groups.account_id + 0 = k.account_id and user_groups.environment = k.environment`,
+        sql`user_groups.team_id = k.team_id and ${sameTenant('user_groups', 'k')}`,
       ),
   },
 );

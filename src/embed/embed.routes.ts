@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import cors from '@fastify/cors';
 import type { Config } from '../config.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
 import { createEmbedTokenOperation, discoveryOperation, embedContextOperation, introspectOperation, jwksOperation } from './embed.operations.ts';
 import { introspectEmbedToken, issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';

@@ -1,5 +1,6 @@
 // The stream of change events (docs/api.md, "Change events", "The stream"): the same events,
-// filters and rules as the feed, written as Server-Sent Events while the connection lasts.
+// filters and rules as the feed, written as Server-Sent Events while the connection lasts
+// (where the events come from: docs/architecture.md, "The path of a change").
 //
 // Each open stream keeps its own cursor (the seq of the last event it wrote) and reads the
 // feed after it, always naming its account and its token's environment (eventsAfter): a
@@ -17,7 +18,7 @@ import { Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { EventRow } from '../db/schema.ts';
-import type { EventType } from '../audit/outbox.ts';
+import type { EventType } from './outbox.ts';
 import { requireScope, type Principal } from '../auth/principal.ts';
 import { eventJson } from './events.json.ts';
 import { parseEventTypes, startingPoint } from './events.service.ts';

@@ -6,7 +6,7 @@
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import type { Principal } from '../auth/principal.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import { eventJson } from './events.json.ts';
 import { parseEventTypes, startingPoint } from './events.service.ts';

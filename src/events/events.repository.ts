@@ -4,7 +4,7 @@
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { Database, Environment, EventRow } from '../db/schema.ts';
-import type { EventType } from '../audit/outbox.ts';
+import type { EventType } from './outbox.ts';
 
 /** The outbox rows committed so far, oldest first: a background read of every account's. */
 export function committedOutbox(db: Kysely<Database>, limit: number) {

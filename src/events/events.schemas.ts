@@ -1,7 +1,7 @@
 // Change events over HTTP, declared once: validation, the response allow-list and the
 // OpenAPI document (docs/api.md, "Change events").
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from '../audit/outbox.ts';
+import { EVENT_TYPES } from './outbox.ts';
 
 export const EventTypeName = Type.Enum([...EVENT_TYPES], { title: 'EventType', type: 'string' });
 

@@ -1,10 +1,11 @@
 // The rules of reading change events (docs/api.md, "Change events"): the `read` scope, the
 // caller's account only, and only the environment its token is restricted to; a cursor whose
-// events retention removed is refused (410) so that the consumer knows to resync.
+// events retention removed is refused (410) so that the consumer knows to resync. Where the
+// events come from: docs/architecture.md, "The path of a change".
 import type { DatabaseHandle } from '../db/database.ts';
 import { requireScope, type Principal } from '../auth/principal.ts';
-import { AppError } from '../errors.ts';
-import { EVENT_TYPES, type EventType } from '../audit/outbox.ts';
+import { AppError } from '../foundations/errors.ts';
+import { EVENT_TYPES, type EventType } from './outbox.ts';
 import type { EventRow } from '../db/schema.ts';
 import { eventHead, eventsAfter } from './events.repository.ts';
 

@@ -1,7 +1,8 @@
 // Moves committed events from the outbox into the feed, numbering each account's events in
 // the order they are moved (docs/api.md, "Change events"; how ids are chosen: event-ids.ts),
 // and tells this instance's readers (the stream, the webhook dispatcher) when an account has
-// new events.
+// new events. Where it sits on the path from a change to its webhook: docs/architecture.md,
+// "The path of a change".
 //
 // One sequencer runs at a time across every instance: on PostgreSQL a transaction-level
 // advisory lock (tried, never waited for: an instance that finds it taken runs again
@@ -15,11 +16,11 @@
 // by watching the newest event id (one indexed read per pollMs): it works through PgBouncer's
 // transaction pooling, where LISTEN cannot.
 //
-// With several workers (cluster/), only one of them watches and polls (setWatching): the
+// With several workers (process/cluster/), only one of them watches and polls (setWatching): the
 // others sequence right after their own commits, and learn of new events from the workers
 // that numbered them or watched them come (onEventsFound, expectEvents).
 import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../background-work.ts';
+import { backgroundWork } from '../foundations/background-work.ts';
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { DatabaseHandle } from '../db/database.ts';

@@ -7,10 +7,10 @@
 // when the stream ends. A stream of an instance that died (kill -9, a lost host) still counts
 // until its lease lapses, LEASE_MS at most.
 import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../background-work.ts';
+import { backgroundWork } from '../foundations/background-work.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import type { Principal } from '../auth/principal.ts';
 import { countOpenStreams, deleteLapsedStreams, deleteStream, insertStream, lockAccountStreams, renewStreams } from './event-streams.repository.ts';
 

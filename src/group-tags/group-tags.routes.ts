@@ -2,7 +2,7 @@
 // "Tags"). The rules live in group-tags.service.ts.
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { AppError, validationFailed } from '../errors.ts';
+import { AppError, validationFailed } from '../foundations/errors.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { readBodyOfAnyMethod } from '../http/json-body.ts';
 import { createGroupTagOperation, deleteGroupTagOperation, listGroupTagsOperation, renameGroupTagOperation } from './group-tags.operations.ts';

@@ -14,7 +14,7 @@ import type { Database, UserGroupRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
 import type { Tenant } from '../db/tenant.ts';
 import { inTransaction } from '../db/transaction.ts';
-import { AppError, validationFailed } from '../errors.ts';
+import { AppError, validationFailed } from '../foundations/errors.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { appendAudits, type Actor } from '../audit/audit.repository.ts';
 import { addToTagSets, lockHierarchy } from '../user-groups/hierarchy.repository.ts';

@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { errorBody } from './error-handler.ts';
 import { generateRequestId } from './request-context.ts';
 

@@ -2,7 +2,7 @@
 // the API's envelope, with Retry-After, and the connection closed, so the client retries on
 // another instance. (Fastify's own return503OnClosing answers with a body of its own shape.)
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './error-handler.ts';
 
 export function refuseRequestsWhileClosing(app: FastifyInstance): void {

@@ -1,7 +1,7 @@
 // The error envelope, declared once for the OpenAPI document and the serialization of error
 // answers, and the error answers each route declares (docs/api.md, "Errors").
 import { Type } from 'typebox';
-import { errorStatus, type ErrorCode } from '../errors.ts';
+import { errorStatus, type ErrorCode } from '../foundations/errors.ts';
 
 export const ErrorEnvelope = Type.Object(
   {

@@ -1,6 +1,6 @@
 // One realistic answer per error code, for the OpenAPI document: what a caller sees, in the
 // words the service uses (docs/api.md, "Errors").
-import type { ErrorCode, ErrorDetail } from '../errors.ts';
+import type { ErrorCode, ErrorDetail } from '../foundations/errors.ts';
 
 interface ErrorExample {
   summary: string;

@@ -2,11 +2,11 @@
 // AppErrors speak for themselves, framework errors are translated, and anything else is a
 // generic 500 whose details go only to the log, under the request id.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { isDatabaseUnavailable, storageFault, type StorageFault } from '../db/errors.ts';
 import { validationError } from './validation.ts';
 import { BODY_LIMIT_BYTES } from './json-body.ts';
-import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
+import { throttledWarning, type ThrottledWarning } from '../foundations/throttled-warning.ts';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;

@@ -6,7 +6,7 @@
 // envelope, X-Request-Id, Cache-Control: no-store, and their one log line and metrics when
 // they end (docs/api.md, "Errors").
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { errorBody } from './error-handler.ts';
 import type { RequestEndListener } from './request-end.ts';
 

@@ -4,8 +4,8 @@
 // DELETE read one (readBodyOfAnyMethod); every other GET answers without waiting for a body.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
-import { AppError } from '../errors.ts';
-import { atEndOfTurn } from '../end-of-turn.ts';
+import { AppError } from '../foundations/errors.ts';
+import { atEndOfTurn } from '../foundations/end-of-turn.ts';
 import { findUnrepresentableNumbers, numberRefused, type UnrepresentableNumber } from './json-numbers.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;

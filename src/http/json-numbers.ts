@@ -5,7 +5,7 @@
 //
 // Only a body that could hold one is scanned: an exponent or a run of 16 digits. The scan
 // walks the text once, with its own stack (a body may nest deeper than a call stack should).
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 
 export interface UnrepresentableNumber {
   /** Where it is, as validation details name fields: `properties.big`, `mapping.40`, `list.3`. */

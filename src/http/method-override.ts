@@ -3,7 +3,7 @@
 // made once, by the router, and the two POST routes never see each other's requests.
 import type { ConstraintStrategy, Handler, HTTPVersion } from 'find-my-way';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { validationFailed } from '../errors.ts';
+import { validationFailed } from '../foundations/errors.ts';
 
 export const METHOD_OVERRIDE_CONSTRAINT = 'methodOverride';
 

@@ -6,11 +6,11 @@
 //   - every answer declares its headers (X-Request-Id, Retry-After, RateLimit, …);
 //   - GET and DELETE /api/user and DELETE /api/group_tags take their JSON body as optional, as the server does;
 //   - POST /api/user declares X-HTTP-Method-Override and the answer it then gives;
-//   - operations that take an Idempotency-Key declare it, and Idempotent-Replayed (http/idempotency.ts);
+//   - operations that take an Idempotency-Key declare it, and Idempotent-Replayed (idempotency/idempotency.ts);
 //   - each operation carries code samples (x-codeSamples), from the features' docs.
 import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from '@fastify/swagger';
 import { ERROR_EXAMPLES } from './error-examples.ts';
-import type { ErrorCode } from '../errors.ts';
+import type { ErrorCode } from '../foundations/errors.ts';
 
 export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   openapi: '3.1.0',
@@ -186,7 +186,7 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
   }
 }
 
-/** An operation that takes an Idempotency-Key (http/idempotency.ts): the header, and which answers may be replays. */
+/** An operation that takes an Idempotency-Key (idempotency/idempotency.ts): the header, and which answers may be replays. */
 function declareIdempotencyKey(operation: Json): void {
   delete operation['x-idempotent'];
   operation.parameters = [

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { pingDatabase, type DatabaseHandle } from '../db/database.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { errorResponses } from './envelope.schemas.ts';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, storageUnavailable } from './error-handler.ts';
 import { storageFault } from '../db/errors.ts';

@@ -4,7 +4,7 @@
 //
 // With REDIS_URL the counters live in Redis and every instance shares one budget; without
 // it each instance counts on its own: in its one process, or, with several workers, in the
-// primary process they all ask (cluster/shared-rate-limits.ts). If the store fails, requests
+// primary process they all ask (process/cluster/shared-rate-limits.ts). If the store fails, requests
 // are let through (fail open) and a warning is logged: a broken limiter must not take the API
 // down with it.
 //
@@ -16,9 +16,9 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { credentialFromAuthorization, hashToken } from '../auth/token-format.ts';
-import { throttledWarning, type ThrottledWarning } from './throttled-warning.ts';
+import { throttledWarning, type ThrottledWarning } from '../foundations/throttled-warning.ts';
 import type { Tracing } from '../tracing/trace-context.ts';
 
 export type RateLimitSettings = Pick<

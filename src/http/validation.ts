@@ -4,7 +4,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Static, TSchema } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
-import { AppError, type ErrorDetail } from '../errors.ts';
+import { AppError, type ErrorDetail } from '../foundations/errors.ts';
 import { STRING_FORMATS, type StringFormat } from './formats.ts';
 
 const common = { strict: false, allErrors: true, useDefaults: false, removeAdditional: false } as const;

@@ -47,7 +47,7 @@ export function countRequest(metrics: Metrics): (request: FastifyRequest, reply:
   };
 }
 
-/** `text`: the series of every worker together, when this process is one of several (cluster/shared-metrics.ts). */
+/** `text`: the series of every worker together, when this process is one of several (process/cluster/shared-metrics.ts). */
 export function registerMetrics(app: FastifyInstance, metrics: Metrics, text: () => Promise<string> = () => metrics.registry.metrics()): void {
   app.get(
     '/metrics',

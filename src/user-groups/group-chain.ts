@@ -4,7 +4,7 @@
 // (user-groups.repository.ts), so a parent's change shows in its children at once, on every
 // instance: nothing is cached or copied into the children.
 import type { UserGroupRow } from '../db/schema.ts';
-import { BoundedMap } from '../bounded-map.ts';
+import { BoundedMap } from '../foundations/bounded-map.ts';
 
 /**
  * The fields children inherit, each with the answer's field that holds it merged over the

@@ -5,7 +5,7 @@
 // group's level is one of them and deeper than its parent's.
 import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
-import { AppError, validationFailed } from '../errors.ts';
+import { AppError, validationFailed } from '../foundations/errors.ts';
 import { findUserGroupChainByIdentity, type GroupIdentity } from './user-groups.repository.ts';
 import { accountLevels } from './hierarchy.repository.ts';
 

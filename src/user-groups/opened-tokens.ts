@@ -11,7 +11,7 @@
 // so a rolled-back rotation can never leave behind a token that does not exist.
 import type { Keyring } from '../crypto/keyring.ts';
 import type { UserGroupRow } from '../db/schema.ts';
-import { BoundedMap } from '../bounded-map.ts';
+import { BoundedMap } from '../foundations/bounded-map.ts';
 
 type SealedTokenRow = Pick<UserGroupRow, 'team_id' | 'token_generation' | 'token_ciphertext'>;
 

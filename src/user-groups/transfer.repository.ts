@@ -4,8 +4,7 @@
 import { sql } from '../db/kysely.ts';
 import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
-import { dialectOf } from '../db/database.ts';
-import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
+import { scopeOf, walkHeldToTenant, type Tenant } from '../db/tenant.ts';
 import { parentJoin, USER_GROUP_COLUMNS } from './group-sql.ts';
 
 /** What an exported line needs of a group: its columns but its token's, and its parent's user_group_id. */
@@ -24,22 +23,20 @@ const scope = sql<string>`(cast(user_groups.account_id as text) || '/' || user_g
  * `afterTeamId`. A group's depth is found by walking up `depth` parents by primary key: the
  * group is at that depth when the last of them has no parent.
  */
-export async function exportPage(db: Kysely<Database>, tenant: Tenant, depth: number, afterTeamId: number, limit: number): Promise<ExportRow[]> {
+export function exportPage(db: Kysely<Database>, tenant: Tenant, depth: number, afterTeamId: number, limit: number): Promise<ExportRow[]> {
   const aliases = Array.from({ length: Math.max(depth, 1) }, (_, i) => `p${i + 1}`);
   const joins = aliases.map((alias, i) =>
     parentJoin(db, { alias, child: i === 0 ? 'user_groups' : aliases[i - 1], columns: PARENT_COLUMNS, optional: depth === 0 }),
   );
   const top = depth === 0 ? sql`user_groups.parent_team_id is null` : sql`${sql.ref(`${aliases[depth - 1]}.parent_team_id`)} is null`;
   const columns = sql.join(EXPORT_COLUMNS.map((column) => sql.ref(`user_groups.${column}`)));
-  // The tenant's conditions beside the range on SQLite, after the walk on PostgreSQL (see heldAfterWalk in user-groups.repository.ts).
-  const postgres = dialectOf(db) === 'postgres';
-  const walk = sql`select ${columns}, p1.provided_id as parent_provided_id from user_groups ${sql.join(joins, sql` `)}
-    where ${scope} = ${scopeOf(tenant)} and ${postgres ? sql`true` : ownedBy('user_groups', tenant)}
-      and user_groups.team_id > ${afterTeamId} and ${top}
-    order by user_groups.team_id limit ${limit}`;
-  const statement = postgres
-    ? sql<ExportRow>`select page.* from (${walk}) page where ${ownedBy('page', tenant)} order by page.team_id`
-    : sql<ExportRow>`${walk}`;
-  const { rows } = await statement.execute(db);
-  return rows;
+  return walkHeldToTenant(
+    db,
+    tenant,
+    { table: 'user_groups', orderBy: 'team_id' },
+    (tenantBesideRange) => sql<ExportRow>`select ${columns}, p1.provided_id as parent_provided_id from user_groups ${sql.join(joins, sql` `)}
+      where ${scope} = ${scopeOf(tenant)} and ${tenantBesideRange}
+        and user_groups.team_id > ${afterTeamId} and ${top}
+      order by user_groups.team_id limit ${limit}`,
+  );
 }

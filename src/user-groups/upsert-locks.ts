@@ -21,7 +21,7 @@
 import crypto from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { advisoryLocksInOrder } from '../db/advisory-locks.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../http/error-handler.ts';
 import type { Database } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';

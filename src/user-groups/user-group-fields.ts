@@ -2,7 +2,7 @@
 // properties, the one spelling of an id given as a JSON integer, and the columns a request's
 // fields become (for create and update alike), as each field's declaration says
 // (GROUP_FIELDS, group-fields.ts): a plain field is stored as given and needs no code here.
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import type { UserGroupsTable } from '../db/schema.ts';
 import type { UserGroupInput } from './user-groups.schemas.ts';
 import { DECLARED_FIELDS } from './group-fields.ts';

@@ -3,7 +3,7 @@
 // the service, the descriptions in user-groups.operations.ts.
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { AppError, validationFailed } from '../errors.ts';
+import { AppError, validationFailed } from '../foundations/errors.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { METHOD_OVERRIDE_CONSTRAINT } from '../http/method-override.ts';
 import { bodyValidator, getBodyOf } from '../http/validation.ts';
@@ -35,11 +35,11 @@ import {
   listUserGroupsPage,
   lookupUserGroup,
   removeUserGroup,
-  rotateUserGroupToken,
   updateUserGroup,
-  upsertUserGroups,
   type UserGroupDeps,
 } from './user-groups.service.ts';
+import { upsertUserGroups } from './upsert.service.ts';
+import { rotateUserGroupToken } from './token-rotation.service.ts';
 import { userGroupHistoryEntries } from './user-group-history.service.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';
 

@@ -1,45 +1,38 @@
 // The user group operations (docs/api.md, "Operations"). Every invariant that must hold
-// across processes is left to the database: the identity's unique key decides who creates,
-// a compare-and-swap UPDATE decides who rotates. A failed operation throws before commit,
-// so it changes nothing.
+// across processes is left to the database: the identity's unique key decides who creates.
+// A failed operation throws before commit, so it changes nothing. Two operations have
+// modules of their own: the token's rotation (token-rotation.service.ts) and the bulk upsert
+// (upsert.service.ts), which writes each of its items with the steps exported here
+// (insertNewIn, updateIn), so that an item follows the rules of a single create or PUT.
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
 import { inTransaction } from '../db/transaction.ts';
-import { sql } from '../db/kysely.ts';
 import { isUniqueViolation } from '../db/errors.ts';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import type { OpenedTokenCache } from './opened-tokens.ts';
 import { UPDATABLE_FIELDS, type PutUser, type UserGroupInput } from './user-groups.schemas.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { appendAudit, appendAudits, type Actor, type AuditAction, type AuditDetails, type AuditEntry } from '../audit/audit.repository.ts';
-import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
-import { environmentForbidden, requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import { generateToken, hashToken } from '../auth/token-format.ts';
+import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import {
-  accountHasCurrentToken,
   findUserGroup,
   findUserGroupChain,
   findUserGroupForUpdate,
-  existingProvidedIds,
   insertUserGroupIfAbsent,
-  insertUserGroupsIfAbsent,
   listUserGroups,
-  dropRetiredTokens,
-  purgeExpiredRetiredTokens,
   resolvePage,
-  retireToken,
-  swapUserGroupToken,
   updateUserGroupFields,
   type GroupIdentity,
   type NewUserGroup,
 } from './user-groups.repository.ts';
 import type { Tenant } from '../db/tenant.ts';
-import { childLevels, deleteSubtree, hasChildren, insertTagRowsOfNewGroups, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
+import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
 import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy.ts';
 import { checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
 import { resolveChain, type ResolvedGroup } from './group-chain.ts';
 import type { GroupWithToken } from './user-groups.json.ts';
-import { lockUpsertTargets, type UpsertTarget } from './upsert-locks.ts';
 
 export interface UserGroupDeps {
   database: DatabaseHandle;
@@ -52,11 +45,12 @@ export interface UserGroupDeps {
 }
 
 /** The group with its token; only for committed rows (see OpenedTokenCache). The routes write it as JSON (user-groups.json.ts). */
-function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): GroupWithToken {
+export function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): GroupWithToken {
   return { ...group, token: tokens.tokenOf(group.row) };
 }
 
-function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): GroupIdentity {
+/** The group an input names: the caller's account, the environment it asks for (or its token's), the normalized id. */
+export function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): GroupIdentity {
   return {
     accountId: principal.accountId,
     environment: resolveEnvironment(principal, input.api_environment_tag),
@@ -65,12 +59,13 @@ function keyFor(principal: Principal, input: { user_group_id: string | number; a
 }
 
 /** What the input says about the parent: absent (keep), null (none) or an id. */
-function parentChoice(input: UserGroupInput): ParentChoice {
+export function parentChoice(input: UserGroupInput): ParentChoice {
   const parent = input.parent_user_group_id;
   return parent === undefined ? { given: false } : { given: true, providedId: parent === null ? null : normalizeUserGroupId(parent) };
 }
 
-const tagsOf = (row: { group_tags: string }) => JSON.parse(row.group_tags) as string[];
+/** A row's tags, as stored (a JSON array). */
+export const tagsOf = (row: { group_tags: string }) => JSON.parse(row.group_tags) as string[];
 /** Whether stored fields give a group tags (docs/api.md, "Tags": such a write holds the tenant's lock). */
 const setsTags = (fields: { group_tags?: string }) => fields.group_tags !== undefined && fields.group_tags !== '[]';
 
@@ -87,7 +82,7 @@ function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGroupInpu
 }
 
 /** The row of a new group: what the input leaves out, the name defaults to the id; columns that may be null are null. */
-function newGroupRow(
+export function newGroupRow(
   deps: UserGroupDeps,
   key: GroupIdentity,
   fields: ReturnType<typeof storedFields>,
@@ -116,7 +111,7 @@ function newGroupRow(
  * ancestors) and its history entry, which the caller appends with its actor; undefined if the
  * identity already exists. Every rule is checked before the first write.
  */
-async function insertNewIn(
+export async function insertNewIn(
   trx: Kysely<Database>,
   deps: UserGroupDeps,
   key: GroupIdentity,
@@ -229,7 +224,7 @@ interface GroupChange {
  * and the history entry for the caller to append (none when nothing changed). Every rule is
  * checked before the first write.
  */
-async function updateIn(
+export async function updateIn(
   trx: Kysely<Database>,
   deps: UserGroupDeps,
   key: GroupIdentity,
@@ -291,56 +286,6 @@ async function childLevelsIfChanged(trx: Kysely<Database>, tenant: Tenant, group
   return childLevels(trx, tenant, group.team_id);
 }
 
-export async function rotateUserGroupToken(
-  deps: UserGroupDeps,
-  principal: Principal,
-  actor: Actor,
-  input: { current_token: string; grace_period_seconds?: number },
-): Promise<GroupWithToken> {
-  requireScope(principal, 'write', 'rotating a user group token');
-  const tokenNotFound = new AppError('token_not_found', 'current_token is not the current token of any user group of this account');
-  if (tokenKind(input.current_token) !== 'user_group') throw tokenNotFound;
-  const oldHash = hashToken(input.current_token);
-  const token = generateToken('user_group');
-  const at = deps.now();
-  const grace = input.grace_period_seconds ?? 0;
-  const group = await inTransaction(deps.database, async (trx) => {
-    const swapped = await swapUserGroupToken(trx, {
-      accountId: principal.accountId,
-      environment: principal.allowedEnvironment,
-      oldHash,
-      newHash: hashToken(token),
-      newCiphertext: deps.tokens.seal(token),
-      at: at.toISOString(),
-    });
-    if (!swapped) return undefined;
-    const tenant: Tenant = { accountId: swapped.account_id, environment: swapped.environment };
-    if (grace > 0) {
-      await purgeExpiredRetiredTokens(trx, tenant, swapped.team_id, at.toISOString());
-      await retireToken(trx, tenant, { tokenHash: oldHash, teamId: swapped.team_id, expiresAt: new Date(at.getTime() + grace * 1000).toISOString() });
-    } else {
-      // No grace: the answer to a leak. Every earlier token ends now, those still in the
-      // grace period of an earlier rotation too (docs/api.md, "POST /api/user: rotate").
-      await dropRetiredTokens(trx, tenant, swapped.team_id);
-    }
-    await appendAudit(trx, {
-      ...auditEntry(swapped, 'user_group.rotate', actor, at),
-      gracePeriodEndsAt: grace > 0 ? new Date(at.getTime() + grace * 1000) : undefined,
-    });
-    return resolveChain(await findUserGroupChain(trx, tenant, swapped.team_id));
-  });
-  if (!group) {
-    // The current token of a group in an environment this API token may not use: forbidden,
-    // not unknown (docs/api.md, "Environments and tokens"). Asked only when the swap found nothing.
-    if (principal.allowedEnvironment !== null && (await accountHasCurrentToken(deps.database.db, principal.accountId, oldHash))) {
-      throw environmentForbidden(principal.allowedEnvironment);
-    }
-    throw tokenNotFound;
-  }
-  deps.events.userGroupTokenIssued('rotate');
-  return withToken(group, deps.tokens);
-}
-
 /**
  * Deletes a group; with `cascade`, its whole subtree in one transaction, one history entry per
  * deleted group. Without it, a group that has children stays (409): deleting it would orphan
@@ -375,250 +320,6 @@ export async function removeUserGroup(
     );
     return { group, deletedCount: deleted.length };
   });
-}
-
-/** One item's outcome in a bulk upsert (docs/api.md, "POST /api/users/upsert"). */
-export interface UpsertOutcome {
-  user_group_id: string;
-  api_environment_tag: Environment;
-  status: 'created' | 'updated' | 'unchanged' | 'failed';
-  team_id?: number;
-  /** The new group's token: for `created` only. */
-  token?: string;
-  error?: { code: string; message: string };
-}
-
-/**
- * Creates each item that is missing and gives each existing one the fields it names (absent
- * fields stay, as in PUT), in order, in one transaction: an item may name as parent a group an
- * earlier item created. An item that breaks a rule is rolled back to its savepoint and
- * answered `failed` with the code a single call would get; the others go on. One commit for
- * the whole call is what makes it many times faster than one call per group.
- */
-export async function upsertUserGroups(
-  deps: UserGroupDeps,
-  principal: Principal,
-  actor: Actor,
-  items: readonly unknown[],
-  validateItem: (item: unknown) => UserGroupInput,
-): Promise<UpsertOutcome[]> {
-  requireScope(principal, 'write', 'upserting user groups');
-  const at = deps.now();
-  const checked = items.map((raw) => checkItem(principal, raw, validateItem));
-  const outcomes = await inTransaction(deps.database, async (trx) => {
-    await lockUpsertTargets(
-      trx,
-      deps.database.dialect,
-      checked.flatMap((item) => ('error' in item ? [] : [upsertTarget(item)])),
-    );
-    const outcomes: UpsertOutcome[] = new Array(items.length);
-    const audits: AuditEntry[] = [];
-    const plain = await plainNewItems(trx, checked);
-    // A run of plain new groups is inserted at once, in order with the items around it.
-    let run: number[] = [];
-    const flush = async () => {
-      if (run.length === 0) return;
-      const inserted = await insertPlainGroups(
-        trx,
-        deps,
-        run.map((index) => checked[index] as CheckedItem),
-        at,
-        actor,
-      );
-      for (const [position, index] of run.entries()) {
-        const done = inserted[position];
-        if (done) {
-          audits.push(done.audit);
-          outcomes[index] = created(checked[index] as CheckedItem, done.row, done.token);
-        } else {
-          // Another transaction created it meanwhile (PostgreSQL): change it as it now is.
-          outcomes[index] = await upsertSaved(trx, deps, checked[index] as CheckedItem, actor, at, audits);
-        }
-      }
-      run = [];
-    };
-    for (const [index, item] of checked.entries()) {
-      if (plain.has(index)) {
-        run.push(index);
-        continue;
-      }
-      await flush();
-      outcomes[index] = 'error' in item ? item.failed : await upsertSaved(trx, deps, item, actor, at, audits);
-    }
-    await flush();
-    await appendAudits(trx, audits);
-    return outcomes;
-  });
-  for (const outcome of outcomes) if (outcome.status === 'created') deps.events.userGroupTokenIssued('upsert');
-  return outcomes;
-}
-
-/**
- * What upsertUserGroups would answer `failed` before it reads the database, per item (undefined:
- * the item passes these checks): the same check of each item on its own. A dry run's answer;
- * the rules that need the database (the parent exists, no cycle, depth, levels) are not in it.
- */
-export function precheckUpsertItems(
-  principal: Principal,
-  items: readonly unknown[],
-  validateItem: (item: unknown) => UserGroupInput,
-): (UpsertOutcome | undefined)[] {
-  requireScope(principal, 'write', 'upserting user groups');
-  return items.map((raw) => {
-    const checked = checkItem(principal, raw, validateItem);
-    return 'error' in checked ? checked.failed : undefined;
-  });
-}
-
-/** An item checked on its own before the transaction: its identity and fields, or its failure. */
-type CheckedItem = { key: GroupIdentity; item: UserGroupInput };
-type CheckResult = CheckedItem | { error: true; failed: UpsertOutcome };
-
-function checkItem(principal: Principal, raw: unknown, validateItem: (item: unknown) => UserGroupInput): CheckResult {
-  try {
-    const item = validateItem(raw);
-    checkProperties(item.properties);
-    return { key: keyFor(principal, item), item };
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    return { error: true, failed: failedItem(principal, raw, err) };
-  }
-}
-
-/** What an item will lock (upsert-locks.ts): a superset of what insertNewIn and updateIn take. */
-function upsertTarget({ key, item }: CheckedItem): UpsertTarget {
-  const parent = parentChoice(item);
-  return {
-    key,
-    parentProvidedId: parent.given ? parent.providedId : null,
-    // Setting tags takes the same tenant lock (group-tags/: a rename or delete of a tag holds it).
-    locksTenant: parent.given || item.hierarchy_level !== undefined || item.group_tags !== undefined,
-  };
-}
-
-function failedItem(principal: Principal, raw: unknown, err: AppError): UpsertOutcome {
-  return { ...itemIdentity(principal, raw), status: 'failed', error: { code: err.code, message: err.message } };
-}
-
-function created({ key }: CheckedItem, row: UserGroupRow, token?: string): UpsertOutcome {
-  return { user_group_id: key.providedId, api_environment_tag: key.environment, status: 'created', team_id: row.team_id, ...(token ? { token } : {}) };
-}
-
-/**
- * The items that create a group with nothing the hierarchy must check: no parent, no level,
- * an identity that does not exist yet and that no earlier item of the call names. Such a
- * group can fail no rule once its fields are valid, so many are inserted in one statement.
- */
-async function plainNewItems(trx: Kysely<Database>, checked: readonly CheckResult[]): Promise<Set<number>> {
-  const candidates = new Map<string, number>();
-  const seen = new Set<string>();
-  for (const [index, item] of checked.entries()) {
-    if ('error' in item) continue;
-    const identity = `${item.key.environment}/${item.key.providedId}`;
-    const plain = (item.item.parent_user_group_id ?? null) === null && (item.item.hierarchy_level ?? null) === null;
-    if (plain && !seen.has(identity)) candidates.set(identity, index);
-    seen.add(identity);
-  }
-  const plain = new Set<number>();
-  for (const environment of ['Customer', 'Testing'] as const) {
-    const ofEnvironment = [...candidates.values()].filter((index) => (checked[index] as CheckedItem).key.environment === environment);
-    if (ofEnvironment.length === 0) continue;
-    const { accountId } = (checked[ofEnvironment[0]] as CheckedItem).key;
-    const existing = await existingProvidedIds(
-      trx,
-      { accountId, environment },
-      ofEnvironment.map((index) => (checked[index] as CheckedItem).key.providedId),
-    );
-    for (const index of ofEnvironment) if (!existing.has((checked[index] as CheckedItem).key.providedId)) plain.add(index);
-  }
-  return plain;
-}
-
-/** Inserts plain new groups at once: per item, its row, token and history entry, or undefined when the identity was taken meanwhile. */
-async function insertPlainGroups(
-  trx: Kysely<Database>,
-  deps: UserGroupDeps,
-  items: readonly CheckedItem[],
-  at: Date,
-  actor: Actor,
-): Promise<({ row: UserGroupRow; token: string; audit: AuditEntry } | undefined)[]> {
-  const tokens = items.map(() => generateToken('user_group'));
-  const rows = await insertUserGroupsIfAbsent(
-    trx,
-    items.map(({ key, item }, i) => newGroupRow(deps, key, storedFields(item), null, tokens[i], at)),
-  );
-  const byIdentity = new Map(rows.map((row) => [`${row.environment}/${row.provided_id}`, row]));
-  const done = items.map(({ key }, i) => {
-    const row = byIdentity.get(`${key.environment}/${key.providedId}`);
-    if (!row) return undefined;
-    const tags = tagsOf(row);
-    const details: AuditDetails = tags.length > 0 ? { group_tags: { old: [], new: tags } } : {};
-    return { row, token: tokens[i], audit: auditEntry(row, 'user_group.create', actor, at, undefined, details), tags };
-  });
-  await insertTagRowsOfNewGroups(
-    trx,
-    done.flatMap((d) =>
-      d && d.tags.length > 0 ? [{ tenant: { accountId: d.row.account_id, environment: d.row.environment }, teamId: d.row.team_id, tags: d.tags }] : [],
-    ),
-  );
-  return done;
-}
-
-/** One item the general way, inside a savepoint: a rule it breaks rolls back only its own writes. */
-async function upsertSaved(
-  trx: Kysely<Database>,
-  deps: UserGroupDeps,
-  { key, item }: CheckedItem,
-  actor: Actor,
-  at: Date,
-  audits: AuditEntry[],
-): Promise<UpsertOutcome> {
-  await sql`savepoint upsert_item`.execute(trx);
-  try {
-    const outcome = await upsertOne(trx, deps, key, item, actor, at);
-    await sql`release savepoint upsert_item`.execute(trx);
-    if (outcome.audit) audits.push(outcome.audit);
-    return {
-      user_group_id: key.providedId,
-      api_environment_tag: key.environment,
-      status: outcome.status,
-      team_id: outcome.row.team_id,
-      ...(outcome.token === undefined ? {} : { token: outcome.token }),
-    };
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    await sql`rollback to savepoint upsert_item`.execute(trx);
-    return { user_group_id: key.providedId, api_environment_tag: key.environment, status: 'failed', error: { code: err.code, message: err.message } };
-  }
-}
-
-async function upsertOne(
-  trx: Kysely<Database>,
-  deps: UserGroupDeps,
-  key: GroupIdentity,
-  item: UserGroupInput,
-  actor: Actor,
-  at: Date,
-): Promise<{ status: 'created' | 'updated' | 'unchanged'; row: UserGroupRow; token?: string; audit?: AuditEntry }> {
-  if (!(await findUserGroupForUpdate(trx, deps.database.dialect, key))) {
-    const token = generateToken('user_group');
-    const inserted = await insertNewIn(trx, deps, key, item, token, at, actor);
-    if (inserted) return { status: 'created', row: inserted.chain[0], token, audit: inserted.audit };
-    // Another transaction created it since the read: change it as it now is.
-  }
-  const { row, audit } = await updateIn(trx, deps, key, { changes: storedFields(item), parent: parentChoice(item) }, actor, at);
-  return { status: audit ? 'updated' : 'unchanged', row, audit };
-}
-
-/** How a result names an item, even one too broken to validate. */
-function itemIdentity(principal: Principal, raw: unknown): Pick<UpsertOutcome, 'user_group_id' | 'api_environment_tag'> {
-  const item = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-  const id = item.user_group_id;
-  const environment = item.api_environment_tag;
-  return {
-    user_group_id: typeof id === 'string' || typeof id === 'number' ? String(id) : '',
-    api_environment_tag: environment === 'Customer' || environment === 'Testing' ? environment : (principal.allowedEnvironment ?? principal.defaultEnvironment),
-  };
 }
 
 interface ListInput {

@@ -1,4 +1,5 @@
-// Delivers change events to webhook endpoints (docs/api.md, "Webhooks").
+// Delivers change events to webhook endpoints (docs/api.md, "Webhooks"); the path of an
+// event from its change to the attempt made here: docs/architecture.md, "The path of a change".
 //
 // Each endpoint follows the feed with a cursor (webhook-fan-out.ts): the sequencer's hook marks
 // the endpoints that take a new event as due, and the instance that takes an endpoint makes its
@@ -19,7 +20,7 @@
 // the longest due, a few per account, leaving out the accounts it has as many of as it may.
 // When endpoints wait for room, one that has sent a batch goes to the back of the line.
 import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../background-work.ts';
+import { backgroundWork } from '../foundations/background-work.ts';
 import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
@@ -89,7 +90,7 @@ export class WebhookDispatcher {
   /** Wakes the dispatcher when a retry sooner than the next poll is due. */
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = true;
-  /** Looks for due deliveries every POLL_MS; off in all workers of an instance but one (cluster/). */
+  /** Looks for due deliveries every POLL_MS; off in all workers of an instance but one (process/cluster/). */
   private polling = true;
   private running: Promise<void> | undefined;
   /** When the next pass is due (Infinity: none is scheduled, or it is running). */

@@ -13,6 +13,8 @@
 //   which the hook also takes (holdEndpoints): an event is either seen by the one going idle,
 //   or wakes it afterwards. Never both missed.
 // - The events made while an endpoint was disabled are skipped spans of its feed (SkippedSpan).
+//
+// The path from a change to this fan-out: docs/architecture.md, "The path of a change".
 import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, EventRow, WebhookEndpointRow } from '../db/schema.ts';

@@ -16,7 +16,7 @@ import { Keyring } from '../../src/crypto/keyring.ts';
 import type { DatabaseHandle, DatabaseOptions } from '../../src/db/database.ts';
 import type { Environment } from '../../src/db/schema.ts';
 import type { Metrics } from '../../src/metrics/metrics.ts';
-import { openMigratedDatabase } from '../../src/runtime.ts';
+import { openMigratedDatabase } from '../../src/process/runtime.ts';
 import { issueApiToken, revokeApiToken } from '../../src/api-tokens/api-tokens.service.ts';
 import type { Scope } from '../../src/auth/principal.ts';
 import type {

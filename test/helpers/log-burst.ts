@@ -1,7 +1,7 @@
 // A process that logs a burst through the server's log stream, then one last line, then
 // finishes the stream and exits: what server.ts does at SIGTERM, without the server around it.
 import { pino } from 'pino';
-import { createLogStream } from '../../src/log-stream.ts';
+import { createLogStream } from '../../src/process/log-stream.ts';
 
 const lines = Number(process.argv[2]);
 const logs = createLogStream();

@@ -109,7 +109,7 @@ export function tenantViolations(statement: Statement, caller: Caller): string[]
     for (const m of sql.matchAll(new RegExp(String.raw`"id"\s*=\s*${P}`, 'g'))) check('accounts.id', parameterAt(statement, m.index!, m[1]), isAccount(caller));
   }
   const batch = batchColumns(statement);
-  if (/account_id(?:\s*\+\s*0)?\s*=\s*"?k"?\."?account_id/.test(sql)) {
+  if (/account_id"?(?:\s*\+\s*0)?\s*=\s*"?k"?\."?account_id/.test(sql)) {
     for (const value of batch.get('account_id') ?? [undefined]) check('k.account_id', value, isAccount(caller));
   }
   for (const column of ['account_id', 'scope'] as const) {
@@ -142,7 +142,7 @@ function environmentViolations(statement: Statement, environment: string, batch:
   for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('scope')}(?:\s*\|\|\s*'')?\s*=\s*${P}`, 'g'))) {
     values.push(String(parameterAt(statement, m.index!, m[1])).split('/')[1]);
   }
-  if (/environment\s*=\s*"?k"?\."?environment/.test(sql)) values.push(...(batch.get('environment') ?? []));
+  if (/environment"?\s*=\s*"?k"?\."?environment/.test(sql)) values.push(...(batch.get('environment') ?? []));
   for (const column of ['environment', 'allowed_environment', 'scope']) {
     const inserted = insertedValues(statement, column);
     if (inserted) values.push(...inserted.map((value) => (column === 'scope' ? String(value).split('/')[1] : value)));

@@ -1,4 +1,4 @@
-// Seeing the workers of a server started with UGS_WORKERS (src/cluster/) from outside, as an
+// Seeing the workers of a server started with UGS_WORKERS (src/process/cluster/) from outside, as an
 // operator would: their processes (the primary's children) and, from the log, which process
 // answered which request (each log line carries its process's pid).
 import assert from 'node:assert/strict';

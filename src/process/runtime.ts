@@ -1,9 +1,9 @@
 // What the server and the command-line tool both need before they can work: the database
 // (migrated) and the keys. Waits a bounded time for a database that is still starting.
-import type { Config } from './config.ts';
-import { openDatabase, type DatabaseHandle, type DatabaseOptions } from './db/database.ts';
-import { isDatabaseUnavailable } from './db/errors.ts';
-import { migrateToLatest, type MigrationOutcome } from './db/migrate.ts';
+import type { Config } from '../config.ts';
+import { openDatabase, type DatabaseHandle, type DatabaseOptions } from '../db/database.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
+import { migrateToLatest, type MigrationOutcome } from '../db/migrate.ts';
 
 export async function openMigratedDatabase(
   config: Pick<Config, 'databaseUrl'> & Partial<Pick<Config, 'dbPoolSize' | 'pgbouncerTransactionMode'>>,

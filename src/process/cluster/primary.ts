@@ -12,8 +12,8 @@
 // and the news of the events each numbers.
 import cluster, { type Worker } from 'node:cluster';
 import { pino } from 'pino';
-import type { Config } from '../config.ts';
-import { loadKeyring } from '../crypto/keyring.ts';
+import type { Config } from '../../config.ts';
+import { loadKeyring } from '../../crypto/keyring.ts';
 import { openMigratedDatabase } from '../runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from '../bootstrap.ts';
 import { createLogStream } from '../log-stream.ts';

@@ -1,11 +1,11 @@
 // First start on an empty database: an account `default` and one read,write,admin API token, so a
 // new user can make a call at once. Decided inside one transaction by the unique account
 // slug, so instances starting together on one database issue exactly one token.
-import type { DatabaseHandle } from './db/database.ts';
-import { inTransaction } from './db/transaction.ts';
-import { countAccounts, ensureAccount } from './accounts/accounts.repository.ts';
-import { insertApiToken, type IssuedApiToken } from './api-tokens/api-tokens.service.ts';
-import { FIRST_START_ACTOR } from './audit/audit.repository.ts';
+import type { DatabaseHandle } from '../db/database.ts';
+import { inTransaction } from '../db/transaction.ts';
+import { countAccounts, ensureAccount } from '../accounts/accounts.repository.ts';
+import { insertApiToken, type IssuedApiToken } from '../api-tokens/api-tokens.service.ts';
+import { FIRST_START_ACTOR } from '../audit/audit.repository.ts';
 
 export async function bootstrapIfEmpty(handle: DatabaseHandle, now: Date): Promise<IssuedApiToken | null> {
   return inTransaction(handle, async (trx) => {

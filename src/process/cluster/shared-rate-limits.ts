@@ -12,8 +12,8 @@
 // itself until its window ends, so a client that floods after its 429 costs the primary
 // nothing.
 import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
-import { BoundedMap } from '../bounded-map.ts';
-import { atEndOfTurn } from '../end-of-turn.ts';
+import { BoundedMap } from '../../foundations/bounded-map.ts';
+import { atEndOfTurn } from '../../foundations/end-of-turn.ts';
 import type { Channel } from './channel.ts';
 
 export const RATE_LIMIT_CHECKS = 'rate-limit';

@@ -27,15 +27,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction } from '../db/transaction.ts';
 import type { Keyring } from '../crypto/keyring.ts';
-import { AppError, validationFailed } from '../errors.ts';
+import { AppError, validationFailed } from '../foundations/errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
 import type { Principal } from '../auth/principal.ts';
-import { errorResponses } from './envelope.schemas.ts';
+import { errorResponses } from '../http/envelope.schemas.ts';
 import { claimKey, dropAnswer, extendLock, findKey, finishKey, releaseKey, type KeyOfToken } from './idempotency-keys.repository.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route takes an Idempotency-Key header (http/idempotency.ts). */
+    /** The route takes an Idempotency-Key header (idempotency.ts). */
     idempotent?: boolean;
   }
 }

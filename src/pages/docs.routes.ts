@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { pageHeaders } from './page-headers.ts';
 
 const PAGE_DIR = fileURLToPath(new URL('../../static/docs/', import.meta.url));

@@ -3,8 +3,8 @@
 // events. buildApp takes it as `workers`; without it the app is one process alone.
 import type { FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { Registry } from 'prom-client';
-import type { EventSequencer, NewEventsListener } from '../events/sequencer.ts';
-import type { WebhookDispatcher } from '../webhooks/dispatcher.ts';
+import type { EventSequencer, NewEventsListener } from '../../events/sequencer.ts';
+import type { WebhookDispatcher } from '../../webhooks/dispatcher.ts';
 import { Channel } from './channel.ts';
 import { primaryRateLimitStore } from './shared-rate-limits.ts';
 import { METRICS_SNAPSHOT, METRICS_TEXT, METRICS_TEXT_WAIT_MS } from './shared-metrics.ts';

@@ -1,4 +1,4 @@
-// The SQL of idempotent retries (migrations 0007, 0008; http/idempotency.ts). Every statement
+// The SQL of idempotent retries (migrations 0007, 0008; idempotency.ts). Every statement
 // of a request names its account (docs/security.md, "Tenant isolation") and the API token that
 // sent the key: each finds its row by the unique (account_id, api_token_id, idempotency_key),
 // so no statement can reach another token's key. Only the sweeper's batch, background work of

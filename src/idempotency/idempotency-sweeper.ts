@@ -3,7 +3,7 @@
 // table to the last day's keys. Every instance sweeps (a delete of rows already gone costs
 // nothing), in batches, each its own short transaction.
 import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../background-work.ts';
+import { backgroundWork } from '../foundations/background-work.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { sweepExpiredKeys } from './idempotency-keys.repository.ts';

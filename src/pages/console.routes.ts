@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError } from '../foundations/errors.ts';
 import { pageHeaders } from './page-headers.ts';
 
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/dist/', import.meta.url));

@@ -20,7 +20,7 @@ export function unsupportedNodeMessage(range: string, found: string): string | n
   return null;
 }
 
-const { engines } = createRequire(import.meta.url)('../package.json') as { engines: { node: string } };
+const { engines } = createRequire(import.meta.url)('../../package.json') as { engines: { node: string } };
 const unsupported = unsupportedNodeMessage(engines.node, process.version);
 if (unsupported) {
   process.stderr.write(`${unsupported}\n`);

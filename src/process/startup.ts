@@ -1,11 +1,11 @@
 // What a start checks and says once, before anything is served: done by the server process
 // itself, or, with several workers, by the primary before it starts them (cluster/primary.ts).
 import fs from 'node:fs';
-import type { Config } from './config.ts';
-import { ConfigError, publicUrlWarning } from './config.ts';
-import type { DatabaseHandle } from './db/database.ts';
-import { keyFileExposure, type Keyring } from './crypto/keyring.ts';
-import { missingKeysMessage, missingSealingKeys } from './crypto/stored-keys.ts';
+import type { Config } from '../config.ts';
+import { ConfigError, publicUrlWarning } from '../config.ts';
+import type { DatabaseHandle } from '../db/database.ts';
+import { keyFileExposure, type Keyring } from '../crypto/keyring.ts';
+import { missingKeysMessage, missingSealingKeys } from '../crypto/stored-keys.ts';
 
 /** A start that must not go on; its message says why and what to do. */
 export class StartRefused extends Error {}

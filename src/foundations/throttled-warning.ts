@@ -2,7 +2,7 @@
 // a dependency (the database, Redis, its storage) must give a log line now and then, not one a
 // request (the throttle: throttled-log.ts).
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import { LogThrottle } from '../throttled-log.ts';
+import { LogThrottle } from './throttled-log.ts';
 
 export type ThrottledWarning = (err: unknown, message: string, request?: FastifyRequest) => void;
 
