@@ -195,10 +195,16 @@ export class WebhookDispatcher {
         if (this.active.has(endpointId)) continue;
         const release = this.traffic.take(accountId);
         if (!release) continue; // the account has as many as it may: the others go first
-        if (!(await claimEndpoint(this.handle.db, endpointId, this.owner, now.toISOString(), this.leaseUntil()))) {
-          release();
-          continue;
+        // A claim that fails (the database busy or unreachable) gives the place back: kept, it
+        // would be one place fewer for the account on this instance until a restart, and none
+        // left after as many failures as it has places.
+        let claimed = false;
+        try {
+          claimed = await claimEndpoint(this.handle.db, endpointId, this.owner, now.toISOString(), this.leaseUntil());
+        } finally {
+          if (!claimed) release();
         }
+        if (!claimed) continue;
         const work = this.deliverTo(endpointId, accountId)
           .catch((err) => this.options.onError(err, `delivering to webhook endpoint ${endpointId}`))
           .finally(() => {
