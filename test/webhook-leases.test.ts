@@ -1,9 +1,11 @@
 // One instance at a time works on a webhook endpoint, under a lease on its row
-// (src/webhooks/dispatcher.ts). Taking that lease is a write that can fail for real reasons:
-// SQLite's write lock held by another process longer than a write waits for it, PostgreSQL's
-// statement timeout behind another transaction's lock on the row. Once the database answers
-// again, the endpoint's deliveries go on: a failed claim does not cost the account its place
-// on the instance. (Two instances writing at once made it happen: test/webhook-fan-out.test.ts.)
+// (src/webhooks/webhook-leases.ts). Taking and giving back that lease are writes that can fail
+// for real reasons: SQLite's write lock held by another process longer than a write waits for
+// it, PostgreSQL's statement timeout behind another transaction's lock on the row. Once the
+// database answers again, the endpoint's deliveries go on: a failed claim does not cost the
+// account its place on the instance. A lock held for a moment fails nothing: the lease
+// statements wait for it as transactions do. (Two instances writing at once made both happen:
+// test/webhook-fan-out.test.ts.)
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import SQLite from 'better-sqlite3';
@@ -13,6 +15,7 @@ import type { Backend } from './helpers/backends.ts';
 import { createEndpoint, Receiver, WEBHOOK_CONFIG } from './helpers/webhook-receiver.ts';
 import { eventually } from './helpers/wait.ts';
 import type { Config } from '../src/config.ts';
+import { SQLITE_LOCK_WAIT_MS } from '../src/db/sqlite-lock.ts';
 import type { LogEvent } from 'kysely';
 
 const ADMIN = ['read', 'write', 'admin'] as const;
@@ -150,4 +153,25 @@ forEachBackend('webhook leases', (backend) => {
     const received = await r.until((all) => all.some((request) => groupOf(request) === 'waiting'));
     assert.deepEqual(received.map(groupOf), ['waiting']);
   });
+
+  if (backend === 'sqlite')
+    it("webhooks leases: while another process holds SQLite's write lock for a moment, the endpoint is taken once it lets go, and nothing fails", async (t) => {
+      const app = await startApp(backend, { lockWaitMs: SQLITE_LOCK_WAIT_MS }, (fn) => t.after(fn));
+      const r = await new Receiver().start();
+      t.after(() => r.stop());
+      const endpoint = await createEndpoint(app, app.token, { url: r.url, types: ['user_group.created'] });
+      await leftByDeadInstance(app, endpoint.id, 'waiting');
+      const held = await holdEndpointRow(app, endpoint.id);
+      try {
+        outliveDeadLease(app);
+        await eventually('an attempt to take the endpoint while the lock is held', () =>
+          app.statements.some((event) => event.level === 'error' && /^update "webhook_endpoints" set "lease_owner"/.test(event.query.sql)),
+        );
+      } finally {
+        await held.release();
+      }
+      const received = await r.until((all) => all.some((request) => groupOf(request) === 'waiting'));
+      assert.deepEqual(received.map(groupOf), ['waiting']);
+      assert.deepEqual(dispatcherFailures(app), [], 'the claim waited for the lock, as a transaction does');
+    });
 });

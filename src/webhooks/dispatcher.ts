@@ -7,7 +7,7 @@
 //
 // An endpoint gets its deliveries one at a time, in the order of the feed (head of line): the
 // next waits until the one before is delivered or given up. One instance works on an endpoint
-// at a time: it takes the endpoint with a compare-and-swap lease (claimEndpoint), renewed
+// at a time: it takes the endpoint with a compare-and-swap lease (webhook-leases.ts), renewed
 // while it works; a dead instance's lease runs out and another takes over. The outcomes of
 // a batch of attempts are committed together. A delivery
 // is retried, with the same webhook-id, after each wait of the retry schedule; then it is
@@ -20,7 +20,6 @@
 // When endpoints wait for room, one that has sent a batch goes to the back of the line.
 import { AsyncResource } from 'node:async_hooks';
 import { backgroundWork } from '../background-work.ts';
-import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
@@ -35,8 +34,8 @@ import type { WebhookTraffic } from './webhook-traffic.ts';
 import { SERVICE_ACTOR } from '../audit/audit.repository.ts';
 import { BATCH, lastEventSeq, makeNextDeliveries, skippedFromDisabling, wakeEndpoints } from './webhook-fan-out.ts';
 import { oldestWaitingEvent } from './webhook-fan-out.repository.ts';
+import { EndpointLeases, LEASE_MS } from './webhook-leases.ts';
 import {
-  claimEndpoint,
   dueEndpoints,
   endpointById,
   eventsOf,
@@ -44,14 +43,10 @@ import {
   pruneDeliveries,
   markDelivered,
   recordAttempts,
-  releaseLease,
-  renewLease,
   updateDelivery,
   updateEndpointHealth,
 } from './webhooks.repository.ts';
 
-/** A lease outlives one attempt (15 s at most) with room to spare, and is renewed every third of it. */
-const LEASE_MS = 30_000;
 /**
  * A wake-up waits this long for more: under a stream of single-event commits, each wake-up
  * would otherwise claim the endpoint, send one event and give it back (a dozen statements
@@ -82,8 +77,7 @@ export interface DispatcherOptions {
 }
 
 export class WebhookDispatcher {
-  /** This instance, in the lease columns. */
-  readonly owner = `${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
+  private readonly leases: EndpointLeases;
   private readonly active = new Map<number, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   /** Wakes the dispatcher when a retry sooner than the next poll is due. */
@@ -111,7 +105,9 @@ export class WebhookDispatcher {
     private readonly accountSlugs: AccountSlugs,
     private readonly traffic: WebhookTraffic,
     private readonly options: DispatcherOptions,
-  ) {}
+  ) {
+    this.leases = new EndpointLeases(handle, options.now);
+  }
 
   /** Registers the hook that wakes the endpoints new events are for, and wakes on new events. */
   attach(sequencer: EventSequencer): void {
@@ -200,7 +196,7 @@ export class WebhookDispatcher {
         // left after as many failures as it has places.
         let claimed = false;
         try {
-          claimed = await claimEndpoint(this.handle.db, endpointId, this.owner, now.toISOString(), this.leaseUntil());
+          claimed = await this.leases.claim(endpointId);
         } finally {
           if (!claimed) release();
         }
@@ -221,10 +217,6 @@ export class WebhookDispatcher {
     }
   }
 
-  private leaseUntil(): string {
-    return new Date(this.options.now().getTime() + LEASE_MS).toISOString();
-  }
-
   /**
    * Delivers an endpoint's due deliveries in order while holding its lease, making the next
    * ones from the feed when none is left; hands it back when none is due.
@@ -239,7 +231,7 @@ export class WebhookDispatcher {
         if (pending.length === 0) {
           // Walking a long stretch of events it does not take: the lease must outlive it.
           if (Date.now() - renewed > LEASE_MS / 3) {
-            if (!(await renewLease(this.handle.db, endpointId, this.owner, this.leaseUntil()))) return;
+            if (!(await this.leases.renew(endpointId))) return;
             renewed = Date.now();
           }
           const made = await makeNextDeliveries(this.handle, endpointId, this.options.now());
@@ -253,7 +245,7 @@ export class WebhookDispatcher {
         }
         // Behind a head that is due, the others are new (a retry waits only at the head).
         const due = pending.filter((delivery) => delivery.next_attempt_at <= now);
-        if (!(await renewLease(this.handle.db, endpointId, this.owner, this.leaseUntil()))) return; // deleted, or taken over
+        if (!(await this.leases.renew(endpointId))) return; // deleted, or taken over
         renewed = Date.now();
         const endpoint = await endpointById(this.handle.db, endpointId);
         if (!endpoint || endpoint.disabled_at !== null) return;
@@ -269,7 +261,7 @@ export class WebhookDispatcher {
         }
       }
     } finally {
-      await releaseLease(this.handle.db, endpointId, this.owner, nextAttemptAt);
+      await this.leases.release(endpointId, nextAttemptAt);
       if (nextAttemptAt !== undefined) this.wakeAt(nextAttemptAt);
     }
   }
@@ -301,7 +293,7 @@ export class WebhookDispatcher {
     for (const delivery of deliveries) {
       if (this.stopped) break;
       if (Date.now() - renewed > LEASE_MS / 3) {
-        if (!(await renewLease(this.handle.db, Number(endpoint.id), this.owner, this.leaseUntil()))) break;
+        if (!(await this.leases.renew(Number(endpoint.id)))) break;
         renewed = Date.now();
       }
       const event = events.get(Number(delivery.event_seq));
