@@ -3,9 +3,10 @@
 // for real reasons: SQLite's write lock held by another process longer than a write waits for
 // it, PostgreSQL's statement timeout behind another transaction's lock on the row. Once the
 // database answers again, the endpoint's deliveries go on: a failed claim does not cost the
-// account its place on the instance. A lock held for a moment fails nothing: the lease
-// statements wait for it as transactions do. (Two instances writing at once made both happen:
-// test/webhook-fan-out.test.ts.)
+// account its place on the instance, and a lease its instance could not give back is taken
+// back by that instance at once, not when it runs out 30 s later. A lock held for a moment
+// fails nothing: the lease statements wait for it as transactions do. (Two instances writing
+// at once made these happen: test/webhook-fan-out.test.ts.)
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import SQLite from 'better-sqlite3';
@@ -152,6 +153,34 @@ forEachBackend('webhook leases', (backend) => {
     }
     const received = await r.until((all) => all.some((request) => groupOf(request) === 'waiting'));
     assert.deepEqual(received.map(groupOf), ['waiting']);
+  });
+
+  it('webhooks leases: an endpoint whose lease its instance failed to give back gets its next event at once, not when the lease runs out', async (t) => {
+    const app = await startApp(backend, {}, (fn) => t.after(fn));
+    const r = await new Receiver().start();
+    t.after(() => r.stop());
+    const endpoint = await createEndpoint(app, app.token, { url: r.url, types: ['user_group.created'] });
+    let held: { release(): Promise<void> } | undefined;
+    r.answer = async (_request, index) => {
+      if (index === 0) {
+        // From here the app's clock stands still: the lease taken before this attempt never runs out.
+        app.clock.stop();
+        held = await holdEndpointRow(app, endpoint.id);
+      }
+      return 200;
+    };
+    await createGroup(app, 'first');
+    const lock = await eventually('the first attempt', () => held);
+    try {
+      // What follows the attempt fails for as long as the row is held, giving the lease back last.
+      await dispatcherFailed(app);
+    } finally {
+      await lock.release();
+    }
+    await createGroup(app, 'second');
+    const received = await r.until((all) => all.some((request) => groupOf(request) === 'second'));
+    const firsts = [...new Map(received.map((request) => [request.headers['webhook-id'], groupOf(request)])).values()];
+    assert.deepEqual(firsts, ['first', 'second'], 'in the order of the feed (the first again, with its webhook-id, if its outcome was not recorded)');
   });
 
   if (backend === 'sqlite')

@@ -78,6 +78,7 @@ export interface DispatcherOptions {
 
 export class WebhookDispatcher {
   private readonly leases: EndpointLeases;
+  /** The endpoints this instance is working on, by id. */
   private readonly active = new Map<number, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   /** Wakes the dispatcher when a retry sooner than the next poll is due. */
@@ -185,7 +186,14 @@ export class WebhookDispatcher {
     if (this.traffic.free > 0) {
       const now = this.options.now();
       const { perAccount, total } = this.traffic.limits;
-      const candidates = await dueEndpoints(this.handle.db, { now: now.toISOString(), perAccount, skipAccounts: this.traffic.accountsAtLimit(), limit: total });
+      const candidates = await dueEndpoints(this.handle.db, {
+        now: now.toISOString(),
+        perAccount,
+        skipAccounts: this.traffic.accountsAtLimit(),
+        limit: total,
+        owner: this.leases.owner,
+        working: [...this.active.keys()],
+      });
       for (const { id: endpointId, account_id: accountId } of candidates) {
         if (this.stopped || this.traffic.free === 0) break;
         if (this.active.has(endpointId)) continue;
@@ -261,6 +269,7 @@ export class WebhookDispatcher {
         }
       }
     } finally {
+      // If this fails, the lease is this instance's alone, and it takes it back at once (dueEndpoints).
       await this.leases.release(endpointId, nextAttemptAt);
       if (nextAttemptAt !== undefined) this.wakeAt(nextAttemptAt);
     }

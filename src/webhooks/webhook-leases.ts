@@ -6,6 +6,9 @@
 // writing (connections have no busy timeout: sqlite-lock.ts), and failed at once: a release
 // that failed so left the endpoint held for the lease's 30 s, and under two instances' writes
 // that happened every few runs. So each statement waits for the lock as a transaction does.
+// One that still fails (the lock held past the wait, PostgreSQL's statement timeout, a
+// connection lost) leaves a lease that only this instance holds: it takes it back at once
+// (dueEndpoints), rather than after the lease runs out.
 import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
 import { SQLITE_LOCK_WAIT_MS, retryWhileLocked } from '../db/sqlite-lock.ts';
