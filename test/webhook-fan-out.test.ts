@@ -228,7 +228,18 @@ forEachBackend('webhook fan-out: two instances', (backend) => {
         );
         for (const answer of answers) assert.equal(answer.status, 201, answer.text);
       }
-      await r.until((all) => new Set(all.map((request) => request.headers['webhook-id'])).size >= 200, 60_000);
+      await r
+        .until((all) => new Set(all.map((request) => request.headers['webhook-id'])).size >= 200, 60_000)
+        .catch((err: Error) => {
+          // What the instances logged beyond their requests tells a stall from slowness.
+          const said = servers.flatMap((server) =>
+            server
+              .output()
+              .split('\n')
+              .filter((line) => /"level":[456]0/.test(line)),
+          );
+          throw new Error(`${err.message.split('\n')[0]}; the instances' warnings and errors:\n${said.join('\n')}`);
+        });
       const firsts = [...new Map(r.received.map((request) => [request.headers['webhook-id'], JSON.parse(request.body)])).values()];
       assert.equal(firsts.length, 200, 'every event');
       assert.deepEqual(

@@ -8,7 +8,7 @@
 //
 // An endpoint gets its deliveries one at a time, in the order of the feed (head of line): the
 // next waits until the one before is delivered or given up. One instance works on an endpoint
-// at a time: it takes the endpoint with a compare-and-swap lease (claimEndpoint), renewed
+// at a time: it takes the endpoint with a compare-and-swap lease (webhook-leases.ts), renewed
 // while it works; a dead instance's lease runs out and another takes over. The outcomes of
 // a batch of attempts are committed together. A delivery
 // is retried, with the same webhook-id, after each wait of the retry schedule; then it is
@@ -21,7 +21,6 @@
 // When endpoints wait for room, one that has sent a batch goes to the back of the line.
 import { AsyncResource } from 'node:async_hooks';
 import { backgroundWork } from '../foundations/background-work.ts';
-import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
@@ -36,8 +35,8 @@ import type { WebhookTraffic } from './webhook-traffic.ts';
 import { SERVICE_ACTOR } from '../audit/audit.repository.ts';
 import { BATCH, lastEventSeq, makeNextDeliveries, skippedFromDisabling, wakeEndpoints } from './webhook-fan-out.ts';
 import { oldestWaitingEvent } from './webhook-fan-out.repository.ts';
+import { EndpointLeases, LEASE_MS } from './webhook-leases.ts';
 import {
-  claimEndpoint,
   dueEndpoints,
   endpointById,
   eventsOf,
@@ -45,14 +44,10 @@ import {
   pruneDeliveries,
   markDelivered,
   recordAttempts,
-  releaseLease,
-  renewLease,
   updateDelivery,
   updateEndpointHealth,
 } from './webhooks.repository.ts';
 
-/** A lease outlives one attempt (15 s at most) with room to spare, and is renewed every third of it. */
-const LEASE_MS = 30_000;
 /**
  * A wake-up waits this long for more: under a stream of single-event commits, each wake-up
  * would otherwise claim the endpoint, send one event and give it back (a dozen statements
@@ -83,8 +78,8 @@ export interface DispatcherOptions {
 }
 
 export class WebhookDispatcher {
-  /** This instance, in the lease columns. */
-  readonly owner = `${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
+  private readonly leases: EndpointLeases;
+  /** The endpoints this instance is working on, by id. */
   private readonly active = new Map<number, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   /** Wakes the dispatcher when a retry sooner than the next poll is due. */
@@ -112,7 +107,9 @@ export class WebhookDispatcher {
     private readonly accountSlugs: AccountSlugs,
     private readonly traffic: WebhookTraffic,
     private readonly options: DispatcherOptions,
-  ) {}
+  ) {
+    this.leases = new EndpointLeases(handle, options.now);
+  }
 
   /** Registers the hook that wakes the endpoints new events are for, and wakes on new events. */
   attach(sequencer: EventSequencer): void {
@@ -190,16 +187,29 @@ export class WebhookDispatcher {
     if (this.traffic.free > 0) {
       const now = this.options.now();
       const { perAccount, total } = this.traffic.limits;
-      const candidates = await dueEndpoints(this.handle.db, { now: now.toISOString(), perAccount, skipAccounts: this.traffic.accountsAtLimit(), limit: total });
+      const candidates = await dueEndpoints(this.handle.db, {
+        now: now.toISOString(),
+        perAccount,
+        skipAccounts: this.traffic.accountsAtLimit(),
+        limit: total,
+        owner: this.leases.owner,
+        working: [...this.active.keys()],
+      });
       for (const { id: endpointId, account_id: accountId } of candidates) {
         if (this.stopped || this.traffic.free === 0) break;
         if (this.active.has(endpointId)) continue;
         const release = this.traffic.take(accountId);
         if (!release) continue; // the account has as many as it may: the others go first
-        if (!(await claimEndpoint(this.handle.db, endpointId, this.owner, now.toISOString(), this.leaseUntil()))) {
-          release();
-          continue;
+        // A claim that fails (the database busy or unreachable) gives the place back: kept, it
+        // would be one place fewer for the account on this instance until a restart, and none
+        // left after as many failures as it has places.
+        let claimed = false;
+        try {
+          claimed = await this.leases.claim(endpointId);
+        } finally {
+          if (!claimed) release();
         }
+        if (!claimed) continue;
         const work = this.deliverTo(endpointId, accountId)
           .catch((err) => this.options.onError(err, `delivering to webhook endpoint ${endpointId}`))
           .finally(() => {
@@ -216,10 +226,6 @@ export class WebhookDispatcher {
     }
   }
 
-  private leaseUntil(): string {
-    return new Date(this.options.now().getTime() + LEASE_MS).toISOString();
-  }
-
   /**
    * Delivers an endpoint's due deliveries in order while holding its lease, making the next
    * ones from the feed when none is left; hands it back when none is due.
@@ -234,7 +240,7 @@ export class WebhookDispatcher {
         if (pending.length === 0) {
           // Walking a long stretch of events it does not take: the lease must outlive it.
           if (Date.now() - renewed > LEASE_MS / 3) {
-            if (!(await renewLease(this.handle.db, endpointId, this.owner, this.leaseUntil()))) return;
+            if (!(await this.leases.renew(endpointId))) return;
             renewed = Date.now();
           }
           const made = await makeNextDeliveries(this.handle, endpointId, this.options.now());
@@ -248,7 +254,7 @@ export class WebhookDispatcher {
         }
         // Behind a head that is due, the others are new (a retry waits only at the head).
         const due = pending.filter((delivery) => delivery.next_attempt_at <= now);
-        if (!(await renewLease(this.handle.db, endpointId, this.owner, this.leaseUntil()))) return; // deleted, or taken over
+        if (!(await this.leases.renew(endpointId))) return; // deleted, or taken over
         renewed = Date.now();
         const endpoint = await endpointById(this.handle.db, endpointId);
         if (!endpoint || endpoint.disabled_at !== null) return;
@@ -264,7 +270,8 @@ export class WebhookDispatcher {
         }
       }
     } finally {
-      await releaseLease(this.handle.db, endpointId, this.owner, nextAttemptAt);
+      // If this fails, the lease is this instance's alone, and it takes it back at once (dueEndpoints).
+      await this.leases.release(endpointId, nextAttemptAt);
       if (nextAttemptAt !== undefined) this.wakeAt(nextAttemptAt);
     }
   }
@@ -296,7 +303,7 @@ export class WebhookDispatcher {
     for (const delivery of deliveries) {
       if (this.stopped) break;
       if (Date.now() - renewed > LEASE_MS / 3) {
-        if (!(await renewLease(this.handle.db, Number(endpoint.id), this.owner, this.leaseUntil()))) break;
+        if (!(await this.leases.renew(Number(endpoint.id)))) break;
         renewed = Date.now();
       }
       const event = events.get(Number(delivery.event_seq));

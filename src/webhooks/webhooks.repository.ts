@@ -178,24 +178,29 @@ export function attemptsOf(db: Kysely<Database>, visible: VisibleEndpoints, endp
 // ---- the dispatcher ----
 
 /**
- * Endpoints whose next delivery is due and that no live instance holds, longest due first, at
- * most `perAccount` of one account and none of `skipAccounts` (those this instance has as many
- * of as it may): one account's many due endpoints never fill the list another's are in.
+ * Endpoints whose next delivery is due and that no live instance works on, longest due first,
+ * at most `perAccount` of one account and none of `skipAccounts` (those this instance has as
+ * many of as it may): one account's many due endpoints never fill the list another's are in.
+ * An endpoint leased by `owner` (this instance) but not among those it is `working` on had its
+ * lease left behind by a release that failed: its owner takes it back at once, never waiting
+ * for the lease to run out.
  */
 export async function dueEndpoints(
   db: Kysely<Database>,
-  due: { now: string; perAccount: number; skipAccounts: readonly number[]; limit: number },
+  due: { now: string; perAccount: number; skipAccounts: readonly number[]; limit: number; owner: string; working: readonly number[] },
 ): Promise<{ id: number; account_id: number }[]> {
   const skip = due.skipAccounts.length === 0 ? sql`` : sql`and account_id not in (${sql.join(due.skipAccounts)})`;
+  const working = due.working.length === 0 ? sql`` : sql`and id not in (${sql.join(due.working)})`;
   const { rows } = await sql<{ id: number | string; account_id: number | string }>`select id, account_id from (
       select id, account_id, next_attempt_at, row_number() over (partition by account_id order by next_attempt_at, id) as place
       from webhook_endpoints
-      where next_attempt_at <= ${due.now} and disabled_at is null and (lease_until is null or lease_until < ${due.now}) ${skip}
+      where next_attempt_at <= ${due.now} and disabled_at is null
+        and (lease_until is null or lease_until < ${due.now} or lease_owner = ${due.owner}) ${skip} ${working}
     ) due where place <= ${due.perAccount} order by next_attempt_at, id limit ${due.limit}`.execute(db);
   return rows.map((row) => ({ id: Number(row.id), account_id: Number(row.account_id) }));
 }
 
-/** Compare-and-swap: takes the endpoint if no live lease holds it; true if this instance now does. */
+/** Compare-and-swap: takes the endpoint if no other owner's live lease holds it; true if `owner` now does. */
 export async function claimEndpoint(db: Kysely<Database>, id: number, owner: string, now: string, until: string): Promise<boolean> {
   const result = await db
     .updateTable('webhook_endpoints')

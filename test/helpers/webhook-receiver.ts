@@ -14,10 +14,13 @@ export interface Received {
   body: string;
 }
 
-/** A webhook receiver on 127.0.0.1: records every request, answers `answer()` (200 unless told otherwise). */
+/**
+ * A webhook receiver on 127.0.0.1: records every request, answers `answer()` (200 unless told
+ * otherwise), once it resolves when it returns a promise.
+ */
 export class Receiver {
   readonly received: Received[] = [];
-  answer: (request: Received, index: number) => number = () => 200;
+  answer: (request: Received, index: number) => number | Promise<number> = () => 200;
   private server: http.Server | undefined;
   port = 0;
 
@@ -28,8 +31,10 @@ export class Receiver {
       req.on('end', () => {
         const request = { headers: req.headers, body };
         this.received.push(request);
-        res.statusCode = this.answer(request, this.received.length - 1);
-        res.end('ok');
+        void Promise.resolve(this.answer(request, this.received.length - 1)).then((status) => {
+          res.statusCode = status;
+          res.end('ok');
+        });
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
