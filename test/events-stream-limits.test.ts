@@ -5,6 +5,7 @@
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import SQLite from 'better-sqlite3';
 import { forEachBackend, useTestApp } from './helpers/harness.ts';
 import { openSse, type SseStream } from './helpers/sse.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
@@ -73,6 +74,28 @@ forEachBackend('change events: limits on open streams', (backend) => {
       [200, 200],
       "another account's streams are its own",
     );
+  });
+
+  it("stream limits: a stream closed while another process holds SQLite's write lock frees its slot once the lock is let go, not when its lease lapses", async (context) => {
+    if (backend !== 'sqlite') return context.skip('SQLite only: PostgreSQL waits for row locks by itself');
+    const { token } = await t.issueToken({ account: 'limits-locked' });
+    const [s1, s2] = [await stream(token), await stream(token)];
+    assert.deepEqual([s1.status, s2.status], [200, 200]);
+    // Another process writes: the app's connection finds the write lock taken.
+    const other = new SQLite(t.databaseUrl.slice('sqlite:'.length));
+    other.pragma('busy_timeout = 0');
+    other.exec('begin immediate');
+    try {
+      s1.close();
+      await sleep(1000); // the server notices the close and tries to delete the lease meanwhile
+    } finally {
+      other.exec('commit');
+      other.close();
+    }
+    // The lease lasts 30 s: a slot that frees within 10 s was given back when the lock was let go.
+    const again = await openOnceFree(baseUrl, token);
+    open.push(again);
+    assert.equal(again.status, 200, again.text);
   });
 });
 

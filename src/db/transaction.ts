@@ -18,6 +18,16 @@ export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysel
   return result;
 }
 
+/**
+ * One write statement on its own, outside any transaction (a lease taken, renewed or given
+ * back): on SQLite it waits for another process's write lock as a transaction does, instead of
+ * failing at once with SQLITE_BUSY (connections have no busy timeout: sqlite-lock.ts).
+ * PostgreSQL waits for row locks by itself.
+ */
+export function singleWrite<T>(handle: Pick<DatabaseHandle, 'dialect' | 'lockWaitMs'>, statement: () => Promise<T>): Promise<T> {
+  return handle.dialect === 'sqlite' ? retryWhileLocked(statement, handle.lockWaitMs ?? SQLITE_LOCK_WAIT_MS) : statement();
+}
+
 async function runTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   if (handle.dialect === 'sqlite') return retryWhileLocked(() => sqliteTransaction(handle, work), handle.lockWaitMs ?? SQLITE_LOCK_WAIT_MS);
   for (let attempt = 1; ; attempt++) {

@@ -5,11 +5,13 @@
 //
 // The instance serving a stream renews its lease every RENEW_MS for LEASE_MS and deletes it
 // when the stream ends. A stream of an instance that died (kill -9, a lost host) still counts
-// until its lease lapses, LEASE_MS at most.
+// until its lease lapses, LEASE_MS at most. Renewals and deletions are single statements that
+// wait for SQLite's write lock as transactions do (singleWrite): failing at once while another
+// process writes, a closed stream's slot stayed taken until its lease lapsed.
 import { AsyncResource } from 'node:async_hooks';
 import { backgroundWork } from '../foundations/background-work.ts';
 import type { DatabaseHandle } from '../db/database.ts';
-import { inTransaction } from '../db/transaction.ts';
+import { inTransaction, singleWrite } from '../db/transaction.ts';
 import { AppError } from '../foundations/errors.ts';
 import type { Principal } from '../auth/principal.ts';
 import { countOpenStreams, deleteLapsedStreams, deleteStream, insertStream, lockAccountStreams, renewStreams } from './event-streams.repository.ts';
@@ -78,7 +80,9 @@ export class StreamLeases {
     const ids = this.held.get(lease.accountId);
     if (!ids?.delete(lease.id)) return;
     if (ids.size === 0) this.held.delete(lease.accountId);
-    const deleting = deleteStream(this.database.db, lease.accountId, lease.id).catch((err) => this.options.onError(err, 'closing an event stream'));
+    const deleting = singleWrite(this.database, () => deleteStream(this.database.db, lease.accountId, lease.id)).catch((err) =>
+      this.options.onError(err, 'closing an event stream'),
+    );
     this.releasing.add(deleting);
     void deleting.finally(() => this.releasing.delete(deleting));
   }
@@ -101,7 +105,7 @@ export class StreamLeases {
   private async renew(): Promise<void> {
     const leaseUntil = leaseFrom(new Date());
     try {
-      for (const [accountId, ids] of this.held) await renewStreams(this.database.db, accountId, [...ids], leaseUntil);
+      for (const [accountId, ids] of this.held) await singleWrite(this.database, () => renewStreams(this.database.db, accountId, [...ids], leaseUntil));
       this.options.onSuccess?.();
     } catch (err) {
       this.options.onError(err, 'renewing the leases of event streams');

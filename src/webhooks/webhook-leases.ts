@@ -11,7 +11,7 @@
 // (dueEndpoints), rather than after the lease runs out.
 import crypto from 'node:crypto';
 import type { DatabaseHandle } from '../db/database.ts';
-import { SQLITE_LOCK_WAIT_MS, retryWhileLocked } from '../db/sqlite-lock.ts';
+import { singleWrite } from '../db/transaction.ts';
 import { claimEndpoint, releaseLease, renewLease } from './webhooks.repository.ts';
 
 /** A lease outlives one attempt (15 s at most) with room to spare, and is renewed every third of it. */
@@ -47,6 +47,6 @@ export class EndpointLeases {
   }
 
   private write<T>(statement: () => Promise<T>): Promise<T> {
-    return this.handle.dialect === 'sqlite' ? retryWhileLocked(statement, this.handle.lockWaitMs ?? SQLITE_LOCK_WAIT_MS) : statement();
+    return singleWrite(this.handle, statement);
   }
 }
