@@ -7,7 +7,7 @@ import { sql } from '../db/kysely.ts';
 import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
-import { inTransaction } from '../db/transaction.ts';
+import { inTransaction, singleWrite } from '../db/transaction.ts';
 import { Keyring } from './keyring.ts';
 
 interface ReencryptOutcome {
@@ -121,12 +121,14 @@ export async function reencryptWebhookSecrets(handle: DatabaseHandle, keyring: K
       continue;
     }
     if (current === row.secret_sealed && (previous === row.previous_secret_sealed || previous === undefined)) continue;
-    const result = await handle.db
-      .updateTable('webhook_endpoints')
-      .set({ secret_sealed: current, previous_secret_sealed: previous === undefined ? row.previous_secret_sealed : previous })
-      .where('id', '=', row.id)
-      .where('secret_sealed', '=', row.secret_sealed)
-      .executeTakeFirst();
+    const result = await singleWrite(handle, () =>
+      handle.db
+        .updateTable('webhook_endpoints')
+        .set({ secret_sealed: current, previous_secret_sealed: previous === undefined ? row.previous_secret_sealed : previous })
+        .where('id', '=', row.id)
+        .where('secret_sealed', '=', row.secret_sealed)
+        .executeTakeFirst(),
+    );
     if (Number(result.numUpdatedRows) === 1) outcome.resealed++;
   }
   return outcome;

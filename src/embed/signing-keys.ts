@@ -16,7 +16,7 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, EmbedSigningKeyRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
 import { appendEventForEveryAccount } from '../events/outbox.ts';
-import { inTransaction } from '../db/transaction.ts';
+import { inTransaction, singleWrite } from '../db/transaction.ts';
 import {
   countSigningKeys,
   dropExpiredSigningKeys,
@@ -192,7 +192,8 @@ export async function reencryptSigningKeys(handle: DatabaseHandle, keyring: Keyr
       outcome.unreadable.push(key.kid);
       continue;
     }
-    if (await swapSealedPrivateKey(handle.db, key.kid, key.private_key_sealed, keyring.seal(plaintext, 'embed-signing-key'))) outcome.resealed++;
+    const resealed = keyring.seal(plaintext, 'embed-signing-key');
+    if (await singleWrite(handle, () => swapSealedPrivateKey(handle.db, key.kid, key.private_key_sealed, resealed))) outcome.resealed++;
   }
   return outcome;
 }
@@ -269,7 +270,7 @@ export class EmbedSigningKeys {
       const key = this.signingKey(this.now().getTime());
       if (key.signedUntil < expiresAt.getTime()) {
         const until = new Date(Math.ceil(expiresAt.getTime() / SIGNED_UNTIL_STEP_MS) * SIGNED_UNTIL_STEP_MS);
-        if (!(await extendSignedUntil(this.handle.db, key.row.kid, until.toISOString()))) {
+        if (!(await singleWrite(this.handle, () => extendSignedUntil(this.handle.db, key.row.kid, until.toISOString())))) {
           // Dropped by a rotation since this copy was read: read again, sign with what is there.
           if (attempt >= 3) throw new Error(`embed signing key ${key.row.kid} vanished while signing`);
           this.loadedAt = -Infinity;
