@@ -12,6 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import SQLite from 'better-sqlite3';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
 
@@ -150,7 +151,7 @@ describe('[sqlite] ugs backup', () => {
     assert.match(again.stderr, /exists/);
   });
 
-  it('backup and restore: events after the restore never reuse an id, a cursor or a webhook-id given out before; a receiver that deduplicates by webhook-id drops none of them', {
+  it('backup and restore: events after the restore never reuse an id, a cursor or a webhook-id given out before; a receiver that deduplicates by webhook-id drops none of them; the copy holds no lease of the instance it was taken from', {
     timeout: 120_000,
   }, async () => {
     const feedDatabase = await createTestDatabase('sqlite');
@@ -196,6 +197,15 @@ describe('[sqlite] ugs backup', () => {
       const feed = await httpRequest(server.baseUrl, 'GET', '/api/events?limit=500&types=user_group.created', { token });
       const lostCursor = feed.body.next_cursor;
       await server.stop('SIGTERM');
+
+      // The copy was taken while the first server delivered to the endpoint, under its lease:
+      // the copy lets it go, so the server started on it delivers at once (not after the lease).
+      const copied = new SQLite(copy, { readonly: true });
+      try {
+        assert.deepEqual(copied.prepare('select lease_owner, lease_until from webhook_endpoints').all(), [{ lease_owner: null, lease_until: null }]);
+      } finally {
+        copied.close();
+      }
 
       const restored = await spawnServer({ ...env, DATABASE_URL: `sqlite:${copy}` });
       servers.push(restored);

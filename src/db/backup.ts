@@ -4,6 +4,12 @@
 // that read never blocks the service's writes, and unlike the page-by-page backup API it
 // never restarts because a write came in meanwhile. The copy is written beside the target,
 // checked (PRAGMA integrity_check), and only then given the target's name.
+//
+// The copy also holds the leases of the instances serving the source (a webhook endpoint being
+// delivered to, an open event stream, a request running under an Idempotency-Key). No instance
+// serves the copy: a server started on it would wait for each of those leases to lapse (a
+// webhook endpoint's for up to its whole length) before taking over. So the copy is written with
+// them let go, as after a stop of every instance (docs/operations.md, "Backup and restore").
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -37,6 +43,7 @@ export function backupSqliteDatabase(source: string, target: string): SqliteBack
     } finally {
       database.close();
     }
+    releaseLeases(partial);
     checkIntegrity(partial);
     fs.renameSync(partial, file);
   } catch (err) {
@@ -44,6 +51,20 @@ export function backupSqliteDatabase(source: string, target: string): SqliteBack
     throw err;
   }
   return { file, bytes: fs.statSync(file).size };
+}
+
+/** Lets go, in the copy, of every lease an instance of the source held (see the top of this file). */
+function releaseLeases(file: string): void {
+  const copy = new SQLite(file, { fileMustExist: true });
+  try {
+    copy.transaction(() => {
+      copy.prepare('update webhook_endpoints set lease_owner = null, lease_until = null where lease_owner is not null').run();
+      copy.prepare('delete from event_streams').run();
+      copy.prepare("update idempotency_keys set locked_until = ? where state = 'running'").run(new Date(0).toISOString());
+    })();
+  } finally {
+    copy.close();
+  }
 }
 
 /** PRAGMA integrity_check on a copy: throws with SQLite's findings unless it answers "ok". */
