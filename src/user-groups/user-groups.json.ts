@@ -9,6 +9,7 @@
 // output to the schemas.
 import type { UserGroupRow } from '../db/schema.ts';
 import type { ResolvedGroup } from './group-chain.ts';
+import type { ListedRow } from './list.repository.ts';
 import { USER_GROUP_COLUMNS } from './group-sql.ts';
 import { UserGroup, UserGroupPublic } from './user-groups.schemas.ts';
 
@@ -65,7 +66,7 @@ export function groupWriter(schema: { properties: Record<string, unknown>; title
 const userGroupJson: (group: GroupWithToken) => string = groupWriter(UserGroup);
 
 /** The UserGroupPublic schema: a group without its token. */
-export const publicUserGroupJson: (group: ResolvedGroup) => string = groupWriter(UserGroupPublic);
+export const publicUserGroupJson: (group: ResolvedGroup<ListedRow>) => string = groupWriter(UserGroupPublic);
 
 /** UserGroupResponse (create, rotate, update, lookup). */
 export function userGroupResponseJson(group: GroupWithToken): string {
@@ -83,6 +84,6 @@ export function deletedResponseJson(group: ResolvedGroup, deletedCount: number):
 }
 
 /** ListResponse. */
-export function listResponseJson(groups: ResolvedGroup[], nextCursor: string | null): string {
+export function listResponseJson(groups: ResolvedGroup<ListedRow>[], nextCursor: string | null): string {
   return `{"success":1,"user_groups":[${groups.map(publicUserGroupJson).join(',')}],"next_cursor":${quote(nextCursor)}}`;
 }

@@ -1,0 +1,229 @@
+// The listing's reads (docs/api.md, "GET /api/users"): a page of a tenant's groups in team_id
+// order after a cursor (keyset pagination, the same cost at any depth), walked by the index of
+// the one filter that drives it, and the ancestors that resolve its computed fields. The two
+// pages a backend asks for most, the plain listing and a search by prefix alone, are prepared
+// reads (db/prepared-read.ts): built and compiled once, they run on the hot reads' connection
+// and skip Kysely's per-query work, which cost more than the page's own statement.
+import { sql } from '../db/kysely.ts';
+import type { Kysely, RawBuilder } from 'kysely';
+import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
+import { preparedRead } from '../db/prepared-read.ts';
+import type { HotReads } from '../db/hot-reads.ts';
+import { heldToTenant, ownedBy, scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../db/tenant.ts';
+import { prefixEnd } from '../db/code-point-order.ts';
+import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
+import { chainStatement, teamIdInTenant, USER_GROUP_COLUMNS } from './group-sql.ts';
+
+/** What a page reads of each group: every column but the token's, which a listing never shows. */
+export type ListedRow = Omit<UserGroupRow, 'token_hash' | 'token_ciphertext' | 'token_generation'>;
+const LISTED_COLUMNS = USER_GROUP_COLUMNS.filter((column) => !column.startsWith('token_')) as (keyof ListedRow)[];
+
+/**
+ * The scope of a group, account and environment as one text: the listing and the name
+ * search index it (migration 0002), so that no other query can pick their indexes. They are
+ * index ranges only: every statement also names the tenant (ownedBy).
+ */
+const scope = sql<string>`(cast(account_id as text) || '/' || environment)`;
+const scopedName = sql<string>`(cast(account_id as text) || '/' || environment || '/' || name)`;
+/** The level index's expression (migration 0003). */
+const scopedLevel = sql<string>`(cast(account_id as text) || '/' || environment || '#' || hierarchy_level)`;
+
+/**
+ * Above every scoped text of the tenant (`<scope>/…`): '0' is the code point after '/'. The
+ * upper end of a name range whose prefix has none (a prefix of U+10FFFF only), so that the
+ * range never runs on into the scopes that sort after this one.
+ */
+const scopeEnd = (tenant: Tenant) => `${scopeOf(tenant)}0`;
+
+export interface ListFilter extends Tenant {
+  afterTeamId: number;
+  limit: number;
+  /** user_group_id or name starts with this. */
+  prefix?: string;
+  /** Children of this group (its team_id). */
+  parentTeamId?: number;
+  tag?: string;
+  level?: string;
+}
+
+const onlyPrefix = (filter: ListFilter) => filter.parentTeamId === undefined && filter.tag === undefined && filter.level === undefined;
+
+/**
+ * A page of groups in team_id order after `afterTeamId`. One filter drives the page, on its
+ * own index (migrations 0002 and 0003), in this order: `prefix` (two index ranges), `tag` (the
+ * tag table's key), `parentTeamId` (the children index), `level` (the level index), else the
+ * listing index. The others are conditions on the rows it walks, written so that no planner
+ * takes them for an index condition (an index chosen without statistics could be the wrong
+ * one). Committed rows, as every read outside a transaction.
+ */
+export async function listUserGroups(db: Kysely<Database>, reads: HotReads, filter: ListFilter): Promise<ListedRow[]> {
+  if (filter.prefix !== undefined) {
+    const end = prefixEnd(filter.prefix);
+    if (end !== undefined && onlyPrefix(filter)) return reads.all(selectSearchPage, ...searchArgs(filter, filter.prefix, end));
+    return listByPrefix(db, filter, filter.prefix, end).execute();
+  }
+  if (filter.tag !== undefined)
+    return walkHeldToTenant(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => pageByTag(db, filter, filter.tag!, tenant));
+  if (filter.parentTeamId === undefined && filter.level === undefined) {
+    return reads.all(selectListingPage, filter.accountId, filter.environment, scopeOf(filter), filter.afterTeamId, filter.limit);
+  }
+  return walkHeldToTenant(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => {
+    const page = db.selectFrom('user_groups').select(LISTED_COLUMNS).where(tenant);
+    const walked =
+      filter.parentTeamId !== undefined
+        ? page.where('parent_team_id', '=', filter.parentTeamId).where(otherFilters(filter, 'parent'))
+        : page.where(scopedLevel, '=', `${scopeOf(filter)}#${filter.level}`);
+    return walked.where('team_id', '>', filter.afterTeamId).orderBy('team_id').limit(walkLimit(db, filter.limit));
+  });
+}
+
+/** The plain listing: the listing index's range of the tenant after the cursor, walked in order. */
+const selectListingPage = preparedRead((db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, limit: number) =>
+  heldToTenant<ListedRow>(db, { accountId, environment }, { table: 'user_groups', orderBy: 'team_id' }, (tenant) =>
+    db
+      .selectFrom('user_groups')
+      .select(LISTED_COLUMNS)
+      .where(tenant)
+      .where(scope, '=', scopeText)
+      .where('team_id', '>', afterTeamId)
+      .orderBy('team_id')
+      .limit(walkLimit(db, limit)),
+  ),
+);
+
+type Driver = 'prefix' | 'tag' | 'parent';
+
+/** The filters a page does not walk by, as plain conditions on user_groups' rows. */
+function otherFilters(filter: ListFilter, driver: Driver): RawBuilder<boolean> {
+  const conditions: RawBuilder<boolean>[] = [sql<boolean>`true`];
+  if (driver !== 'tag' && filter.tag !== undefined) {
+    // One probe of the tag table's key per row walked. "offset 0" keeps PostgreSQL from turning
+    // the EXISTS into a join that the tag table would drive.
+    conditions.push(sql<boolean>`exists (select 1 from user_group_tags
+      where user_group_tags.scope = ${scopeOf(filter)} and user_group_tags.tag = ${filter.tag} and user_group_tags.team_id = user_groups.team_id
+      limit 1 offset 0)`);
+  }
+  // "+ 0": a value, not the column, so the children index is never picked for it.
+  if (driver !== 'parent' && filter.parentTeamId !== undefined) conditions.push(sql<boolean>`user_groups.parent_team_id + 0 = ${filter.parentTeamId}`);
+  if (filter.level !== undefined) conditions.push(sql<boolean>`user_groups.hierarchy_level = ${filter.level}`);
+  return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
+}
+
+/** The values of a search page's statement, one per use (searchPage): a prepared read takes each once. */
+interface SearchValues {
+  accountId: number;
+  environment: Environment;
+  prefix: string;
+  /** prefixEnd(prefix); undefined when there is none. */
+  end: string | undefined;
+  afterTeamId: number;
+  scopedPrefix: string;
+  scopedEnd: string;
+  accountId2: number;
+  environment2: Environment;
+  afterTeamId2: number;
+  /** The prefix again, and its end again: the rows the first range found. */
+  prefix2: string;
+  end2: string | undefined;
+  limit: number;
+}
+
+function searchValues(filter: ListFilter, prefix: string, end: string | undefined): SearchValues {
+  return {
+    accountId: filter.accountId,
+    environment: filter.environment,
+    prefix,
+    end,
+    afterTeamId: filter.afterTeamId,
+    scopedPrefix: `${scopeOf(filter)}/${prefix}`,
+    scopedEnd: end === undefined ? scopeEnd(filter) : `${scopeOf(filter)}/${end}`,
+    accountId2: filter.accountId,
+    environment2: filter.environment,
+    afterTeamId2: filter.afterTeamId,
+    prefix2: prefix,
+    end2: end,
+    limit: filter.limit,
+  };
+}
+
+const SEARCH_ARGS = Object.keys(searchValues({ accountId: 0, environment: 'Customer', afterTeamId: 0, limit: 0 }, '', '')) as (keyof SearchValues)[];
+type SearchArgs = [number, Environment, string, string, number, string, string, number, Environment, number, string, string, number];
+const searchArgs = (filter: ListFilter, prefix: string, end: string): SearchArgs => {
+  const values = searchValues(filter, prefix, end);
+  return SEARCH_ARGS.map((key) => values[key]) as SearchArgs;
+};
+
+/** A search by prefix alone, prepared: searchPage with one placeholder per value. */
+const selectSearchPage = preparedRead((db, ...args: SearchArgs) => {
+  const values = Object.fromEntries(SEARCH_ARGS.map((key, i) => [key, args[i]])) as unknown as SearchValues;
+  return searchPage(db, values, sql<boolean>`true`);
+});
+
+function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string, end: string | undefined) {
+  return searchPage(db, searchValues(filter, prefix, end), otherFilters(filter, 'prefix'));
+}
+
+/**
+ * Two index ranges (the identity index, the name search index), in code-point order on both
+ * backends, so a search costs what the groups it matches cost.
+ */
+function searchPage(db: Kysely<Database>, v: SearchValues, others: RawBuilder<boolean>) {
+  // The cursor is a filter here, never an index condition: the prefix's range is the
+  // selective one, and a planner without statistics would otherwise intersect it with a scan
+  // of every team_id above the cursor: a search's cost would grow with the table.
+  const byId = db
+    .selectFrom('user_groups')
+    .select(LISTED_COLUMNS)
+    .where('account_id', '=', v.accountId)
+    .where('environment', '=', v.environment)
+    .where('provided_id', '>=', v.prefix)
+    .$if(v.end !== undefined, (q) => q.where('provided_id', '<', v.end!))
+    .where(sql<boolean>`team_id + 0 > ${v.afterTeamId}`)
+    .where(others);
+  const byName = db
+    .selectFrom('user_groups')
+    .select(LISTED_COLUMNS)
+    .where(scopedName, '>=', v.scopedPrefix)
+    .where(scopedName, '<', v.scopedEnd)
+    .where(ownedBy('user_groups', { accountId: v.accountId2, environment: v.environment2 }))
+    .where(sql<boolean>`team_id + 0 > ${v.afterTeamId2}`)
+    .where(others)
+    // Those the first range found already: the two halves never share a row.
+    .where((eb) => eb.or([eb('provided_id', '<', v.prefix2), ...(v.end2 === undefined ? [] : [eb('provided_id', '>=', v.end2)])]));
+  return byId.unionAll(byName).orderBy('team_id').limit(v.limit);
+}
+
+/** The groups with a tag: the tag table's key (scope, tag, team_id) walked in order, each group by primary key. */
+function pageByTag(db: Kysely<Database>, filter: ListFilter, tag: string, tenant: RawBuilder<boolean>) {
+  return db
+    .selectFrom('user_group_tags')
+    .innerJoin('user_groups', 'user_groups.team_id', 'user_group_tags.team_id')
+    .select(LISTED_COLUMNS.map((column) => `user_groups.${column}` as const))
+    .where('user_group_tags.scope', '=', scopeOf(filter))
+    .where('user_group_tags.tag', '=', tag)
+    .where('user_group_tags.team_id', '>', filter.afterTeamId)
+    .where(tenant)
+    .where(otherFilters(filter, 'tag'))
+    .orderBy('user_group_tags.team_id')
+    .limit(walkLimit(db, filter.limit));
+}
+
+/** What resolving a page needs of each ancestor (group-chain.ts). */
+const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'properties'] as const satisfies readonly (keyof ChainRow)[];
+
+/**
+ * The chain above a page's group (from its parent up), prepared once: a statement Kysely
+ * prepared anew for each page cost more than the page's own query (docs/performance.md).
+ */
+const selectAncestors = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
+  chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
+);
+
+/** The groups of a tenant's page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
+export async function resolvePage<R extends ChainRow>(reads: HotReads, tenant: Tenant, rows: R[]): Promise<ResolvedGroup<R>[]> {
+  const ancestors = new Map<number, ChainRow>(rows.map((row) => [Number(row.team_id), row]));
+  const missing = [...new Set(rows.map((row) => row.parent_team_id))].filter((id): id is number => id !== null && !ancestors.has(Number(id)));
+  const chains = await Promise.all(missing.map((teamId) => reads.all(selectAncestors, tenant.accountId, tenant.environment, Number(teamId))));
+  for (const row of chains.flat()) ancestors.set(Number(row.team_id), row);
+  return resolveEach(rows, ancestors);
+}
