@@ -7,9 +7,9 @@
 import { sql } from '../db/kysely.ts';
 import type { Kysely, RawBuilder } from 'kysely';
 import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
-import { preparedRead } from '../db/prepared-read.ts';
+import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
-import { heldToTenant, ownedBy, scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../db/tenant.ts';
+import { heldToTenant, ownedBy, sameTenant, scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../db/tenant.ts';
 import { prefixEnd } from '../db/code-point-order.ts';
 import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
 import { chainStatement, teamIdInTenant, USER_GROUP_COLUMNS } from './group-sql.ts';
@@ -77,19 +77,45 @@ export async function listUserGroups(db: Kysely<Database>, reads: HotReads, filt
   });
 }
 
-/** The plain listing: the listing index's range of the tenant after the cursor, walked in order. */
-const selectListingPage = preparedRead((db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, limit: number) =>
-  heldToTenant<ListedRow>(db, { accountId, environment }, { table: 'user_groups', orderBy: 'team_id' }, (tenant) =>
-    db
-      .selectFrom('user_groups')
-      .select(LISTED_COLUMNS)
-      .where(tenant)
-      .where(scope, '=', scopeText)
-      .where('team_id', '>', afterTeamId)
-      .orderBy('team_id')
-      .limit(walkLimit(db, limit)),
-  ),
+/**
+ * The plain listing: the listing index's range of the tenant after the cursor, walked in order.
+ * On PostgreSQL the pages asked for during one turn go as one statement (prepared-read.ts,
+ * `batched`): each call's walk is a lateral subquery, its limit a column the planner cannot
+ * read, held to its tenant after the walk (sameTenant against the call's own values).
+ */
+const selectListingPage = preparedRead(
+  (db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, limit: number) =>
+    heldToTenant<ListedRow>(db, { accountId, environment }, { table: 'user_groups', orderBy: 'team_id' }, (tenant) =>
+      db
+        .selectFrom('user_groups')
+        .select(LISTED_COLUMNS)
+        .where(tenant)
+        .where(scope, '=', scopeText)
+        .where('team_id', '>', afterTeamId)
+        .orderBy('team_id')
+        .limit(walkLimit(db, limit)),
+    ),
+  {
+    batched: (accountIds, environments, scopeTexts, afterTeamIds, limits) =>
+      batchedPages(
+        sql`unnest(${accountIds}::int8[], ${environments}::text[], ${scopeTexts}::text[], ${afterTeamIds}::int8[], ${limits}::int8[])
+          with ordinality as k(account_id, environment, scope, after_team_id, page_limit, batch_index)`,
+        sql`select ${columnsOf('user_groups')} from user_groups
+          where ${scope} = k.scope and user_groups.team_id > k.after_team_id order by user_groups.team_id limit k.page_limit`,
+      ),
+  },
 );
+
+const columnsOf = (table: string) => sql.join(LISTED_COLUMNS.map((column) => sql.ref(`${table}.${column}`)));
+
+/** Pages of several calls in one statement: each call's page (`page`, from `k`) in its order, held to the call's tenant. */
+function batchedPages(unnest: RawBuilder<unknown>, page: RawBuilder<unknown> | { as(alias: string): unknown }): RawBuilder<BatchedRow<ListedRow>> {
+  const walked = 'isRawBuilder' in page ? sql`(${page})` : page;
+  return sql<BatchedRow<ListedRow>>`select k.batch_index, ${columnsOf('page')} from ${unnest}
+    cross join lateral ${walked} page
+    where ${sameTenant('page', 'k')}
+    order by k.batch_index, page.team_id`;
+}
 
 type Driver = 'prefix' | 'tag' | 'parent';
 
@@ -153,11 +179,41 @@ const searchArgs = (filter: ListFilter, prefix: string, end: string): SearchArgs
   return SEARCH_ARGS.map((key) => values[key]) as SearchArgs;
 };
 
-/** A search by prefix alone, prepared: searchPage with one placeholder per value. */
-const selectSearchPage = preparedRead((db, ...args: SearchArgs) => {
-  const values = Object.fromEntries(SEARCH_ARGS.map((key, i) => [key, args[i]])) as unknown as SearchValues;
-  return searchPage(db, values, sql<boolean>`true`);
-});
+/** A search by prefix alone, prepared: searchPage with one placeholder per value; on PostgreSQL, batched as the listing is. */
+const selectSearchPage = preparedRead(
+  (db, ...args: SearchArgs) => {
+    const values = Object.fromEntries(SEARCH_ARGS.map((key, i) => [key, args[i]])) as unknown as SearchValues;
+    return searchPage(db, values, sql<boolean>`true`);
+  },
+  {
+    batched: (...columnsAndDb) => {
+      const columns = columnsAndDb.slice(0, SEARCH_ARGS.length);
+      const db = columnsAndDb[SEARCH_ARGS.length] as Kysely<Database>;
+      const types: Record<keyof SearchValues, string> = {
+        accountId: 'int8',
+        environment: 'text',
+        prefix: 'text',
+        end: 'text',
+        afterTeamId: 'int8',
+        scopedPrefix: 'text',
+        scopedEnd: 'text',
+        accountId2: 'int8',
+        environment2: 'text',
+        afterTeamId2: 'int8',
+        prefix2: 'text',
+        end2: 'text',
+        limit: 'int8',
+      };
+      const arrays = SEARCH_ARGS.map((key, i) => sql`${columns[i]}::${sql.raw(types[key])}[]`);
+      // The call's values as columns of k; its tenant as k.account_id and k.environment, for sameTenant.
+      const names = SEARCH_ARGS.map((key) => sql.id(key === 'accountId' ? 'account_id' : key === 'environment' ? 'environment' : `v_${key}`));
+      const refs = Object.fromEntries(
+        SEARCH_ARGS.map((key) => [key, sql.ref(`k.${key === 'accountId' ? 'account_id' : key === 'environment' ? 'environment' : `v_${key}`}`)]),
+      ) as unknown as SearchValues;
+      return batchedPages(sql`unnest(${sql.join(arrays)}) with ordinality as k(${sql.join(names)}, batch_index)`, searchPage(db, refs, sql<boolean>`true`));
+    },
+  },
+);
 
 function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string, end: string | undefined) {
   return searchPage(db, searchValues(filter, prefix, end), otherFilters(filter, 'prefix'));
