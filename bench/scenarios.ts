@@ -82,9 +82,9 @@ export interface ScenarioDefinition {
   /** Groups written per request (create: 1; upsert: UPSERT_BATCH), for the groups/s column. */
   groupsPerRequest?: number;
   /**
-   * A mixed load: the server is measured twice, alone and while one more client pages through
-   * every group with this `limit` (bench/processes.ts, pageThroughEveryGroup); the report
-   * gives both p99 latencies and their ratio.
+   * A mixed load: the scenario runs against the server alone, then again while one more client
+   * pages through every group with this `limit` (bench/processes.ts, pageThroughEveryGroup);
+   * the report gives both p99 latencies and their ratio.
    */
   pagerLimit?: number;
   make(data: ScenarioData): ScenarioRunner;
