@@ -225,10 +225,9 @@ const selectSearchPage = preparedRead(
       };
       const arrays = SEARCH_ARGS.map((key, i) => sql`${columns[i]}::${sql.raw(types[key])}[]`);
       // The call's values as columns of k; its tenant as k.account_id and k.environment, for sameTenant.
-      const names = SEARCH_ARGS.map((key) => sql.id(key === 'accountId' ? 'account_id' : key === 'environment' ? 'environment' : `v_${key}`));
-      const refs = Object.fromEntries(
-        SEARCH_ARGS.map((key) => [key, sql.ref(`k.${key === 'accountId' ? 'account_id' : key === 'environment' ? 'environment' : `v_${key}`}`)]),
-      ) as unknown as SearchValues;
+      const columnOf = (key: keyof SearchValues) => (key === 'accountId' ? 'account_id' : key === 'environment' ? 'environment' : `v_${key}`);
+      const names = SEARCH_ARGS.map((key) => sql.id(columnOf(key)));
+      const refs = Object.fromEntries(SEARCH_ARGS.map((key) => [key, sql.ref(`k.${columnOf(key)}`)])) as unknown as SearchValues;
       return batchedPages(sql`unnest(${sql.join(arrays)}) with ordinality as k(${sql.join(names)}, batch_index)`, searchPage(db, refs, sql<boolean>`true`));
     },
   },
