@@ -7,8 +7,8 @@
 // ownedBy (a filter on the rows an index found), ownedByAccount (the same for an account's
 // rows in every environment), sameTenant (a join by key), walkHeldToTenant (a page walked by
 // an index range, held to the tenant where each backend plans it well; heldToTenant is its
-// statement, walkLimit its limit). A statement whose
-// index leads with (account_id, environment) names them as plain columns: they are its range.
+// statement, walkLimit its limit). A statement whose index leads with (account_id,
+// environment) names them as plain columns: they are its range.
 import { sql } from './kysely.ts';
 import type { Compilable, Expression, Kysely, RawBuilder } from 'kysely';
 import { dialectOf } from './database.ts';
