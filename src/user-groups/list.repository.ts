@@ -12,7 +12,7 @@ import type { HotReads } from '../db/hot-reads.ts';
 import { heldToTenant, ownedBy, sameTenant, scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../db/tenant.ts';
 import { prefixEnd } from '../db/code-point-order.ts';
 import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
-import { chainStatement, teamIdInTenant, USER_GROUP_COLUMNS } from './group-sql.ts';
+import { batchedChainStatement, chainStatement, teamIdInTenant, USER_GROUP_COLUMNS } from './group-sql.ts';
 
 /** What a page reads of each group: every column but the token's, which a listing never shows. */
 export type ListedRow = Omit<UserGroupRow, 'token_hash' | 'token_ciphertext' | 'token_generation'>;
@@ -289,8 +289,19 @@ const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'p
  * The chain above a page's group (from its parent up), prepared once: a statement Kysely
  * prepared anew for each page cost more than the page's own query (docs/performance.md).
  */
-const selectAncestors = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
-  chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
+const selectAncestors = preparedRead(
+  (db, accountId: number, environment: Environment, teamId: number) =>
+    chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
+  {
+    // The chains a turn's pages ask for, as one statement on PostgreSQL.
+    batched: (accountIds, environments, teamIds, db) =>
+      batchedChainStatement<ChainRow>(
+        db,
+        CHAIN_COLUMNS,
+        sql`unnest(${accountIds}::int8[], ${environments}::text[], ${teamIds}::int8[]) with ordinality as k(account_id, environment, team_id, batch_index)`,
+        sql`user_groups.team_id = k.team_id and ${sameTenant('user_groups', 'k')}`,
+      ),
+  },
 );
 
 /** The groups of a tenant's page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
