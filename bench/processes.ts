@@ -224,6 +224,41 @@ export async function primeGroups(baseUrl: string, apiToken: string, groups: num
   return failures;
 }
 
+/**
+ * One client paging through every group of the benchmark's account, `limit` at a time,
+ * following next_cursor, and starting over at the end, one request at a time, until stop()
+ * is called: what a nightly sync or `ugs export` does beside the page views. Answers how many
+ * pages it read and how many times it went through every group.
+ */
+export function pageThroughEveryGroup(baseUrl: string, apiToken: string, limit: number): { stop(): Promise<{ pages: number; passes: number }> } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  let stopping = false;
+  const paging = (async () => {
+    let cursor: string | null = null;
+    let pages = 0;
+    let passes = 0;
+    while (!stopping) {
+      const path = `/api/users?limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`;
+      const res = await httpRequest(baseUrl, { method: 'GET', path, headers: { authorization: `Token ${apiToken}` } }, agent);
+      if (res.status !== 200) throw new Error(`the pager's GET ${path} answered ${res.status}: ${res.body.slice(0, 300)}`);
+      cursor = (JSON.parse(res.body) as { next_cursor: string | null }).next_cursor;
+      pages++;
+      if (cursor === null) passes++;
+    }
+    return { pages, passes };
+  })();
+  return {
+    async stop() {
+      stopping = true;
+      try {
+        return await paging;
+      } finally {
+        agent.destroy();
+      }
+    },
+  };
+}
+
 /** Embed tokens of `count` random flat groups, minted by the server as a backend would (with the key that signs now). */
 export async function mintEmbedTokens(baseUrl: string, apiToken: string, flatGroups: number, count: number): Promise<string[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 20 });

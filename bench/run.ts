@@ -18,6 +18,7 @@ import {
   REPO_ROOT,
   httpRequest,
   mintEmbedTokens,
+  pageThroughEveryGroup,
   primeGroups,
   cpuSeconds,
   processTree,
@@ -147,6 +148,21 @@ interface ScenarioOutcome {
   rounds?: Round[];
   /** CPU time of the server's processes per request answered (warm-up included), of the median round. */
   serverCpu?: ServerCpu;
+  /** A mixed-load scenario (pagerLimit): the server alone and while one client pages through every group, of the median round. */
+  paging?: Paging;
+}
+
+interface Paging {
+  /** The same requests against the server with nothing else running. */
+  alone: LoadResult;
+  aloneP99Ms: number;
+  /** While the pager ran (the `server` result). */
+  withPagerP99Ms: number;
+  /** withPagerP99Ms / aloneP99Ms: the target is at most 2. */
+  p99Ratio: number;
+  pagerLimit: number;
+  pagerPages: number;
+  pagerPasses: number;
 }
 
 interface ServerCpu {
@@ -346,7 +362,7 @@ async function main() {
   log(
     `running ${outcomes.filter((o) => !o.skipped).length} scenarios × ${rounds}2 targets × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections`,
   );
-  const measured = new Map<ScenarioOutcome, { ceiling: LoadResult; server: LoadResult; ratio: number; cpu: ServerCpu }[]>();
+  const measured = new Map<ScenarioOutcome, { ceiling: LoadResult; server: LoadResult; ratio: number; cpu: ServerCpu; paging?: Paging }[]>();
   for (let round = 0; round < options.rounds; round++) {
     for (const outcome of outcomes) {
       if (outcome.skipped) continue;
@@ -359,20 +375,40 @@ async function main() {
       if (activated.status !== 200) throw new Error(`the ceiling could not switch to ${outcome.name}: ${activated.body}`);
       const job = { scenario: outcome.name, connections: options.connections, durationSeconds: options.duration, warmupSeconds: options.warmup };
       const ceilingResult = await runLoad(path.join(work, `${outcome.name}-${round}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c', round) });
-      const signingAlgorithm = scenarioByName(outcome.name).signingAlgorithm;
+      const { signingAlgorithm, pagerLimit } = scenarioByName(outcome.name);
       if (signingAlgorithm) await signWith(signingAlgorithm);
+      // A mixed load: the server alone first, then the same load while one client pages through every group.
+      const alone =
+        pagerLimit === undefined
+          ? undefined
+          : await runLoad(path.join(work, `${outcome.name}-${round}-alone.json`), { ...job, url: server.url, data: dataFor('s', round) });
+      const pager = pagerLimit === undefined ? undefined : pageThroughEveryGroup(server.url, seed.apiToken, pagerLimit);
       const [serverResult, cpu] = await withServerCpu(server, () =>
         runLoad(path.join(work, `${outcome.name}-${round}-server.json`), { ...job, url: server.url, data: dataFor('s', round) }),
       );
+      const paged = await pager?.stop();
+      const paging: Paging | undefined =
+        alone && paged && pagerLimit !== undefined
+          ? {
+              alone,
+              aloneP99Ms: alone.latencyP99Ms,
+              withPagerP99Ms: serverResult.latencyP99Ms,
+              p99Ratio: serverResult.latencyP99Ms / alone.latencyP99Ms,
+              pagerLimit,
+              pagerPages: paged.pages,
+              pagerPasses: paged.passes,
+            }
+          : undefined;
       if (server.child.exitCode !== null || server.child.signalCode !== null) {
         throw new Error(`the server exited during ${outcome.name}:\n${server.stderrTail()}`);
       }
       const ratio = serverResult.requestsPerSecond / ceilingResult.requestsPerSecond;
-      measured.set(outcome, [...(measured.get(outcome) ?? []), { ceiling: ceilingResult, server: serverResult, ratio, cpu }]);
+      measured.set(outcome, [...(measured.get(outcome) ?? []), { ceiling: ceilingResult, server: serverResult, ratio, cpu, paging }]);
       log(
         `  ${outcome.name}${options.rounds > 1 ? ` (round ${round + 1})` : ''}: server ${fmt(serverResult.requestsPerSecond)} req/s ` +
           `(p99 ${fmt(serverResult.latencyP99Ms)} ms, ${badCount(serverResult)} bad, CPU ${fmt(cpu.msPerRequest, 3)} ms/request), ceiling ${fmt(ceilingResult.requestsPerSecond)} req/s: ${(ratio * 100).toFixed(1)} %`,
       );
+      if (paging) log(`    ${pagingLine(paging)}`);
     }
   }
   for (const [outcome, results] of measured) {
@@ -382,6 +418,7 @@ async function main() {
     outcome.server = median.server;
     outcome.ratio = median.ratio;
     outcome.serverCpu = median.cpu;
+    outcome.paging = median.paging;
     const perRequest = scenarioByName(outcome.name).groupsPerRequest;
     if (perRequest !== undefined) outcome.groupsPerSecond = median.server.requestsPerSecond * perRequest;
     if (results.length > 1) {
@@ -446,7 +483,8 @@ async function main() {
   );
   if (statistics)
     console.log(
-      `PostgreSQL planner statistics on user_groups at the end: ${statistics.analyzed ? `yes (${statistics.lastAnalyze ? 'ANALYZE' : 'autovacuum'})` : 'none (never analyzed)'}`,
+      `PostgreSQL planner statistics on user_groups at the end: ${statistics.analyzed ? `yes (${statistics.lastAnalyze ? 'ANALYZE' : 'autovacuum'})` : 'none (never analyzed)'}` +
+        `; autovacuum ${statistics.autovacuum.server ? 'on' : 'off'} on the server, ${statistics.autovacuum.table ? 'on' : 'off'} for the bench's tables`,
     );
   console.log(
     `load average before/after: ${report.machine.loadAverageBefore.join(' ')} / ${report.machine.loadAverageAfter.join(' ')} on ${report.machine.cpus} CPUs`,
@@ -508,9 +546,17 @@ function printTable(outcomes: ScenarioOutcome[]) {
   console.log('\n' + line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows) console.log(row.length === 2 ? `${row[0].padEnd(widths[0])}  ${row[1]}` : line(row));
+  for (const o of outcomes.filter((o) => o.paging)) console.log(`${o.name}: ${pagingLine(o.paging!)}`);
   for (const o of outcomes.filter((o) => o.rounds)) {
     console.log(`${o.name}: vs ceiling by round ${o.rounds!.map((r) => `${(r.ratio * 100).toFixed(1)} %`).join(', ')} (the median is in the table)`);
   }
+}
+
+function pagingLine(paging: Paging): string {
+  return (
+    `p99 ${fmt(paging.aloneP99Ms)} ms alone (${fmt(paging.alone.requestsPerSecond)} req/s), ${fmt(paging.withPagerP99Ms)} ms while one client paged ` +
+    `(limit=${paging.pagerLimit}: ${fmt(paging.pagerPages)} pages, ${paging.pagerPasses} passes through every group): ${paging.p99Ratio.toFixed(2)}× (target at most 2×)`
+  );
 }
 
 /** The latest result (with a hit scenario) per group count for this backend: does a bigger table slow the hot paths? */

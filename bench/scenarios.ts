@@ -81,6 +81,12 @@ export interface ScenarioDefinition {
   signingAlgorithm?: EmbedSigningAlgorithm;
   /** Groups written per request (create: 1; upsert: UPSERT_BATCH), for the groups/s column. */
   groupsPerRequest?: number;
+  /**
+   * A mixed load: the scenario runs against the server alone, then again while one more client
+   * pages through every group with this `limit` (bench/processes.ts, pageThroughEveryGroup);
+   * the report gives both p99 latencies and their ratio.
+   */
+  pagerLimit?: number;
   make(data: ScenarioData): ScenarioRunner;
 }
 
@@ -90,6 +96,22 @@ const randomIndex = (n: number) => Math.floor(Math.random() * n);
 const json = { 'content-type': 'application/json' };
 const auth = (data: ScenarioData) => ({ authorization: `Token ${data.apiToken}` });
 
+/** The hit scenario's requests: a get-or-create of a random existing flat group, identified by a JSON body. */
+const hitRequests = (data: ScenarioData): ScenarioRunner => ({
+  next: () => {
+    const i = randomIndex(data.groups);
+    return {
+      method: 'GET',
+      path: '/api/user',
+      headers: { ...auth(data), ...json },
+      body: JSON.stringify({ user_group_id: `bench-${i}`, name: `Group ${i}` }),
+    };
+  },
+});
+
+/** The page size of the client that pages through every group in hit-paging: the most a page holds (docs/api.md). */
+const PAGER_LIMIT = 500;
+
 export const SCENARIOS: ScenarioDefinition[] = [
   {
     name: 'hit',
@@ -97,17 +119,16 @@ export const SCENARIOS: ScenarioDefinition[] = [
     path: '/api/user',
     status: 200,
     description: 'get-or-create of a random existing group, identified by a JSON body: `GET /api/user` `{"user_group_id":"bench-<i>","name":"Group <i>"}`',
-    make: (data) => ({
-      next: () => {
-        const i = randomIndex(data.groups);
-        return {
-          method: 'GET',
-          path: '/api/user',
-          headers: { ...auth(data), ...json },
-          body: JSON.stringify({ user_group_id: `bench-${i}`, name: `Group ${i}` }),
-        };
-      },
-    }),
+    make: hitRequests,
+  },
+  {
+    name: 'hit-paging',
+    method: 'GET',
+    path: '/api/user',
+    status: 200,
+    pagerLimit: PAGER_LIMIT,
+    description: `the requests of hit, measured twice against the server: alone, then while one more client pages through every group, page after page and pass after pass (\`GET /api/users?limit=${PAGER_LIMIT}\`, following next_cursor): a nightly sync beside the page views. The report gives hit's p99 latency in both and their ratio; the ratio to the ceiling is the second's`,
+    make: hitRequests,
   },
   {
     name: 'hit-query',

@@ -90,6 +90,14 @@ export async function seedDatabase(
   const started = performance.now();
   const { handle } = await openMigratedDatabase({ databaseUrl: url });
   try {
+    // PostgreSQL: no autovacuum on the benchmark's own tables, so that none analyzes them while
+    // they are seeded or measured and the run measures one state from start to end (the
+    // server's autovacuum setting may be on; this changes the bench's database only).
+    // --analyze measures the other state.
+    if (handle.dialect === 'postgres' && !analyze) {
+      const { rows } = await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(handle.db);
+      for (const { name } of rows) await sql`alter table ${sql.id(name)} set (autovacuum_enabled = false)`.execute(handle.db);
+    }
     const issued = await issueApiToken(
       handle,
       { accountSlug: 'bench', scopes: ['read', 'write'], allowedEnvironment: null, defaultEnvironment: 'Customer', expiresAt: null, name: 'bench' },
@@ -215,8 +223,13 @@ export function cursorAfter(teamId: number): string {
   return Buffer.from(JSON.stringify({ after: teamId })).toString('base64url');
 }
 
-/** Whether the planner has statistics on user_groups (PostgreSQL; null on SQLite), read when a run ends. */
-export async function plannerStatistics(url: string): Promise<{ analyzed: boolean; lastAnalyze: string | null; lastAutoanalyze: string | null } | null> {
+/**
+ * Whether the planner has statistics on user_groups (PostgreSQL; null on SQLite), read when a
+ * run ends, and whether autovacuum could have given them (the server's setting and the table's).
+ */
+export async function plannerStatistics(
+  url: string,
+): Promise<{ analyzed: boolean; lastAnalyze: string | null; lastAutoanalyze: string | null; autovacuum: { server: boolean; table: boolean } } | null> {
   if (!url.startsWith('postgres')) return null;
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -224,7 +237,12 @@ export async function plannerStatistics(url: string): Promise<{ analyzed: boolea
     const { rows } = await client.query(`select last_analyze, last_autoanalyze from pg_stat_user_tables where relname = 'user_groups'`);
     const lastAnalyze = rows[0]?.last_analyze?.toISOString?.() ?? null;
     const lastAutoanalyze = rows[0]?.last_autoanalyze?.toISOString?.() ?? null;
-    return { analyzed: lastAnalyze !== null || lastAutoanalyze !== null, lastAnalyze, lastAutoanalyze };
+    const server = (await client.query(`select current_setting('autovacuum') = 'on' as on`)).rows[0].on as boolean;
+    const options = (await client.query(`select reloptions from pg_class where relname = 'user_groups' and relkind = 'r'`)).rows[0]?.reloptions as
+      | string[]
+      | null;
+    const table = !(options ?? []).includes('autovacuum_enabled=false');
+    return { analyzed: lastAnalyze !== null || lastAutoanalyze !== null, lastAnalyze, lastAutoanalyze, autovacuum: { server, table } };
   } finally {
     await client.end();
   }

@@ -102,6 +102,25 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     assert.equal(rest.next_cursor, null);
   });
 
+  it('list: a page of up to 500 holds every group up to its limit, in order, whatever the page size', async () => {
+    const tok = await freshAccount();
+    // Created in one bulk upsert; the listing is in creation order.
+    const expected = Array.from({ length: 301 }, (_, i) => `big-${i}`);
+    const upserted = await t.request('POST', '/api/users/upsert', { token: tok, body: { user_groups: expected.map((user_group_id) => ({ user_group_id })) } });
+    assert.equal(upserted.status, 200, upserted.text);
+    for (const limit of [128, 129, 256, 257, 300, 301, 500]) {
+      const { ids, pages } = await walk(tok, limit);
+      assert.deepEqual(ids, expected, `limit ${limit}`);
+      assert.equal(pages, Math.ceil(301 / limit), `pages at limit ${limit}`);
+    }
+    const page = await list(tok, { limit: '300' });
+    assert.equal(page.user_groups.length, 300);
+    assert.deepEqual(
+      (await list(tok, { limit: '300', cursor: page.next_cursor! })).user_groups.map((g) => g.provided_id),
+      ['big-300'],
+    );
+  });
+
   it('list: pagination is stable when groups are inserted and deleted between pages', async () => {
     const tok = await freshAccount();
     for (let i = 0; i < 6; i++) await create(tok, { user_group_id: `s${i}` });

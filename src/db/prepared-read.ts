@@ -79,18 +79,19 @@ function bind<R>({ compiled, slots }: Template<R>, args: readonly unknown[]): Co
  *
  * `batched` (PostgreSQL) is the same lookup for many calls at once: it receives one array per
  * argument and must return, with each row, `batch_index`, the 1-based position of the call in
- * those arrays (`unnest(...) with ordinality`). Without it, PostgreSQL runs each call alone.
+ * those arrays (`unnest(...) with ordinality`); after the arrays it is given the database,
+ * for a statement built with Kysely's query builder. Without it, PostgreSQL runs each call alone.
  */
 export function preparedRead<A extends unknown[], R>(
   build: (db: Kysely<Database>, ...args: A) => Statement<R>,
-  options: { batched?: (...columns: Columns<A>) => RawBuilder<BatchedRow<R>> } = {},
+  options: { batched?: (...columnsAndDb: [...Columns<A>, Kysely<Database>]) => RawBuilder<BatchedRow<R>> } = {},
 ): PreparedRead<A, R> {
   const compiledFor = new WeakMap<Kysely<Database>, { single: Template<R>; batch?: BatchedStatement<R> }>();
   const compile = (db: Kysely<Database>, arity: number) => {
     const single = template(db, (...p) => build(db, ...(p as A)), arity);
     const batchedBuild = options.batched;
     if (!batchedBuild) return { single };
-    const batchedTemplate = template(db, (...p) => batchedBuild(...(p as Columns<A>)), arity);
+    const batchedTemplate = template(db, (...p) => batchedBuild(...(p as Columns<A>), db), arity);
     // Argument i of the batched statement is the column of every call's argument i.
     const batch: BatchedStatement<R> = {
       compile: (argLists) =>

@@ -6,8 +6,9 @@
 // them. Each condition is written by one of the helpers below, whose name says where it goes:
 // ownedBy (a filter on the rows an index found), ownedByAccount (the same for an account's
 // rows in every environment), sameTenant (a join by key), walkHeldToTenant (a page walked by
-// an index range, held to the tenant where each backend plans it well). A statement whose
-// index leads with (account_id, environment) names them as plain columns: they are its range.
+// an index range, held to the tenant where each backend plans it well; heldToTenant is its
+// statement, walkLimit its limit). A statement whose index leads with (account_id,
+// environment) names them as plain columns: they are its range.
 import { sql } from './kysely.ts';
 import type { Compilable, Expression, Kysely, RawBuilder } from 'kysely';
 import { dialectOf } from './database.ts';
@@ -71,17 +72,40 @@ export type RangeWalk<Row> = RawBuilder<Row> | (Expression<Row> & Compilable<Row
  * nothing on PostgreSQL), ordered by `orderBy`; it selects that column and `table`'s
  * account_id and environment, which the statement around it reads.
  */
-export async function walkHeldToTenant<Row>(
+export function walkHeldToTenant<Row>(
+  db: Kysely<Database>,
+  tenant: Tenant,
+  walked: { table: string; orderBy: string },
+  walk: (tenantBesideRange: RawBuilder<boolean>) => RangeWalk<Row>,
+): Promise<Row[]> {
+  return rowsOf(db, heldToTenant(db, tenant, walked, walk));
+}
+
+/** The statement walkHeldToTenant runs, for a caller that prepares it once (a prepared read, db/prepared-read.ts). */
+export function heldToTenant<Row>(
   db: Kysely<Database>,
   tenant: Tenant,
   { table, orderBy }: { table: string; orderBy: string },
   walk: (tenantBesideRange: RawBuilder<boolean>) => RangeWalk<Row>,
-): Promise<Row[]> {
-  if (dialectOf(db) === 'sqlite') return rowsOf(db, walk(ownedBy(table, tenant)));
+): RangeWalk<Row> {
+  if (dialectOf(db) === 'sqlite') return walk(ownedBy(table, tenant));
   const walked = walk(sql<boolean>`true`);
   // Kysely puts a query it builds in parentheses where it is a part of another; SQL text needs its own.
   const page = 'isRawBuilder' in walked ? sql`(${walked})` : walked;
-  return rowsOf(db, sql<Row>`select page.* from ${page} page where ${ownedBy('page', tenant)} order by ${sql.ref(`page.${orderBy}`)}`);
+  return sql<Row>`select page.* from ${page} page where ${ownedBy('page', tenant)} order by ${sql.ref(`page.${orderBy}`)}`;
+}
+
+/**
+ * The `limit` of a walk of an index range, written so that no plan depends on its value.
+ * PostgreSQL without statistics guesses that a tenant's range holds a few rows; with a
+ * limit above that guess it expected to read the whole range anyway, and read and sorted
+ * the whole tenant rather than walk its index in order (docs/performance.md, "Why the code
+ * is the way it is"). As a subquery the value is unknown to the planner, which then plans
+ * for a part of the range, in order, whatever the limit. SQLite plans a walk the same
+ * whatever its limit.
+ */
+export function walkLimit(db: Kysely<Database>, limit: number | string): RawBuilder<number> {
+  return dialectOf(db) === 'sqlite' ? sql<number>`${limit}` : sql<number>`(select cast(${limit} as bigint))`;
 }
 
 async function rowsOf<Row>(db: Kysely<Database>, statement: RangeWalk<Row>): Promise<Row[]> {

@@ -39,9 +39,30 @@ export function chainStatement<R>(db: Kysely<Database>, columns: readonly string
     select ${qualified('chain', columns)} from chain order by chain_depth`;
 }
 
+/**
+ * The batched form of chainStatement (PostgreSQL, prepared-read.ts): `unnest` gives each
+ * call's values as `k` (with `batch_index`), and `seed` finds the call's group from k, by a
+ * lateral probe; every chain comes back in its call's order, nearest first.
+ */
+export function batchedChainStatement<R>(
+  db: Kysely<Database>,
+  columns: readonly string[],
+  unnest: RawBuilder<unknown>,
+  seed: RawBuilder<unknown>,
+): RawBuilder<BatchedRow<R>> {
+  const carried = withTenant(columns);
+  return sql<BatchedRow<R>>`with recursive chain as (
+      select k.batch_index, 0 as chain_depth, ${qualified('g', carried)} from ${unnest}
+        cross join lateral (select ${qualified('user_groups', carried)} from user_groups where ${seed} limit 1) g
+      union all
+      ${parentStep(db, carried, sql`chain.batch_index, `)}
+    )
+    select chain.batch_index, ${qualified('chain', columns)} from chain order by chain.batch_index, chain.chain_depth`;
+}
+
 /** The recursive step: each row's parent (parentJoin). */
-function parentStep(db: Kysely<Database>, columns: readonly string[]): RawBuilder<unknown> {
-  return sql`select chain.chain_depth + 1, ${qualified('parent', columns)} from chain
+function parentStep(db: Kysely<Database>, columns: readonly string[], carriedFirst = sql``): RawBuilder<unknown> {
+  return sql`select ${carriedFirst}chain.chain_depth + 1, ${qualified('parent', columns)} from chain
     ${parentJoin(db, { alias: 'parent', child: 'chain', columns })} where chain.chain_depth < ${CHAIN_GUARD}`;
 }
 

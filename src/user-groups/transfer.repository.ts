@@ -4,7 +4,7 @@
 import { sql } from '../db/kysely.ts';
 import type { Kysely } from 'kysely';
 import type { Database, UserGroupRow } from '../db/schema.ts';
-import { scopeOf, walkHeldToTenant, type Tenant } from '../db/tenant.ts';
+import { scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../db/tenant.ts';
 import { parentJoin, USER_GROUP_COLUMNS } from './group-sql.ts';
 
 /** What an exported line needs of a group: its columns but its token's, and its parent's user_group_id. */
@@ -37,6 +37,6 @@ export function exportPage(db: Kysely<Database>, tenant: Tenant, depth: number, 
     (tenantBesideRange) => sql<ExportRow>`select ${columns}, p1.provided_id as parent_provided_id from user_groups ${sql.join(joins, sql` `)}
       where ${scope} = ${scopeOf(tenant)} and ${tenantBesideRange}
         and user_groups.team_id > ${afterTeamId} and ${top}
-      order by user_groups.team_id limit ${limit}`,
+      order by user_groups.team_id limit ${walkLimit(db, limit)}`,
   );
 }

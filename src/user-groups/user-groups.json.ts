@@ -9,6 +9,7 @@
 // output to the schemas.
 import type { UserGroupRow } from '../db/schema.ts';
 import type { ResolvedGroup } from './group-chain.ts';
+import type { ListedRow } from './list.repository.ts';
 import { USER_GROUP_COLUMNS } from './group-sql.ts';
 import { UserGroup, UserGroupPublic } from './user-groups.schemas.ts';
 
@@ -65,7 +66,7 @@ export function groupWriter(schema: { properties: Record<string, unknown>; title
 const userGroupJson: (group: GroupWithToken) => string = groupWriter(UserGroup);
 
 /** The UserGroupPublic schema: a group without its token. */
-export const publicUserGroupJson: (group: ResolvedGroup) => string = groupWriter(UserGroupPublic);
+export const publicUserGroupJson: (group: ResolvedGroup<ListedRow>) => string = groupWriter(UserGroupPublic);
 
 /** UserGroupResponse (create, rotate, update, lookup). */
 export function userGroupResponseJson(group: GroupWithToken): string {
@@ -82,7 +83,12 @@ export function deletedResponseJson(group: ResolvedGroup, deletedCount: number):
   return `{"success":1,"user_group":${publicUserGroupJson(group)},"deleted_count":${deletedCount}}`;
 }
 
-/** ListResponse. */
-export function listResponseJson(groups: ResolvedGroup[], nextCursor: string | null): string {
-  return `{"success":1,"user_groups":[${groups.map(publicUserGroupJson).join(',')}],"next_cursor":${quote(nextCursor)}}`;
+/**
+ * ListResponse. Appended group by group: mapping the groups to an array of texts and joining
+ * it cost more for a page of 500 (docs/performance.md, "Why the code is the way it is").
+ */
+export function listResponseJson(groups: ResolvedGroup<ListedRow>[], nextCursor: string | null): string {
+  let json = '{"success":1,"user_groups":[';
+  for (let i = 0; i < groups.length; i++) json += i === 0 ? publicUserGroupJson(groups[i]) : `,${publicUserGroupJson(groups[i])}`;
+  return `${json}],"next_cursor":${quote(nextCursor)}}`;
 }

@@ -1,14 +1,14 @@
 // Queries on user groups. Every function takes the connection or a transaction as its first
 // argument; the service decides where a transaction begins and ends.
 import { sql } from '../db/kysely.ts';
-import type { AliasedSelectQueryBuilder, Insertable, Kysely, RawBuilder, Updateable } from 'kysely';
+import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
 import { preparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
-import { dialectOf, type Dialect } from '../db/database.ts';
-import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
+import type { Dialect } from '../db/database.ts';
+import { ownedBy, type Tenant } from '../db/tenant.ts';
 import { sealingKeyId } from '../crypto/stored-keys.ts';
-import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
+import type { ResolvedGroup } from './group-chain.ts';
 import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, USER_GROUP_COLUMNS, withAncestry } from './group-sql.ts';
 
 /** A user group's identity: its tenant and the caller's user_group_id (the unique key). */
@@ -58,26 +58,6 @@ export async function findUserGroupChain(db: Kysely<Database>, tenant: Tenant, t
   const seed = teamIdInTenant(tenant.accountId, tenant.environment, teamId);
   const { rows } = await chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, seed).execute(db);
   return rows;
-}
-
-/** What resolving a page needs of each ancestor (group-chain.ts). */
-const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'properties'] as const satisfies readonly (keyof ChainRow)[];
-
-/**
- * The chain above a page's group (from its parent up), prepared once: a statement Kysely
- * prepared anew for each page cost more than the page's own query (docs/performance.md).
- */
-const selectAncestors = preparedRead((db, accountId: number, environment: Environment, teamId: number) =>
-  chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
-);
-
-/** The groups of a tenant's page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
-export async function resolvePage<R extends ChainRow>(reads: HotReads, tenant: Tenant, rows: R[]): Promise<ResolvedGroup<R>[]> {
-  const ancestors = new Map<number, ChainRow>(rows.map((row) => [Number(row.team_id), row]));
-  const missing = [...new Set(rows.map((row) => row.parent_team_id))].filter((id): id is number => id !== null && !ancestors.has(Number(id)));
-  const chains = await Promise.all(missing.map((teamId) => reads.all(selectAncestors, tenant.accountId, tenant.environment, Number(teamId))));
-  for (const row of chains.flat()) ancestors.set(Number(row.team_id), row);
-  return resolveEach(rows, ancestors);
 }
 
 /**
@@ -231,162 +211,4 @@ export async function retireToken(db: Kysely<Database>, tenant: Tenant, retired:
       expires_at: retired.expiresAt,
     })
     .execute();
-}
-
-/**
- * The scope of a group, account and environment as one text: the listing and the name
- * search index it (migration 0002), so that no other query can pick their indexes. They are
- * index ranges only: every statement also names the tenant (ownedBy).
- */
-const scope = sql<string>`(cast(account_id as text) || '/' || environment)`;
-const scopedName = sql<string>`(cast(account_id as text) || '/' || environment || '/' || name)`;
-/** The level index's expression (migration 0003). */
-const scopedLevel = sql<string>`(cast(account_id as text) || '/' || environment || '#' || hierarchy_level)`;
-
-/**
- * Above every scoped text of the tenant (`<scope>/…`): '0' is the code point after '/'. The
- * upper end of a name range whose prefix has none (a prefix of U+10FFFF only), so that the
- * range never runs on into the scopes that sort after this one.
- */
-const scopeEnd = (tenant: Tenant) => `${scopeOf(tenant)}0`;
-
-interface ListFilter extends Tenant {
-  afterTeamId: number;
-  limit: number;
-  /** user_group_id or name starts with this. */
-  prefix?: string;
-  /** Children of this group (its team_id). */
-  parentTeamId?: number;
-  tag?: string;
-  level?: string;
-}
-
-/**
- * A page of groups in team_id order after `afterTeamId`: keyset pagination, the same cost at
- * any depth. One filter drives the page, on its own index (migrations 0002 and 0003), in this
- * order: `prefix` (two index ranges), `tag` (the tag table's key), `parentTeamId` (the
- * children index), `level` (the level index), else the listing index. The others are
- * conditions on the rows it walks, written so that no planner takes them for an index
- * condition (an index chosen without statistics could be the wrong one).
- */
-export function listUserGroups(db: Kysely<Database>, filter: ListFilter): Promise<UserGroupRow[]> {
-  if (filter.prefix !== undefined) return listByPrefix(db, filter, filter.prefix);
-  // The tenant's conditions: beside the index range on SQLite, after the walk on PostgreSQL (heldAfterWalk).
-  const postgres = dialectOf(db) === 'postgres';
-  const tenant = postgres ? sql<boolean>`true` : ownedBy('user_groups', filter);
-  if (filter.tag !== undefined) {
-    const walk = pageByTag(db, filter, filter.tag, tenant);
-    return postgres ? heldAfterWalk(db, filter, walk) : walk.execute();
-  }
-  let page = db.selectFrom('user_groups').select(USER_GROUP_COLUMNS).where(tenant);
-  if (filter.parentTeamId !== undefined) {
-    page = page.where('parent_team_id', '=', filter.parentTeamId).where(otherFilters(filter, 'parent'));
-  } else if (filter.level !== undefined) {
-    page = page.where(scopedLevel, '=', `${scopeOf(filter)}#${filter.level}`);
-  } else {
-    page = page.where(scope, '=', scopeOf(filter));
-  }
-  const walk = page.where('team_id', '>', filter.afterTeamId).orderBy('team_id').limit(filter.limit);
-  return postgres ? heldAfterWalk(db, filter, walk) : walk.execute();
-}
-
-/**
- * PostgreSQL: a page walked by its index, then held to the tenant by the explicit conditions
- * (ownedBy), in the statement that walks it. After the walk, not beside the index range:
- * without statistics PostgreSQL guesses that each `=` condition keeps 1 row in 200; with the
- * tenant's two beside the range it expected a single row, sorted the tenant's whole range
- * instead of walking the index in order, and a first page of a large tenant took far longer
- * (docs/performance.md, "Why the code is the way it is"). A range that found another
- * tenant's row would shorten a page, never show it. SQLite plans the walk the same either
- * way, and a subquery would cost it a copy of every row: there the conditions sit beside
- * the range.
- */
-function heldAfterWalk(
-  db: Kysely<Database>,
-  tenant: Tenant,
-  walk: { as(alias: 'page'): AliasedSelectQueryBuilder<UserGroupRow, 'page'> },
-): Promise<UserGroupRow[]> {
-  return db.selectFrom(walk.as('page')).select(USER_GROUP_COLUMNS).where(ownedBy('page', tenant)).orderBy('team_id').execute();
-}
-
-type Driver = 'prefix' | 'tag' | 'parent';
-
-/** The filters a page does not walk by, as plain conditions on user_groups' rows. */
-function otherFilters(filter: ListFilter, driver: Driver): RawBuilder<boolean> {
-  const conditions: RawBuilder<boolean>[] = [sql<boolean>`true`];
-  if (driver !== 'tag' && filter.tag !== undefined) {
-    // One probe of the tag table's key per row walked. "offset 0" keeps PostgreSQL from turning
-    // the EXISTS into a join that the tag table would drive.
-    conditions.push(sql<boolean>`exists (select 1 from user_group_tags
-      where user_group_tags.scope = ${scopeOf(filter)} and user_group_tags.tag = ${filter.tag} and user_group_tags.team_id = user_groups.team_id
-      limit 1 offset 0)`);
-  }
-  // "+ 0": a value, not the column, so the children index is never picked for it.
-  if (driver !== 'parent' && filter.parentTeamId !== undefined) conditions.push(sql<boolean>`user_groups.parent_team_id + 0 = ${filter.parentTeamId}`);
-  if (filter.level !== undefined) conditions.push(sql<boolean>`user_groups.hierarchy_level = ${filter.level}`);
-  return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
-}
-
-/**
- * Two index ranges (the identity index, the name search index), in code-point order on both
- * backends, so a search costs what the groups it matches cost.
- */
-function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string): Promise<UserGroupRow[]> {
-  const end = prefixEnd(prefix);
-  // The cursor is a filter here, never an index condition: the prefix's range is the
-  // selective one, and a planner without statistics would otherwise intersect it with a scan
-  // of every team_id above the cursor: a search's cost would grow with the table.
-  const afterCursor = sql<boolean>`team_id + 0 > ${filter.afterTeamId}`;
-  const others = otherFilters(filter, 'prefix');
-  const byId = db
-    .selectFrom('user_groups')
-    .select(USER_GROUP_COLUMNS)
-    .where('account_id', '=', filter.accountId)
-    .where('environment', '=', filter.environment)
-    .where('provided_id', '>=', prefix)
-    .$if(end !== undefined, (q) => q.where('provided_id', '<', end!))
-    .where(afterCursor)
-    .where(others);
-  const scopedPrefix = `${scopeOf(filter)}/${prefix}`;
-  const byName = db
-    .selectFrom('user_groups')
-    .select(USER_GROUP_COLUMNS)
-    .where(scopedName, '>=', scopedPrefix)
-    .where(scopedName, '<', end === undefined ? scopeEnd(filter) : `${scopeOf(filter)}/${end}`)
-    .where(ownedBy('user_groups', filter))
-    .where(afterCursor)
-    .where(others)
-    // Those the first range found already: the two halves never share a row.
-    .where((eb) => eb.or([eb('provided_id', '<', prefix), ...(end === undefined ? [] : [eb('provided_id', '>=', end)])]));
-  return byId.unionAll(byName).orderBy('team_id').limit(filter.limit).execute();
-}
-
-/** The groups with a tag: the tag table's key (scope, tag, team_id) walked in order, each group by primary key. */
-function pageByTag(db: Kysely<Database>, filter: ListFilter, tag: string, tenant: RawBuilder<boolean>) {
-  return db
-    .selectFrom('user_group_tags')
-    .innerJoin('user_groups', 'user_groups.team_id', 'user_group_tags.team_id')
-    .select(USER_GROUP_COLUMNS.map((column) => `user_groups.${column}` as const))
-    .where('user_group_tags.scope', '=', scopeOf(filter))
-    .where('user_group_tags.tag', '=', tag)
-    .where('user_group_tags.team_id', '>', filter.afterTeamId)
-    .where(tenant)
-    .where(otherFilters(filter, 'tag'))
-    .orderBy('user_group_tags.team_id')
-    .limit(filter.limit);
-}
-
-/**
- * The least string above every string that starts with `prefix`, in code-point order (the
- * order of both backends' comparisons), or undefined when there is none (all U+10FFFF).
- */
-function prefixEnd(prefix: string): string | undefined {
-  const points = [...prefix];
-  while (points.length > 0) {
-    const last = points.pop()!.codePointAt(0)!;
-    if (last === 0x10ffff) continue;
-    // The next code point; surrogates are not characters (ids hold none), so skip them.
-    return points.join('') + String.fromCodePoint(last === 0xd7ff ? 0xe000 : last + 1);
-  }
-  return undefined;
 }

@@ -29,16 +29,9 @@ import {
   updateOperation,
   upsertOperation,
 } from './user-groups.operations.ts';
-import {
-  createUserGroup,
-  getOrCreateUserGroup,
-  listUserGroupsPage,
-  lookupUserGroup,
-  removeUserGroup,
-  updateUserGroup,
-  type UserGroupDeps,
-} from './user-groups.service.ts';
+import { createUserGroup, getOrCreateUserGroup, lookupUserGroup, removeUserGroup, updateUserGroup, type UserGroupDeps } from './user-groups.service.ts';
 import { upsertUserGroups } from './upsert.service.ts';
+import { listUserGroupsPage } from './list.service.ts';
 import { rotateUserGroupToken } from './token-rotation.service.ts';
 import { userGroupHistoryEntries } from './user-group-history.service.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';

@@ -3,7 +3,8 @@
 // A failed operation throws before commit, so it changes nothing. Two operations have
 // modules of their own: the token's rotation (token-rotation.service.ts) and the bulk upsert
 // (upsert.service.ts), which writes each of its items with the steps exported here
-// (insertNewIn, updateIn), so that an item follows the rules of a single create or PUT.
+// (insertNewIn, updateIn), so that an item follows the rules of a single create or PUT; the
+// listing has its own too (list.service.ts).
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
@@ -21,8 +22,6 @@ import {
   findUserGroupChain,
   findUserGroupForUpdate,
   insertUserGroupIfAbsent,
-  listUserGroups,
-  resolvePage,
   updateUserGroupFields,
   type GroupIdentity,
   type NewUserGroup,
@@ -320,64 +319,6 @@ export async function removeUserGroup(
     );
     return { group, deletedCount: deleted.length };
   });
-}
-
-interface ListInput {
-  api_environment_tag?: Environment;
-  limit?: number;
-  cursor?: string;
-  q?: string;
-  parent_user_group_id?: string;
-  tag?: string;
-  hierarchy_level?: string;
-}
-
-export async function listUserGroupsPage(
-  deps: UserGroupDeps,
-  principal: Principal,
-  query: ListInput,
-): Promise<{ groups: ResolvedGroup[]; nextCursor: string | null }> {
-  requireScope(principal, 'read', 'listing user groups');
-  const tenant: Tenant = { accountId: principal.accountId, environment: resolveEnvironment(principal, query.api_environment_tag) };
-  const limit = query.limit ?? 100;
-  const afterTeamId = query.cursor === undefined ? 0 : decodeCursor(query.cursor);
-  let parentTeamId: number | undefined;
-  if (query.parent_user_group_id !== undefined) {
-    const parent = await findUserGroup(deps.database.reads, { ...tenant, providedId: query.parent_user_group_id });
-    // No such group has no children: an empty page, as for any filter that matches nothing.
-    if (!parent) return { groups: [], nextCursor: null };
-    parentTeamId = parent.row.team_id;
-  }
-  const rows = await listUserGroups(deps.database.db, {
-    ...tenant,
-    afterTeamId,
-    limit: limit + 1,
-    prefix: query.q,
-    parentTeamId,
-    tag: query.tag,
-    level: query.hierarchy_level,
-  });
-  const page = rows.slice(0, limit);
-  const more = rows.length > limit;
-  return {
-    groups: await resolvePage(deps.database.reads, tenant, page),
-
-    nextCursor: more ? encodeCursor(page[page.length - 1].team_id) : null,
-  };
-}
-
-function encodeCursor(teamId: number): string {
-  return Buffer.from(JSON.stringify({ after: teamId })).toString('base64url');
-}
-
-function decodeCursor(cursor: string): number {
-  try {
-    const after = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')).after;
-    if (Number.isSafeInteger(after) && after >= 0) return after;
-  } catch {
-    // fall through to the error below
-  }
-  throw new AppError('validation_failed', 'cursor is not one this service returned', { details: [{ field: 'cursor', issue: 'invalid' }] });
 }
 
 function groupExists(key: GroupIdentity, providedId: string): AppError {

@@ -1,0 +1,314 @@
+// The listing's reads (docs/api.md, "GET /api/users"): a page of a tenant's groups in team_id
+// order after a cursor (keyset pagination, the same cost at any depth), walked by the index of
+// the one filter that drives it, and the ancestors that resolve its computed fields. The two
+// pages a backend asks for most, the plain listing and a search by prefix alone, are prepared
+// reads (db/prepared-read.ts): built and compiled once, they run on the hot reads' connection
+// and skip Kysely's per-query work, which cost more than the page's own statement.
+import { sql } from '../db/kysely.ts';
+import type { Kysely, RawBuilder } from 'kysely';
+import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
+import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
+import type { HotReads } from '../db/hot-reads.ts';
+import { heldToTenant, ownedBy, sameTenant, scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../db/tenant.ts';
+import { prefixEnd } from '../db/code-point-order.ts';
+import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
+import { batchedChainStatement, chainStatement, teamIdInTenant, USER_GROUP_COLUMNS } from './group-sql.ts';
+
+/** What a page reads of each group: every column but the token's, which a listing never shows. */
+export type ListedRow = Omit<UserGroupRow, 'token_hash' | 'token_ciphertext' | 'token_generation'>;
+const LISTED_COLUMNS = USER_GROUP_COLUMNS.filter((column) => !column.startsWith('token_')) as (keyof ListedRow)[];
+
+/**
+ * The scope of a group, account and environment as one text: the listing and the name
+ * search index it (migration 0002), so that no other query can pick their indexes. They are
+ * index ranges only: every statement also names the tenant (ownedBy).
+ */
+const scope = sql<string>`(cast(account_id as text) || '/' || environment)`;
+const scopedName = sql<string>`(cast(account_id as text) || '/' || environment || '/' || name)`;
+/** The level index's expression (migration 0003). */
+const scopedLevel = sql<string>`(cast(account_id as text) || '/' || environment || '#' || hierarchy_level)`;
+
+/**
+ * Above every scoped text of the tenant (`<scope>/…`): '0' is the code point after '/'. The
+ * upper end of a name range whose prefix has none (a prefix of U+10FFFF only), so that the
+ * range never runs on into the scopes that sort after this one.
+ */
+const scopeEnd = (tenant: Tenant) => `${scopeOf(tenant)}0`;
+
+export interface ListFilter extends Tenant {
+  afterTeamId: number;
+  limit: number;
+  /** user_group_id or name starts with this. */
+  prefix?: string;
+  /** Children of this group (its team_id). */
+  parentTeamId?: number;
+  tag?: string;
+  level?: string;
+}
+
+const onlyPrefix = (filter: ListFilter) => filter.parentTeamId === undefined && filter.tag === undefined && filter.level === undefined;
+
+/**
+ * A page of groups in team_id order after `afterTeamId`. One filter drives the page, on its
+ * own index (migrations 0002 and 0003), in this order: `prefix` (two index ranges), `tag` (the
+ * tag table's key), `parentTeamId` (the children index), `level` (the level index), else the
+ * listing index. The others are conditions on the rows it walks, written so that no planner
+ * takes them for an index condition (an index chosen without statistics could be the wrong
+ * one). Committed rows, as every read outside a transaction.
+ */
+export async function listUserGroups(db: Kysely<Database>, reads: HotReads, filter: ListFilter): Promise<ListedRow[]> {
+  if (filter.prefix !== undefined) {
+    const end = prefixEnd(filter.prefix);
+    if (end !== undefined && onlyPrefix(filter)) return reads.all(selectSearchPage, ...searchArgs(filter, filter.prefix, end));
+    return listByPrefix(db, filter, filter.prefix, end).execute();
+  }
+  if (filter.tag !== undefined)
+    return walkHeldToTenant(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => pageByTag(db, filter, filter.tag!, tenant));
+  if (filter.parentTeamId === undefined && filter.level === undefined) return listingInParts(reads, filter);
+  return walkHeldToTenant(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => {
+    const page = db.selectFrom('user_groups').select(LISTED_COLUMNS).where(tenant);
+    const walked =
+      filter.parentTeamId !== undefined
+        ? page.where('parent_team_id', '=', filter.parentTeamId).where(otherFilters(filter, 'parent'))
+        : page.where(scopedLevel, '=', `${scopeOf(filter)}#${filter.level}`);
+    return walked.where('team_id', '>', filter.afterTeamId).orderBy('team_id').limit(walkLimit(db, filter.limit));
+  });
+}
+
+/**
+ * Rows of the plain listing read per statement. A larger page is read in parts, each a turn
+ * of the event loop after the last, so that the requests that arrive meanwhile are served
+ * between them instead of after the whole page: a client that pages through every group
+ * (a nightly sync, `ugs export`) slows the page views less (the hit-paging scenario,
+ * docs/performance.md). Each part walks on from the last one's end, as the next page would.
+ */
+const LISTING_PART = 128;
+
+async function listingInParts(reads: HotReads, filter: ListFilter): Promise<ListedRow[]> {
+  const rows: ListedRow[] = [];
+  let afterTeamId = filter.afterTeamId;
+  for (;;) {
+    const wanted = Math.min(LISTING_PART, filter.limit - rows.length);
+    const part = await reads.all(selectListingPage, filter.accountId, filter.environment, scopeOf(filter), afterTeamId, wanted);
+    rows.push(...part);
+    if (part.length < wanted || rows.length >= filter.limit) return rows;
+    afterTeamId = Number(part[part.length - 1].team_id);
+  }
+}
+
+/**
+ * The plain listing: the listing index's range of the tenant after the cursor, walked in order.
+ * On PostgreSQL the pages asked for during one turn go as one statement (prepared-read.ts,
+ * `batched`): each call's walk is a lateral subquery, its limit a column the planner cannot
+ * read, held to its tenant after the walk (sameTenant against the call's own values).
+ */
+const selectListingPage = preparedRead(
+  (db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, limit: number) =>
+    heldToTenant<ListedRow>(db, { accountId, environment }, { table: 'user_groups', orderBy: 'team_id' }, (tenant) =>
+      db
+        .selectFrom('user_groups')
+        .select(LISTED_COLUMNS)
+        .where(tenant)
+        .where(scope, '=', scopeText)
+        .where('team_id', '>', afterTeamId)
+        .orderBy('team_id')
+        .limit(walkLimit(db, limit)),
+    ),
+  {
+    batched: (accountIds, environments, scopeTexts, afterTeamIds, limits) =>
+      batchedPages(
+        sql`unnest(${accountIds}::int8[], ${environments}::text[], ${scopeTexts}::text[], ${afterTeamIds}::int8[], ${limits}::int8[])
+          with ordinality as k(account_id, environment, scope, after_team_id, page_limit, batch_index)`,
+        sql`select ${columnsOf('user_groups')} from user_groups
+          where ${scope} = k.scope and user_groups.team_id > k.after_team_id order by user_groups.team_id limit k.page_limit`,
+      ),
+  },
+);
+
+const columnsOf = (table: string) => sql.join(LISTED_COLUMNS.map((column) => sql.ref(`${table}.${column}`)));
+
+/** Pages of several calls in one statement: each call's page (`page`, from `k`) in its order, held to the call's tenant. */
+function batchedPages(unnest: RawBuilder<unknown>, page: RawBuilder<unknown> | { as(alias: string): unknown }): RawBuilder<BatchedRow<ListedRow>> {
+  const walked = 'isRawBuilder' in page ? sql`(${page})` : page;
+  return sql<BatchedRow<ListedRow>>`select k.batch_index, ${columnsOf('page')} from ${unnest}
+    cross join lateral ${walked} page
+    where ${sameTenant('page', 'k')}
+    order by k.batch_index, page.team_id`;
+}
+
+type Driver = 'prefix' | 'tag' | 'parent';
+
+/** The filters a page does not walk by, as plain conditions on user_groups' rows. */
+function otherFilters(filter: ListFilter, driver: Driver): RawBuilder<boolean> {
+  const conditions: RawBuilder<boolean>[] = [sql<boolean>`true`];
+  if (driver !== 'tag' && filter.tag !== undefined) {
+    // One probe of the tag table's key per row walked. "offset 0" keeps PostgreSQL from turning
+    // the EXISTS into a join that the tag table would drive.
+    conditions.push(sql<boolean>`exists (select 1 from user_group_tags
+      where user_group_tags.scope = ${scopeOf(filter)} and user_group_tags.tag = ${filter.tag} and user_group_tags.team_id = user_groups.team_id
+      limit 1 offset 0)`);
+  }
+  // "+ 0": a value, not the column, so the children index is never picked for it.
+  if (driver !== 'parent' && filter.parentTeamId !== undefined) conditions.push(sql<boolean>`user_groups.parent_team_id + 0 = ${filter.parentTeamId}`);
+  if (filter.level !== undefined) conditions.push(sql<boolean>`user_groups.hierarchy_level = ${filter.level}`);
+  return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
+}
+
+/** The values of a search page's statement, one per use (searchPage): a prepared read takes each once. */
+interface SearchValues {
+  accountId: number;
+  environment: Environment;
+  prefix: string;
+  /** prefixEnd(prefix); undefined when there is none. */
+  end: string | undefined;
+  afterTeamId: number;
+  scopedPrefix: string;
+  scopedEnd: string;
+  accountId2: number;
+  environment2: Environment;
+  afterTeamId2: number;
+  /** The prefix again, and its end again: the rows the first range found. */
+  prefix2: string;
+  end2: string | undefined;
+  limit: number;
+}
+
+function searchValues(filter: ListFilter, prefix: string, end: string | undefined): SearchValues {
+  return {
+    accountId: filter.accountId,
+    environment: filter.environment,
+    prefix,
+    end,
+    afterTeamId: filter.afterTeamId,
+    scopedPrefix: `${scopeOf(filter)}/${prefix}`,
+    scopedEnd: end === undefined ? scopeEnd(filter) : `${scopeOf(filter)}/${end}`,
+    accountId2: filter.accountId,
+    environment2: filter.environment,
+    afterTeamId2: filter.afterTeamId,
+    prefix2: prefix,
+    end2: end,
+    limit: filter.limit,
+  };
+}
+
+const SEARCH_ARGS = Object.keys(searchValues({ accountId: 0, environment: 'Customer', afterTeamId: 0, limit: 0 }, '', '')) as (keyof SearchValues)[];
+type SearchArgs = [number, Environment, string, string, number, string, string, number, Environment, number, string, string, number];
+const searchArgs = (filter: ListFilter, prefix: string, end: string): SearchArgs => {
+  const values = searchValues(filter, prefix, end);
+  return SEARCH_ARGS.map((key) => values[key]) as SearchArgs;
+};
+
+/** A search by prefix alone, prepared: searchPage with one placeholder per value; on PostgreSQL, batched as the listing is. */
+const selectSearchPage = preparedRead(
+  (db, ...args: SearchArgs) => {
+    const values = Object.fromEntries(SEARCH_ARGS.map((key, i) => [key, args[i]])) as unknown as SearchValues;
+    return searchPage(db, values, sql<boolean>`true`);
+  },
+  {
+    batched: (...columnsAndDb) => {
+      const columns = columnsAndDb.slice(0, SEARCH_ARGS.length);
+      const db = columnsAndDb[SEARCH_ARGS.length] as Kysely<Database>;
+      const types: Record<keyof SearchValues, string> = {
+        accountId: 'int8',
+        environment: 'text',
+        prefix: 'text',
+        end: 'text',
+        afterTeamId: 'int8',
+        scopedPrefix: 'text',
+        scopedEnd: 'text',
+        accountId2: 'int8',
+        environment2: 'text',
+        afterTeamId2: 'int8',
+        prefix2: 'text',
+        end2: 'text',
+        limit: 'int8',
+      };
+      const arrays = SEARCH_ARGS.map((key, i) => sql`${columns[i]}::${sql.raw(types[key])}[]`);
+      // The call's values as columns of k; its tenant as k.account_id and k.environment, for sameTenant.
+      const columnOf = (key: keyof SearchValues) => (key === 'accountId' ? 'account_id' : key === 'environment' ? 'environment' : `v_${key}`);
+      const names = SEARCH_ARGS.map((key) => sql.id(columnOf(key)));
+      const refs = Object.fromEntries(SEARCH_ARGS.map((key) => [key, sql.ref(`k.${columnOf(key)}`)])) as unknown as SearchValues;
+      return batchedPages(sql`unnest(${sql.join(arrays)}) with ordinality as k(${sql.join(names)}, batch_index)`, searchPage(db, refs, sql<boolean>`true`));
+    },
+  },
+);
+
+function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string, end: string | undefined) {
+  return searchPage(db, searchValues(filter, prefix, end), otherFilters(filter, 'prefix'));
+}
+
+/**
+ * Two index ranges (the identity index, the name search index), in code-point order on both
+ * backends, so a search costs what the groups it matches cost.
+ */
+function searchPage(db: Kysely<Database>, v: SearchValues, others: RawBuilder<boolean>) {
+  // The cursor is a filter here, never an index condition: the prefix's range is the
+  // selective one, and a planner without statistics would otherwise intersect it with a scan
+  // of every team_id above the cursor: a search's cost would grow with the table.
+  const byId = db
+    .selectFrom('user_groups')
+    .select(LISTED_COLUMNS)
+    .where('account_id', '=', v.accountId)
+    .where('environment', '=', v.environment)
+    .where('provided_id', '>=', v.prefix)
+    .$if(v.end !== undefined, (q) => q.where('provided_id', '<', v.end!))
+    .where(sql<boolean>`team_id + 0 > ${v.afterTeamId}`)
+    .where(others);
+  const byName = db
+    .selectFrom('user_groups')
+    .select(LISTED_COLUMNS)
+    .where(scopedName, '>=', v.scopedPrefix)
+    .where(scopedName, '<', v.scopedEnd)
+    .where(ownedBy('user_groups', { accountId: v.accountId2, environment: v.environment2 }))
+    .where(sql<boolean>`team_id + 0 > ${v.afterTeamId2}`)
+    .where(others)
+    // Those the first range found already: the two halves never share a row.
+    .where((eb) => eb.or([eb('provided_id', '<', v.prefix2), ...(v.end2 === undefined ? [] : [eb('provided_id', '>=', v.end2)])]));
+  return byId.unionAll(byName).orderBy('team_id').limit(v.limit);
+}
+
+/** The groups with a tag: the tag table's key (scope, tag, team_id) walked in order, each group by primary key. */
+function pageByTag(db: Kysely<Database>, filter: ListFilter, tag: string, tenant: RawBuilder<boolean>) {
+  return db
+    .selectFrom('user_group_tags')
+    .innerJoin('user_groups', 'user_groups.team_id', 'user_group_tags.team_id')
+    .select(LISTED_COLUMNS.map((column) => `user_groups.${column}` as const))
+    .where('user_group_tags.scope', '=', scopeOf(filter))
+    .where('user_group_tags.tag', '=', tag)
+    .where('user_group_tags.team_id', '>', filter.afterTeamId)
+    .where(tenant)
+    .where(otherFilters(filter, 'tag'))
+    .orderBy('user_group_tags.team_id')
+    .limit(walkLimit(db, filter.limit));
+}
+
+/** What resolving a page needs of each ancestor (group-chain.ts). */
+const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'properties'] as const satisfies readonly (keyof ChainRow)[];
+
+/**
+ * The chain above a page's group (from its parent up), prepared once: a statement Kysely
+ * prepared anew for each page cost more than the page's own query (docs/performance.md).
+ */
+const selectAncestors = preparedRead(
+  (db, accountId: number, environment: Environment, teamId: number) =>
+    chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
+  {
+    // The chains a turn's pages ask for, as one statement on PostgreSQL.
+    batched: (accountIds, environments, teamIds, db) =>
+      batchedChainStatement<ChainRow>(
+        db,
+        CHAIN_COLUMNS,
+        sql`unnest(${accountIds}::int8[], ${environments}::text[], ${teamIds}::int8[]) with ordinality as k(account_id, environment, team_id, batch_index)`,
+        sql`user_groups.team_id = k.team_id and ${sameTenant('user_groups', 'k')}`,
+      ),
+  },
+);
+
+/** The groups of a tenant's page, resolved: the chain above each distinct parent not on the page, read together (none when the page is flat). */
+export async function resolvePage<R extends ChainRow>(reads: HotReads, tenant: Tenant, rows: R[]): Promise<ResolvedGroup<R>[]> {
+  const ancestors = new Map<number, ChainRow>(rows.map((row) => [Number(row.team_id), row]));
+  const missing = [...new Set(rows.map((row) => row.parent_team_id))].filter((id): id is number => id !== null && !ancestors.has(Number(id)));
+  const chains = await Promise.all(missing.map((teamId) => reads.all(selectAncestors, tenant.accountId, tenant.environment, Number(teamId))));
+  for (const row of chains.flat()) ancestors.set(Number(row.team_id), row);
+  return resolveEach(rows, ancestors);
+}

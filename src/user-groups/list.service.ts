@@ -1,0 +1,66 @@
+// The listing (docs/api.md, "GET /api/users"): a page of the caller's groups, filtered, in
+// team_id order, with an opaque cursor to the next page. Its reads are in list.repository.ts.
+import type { Environment } from '../db/schema.ts';
+import type { Tenant } from '../db/tenant.ts';
+import { AppError } from '../foundations/errors.ts';
+import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import type { ResolvedGroup } from './group-chain.ts';
+import { listUserGroups, resolvePage, type ListedRow } from './list.repository.ts';
+import { findUserGroup } from './user-groups.repository.ts';
+import type { UserGroupDeps } from './user-groups.service.ts';
+
+interface ListInput {
+  api_environment_tag?: Environment;
+  limit?: number;
+  cursor?: string;
+  q?: string;
+  parent_user_group_id?: string;
+  tag?: string;
+  hierarchy_level?: string;
+}
+
+export async function listUserGroupsPage(
+  deps: Pick<UserGroupDeps, 'database'>,
+  principal: Principal,
+  query: ListInput,
+): Promise<{ groups: ResolvedGroup<ListedRow>[]; nextCursor: string | null }> {
+  requireScope(principal, 'read', 'listing user groups');
+  const tenant: Tenant = { accountId: principal.accountId, environment: resolveEnvironment(principal, query.api_environment_tag) };
+  const limit = query.limit ?? 100;
+  const afterTeamId = query.cursor === undefined ? 0 : decodeCursor(query.cursor);
+  let parentTeamId: number | undefined;
+  if (query.parent_user_group_id !== undefined) {
+    const parent = await findUserGroup(deps.database.reads, { ...tenant, providedId: query.parent_user_group_id });
+    // No such group has no children: an empty page, as for any filter that matches nothing.
+    if (!parent) return { groups: [], nextCursor: null };
+    parentTeamId = parent.row.team_id;
+  }
+  const rows = await listUserGroups(deps.database.db, deps.database.reads, {
+    ...tenant,
+    afterTeamId,
+    limit: limit + 1,
+    prefix: query.q,
+    parentTeamId,
+    tag: query.tag,
+    level: query.hierarchy_level,
+  });
+  const page = rows.length > limit ? rows.slice(0, limit) : rows;
+  return {
+    groups: await resolvePage(deps.database.reads, tenant, page),
+    nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].team_id) : null,
+  };
+}
+
+function encodeCursor(teamId: number): string {
+  return Buffer.from(JSON.stringify({ after: teamId })).toString('base64url');
+}
+
+function decodeCursor(cursor: string): number {
+  try {
+    const after = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')).after;
+    if (Number.isSafeInteger(after) && after >= 0) return after;
+  } catch {
+    // fall through to the error below
+  }
+  throw new AppError('validation_failed', 'cursor is not one this service returned', { details: [{ field: 'cursor', issue: 'invalid' }] });
+}
