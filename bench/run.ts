@@ -144,6 +144,8 @@ interface ScenarioOutcome {
   ratio?: number;
   /** Groups written per second (scenarios that write groups: requests/s times groups per request). */
   groupsPerSecond?: number;
+  /** The connections it was measured with, when fewer than --connections (the scenario's maxConnections). */
+  connections?: number;
   /** With --rounds above 1: every round, in order; server, ceiling and ratio above are the median one's. */
   rounds?: Round[];
   /** CPU time of the server's processes per request answered (warm-up included), of the median round. */
@@ -200,6 +202,11 @@ interface Round {
 }
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
+/** The connections a scenario is measured with: --connections, or fewer for one that sets its most (upsert). */
+function connectionsOf(name: string, connections: number): number {
+  return Math.min(connections, scenarioByName(name).maxConnections ?? Number.POSITIVE_INFINITY);
+}
+
 const fmt = (n: number | undefined, digits = 0) =>
   n === undefined || Number.isNaN(n) ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const badCount = (r: LoadResult | undefined) => (r ? r.errors + r.non2xx : undefined);
@@ -373,7 +380,12 @@ async function main() {
         body: JSON.stringify({ scenario: outcome.name }),
       });
       if (activated.status !== 200) throw new Error(`the ceiling could not switch to ${outcome.name}: ${activated.body}`);
-      const job = { scenario: outcome.name, connections: options.connections, durationSeconds: options.duration, warmupSeconds: options.warmup };
+      const job = {
+        scenario: outcome.name,
+        connections: connectionsOf(outcome.name, options.connections),
+        durationSeconds: options.duration,
+        warmupSeconds: options.warmup,
+      };
       const ceilingResult = await runLoad(path.join(work, `${outcome.name}-${round}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c', round) });
       const { signingAlgorithm, pagerLimit } = scenarioByName(outcome.name);
       if (signingAlgorithm) await signWith(signingAlgorithm);
@@ -404,8 +416,9 @@ async function main() {
       }
       const ratio = serverResult.requestsPerSecond / ceilingResult.requestsPerSecond;
       measured.set(outcome, [...(measured.get(outcome) ?? []), { ceiling: ceilingResult, server: serverResult, ratio, cpu, paging }]);
+      if (job.connections < options.connections) outcome.connections = job.connections;
       log(
-        `  ${outcome.name}${options.rounds > 1 ? ` (round ${round + 1})` : ''}: server ${fmt(serverResult.requestsPerSecond)} req/s ` +
+        `  ${outcome.name}${options.rounds > 1 ? ` (round ${round + 1})` : ''}${job.connections < options.connections ? ` (${job.connections} connections)` : ''}: server ${fmt(serverResult.requestsPerSecond)} req/s ` +
           `(p99 ${fmt(serverResult.latencyP99Ms)} ms, ${badCount(serverResult)} bad, CPU ${fmt(cpu.msPerRequest, 3)} ms/request), ceiling ${fmt(ceilingResult.requestsPerSecond)} req/s: ${(ratio * 100).toFixed(1)} %`,
       );
       if (paging) log(`    ${pagingLine(paging)}`);

@@ -87,11 +87,19 @@ export interface ScenarioDefinition {
    * the report gives both p99 latencies and their ratio.
    */
   pagerLimit?: number;
+  /**
+   * The most connections it is measured with (fewer than --connections): a client that sends
+   * requests this large sends them one or two at a time, and more in flight would queue more
+   * work than the measurement lasts (the warm-up's queue would be served in the measurement).
+   */
+  maxConnections?: number;
   make(data: ScenarioData): ScenarioRunner;
 }
 
 /** Groups per bulk upsert request: what `ugs import` sends (the most the route takes). */
 const UPSERT_BATCH = 1000;
+/** Batches in flight at once: `ugs import` sends one at a time; a second keeps the server busy while the client sends the next. */
+const UPSERT_CONNECTIONS = 2;
 const randomIndex = (n: number) => Math.floor(Math.random() * n);
 const json = { 'content-type': 'application/json' };
 const auth = (data: ScenarioData) => ({ authorization: `Token ${data.apiToken}` });
@@ -168,6 +176,7 @@ export const SCENARIOS: ScenarioDefinition[] = [
     path: '/api/users/upsert',
     status: 200,
     groupsPerRequest: UPSERT_BATCH,
+    maxConnections: UPSERT_CONNECTIONS,
     description: `bulk create: \`POST /api/users/upsert\` with ${UPSERT_BATCH} new groups, each the body of the create scenario`,
     make: (data) => {
       let counter = 0;

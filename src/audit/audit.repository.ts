@@ -5,6 +5,7 @@
 // change").
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
+import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
 import { ownedBy, ownedByAccount, type Tenant } from '../db/tenant.ts';
 import { appendEvents, type ChangeEvent, type EventType } from '../events/outbox.ts';
@@ -61,10 +62,7 @@ export async function appendAudit(db: Kysely<Database>, entry: AuditEntry): Prom
 /** Several entries in as few statements as the parameter limits allow (a subtree deleted at once). */
 export async function appendAudits(db: Kysely<Database>, entries: readonly AuditEntry[]): Promise<void> {
   for (let start = 0; start < entries.length; start += AUDIT_CHUNK) {
-    await db
-      .insertInto('audit_log')
-      .values(entries.slice(start, start + AUDIT_CHUNK).map(auditRow))
-      .execute();
+    await insertAuditRows.run(db, entries.slice(start, start + AUDIT_CHUNK).map(auditRow));
   }
   await appendEvents(db, entries.map(changeEvent));
 }
@@ -93,6 +91,25 @@ function subjectData(entry: AuditEntry): Record<string, unknown> {
       return { webhook_endpoint_id: Number(entry.subjectId), url: entry.url ?? null, environment: entry.environment ?? null };
   }
 }
+
+type AuditRow = ReturnType<typeof auditRow>;
+
+const AUDIT_COLUMNS = [
+  'account_id',
+  'subject_type',
+  'subject_id',
+  'environment',
+  'provided_id',
+  'action',
+  'changed_fields',
+  'details',
+  'actor_token_id',
+  'actor',
+  'request_id',
+  'created_at',
+] as const satisfies readonly (keyof AuditRow)[];
+
+const insertAuditRows = multiRowInsert<AuditRow>(AUDIT_COLUMNS, (db, rows) => db.insertInto('audit_log').values(rows as unknown as AuditRow[]));
 
 function auditRow(entry: AuditEntry) {
   return {

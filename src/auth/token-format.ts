@@ -101,12 +101,31 @@ function checksum(payload: string): string {
   return out;
 }
 
+/** 62^5, the divisor of one pass of toBase62: five digits at a time. */
+const BASE62_CHUNK = 62 ** 5;
+
+/**
+ * The bytes as a big-endian number in base 62, `length` digits: the digits BigInt arithmetic
+ * gives, without a BigInt for every division (a bulk upsert makes a token per group). Long
+ * division of 16-bit limbs by 62^5: a remainder times 2^16 plus a limb stays below 2^53.
+ */
 function toBase62(bytes: Buffer, length: number): string {
-  let value = BigInt(`0x${bytes.toString('hex')}`);
-  let out = '';
-  for (let i = 0; i < length; i++) {
-    out = ALPHABET[Number(value % 62n)] + out;
-    value /= 62n;
+  const limbs: number[] = [];
+  for (let i = bytes.length % 2; i <= bytes.length - 2; i += 2) limbs.push((bytes[i] << 8) | bytes[i + 1]);
+  if (bytes.length % 2 === 1) limbs.unshift(bytes[0]);
+  const digits = new Array<string>(length);
+  for (let d = length - 1; d >= 0; ) {
+    let remainder = 0;
+    for (let i = 0; i < limbs.length; i++) {
+      const value = remainder * 65536 + limbs[i];
+      const quotient = Math.floor(value / BASE62_CHUNK);
+      limbs[i] = quotient;
+      remainder = value - quotient * BASE62_CHUNK;
+    }
+    for (let k = 0; k < 5 && d >= 0; k++, d--) {
+      digits[d] = ALPHABET[remainder % 62];
+      remainder = Math.floor(remainder / 62);
+    }
   }
-  return out;
+  return digits.join('');
 }

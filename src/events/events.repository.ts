@@ -3,6 +3,7 @@
 // token is restricted to, docs/security.md "Tenant isolation"), and retention.
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
+import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { Database, Environment, EventRow } from '../db/schema.ts';
 import type { EventType } from './outbox.ts';
 
@@ -33,12 +34,14 @@ export async function setLastSeq(trx: Kysely<Database>, accountId: number, lastS
 /** Rows per insert statement (7 parameters each). */
 const EVENTS_CHUNK = 200;
 
-export async function insertEvents(trx: Kysely<Database>, rows: Omit<EventRow, 'id'>[]): Promise<void> {
-  for (let start = 0; start < rows.length; start += EVENTS_CHUNK)
-    await trx
-      .insertInto('events')
-      .values(rows.slice(start, start + EVENTS_CHUNK))
-      .execute();
+type NewEventRow = Omit<EventRow, 'id'>;
+
+const insertEventRows = multiRowInsert<NewEventRow>(['account_id', 'seq', 'environment', 'type', 'occurred_at', 'data'], (db, rows) =>
+  db.insertInto('events').values(rows as unknown as NewEventRow[]),
+);
+
+export async function insertEvents(trx: Kysely<Database>, rows: NewEventRow[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += EVENTS_CHUNK) await insertEventRows.run(trx, rows.slice(start, start + EVENTS_CHUNK));
 }
 
 export async function deleteOutboxRows(trx: Kysely<Database>, ids: number[]): Promise<void> {

@@ -3,8 +3,9 @@
 // so a committed change always has one and a change that rolls back has none; the sequencer
 // (sequencer.ts) moves them into the feed. An event never holds a token or a key. The whole
 // path, from the change to the webhook attempt: docs/architecture.md, "The path of a change".
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
+import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { Database, Environment } from '../db/schema.ts';
 import type { EventType } from './event-types.ts';
 
@@ -22,20 +23,24 @@ export interface ChangeEvent {
 /** Rows per insert statement (6 parameters each). */
 const OUTBOX_CHUNK = 300;
 
+type OutboxRow = Omit<Insertable<Database['event_outbox']>, 'id'>;
+
+const insertOutboxRows = multiRowInsert<OutboxRow>(['account_id', 'environment', 'type', 'occurred_at', 'data'], (db, rows) =>
+  db.insertInto('event_outbox').values(rows as unknown as OutboxRow[]),
+);
+
 export async function appendEvents(db: Kysely<Database>, events: readonly ChangeEvent[]): Promise<void> {
   for (let start = 0; start < events.length; start += OUTBOX_CHUNK) {
-    await db
-      .insertInto('event_outbox')
-      .values(
-        events.slice(start, start + OUTBOX_CHUNK).map((event) => ({
-          account_id: event.accountId,
-          environment: event.environment,
-          type: event.type,
-          occurred_at: event.occurredAt.toISOString(),
-          data: JSON.stringify(event.data),
-        })),
-      )
-      .execute();
+    await insertOutboxRows.run(
+      db,
+      events.slice(start, start + OUTBOX_CHUNK).map((event) => ({
+        account_id: event.accountId,
+        environment: event.environment,
+        type: event.type,
+        occurred_at: event.occurredAt.toISOString(),
+        data: JSON.stringify(event.data),
+      })),
+    );
   }
 }
 

@@ -4,6 +4,7 @@ import { sql } from '../db/kysely.ts';
 import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
 import { preparedRead } from '../db/prepared-read.ts';
+import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { Dialect } from '../db/database.ts';
 import { ownedBy, type Tenant } from '../db/tenant.ts';
@@ -97,18 +98,28 @@ export function insertUserGroupIfAbsent(db: Kysely<Database>, values: NewUserGro
 /** Rows per multi-row insert of groups (about 15 parameters each). */
 const INSERT_CHUNK = 500;
 
+/** Every column a new group's row sets: all of them but team_id and token_generation, which the database gives. */
+const NEW_GROUP_COLUMNS = USER_GROUP_COLUMNS.filter(
+  (column): column is keyof NewUserGroup & keyof UserGroupRow => column !== 'team_id' && column !== 'token_generation',
+);
+
+const insertGroups = multiRowInsert<NewUserGroup, UserGroupRow>(
+  NEW_GROUP_COLUMNS,
+  (db, rows) =>
+    db
+      .insertInto('user_groups')
+      .values(rows as unknown as NewUserGroup[])
+      .onConflict((oc) => oc.columns(['account_id', 'environment', 'provided_id']).doNothing())
+      .returningAll(),
+  // The columns' defaults (migrations): what a row that leaves them out gets.
+  { is_demo_group: 0, group_tags: '[]' },
+);
+
 /** New groups in as few statements as the parameter limits allow; the rows inserted (an identity that exists is skipped). */
 export async function insertUserGroupsIfAbsent(db: Kysely<Database>, values: readonly NewUserGroup[]): Promise<UserGroupRow[]> {
   const rows: UserGroupRow[] = [];
   for (let start = 0; start < values.length; start += INSERT_CHUNK) {
-    rows.push(
-      ...(await db
-        .insertInto('user_groups')
-        .values(values.slice(start, start + INSERT_CHUNK))
-        .onConflict((oc) => oc.columns(['account_id', 'environment', 'provided_id']).doNothing())
-        .returningAll()
-        .execute()),
-    );
+    rows.push(...(await insertGroups.run(db, values.slice(start, start + INSERT_CHUNK))));
   }
   return rows;
 }

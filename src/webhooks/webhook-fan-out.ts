@@ -52,7 +52,9 @@ export async function wakeEndpoints(trx: Kysely<Database>, events: EventRow[], n
   const byAccount = new Map<number, EventRow[]>();
   for (const event of events) {
     const accountId = Number(event.account_id);
-    byAccount.set(accountId, [...(byAccount.get(accountId) ?? []), event]);
+    const ofAccount = byAccount.get(accountId);
+    if (ofAccount) ofAccount.push(event);
+    else byAccount.set(accountId, [event]);
   }
   if (byAccount.size === 0) return;
   const woken = new Map<number, number[]>();
