@@ -147,7 +147,17 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   // between statements) would have no listener and crash the process. Every client gets one
   // for its whole life: the failed query itself is rejected (and answered 503), and the pool
   // drops the broken client when it is released.
-  pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
+  pool.on('connect', (client) => {
+    client.on('error', (err) => options.onPoolError?.(err));
+    // No JIT compilation: PostgreSQL compiles a statement whose estimated cost passes
+    // jit_above_cost, and without statistics a batched page's estimate grows with the table, so
+    // on a large, never-analyzed table compiling took far longer than the statement it compiled
+    // (docs/performance.md, "Why the code is the way it is"). Sent before the client's first
+    // query (its queue is in order). Behind PgBouncer in transaction mode a session setting
+    // would reach one server connection only: set it on the role there (docs/operations.md,
+    // "PgBouncer").
+    if (!options.pgbouncerTransactionMode) client.query('set jit = off').catch(() => undefined);
+  });
   pool.on('error', () => undefined); // already reported by the client's own listener above
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLog(options) });
   return {
