@@ -165,7 +165,11 @@ for (const backend of BACKENDS) {
       const sessions = await Promise.all(
         Array.from({ length: 3 }, () => sql<{ jit: string }>`select current_setting('jit') as jit, pg_sleep(0.05)`.execute(database.handle.db)),
       );
-      assert.deepEqual(sessions.map(({ rows }) => rows[0]!.jit), ['off', 'off', 'off'], 'every pooled connection, not only the first');
+      assert.deepEqual(
+        sessions.map(({ rows }) => rows[0]!.jit),
+        ['off', 'off', 'off'],
+        'every pooled connection, not only the first',
+      );
     });
 
     it('plans: every statement a request runs uses its index, on a custom and on a generic plan', async () => {
