@@ -23,8 +23,8 @@ const FIRST_CAPACITY = 1024;
  * slot of TOKEN_LENGTH bytes each, with the slot's generation and team beside it in typed
  * arrays; the heap holds one Map from team_id to slot. An object and a string per group would
  * be marked by every full garbage collection: with every group of a large table served, each
- * request paid for them (docs/performance.md, "Scale"). Slots are reused oldest first, as
- * BoundedMap drops its oldest entry.
+ * request paid for them (docs/performance.md, "Why the code is the way it is"). Slots are
+ * reused oldest first, as BoundedMap drops its oldest entry.
  */
 export class OpenedTokenCache {
   private readonly slotOf = new Map<number, number>();
