@@ -130,6 +130,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
 function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString: url,
+    ...(options.pgbouncerTransactionMode ? {} : { Client: ClientWithoutJit }),
     max: options.poolSize ?? 10,
     // Bounded waits everywhere: a request never hangs on an unreachable database.
     connectionTimeoutMillis: 3000,
@@ -147,17 +148,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   // between statements) would have no listener and crash the process. Every client gets one
   // for its whole life: the failed query itself is rejected (and answered 503), and the pool
   // drops the broken client when it is released.
-  pool.on('connect', (client) => {
-    client.on('error', (err) => options.onPoolError?.(err));
-    // No JIT compilation: PostgreSQL compiles a statement whose estimated cost passes
-    // jit_above_cost, and without statistics a batched page's estimate grows with the table, so
-    // on a large, never-analyzed table compiling took far longer than the statement it compiled
-    // (docs/performance.md, "Why the code is the way it is"). Sent before the client's first
-    // query (its queue is in order). Behind PgBouncer in transaction mode a session setting
-    // would reach one server connection only: set it on the role there (docs/operations.md,
-    // "PgBouncer").
-    if (!options.pgbouncerTransactionMode) client.query('set jit = off').catch(() => undefined);
-  });
+  pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
   pool.on('error', () => undefined); // already reported by the client's own listener above
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLog(options) });
   return {
@@ -169,6 +160,33 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     onCommit: new Set(),
     close: () => db.destroy(),
   };
+}
+
+/**
+ * A connection whose session never JIT-compiles a statement. PostgreSQL compiles one whose
+ * estimated cost passes jit_above_cost, and without statistics a batched page's estimate grows
+ * with the table: on a large, never-analyzed table compiling took far longer than the statement
+ * it compiled (docs/performance.md, "Why the code is the way it is"). The setting is made once
+ * the connection is up, before the pool hands it out. Behind PgBouncer in transaction mode a
+ * session setting would reach one server connection only: set it on the role there
+ * (docs/operations.md, "PgBouncer").
+ */
+class ClientWithoutJit extends pg.Client {
+  override connect(): Promise<pg.Client>;
+  override connect(callback: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): void;
+  override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | undefined {
+    const ready = super
+      .connect()
+      .then(() => this.query('set jit = off'))
+      .then(() => this);
+    if (!callback) return ready;
+    const done = callback as (err: Error | null, client?: pg.Client) => void;
+    ready.then(
+      (client) => done(null, client),
+      (err: Error) => done(err),
+    );
+    return undefined;
+  }
 }
 
 /**
