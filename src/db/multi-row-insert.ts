@@ -57,7 +57,10 @@ export function multiRowInsert<Row extends object, Result = never>(
       const parameters = new Array<unknown>(rows.length * columns.length);
       let at = 0;
       for (const row of rows) {
-        for (let c = 0; c < columns.length; c++) parameters[at++] = (row as Record<string, unknown>)[columns[c]] ?? fallback[c];
+        for (let c = 0; c < columns.length; c++) {
+          const value = (row as Record<string, unknown>)[columns[c]];
+          parameters[at++] = value === undefined ? fallback[c] : value;
+        }
       }
       const result = await db.executeQuery<Result>({ query: template.query, queryId: template.queryId, sql: template.sql, parameters });
       return result.rows;
