@@ -315,4 +315,57 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     const bWithA = await list(b, { cursor: aPage.next_cursor! });
     assert.ok(bWithA.user_groups.every((g) => g.provided_id === 'theirs'));
   });
+
+  it('list: every page is written as a lookup answers each of its groups, byte for byte: any text, any place in a hierarchy, every filter', async () => {
+    // The database writes a page's objects (docs/api.md, "GET /api/users: list"); a lookup's
+    // are written in JavaScript. Texts that need escaping, and children whose computed fields
+    // come from their chains.
+    const tok = await freshAccount();
+    // Plain text (ids, names, tags, levels) takes no control characters; JSON values take any.
+    const odd = 'quote " backslash \\ slash / é 漢字 😀 \u2028 \u2029 \ufffd';
+    const control = `${odd} newline \n tab \t control \u0001\u001f del \u007f`;
+    await create(tok, {
+      user_group_id: `root ${odd}`,
+      name: odd,
+      mapping: { '40': control },
+      properties: { [control]: control, plan: 'pro', nested: { a: [1, null, true, control] } },
+      group_tags: ['t', odd],
+    });
+    await create(tok, { user_group_id: 'child', parent_user_group_id: `root ${odd}`, properties: { plan: 'free' }, hierarchy_level: odd, is_demo_group: true });
+    await create(tok, { user_group_id: 'grandchild', parent_user_group_id: 'child', mapping: { '41': 'x' }, group_tags: ['t'] });
+    await create(tok, { user_group_id: 'plain', name: 'Plain', properties: null, mapping: null });
+    await create(tok, { user_group_id: 'second child', parent_user_group_id: `root ${odd}`, hierarchy_level: odd });
+    const answered = new Map<string, unknown>();
+    for (const id of [`root ${odd}`, 'child', 'grandchild', 'plain', 'second child']) {
+      const res = await t.request('GET', '/api/user', { token: tok, body: { user_group_id: id } });
+      assert.equal(res.status, 200);
+      const { token: _token, ...group } = res.body.user_group;
+      answered.set(id, group);
+    }
+    const queries: Record<string, string>[] = [
+      {},
+      { limit: '2' },
+      { q: 'root' },
+      { q: 'Plain' },
+      { q: 'root', tag: 't' },
+      { tag: 't' },
+      { parent_user_group_id: `root ${odd}` },
+      { parent_user_group_id: 'child' },
+      { hierarchy_level: odd },
+    ];
+    for (const query of queries) {
+      let cursor: string | null = null;
+      do {
+        const res: Awaited<ReturnType<typeof t.request>> = await t.request('GET', '/api/users', {
+          token: tok,
+          query: { ...query, ...(cursor ? { cursor } : {}) },
+        });
+        assert.equal(res.status, 200, res.text);
+        const ids = (res.body.user_groups as { provided_id: string }[]).map((g) => g.provided_id);
+        cursor = res.body.next_cursor;
+        const expected = JSON.stringify({ success: 1, user_groups: ids.map((id) => answered.get(id)), next_cursor: cursor });
+        assert.equal(res.text, expected, `the page of ${JSON.stringify(query)}`);
+      } while (cursor !== null);
+    }
+  });
 });

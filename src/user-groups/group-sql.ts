@@ -14,6 +14,10 @@ import { resolveAncestry, resolveChain, type Ancestry, type ChainRow, type Resol
 /** Every column, named: prepared statements must not depend on `select *` (see preparedRead). */
 export const USER_GROUP_COLUMNS = Object.keys(USER_GROUP_COLUMN_TYPES) as (keyof UserGroupRow)[];
 
+/** What a page of the listing reads of each group: every column but the token's, which a listing never shows. */
+export type ListedRow = Omit<UserGroupRow, 'token_hash' | 'token_ciphertext' | 'token_generation'>;
+export const LISTED_COLUMNS = USER_GROUP_COLUMNS.filter((column) => !column.startsWith('token_')) as (keyof ListedRow)[];
+
 /** Deeper than any hierarchy may be (UGS_MAX_HIERARCHY_DEPTH is at most 10): a guard, never a rule. */
 export const MAX_CHAIN_DEPTH = 16;
 export const CHAIN_GUARD = sql.lit(MAX_CHAIN_DEPTH);

@@ -6,17 +6,15 @@
 // and skip Kysely's per-query work, which cost more than the page's own statement.
 import { sql } from '../db/kysely.ts';
 import type { Kysely, RawBuilder } from 'kysely';
-import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
+import type { Database, Environment } from '../db/schema.ts';
 import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
-import { heldToTenant, ownedBy, sameTenant, scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../db/tenant.ts';
+import { dialectOf } from '../db/database.ts';
+import { heldToTenant, ownedBy, sameTenant, scopeOf, walkLimit, type Tenant } from '../db/tenant.ts';
 import { prefixEnd } from '../db/code-point-order.ts';
 import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
-import { batchedChainStatement, chainStatement, teamIdInTenant, USER_GROUP_COLUMNS } from './group-sql.ts';
-
-/** What a page reads of each group: every column but the token's, which a listing never shows. */
-export type ListedRow = Omit<UserGroupRow, 'token_hash' | 'token_ciphertext' | 'token_generation'>;
-const LISTED_COLUMNS = USER_GROUP_COLUMNS.filter((column) => !column.startsWith('token_')) as (keyof ListedRow)[];
+import { batchedChainStatement, chainStatement, LISTED_COLUMNS, teamIdInTenant, type ListedRow } from './group-sql.ts';
+import { finishWrittenPage, lastShownTeamId, writtenRows, type WrittenPage, type WrittenPart, type WrittenRows } from './written-page.ts';
 
 /**
  * The scope of a group, account and environment as one text: the listing and the name
@@ -37,6 +35,7 @@ const scopeEnd = (tenant: Tenant) => `${scopeOf(tenant)}0`;
 
 export interface ListFilter extends Tenant {
   afterTeamId: number;
+  /** Groups shown on the page; the walk reads one more, to know whether a next page exists. */
   limit: number;
   /** user_group_id or name starts with this. */
   prefix?: string;
@@ -49,30 +48,43 @@ export interface ListFilter extends Tenant {
 const onlyPrefix = (filter: ListFilter) => filter.parentTeamId === undefined && filter.tag === undefined && filter.level === undefined;
 
 /**
- * A page of groups in team_id order after `afterTeamId`. One filter drives the page, on its
- * own index (migrations 0002 and 0003), in this order: `prefix` (two index ranges), `tag` (the
- * tag table's key), `parentTeamId` (the children index), `level` (the level index), else the
- * listing index. The others are conditions on the rows it walks, written so that no planner
- * takes them for an index condition (an index chosen without statistics could be the wrong
- * one). Committed rows, as every read outside a transaction.
+ * A page of groups in team_id order after `afterTeamId`, written by the database
+ * (written-page.ts). One filter drives the page, on its own index (migrations 0002 and 0003),
+ * in this order: `prefix` (two index ranges), `tag` (the tag table's key), `parentTeamId` (the
+ * children index), `level` (the level index), else the listing index. The others are
+ * conditions on the rows it walks, written so that no planner takes them for an index
+ * condition (an index chosen without statistics could be the wrong one). Committed rows, as
+ * every read outside a transaction.
  */
-export async function listUserGroups(db: Kysely<Database>, reads: HotReads, filter: ListFilter): Promise<ListedRow[]> {
+export async function listUserGroups(db: Kysely<Database>, reads: HotReads, filter: ListFilter): Promise<WrittenPage> {
+  const resolve = (rows: ChainRow[]) => resolvePage(reads, filter, rows);
   if (filter.prefix !== undefined) {
     const end = prefixEnd(filter.prefix);
-    if (end !== undefined && onlyPrefix(filter)) return reads.all(selectSearchPage, ...searchArgs(filter, filter.prefix, end));
-    return listByPrefix(db, filter, filter.prefix, end).execute();
+    const rows =
+      end !== undefined && onlyPrefix(filter)
+        ? (await reads.first(selectSearchPage, ...searchArgs(filter, filter.prefix, end)))!
+        : await firstRow(db, writtenRows(dialectOf(db), listByPrefix(db, filter, filter.prefix, end)));
+    return finishWrittenPage([{ rows, shown: filter.limit }], resolve);
   }
-  if (filter.tag !== undefined)
-    return walkHeldToTenant(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => pageByTag(db, filter, filter.tag!, tenant));
-  if (filter.parentTeamId === undefined && filter.level === undefined) return listingInParts(reads, filter);
-  return walkHeldToTenant(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => {
+  if (filter.parentTeamId === undefined && filter.level === undefined && filter.tag === undefined) return listingInParts(reads, filter, resolve);
+  const walk = heldToTenant<ListedRow>(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => {
+    if (filter.tag !== undefined) return pageByTag(db, filter, filter.tag, tenant);
     const page = db.selectFrom('user_groups').select(LISTED_COLUMNS).where(tenant);
     const walked =
       filter.parentTeamId !== undefined
         ? page.where('parent_team_id', '=', filter.parentTeamId).where(otherFilters(filter, 'parent'))
         : page.where(scopedLevel, '=', `${scopeOf(filter)}#${filter.level}`);
-    return walked.where('team_id', '>', filter.afterTeamId).orderBy('team_id').limit(walkLimit(db, filter.limit));
+    return walked
+      .where('team_id', '>', filter.afterTeamId)
+      .orderBy('team_id')
+      .limit(walkLimit(db, filter.limit + 1));
   });
+  return finishWrittenPage([{ rows: await firstRow(db, writtenRows(dialectOf(db), walk)), shown: filter.limit }], resolve);
+}
+
+async function firstRow(db: Kysely<Database>, statement: RawBuilder<WrittenRows>): Promise<WrittenRows> {
+  const { rows } = await statement.execute(db);
+  return rows[0];
 }
 
 /**
@@ -84,35 +96,39 @@ export async function listUserGroups(db: Kysely<Database>, reads: HotReads, filt
  */
 const LISTING_PART = 128;
 
-async function listingInParts(reads: HotReads, filter: ListFilter): Promise<ListedRow[]> {
-  const rows: ListedRow[] = [];
+async function listingInParts(reads: HotReads, filter: ListFilter, resolve: (rows: ChainRow[]) => Promise<ResolvedGroup<ChainRow>[]>): Promise<WrittenPage> {
+  const parts: WrittenPart[] = [];
   let afterTeamId = filter.afterTeamId;
-  for (;;) {
-    const wanted = Math.min(LISTING_PART, filter.limit - rows.length);
-    const part = await reads.all(selectListingPage, filter.accountId, filter.environment, scopeOf(filter), afterTeamId, wanted);
-    rows.push(...part);
-    if (part.length < wanted || rows.length >= filter.limit) return rows;
-    afterTeamId = Number(part[part.length - 1].team_id);
+  for (let left = filter.limit; ; ) {
+    const shown = Math.min(LISTING_PART, left);
+    const rows = (await reads.first(selectListingPage, filter.accountId, filter.environment, scopeOf(filter), afterTeamId, shown + 1))!;
+    parts.push({ rows, shown });
+    left -= shown;
+    if (Number(rows.walked) <= shown || left === 0) return finishWrittenPage(parts, resolve);
+    afterTeamId = lastShownTeamId({ rows, shown })!;
   }
 }
 
 /**
- * The plain listing: the listing index's range of the tenant after the cursor, walked in order.
- * On PostgreSQL the pages asked for during one turn go as one statement (prepared-read.ts,
- * `batched`): each call's walk is a lateral subquery, its limit a column the planner cannot
- * read, held to its tenant after the walk (sameTenant against the call's own values).
+ * The plain listing: the listing index's range of the tenant after the cursor, walked in order
+ * and written (written-page.ts). On PostgreSQL the pages asked for during one turn go as one
+ * statement (prepared-read.ts, `batched`): each call's walk is a lateral subquery, its limit a
+ * column the planner cannot read, held to its tenant (sameTenant against the call's own values).
  */
-const selectListingPage = preparedRead(
+export const selectListingPage = preparedRead(
   (db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, limit: number) =>
-    heldToTenant<ListedRow>(db, { accountId, environment }, { table: 'user_groups', orderBy: 'team_id' }, (tenant) =>
-      db
-        .selectFrom('user_groups')
-        .select(LISTED_COLUMNS)
-        .where(tenant)
-        .where(scope, '=', scopeText)
-        .where('team_id', '>', afterTeamId)
-        .orderBy('team_id')
-        .limit(walkLimit(db, limit)),
+    writtenRows(
+      dialectOf(db),
+      heldToTenant<ListedRow>(db, { accountId, environment }, { table: 'user_groups', orderBy: 'team_id' }, (tenant) =>
+        db
+          .selectFrom('user_groups')
+          .select(LISTED_COLUMNS)
+          .where(tenant)
+          .where(scope, '=', scopeText)
+          .where('team_id', '>', afterTeamId)
+          .orderBy('team_id')
+          .limit(walkLimit(db, limit)),
+      ),
     ),
   {
     batched: (accountIds, environments, scopeTexts, afterTeamIds, limits) =>
@@ -127,13 +143,13 @@ const selectListingPage = preparedRead(
 
 const columnsOf = (table: string) => sql.join(LISTED_COLUMNS.map((column) => sql.ref(`${table}.${column}`)));
 
-/** Pages of several calls in one statement: each call's page (`page`, from `k`) in its order, held to the call's tenant. */
-function batchedPages(unnest: RawBuilder<unknown>, page: RawBuilder<unknown> | { as(alias: string): unknown }): RawBuilder<BatchedRow<ListedRow>> {
+/** Pages of several calls in one statement: each call's walk (`page`, from `k`), held to the call's tenant and written, one row a call. */
+function batchedPages(unnest: RawBuilder<unknown>, page: RawBuilder<unknown> | { as(alias: string): unknown }): RawBuilder<BatchedRow<WrittenRows>> {
   const walked = 'isRawBuilder' in page ? sql`(${page})` : page;
-  return sql<BatchedRow<ListedRow>>`select k.batch_index, ${columnsOf('page')} from ${unnest}
-    cross join lateral ${walked} page
-    where ${sameTenant('page', 'k')}
-    order by k.batch_index, page.team_id`;
+  const held = sql`(select ${columnsOf('page')} from ${walked} page where ${sameTenant('page', 'k')})`;
+  return sql<BatchedRow<WrittenRows>>`select k.batch_index, written.* from ${unnest}
+    cross join lateral (${writtenRows('postgres', held)}) written
+    order by k.batch_index`;
 }
 
 type Driver = 'prefix' | 'tag' | 'parent';
@@ -170,6 +186,7 @@ interface SearchValues {
   /** The prefix again, and its end again: the rows the first range found. */
   prefix2: string;
   end2: string | undefined;
+  /** The walk's limit: one more than the page shows. */
   limit: number;
 }
 
@@ -187,7 +204,7 @@ function searchValues(filter: ListFilter, prefix: string, end: string | undefine
     afterTeamId2: filter.afterTeamId,
     prefix2: prefix,
     end2: end,
-    limit: filter.limit,
+    limit: filter.limit + 1,
   };
 }
 
@@ -198,11 +215,11 @@ const searchArgs = (filter: ListFilter, prefix: string, end: string): SearchArgs
   return SEARCH_ARGS.map((key) => values[key]) as SearchArgs;
 };
 
-/** A search by prefix alone, prepared: searchPage with one placeholder per value; on PostgreSQL, batched as the listing is. */
+/** A search by prefix alone, prepared and written: searchPage with one placeholder per value; on PostgreSQL, batched as the listing is. */
 const selectSearchPage = preparedRead(
   (db, ...args: SearchArgs) => {
     const values = Object.fromEntries(SEARCH_ARGS.map((key, i) => [key, args[i]])) as unknown as SearchValues;
-    return searchPage(db, values, sql<boolean>`true`);
+    return writtenRows(dialectOf(db), searchPage(db, values, sql<boolean>`true`));
   },
   {
     batched: (...columnsAndDb) => {
@@ -279,7 +296,7 @@ function pageByTag(db: Kysely<Database>, filter: ListFilter, tag: string, tenant
     .where(tenant)
     .where(otherFilters(filter, 'tag'))
     .orderBy('user_group_tags.team_id')
-    .limit(walkLimit(db, filter.limit));
+    .limit(walkLimit(db, filter.limit + 1));
 }
 
 /** What resolving a page needs of each ancestor (group-chain.ts). */

@@ -4,8 +4,7 @@ import type { Environment } from '../db/schema.ts';
 import type { Tenant } from '../db/tenant.ts';
 import { AppError } from '../foundations/errors.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
-import type { ResolvedGroup } from './group-chain.ts';
-import { listUserGroups, resolvePage, type ListedRow } from './list.repository.ts';
+import { listUserGroups } from './list.repository.ts';
 import { findUserGroup } from './user-groups.repository.ts';
 import type { UserGroupDeps } from './user-groups.service.ts';
 
@@ -23,7 +22,7 @@ export async function listUserGroupsPage(
   deps: Pick<UserGroupDeps, 'database'>,
   principal: Principal,
   query: ListInput,
-): Promise<{ groups: ResolvedGroup<ListedRow>[]; nextCursor: string | null }> {
+): Promise<{ objects: Buffer | string; nextCursor: string | null }> {
   requireScope(principal, 'read', 'listing user groups');
   const tenant: Tenant = { accountId: principal.accountId, environment: resolveEnvironment(principal, query.api_environment_tag) };
   const limit = query.limit ?? 100;
@@ -32,23 +31,19 @@ export async function listUserGroupsPage(
   if (query.parent_user_group_id !== undefined) {
     const parent = await findUserGroup(deps.database.reads, { ...tenant, providedId: query.parent_user_group_id });
     // No such group has no children: an empty page, as for any filter that matches nothing.
-    if (!parent) return { groups: [], nextCursor: null };
+    if (!parent) return { objects: '', nextCursor: null };
     parentTeamId = parent.row.team_id;
   }
-  const rows = await listUserGroups(deps.database.db, deps.database.reads, {
+  const page = await listUserGroups(deps.database.db, deps.database.reads, {
     ...tenant,
     afterTeamId,
-    limit: limit + 1,
+    limit,
     prefix: query.q,
     parentTeamId,
     tag: query.tag,
     level: query.hierarchy_level,
   });
-  const page = rows.length > limit ? rows.slice(0, limit) : rows;
-  return {
-    groups: await resolvePage(deps.database.reads, tenant, page),
-    nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].team_id) : null,
-  };
+  return { objects: page.objects, nextCursor: page.more && page.lastTeamId !== undefined ? encodeCursor(page.lastTeamId) : null };
 }
 
 function encodeCursor(teamId: number): string {

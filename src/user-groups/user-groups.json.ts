@@ -8,9 +8,9 @@
 // with neither a writer nor a column fails at start. test/user-groups.json.test.ts holds the
 // output to the schemas.
 import type { UserGroupRow } from '../db/schema.ts';
-import type { ResolvedGroup } from './group-chain.ts';
-import type { ListedRow } from './list.repository.ts';
-import { USER_GROUP_COLUMNS } from './group-sql.ts';
+import type { ChainRow, ResolvedGroup } from './group-chain.ts';
+import type { ResolvedField } from './user-groups.json-sql.ts';
+import { USER_GROUP_COLUMNS, type ListedRow } from './group-sql.ts';
 import { UserGroup, UserGroupPublic } from './user-groups.schemas.ts';
 
 /** A group and its plaintext token, for the responses that hand the token out. */
@@ -38,6 +38,11 @@ const WRITTEN_AS: Record<string, FieldWriter> = {
   api_environment_tag: (group) => quote(group.row.environment),
   is_demo_group: (group) => String(group.row.is_demo_group === 1),
 };
+
+/** A resolved field of a group (user-groups.json-sql.ts writes a marker where a child's goes). */
+export function resolvedFieldJson(field: ResolvedField, group: ResolvedGroup<ChainRow>): string {
+  return WRITTEN_AS[field](group);
+}
 
 const COLUMNS: ReadonlySet<string> = new Set(USER_GROUP_COLUMNS);
 
@@ -83,12 +88,9 @@ export function deletedResponseJson(group: ResolvedGroup, deletedCount: number):
   return `{"success":1,"user_group":${publicUserGroupJson(group)},"deleted_count":${deletedCount}}`;
 }
 
-/**
- * ListResponse. Appended group by group: mapping the groups to an array of texts and joining
- * it cost more for a page of 500 (docs/performance.md, "Why the code is the way it is").
- */
-export function listResponseJson(groups: ResolvedGroup<ListedRow>[], nextCursor: string | null): string {
-  let json = '{"success":1,"user_groups":[';
-  for (let i = 0; i < groups.length; i++) json += i === 0 ? publicUserGroupJson(groups[i]) : `,${publicUserGroupJson(groups[i])}`;
-  return `${json}],"next_cursor":${quote(nextCursor)}}`;
+/** ListResponse, around a page's objects as the database wrote them (written-page.ts): a Buffer on SQLite, text on PostgreSQL. */
+export function listResponseJson(objects: Buffer | string, nextCursor: string | null): Buffer | string {
+  const head = '{"success":1,"user_groups":[';
+  const tail = `],"next_cursor":${quote(nextCursor)}}`;
+  return typeof objects === 'string' ? head + objects + tail : Buffer.concat([Buffer.from(head), objects, Buffer.from(tail)]);
 }

@@ -154,7 +154,7 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
 
   api.get('/api/users', { schema: listOperation }, async (request, reply) => {
     const page = await listUserGroupsPage(deps, principalOf(request), request.query);
-    return sendJson(reply, 200, listResponseJson(page.groups, page.nextCursor));
+    return sendJson(reply, 200, listResponseJson(page.objects, page.nextCursor));
   });
 
   api.get('/api/user/lookup', { schema: lookupOperation }, async (request, reply) => {
