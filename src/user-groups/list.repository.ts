@@ -115,7 +115,7 @@ async function listingInParts(reads: HotReads, filter: ListFilter, resolve: (row
  * statement (prepared-read.ts, `batched`): each call's walk is a lateral subquery, its limit a
  * column the planner cannot read, held to its tenant (sameTenant against the call's own values).
  */
-export const selectListingPage = preparedRead(
+const selectListingPage = preparedRead(
   (db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, limit: number) =>
     writtenRows(
       dialectOf(db),
