@@ -22,7 +22,7 @@ export async function listUserGroupsPage(
   deps: Pick<UserGroupDeps, 'database'>,
   principal: Principal,
   query: ListInput,
-): Promise<{ objects: Buffer | string; nextCursor: string | null }> {
+): Promise<{ objects: string; nextCursor: string | null }> {
   requireScope(principal, 'read', 'listing user groups');
   const tenant: Tenant = { accountId: principal.accountId, environment: resolveEnvironment(principal, query.api_environment_tag) };
   const limit = query.limit ?? 100;

@@ -88,9 +88,7 @@ export function deletedResponseJson(group: ResolvedGroup, deletedCount: number):
   return `{"success":1,"user_group":${publicUserGroupJson(group)},"deleted_count":${deletedCount}}`;
 }
 
-/** ListResponse, around a page's objects as the database wrote them (written-page.ts): a Buffer on SQLite, text on PostgreSQL. */
-export function listResponseJson(objects: Buffer | string, nextCursor: string | null): Buffer | string {
-  const head = '{"success":1,"user_groups":[';
-  const tail = `],"next_cursor":${quote(nextCursor)}}`;
-  return typeof objects === 'string' ? head + objects + tail : Buffer.concat([Buffer.from(head), objects, Buffer.from(tail)]);
+/** ListResponse, around a page's objects as the database wrote them (written-page.ts). */
+export function listResponseJson(objects: string, nextCursor: string | null): string {
+  return `{"success":1,"user_groups":[${objects}],"next_cursor":${quote(nextCursor)}}`;
 }

@@ -12,11 +12,8 @@ import { resolvedFieldJson } from './user-groups.json.ts';
 
 /** What a page's statement answers: one row, whatever the walk found. */
 export interface WrittenRows {
-  /**
-   * The objects of the walked groups, in team_id order, each after a SEPARATOR but the first:
-   * a Buffer on SQLite (a blob), text on PostgreSQL; null when the walk found none.
-   */
-  objects: Buffer | string | null;
+  /** The objects of the walked groups, in team_id order, each after a SEPARATOR but the first; null when the walk found none. */
+  objects: string | null;
   /** How many groups the walk found: one more than shown when a next page exists. */
   walked: number;
   /** The chain columns of the walked groups that have a parent, each a JSON array [team_id, provided_id, parent_team_id, mapping, properties], joined by commas; null when none has. */
@@ -28,7 +25,8 @@ export interface WrittenRows {
  * JSON text the database writes holds raw (user-groups.json-sql.ts), so the object of a
  * walk's extra row can be cut off, and the others' commas put in, without parsing them.
  */
-const SEPARATOR = 2;
+const SEPARATOR = '\u0002';
+const SEPARATOR_CODE = sql.lit(SEPARATOR.charCodeAt(0));
 
 /**
  * The statement that writes the page walked by `walk` (its rows of user_groups in team_id
@@ -45,18 +43,18 @@ export function writtenRows(dialect: Dialect, walk: RangeWalk<unknown>): RawBuil
   const object = groupObjectSql(dialect, 'g');
   const chainColumns = sql`g.team_id, g.provided_id, g.parent_team_id, g.mapping, g.properties`;
   if (dialect === 'sqlite') {
-    return sql<WrittenRows>`select cast(group_concat(${object}, char(${sql.lit(SEPARATOR)})) as blob) as objects, count(*) as walked,
+    return sql<WrittenRows>`select group_concat(${object}, char(${SEPARATOR_CODE})) as objects, count(*) as walked,
         group_concat(case when g.parent_team_id is not null then json_array(${chainColumns}) end) as chains
       from ${walked} g`;
   }
-  return sql<WrittenRows>`select string_agg(${object}, chr(${sql.lit(SEPARATOR)})) as objects, count(*)::int4 as walked,
+  return sql<WrittenRows>`select string_agg(${object}, chr(${SEPARATOR_CODE})) as objects, count(*)::int4 as walked,
       string_agg(case when g.parent_team_id is not null then json_build_array(${chainColumns})::text end, ',') as chains
     from ${walked} g`;
 }
 
 /** A page of objects (the ListResponse's user_groups, without brackets) and the cursor after it. */
 export interface WrittenPage {
-  objects: Buffer | string;
+  objects: string;
   /** The last shown group's team_id, or undefined for an empty page. */
   lastTeamId: number | undefined;
   /** Whether a group follows the last one shown. */
@@ -82,9 +80,9 @@ export async function finishWrittenPage(parts: readonly WrittenPart[], resolve: 
   if (texts.length === 0) return { objects: '', lastTeamId: undefined, more: false };
   const lastTeamId = teamIdOfLastObject(texts[texts.length - 1]);
   const more = Number(parts[parts.length - 1].rows.walked) > parts[parts.length - 1].shown;
-  const objects = joined(texts);
+  const objects = texts.join(SEPARATOR).replaceAll(SEPARATOR, ',');
   const chains = parts.flatMap(({ rows }) => (rows.chains === null ? [] : chainRowsOf(rows.chains)));
-  return { objects: chains.length === 0 ? objects : await withResolvedFields(objects.toString(), chains, resolve), lastTeamId, more };
+  return { objects: chains.length === 0 ? objects : await withResolvedFields(objects, chains, resolve), lastTeamId, more };
 }
 
 /** The team_id of a part's last shown group, where the next part walks on from; undefined when it found none. */
@@ -94,36 +92,16 @@ export function lastShownTeamId(part: WrittenPart): number | undefined {
 }
 
 /** A part's objects without the walk's extra one. */
-function shownObjects({ rows, shown }: WrittenPart): Buffer | string | undefined {
+function shownObjects({ rows, shown }: WrittenPart): string | undefined {
   if (rows.objects === null || rows.objects.length === 0) return undefined;
-  if (Number(rows.walked) <= shown) return rows.objects;
-  const end = lastSeparator(rows.objects);
-  return typeof rows.objects === 'string' ? rows.objects.slice(0, end) : rows.objects.subarray(0, end);
+  return Number(rows.walked) <= shown ? rows.objects : rows.objects.slice(0, rows.objects.lastIndexOf(SEPARATOR));
 }
-
-const SEPARATOR_CHARACTER = String.fromCharCode(SEPARATOR);
-/** Where the last object starts, less one (-1 when there is one object). */
-const lastSeparator = (text: Buffer | string) => (typeof text === 'string' ? text.lastIndexOf(SEPARATOR_CHARACTER) : text.lastIndexOf(SEPARATOR));
 
 /** Every object starts with its team_id, the first field of the answer (asserted in user-groups.json-sql.ts): `{"team_id":123,`. */
-function teamIdOfLastObject(text: Buffer | string): number {
-  const from = lastSeparator(text) + 1 + OBJECT_START.length;
-  const to = text.indexOf(',', from);
-  return Number(typeof text === 'string' ? text.slice(from, to) : text.toString('latin1', from, to));
+function teamIdOfLastObject(text: string): number {
+  const from = text.lastIndexOf(SEPARATOR) + 1 + OBJECT_START.length;
+  return Number(text.slice(from, text.indexOf(',', from)));
 }
-
-/** The parts' objects as one text, each separator a comma (a Buffer is the statement's own copy: changed in place). */
-function joined(texts: (Buffer | string)[]): Buffer | string {
-  const commas = texts.map((text) => {
-    if (typeof text === 'string') return text.replaceAll(SEPARATOR_CHARACTER, ',');
-    for (let at = text.indexOf(SEPARATOR); at !== -1; at = text.indexOf(SEPARATOR, at + 1)) text[at] = COMMA;
-    return text;
-  });
-  if (commas.length === 1) return commas[0];
-  if (commas.every((text) => typeof text === 'string')) return commas.join(',');
-  return Buffer.concat(commas.flatMap((text, i) => (i === 0 ? [Buffer.from(text)] : [Buffer.from(','), Buffer.from(text)])));
-}
-const COMMA = 0x2c;
 
 function chainRowsOf(chains: string): ChainRow[] {
   const rows = JSON.parse(`[${chains}]`) as [number, string, number | null, string | null, string | null][];
