@@ -33,42 +33,40 @@ const INHERITED_FROM = Object.fromEntries(
  * JSON texts were written by JSON.stringify), so a marker cannot be mistaken for data.
  */
 export const MARKER = '\u0001';
-export const MARKERS = /\u0001(\d)(\d+)\u0001/g;
 
-interface SqlWriting {
-  dialect: Dialect;
-  /** The alias of the user_groups row being written. */
-  alias: string;
-}
+/**
+ * SQL text, built once per dialect from literals and the row's columns (no values): as text
+ * it is one node of the statements that embed it, where a tree of Kysely builders was
+ * compiled again for every page of the filtered listings, which Kysely builds per request.
+ */
+type SqlWriter = (dialect: Dialect) => string;
 
-type SqlWriter = (w: SqlWriting) => RawBuilder<string>;
-
-const column = (w: SqlWriting, name: string) => sql.ref(`${w.alias}.${name}`);
+const column = (name: string) => `"g"."${name}"`;
+const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 /** A text value as a JSON string (null as null); both escape as JSON.stringify does. */
-const quoted = (w: SqlWriting, name: string) =>
-  w.dialect === 'sqlite' ? sql<string>`json_quote(${column(w, name)})` : sql<string>`coalesce(to_json(${column(w, name)})::text, 'null')`;
+const quoted = (name: string) => (dialect: Dialect) =>
+  dialect === 'sqlite' ? `json_quote(${column(name)})` : `coalesce(to_json(${column(name)})::text, 'null')`;
 /** A column that holds JSON text as the answer shows it. */
-const storedJson = (w: SqlWriting, name: string) => sql<string>`coalesce(${column(w, name)}, 'null')`;
-const controlCharacter = (w: SqlWriting) => (w.dialect === 'sqlite' ? sql`char(1)` : sql`chr(1)`);
+const storedJson = (name: string) => () => `coalesce(${column(name)}, 'null')`;
+const marker = (dialect: Dialect) => `${dialect === 'sqlite' ? 'char' : 'chr'}(${MARKER.charCodeAt(0)})`;
 
 /** A resolved field: for a root what resolveChain gives it, for a child its marker. */
 function resolved(field: ResolvedField, forRoot: SqlWriter): SqlWriter {
-  const index = sql.lit(String(RESOLVED_FIELDS.indexOf(field)));
-  return (w) =>
-    sql<string>`case when ${column(w, 'parent_team_id')} is null then ${forRoot(w)}
-      else concat(${controlCharacter(w)}, ${index}, ${column(w, 'team_id')}, ${controlCharacter(w)}) end`;
+  const index = literal(String(RESOLVED_FIELDS.indexOf(field)));
+  return (dialect) =>
+    `case when ${column('parent_team_id')} is null then ${forRoot(dialect)} else concat(${marker(dialect)}, ${index}, ${column('team_id')}, ${marker(dialect)}) end`;
 }
 
 /** The fields that are not their own column written as JSON: the SQL twins of user-groups.json.ts's WRITTEN_AS. */
 const WRITTEN_AS: Record<string, SqlWriter> = {
-  parent_user_group_id: resolved('parent_user_group_id', () => sql<string>`'null'`),
-  computed_mapping: resolved('computed_mapping', (w) => storedJson(w, INHERITED_FROM.computed_mapping)),
-  computed_properties: resolved('computed_properties', (w) => storedJson(w, INHERITED_FROM.computed_properties)),
-  group_tags: (w) => sql<string>`${column(w, 'group_tags')}`,
-  mapping: (w) => storedJson(w, 'mapping'),
-  properties: (w) => storedJson(w, 'properties'),
-  api_environment_tag: (w) => quoted(w, 'environment'),
-  is_demo_group: (w) => sql<string>`case when ${column(w, 'is_demo_group')} = 1 then 'true' else 'false' end`,
+  parent_user_group_id: resolved('parent_user_group_id', () => "'null'"),
+  computed_mapping: resolved('computed_mapping', storedJson(INHERITED_FROM.computed_mapping)),
+  computed_properties: resolved('computed_properties', storedJson(INHERITED_FROM.computed_properties)),
+  group_tags: () => column('group_tags'),
+  mapping: storedJson('mapping'),
+  properties: storedJson('properties'),
+  api_environment_tag: quoted('environment'),
+  is_demo_group: () => `case when ${column('is_demo_group')} = 1 then 'true' else 'false' end`,
 };
 
 const COLUMNS: ReadonlySet<string> = new Set(USER_GROUP_COLUMNS);
@@ -79,8 +77,8 @@ const FIELD_WRITERS: { prefix: string; write: SqlWriter }[] = Object.entries(Use
   const prefix = `${i === 0 ? '{' : ','}${JSON.stringify(field)}:`;
   if (field in WRITTEN_AS) return { prefix, write: WRITTEN_AS[field] };
   if (!COLUMNS.has(field)) throw new Error(`UserGroupPublic has a field "${field}" that is neither a column nor written in user-groups.json-sql.ts`);
-  if (isNumber(schema)) return { prefix, write: (w) => sql<string>`coalesce(cast(${column(w, field)} as text), 'null')` };
-  return { prefix, write: (w) => quoted(w, field) };
+  if (isNumber(schema)) return { prefix, write: () => `coalesce(cast(${column(field)} as text), 'null')` };
+  return { prefix, write: quoted(field) };
 });
 
 /** How every object starts: its team_id, the first field, as written-page.ts finds a page's cursor from its last object. */
@@ -89,9 +87,14 @@ if (FIELD_WRITERS[0].prefix !== OBJECT_START || !isNumber(UserGroupPublic.proper
   throw new Error("written-page.ts reads the cursor from each object's first field, team_id, a number: keep it first in GROUP_FIELDS");
 }
 
-/** The UserGroupPublic object of the row `alias`, as JSON text (with markers for a child's resolved fields). */
-export function groupObjectSql(dialect: Dialect, alias: string): RawBuilder<string> {
-  const w = { dialect, alias };
-  const parts = FIELD_WRITERS.flatMap(({ prefix, write }) => [sql.lit(prefix), write(w)]);
-  return sql<string>`concat(${sql.join([...parts, sql.lit('}')])})`;
+const OBJECT_SQL = new Map<Dialect, RawBuilder<string>>();
+
+/** The UserGroupPublic object of the user_groups row `g`, as JSON text (with markers for a child's resolved fields). */
+export function groupObjectSql(dialect: Dialect): RawBuilder<string> {
+  let written = OBJECT_SQL.get(dialect);
+  if (!written) {
+    const parts = FIELD_WRITERS.flatMap(({ prefix, write }) => [literal(prefix), write(dialect)]);
+    OBJECT_SQL.set(dialect, (written = sql.raw<string>(`concat(${[...parts, literal('}')].join(', ')})`)));
+  }
+  return written;
 }

@@ -7,7 +7,7 @@ import type { RangeWalk } from '../db/tenant.ts';
 import { sql } from '../db/kysely.ts';
 import type { Dialect } from '../db/database.ts';
 import type { ChainRow, ResolvedGroup } from './group-chain.ts';
-import { groupObjectSql, MARKER, MARKERS, OBJECT_START, RESOLVED_FIELDS } from './user-groups.json-sql.ts';
+import { groupObjectSql, MARKER, OBJECT_START, RESOLVED_FIELDS } from './user-groups.json-sql.ts';
 import { resolvedFieldJson } from './user-groups.json.ts';
 
 /** What a page's statement answers: one row, whatever the walk found. */
@@ -40,7 +40,7 @@ const SEPARATOR_CODE = sql.lit(SEPARATOR.charCodeAt(0));
  */
 export function writtenRows(dialect: Dialect, walk: RangeWalk<unknown>): RawBuilder<WrittenRows> {
   const walked = 'isRawBuilder' in walk ? sql`(${walk})` : walk;
-  const object = groupObjectSql(dialect, 'g');
+  const object = groupObjectSql(dialect);
   const chainColumns = sql`g.team_id, g.provided_id, g.parent_team_id, g.mapping, g.properties`;
   if (dialect === 'sqlite') {
     return sql<WrittenRows>`select group_concat(${object}, char(${SEPARATOR_CODE})) as objects, count(*) as walked,
@@ -116,9 +116,16 @@ async function withResolvedFields(objects: string, chains: ChainRow[], resolve: 
   if (!objects.includes(MARKER)) return objects;
   const resolved = new Map<number, ResolvedGroup<ChainRow>>();
   for (const group of await resolve(chains)) resolved.set(Number(group.row.team_id), group);
-  return objects.replace(MARKERS, (_, field: string, teamId: string) => {
-    const group = resolved.get(Number(teamId));
+  let written = '';
+  let from = 0;
+  for (let start = objects.indexOf(MARKER); start !== -1; start = objects.indexOf(MARKER, from)) {
+    // A marker: the field's index (one digit) and the group's team_id, between two MARKERs.
+    const end = objects.indexOf(MARKER, start + 1);
+    const teamId = Number(objects.slice(start + 2, end));
+    const group = resolved.get(teamId);
     if (!group) throw new Error(`a page's group ${teamId} is missing from its chains`);
-    return resolvedFieldJson(RESOLVED_FIELDS[Number(field)], group);
-  });
+    written += objects.slice(from, start) + resolvedFieldJson(RESOLVED_FIELDS[objects.charCodeAt(start + 1) - 48], group);
+    from = end + 1;
+  }
+  return written + objects.slice(from);
 }
