@@ -76,6 +76,22 @@ forEachBackend('ugs export and ugs import: a round trip keeps every declared fie
     assert.deepEqual(differences, [], `${how}: every declared field comes back`);
   }
 
+  /**
+   * The listing's objects are written by the database, a lookup's in JavaScript
+   * (docs/api.md, "GET /api/users: list"): for every declared field, the same bytes.
+   */
+  async function assertListedAsLookedUp(token: string, environment: string, groups: AnsweredGroup[]): Promise<void> {
+    const listed = await t.request('GET', '/api/users', { token, query: { api_environment_tag: environment, limit: '500' } });
+    const lookedUp: unknown[] = [];
+    for (const group of groups) {
+      const res = await t.request('GET', '/api/user', { token, body: { user_group_id: group.provided_id, api_environment_tag: environment } });
+      assert.equal(res.status, 200, res.text);
+      const { token: _token, ...answered } = res.body.user_group;
+      lookedUp.push(answered);
+    }
+    assert.equal(listed.text, JSON.stringify({ success: 1, user_groups: lookedUp, next_cursor: null }), 'the page is what lookups answer');
+  }
+
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-round-trip-'));
     const bare = await t.request('POST', '/api/user', { token: t.token, body: { user_group_id: 'bare' } });
@@ -99,6 +115,7 @@ forEachBackend('ugs export and ugs import: a round trip keeps every declared fie
         assert.equal(upserted.status, 200, upserted.text);
         assert.equal(upserted.body.counts.created, items.length, JSON.stringify(upserted.body.results.filter((r) => r.status === 'failed')));
         const groups = await groupsOf(tokens[0], environment);
+        await assertListedAsLookedUp(tokens[0], environment, groups);
 
         const ndjson = path.join(dir, `${source}.ndjson`);
         const exported = await ugs('export', '--account', source, '--env', environment, '--output', ndjson);

@@ -15,6 +15,7 @@ import type { Dialect } from '../db/database.ts';
 import type { InheritedFields } from './group-chain.ts';
 import { GROUP_FIELDS } from './group-fields.ts';
 import { USER_GROUP_COLUMNS } from './group-sql.ts';
+import { WRITTEN_FIELDS } from './user-groups.json.ts';
 import { UserGroupPublic } from './user-groups.schemas.ts';
 
 /** The answer's fields a group's chain decides: JavaScript writes them for a child (written-page.ts). */
@@ -71,6 +72,13 @@ const WRITTEN_AS: Record<string, SqlWriter> = {
 
 const COLUMNS: ReadonlySet<string> = new Set(USER_GROUP_COLUMNS);
 const isNumber = (schema: unknown) => ['integer', 'number'].includes((schema as { type?: string }).type ?? '');
+
+// A field JavaScript writes otherwise than as its column is written otherwise here too (and no other).
+for (const field of Object.keys(UserGroupPublic.properties)) {
+  if (WRITTEN_FIELDS.includes(field) !== field in WRITTEN_AS) {
+    throw new Error(`UserGroupPublic's field "${field}" is written by its own writer in one of user-groups.json.ts and user-groups.json-sql.ts only`);
+  }
+}
 
 /** Each field of UserGroupPublic as its SQL writer, in order; a field written neither way fails at start, as in user-groups.json.ts. */
 const FIELD_WRITERS: { prefix: string; write: SqlWriter }[] = Object.entries(UserGroupPublic.properties).map(([field, schema], i) => {

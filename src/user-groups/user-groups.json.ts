@@ -9,7 +9,6 @@
 // output to the schemas.
 import type { UserGroupRow } from '../db/schema.ts';
 import type { ChainRow, ResolvedGroup } from './group-chain.ts';
-import type { ResolvedField } from './user-groups.json-sql.ts';
 import { USER_GROUP_COLUMNS, type ListedRow } from './group-sql.ts';
 import { UserGroup, UserGroupPublic } from './user-groups.schemas.ts';
 
@@ -39,8 +38,11 @@ const WRITTEN_AS: Record<string, FieldWriter> = {
   is_demo_group: (group) => String(group.row.is_demo_group === 1),
 };
 
-/** A resolved field of a group (user-groups.json-sql.ts writes a marker where a child's goes). */
-export function resolvedFieldJson(field: ResolvedField, group: ResolvedGroup<ChainRow>): string {
+/** The fields written otherwise than as their column: user-groups.json-sql.ts must write each of them too. */
+export const WRITTEN_FIELDS: readonly string[] = Object.keys(WRITTEN_AS);
+
+/** A field that a group's chain decides, for a child's page object (user-groups.json-sql.ts writes a marker where it goes). */
+export function resolvedFieldJson(field: 'parent_user_group_id' | 'computed_mapping' | 'computed_properties', group: ResolvedGroup<ChainRow>): string {
   return WRITTEN_AS[field](group);
 }
 
