@@ -1,5 +1,5 @@
-// A page of the listing as the database writes it (user-groups.json-sql.ts): the walk's
-// groups as one JSON text of objects, and what the answer needs besides (the cursor, whether
+// A page of the listing (docs/api.md, "GET /api/users: list") as the database writes it
+// (user-groups.json-sql.ts): the walk's groups as one JSON text of objects, and what the answer needs besides (the cursor, whether
 // a next page exists, the chains of the children). The children's resolved fields are
 // written here, from their chains, over the markers the database left.
 import type { RawBuilder } from 'kysely';
