@@ -383,12 +383,16 @@ export const SCENARIOS: ScenarioDefinition[] = [
     path: '/api/users',
     status: 200,
     description:
-      'a search, as a search box sends it: `GET /api/users?limit=100&q=<prefix>`, the prefix `bench-<i>` (a prefix of the id) or `Group <i>` (of the name) for a random i, alternately; it matches 1 to 11 groups',
+      'a search, as a search box sends it: `GET /api/users?limit=100&q=<prefix>`, the prefix `bench-<i>` (a prefix of the id) or `Group <i>` (of the name) for a random i from the last 99 % of the groups, alternately; it matches 1 to 11 groups',
     make: (data) => {
       let n = 0;
+      // Below groups / 100 a prefix matches a hundred groups or more (`bench-5`: 5, 50-59,
+      // 500-599, …): a page of 100 among searches of 1 to 11, and, when the ceiling's copy
+      // of a response was one of them, a ratio to a ceiling answering a full page.
+      const least = Math.floor(data.groups / 100);
       return {
         next: () => {
-          const i = randomIndex(data.groups);
+          const i = least + randomIndex(data.groups - least);
           const q = n++ % 2 === 0 ? `bench-${i}` : `Group ${i}`;
           return { method: 'GET', path: `/api/users?limit=100&q=${encodeURIComponent(q)}`, headers: auth(data) };
         },
