@@ -52,6 +52,11 @@ export function ownedByAccount(table: string, accountId: number): RawBuilder<boo
 /** A statement that walks an index range: written with `sql`, or built with Kysely's query builder. */
 export type RangeWalk<Row> = RawBuilder<Row> | (Expression<Row> & Compilable<Row>);
 
+/** A walk as a subquery of another statement: Kysely puts a query it builds in parentheses there; SQL text needs its own. */
+export function asSubquery<Row>(walk: RangeWalk<Row>): RawBuilder<Row> | (Expression<Row> & Compilable<Row>) {
+  return 'isRawBuilder' in walk ? sql<Row>`(${walk})` : walk;
+}
+
 /**
  * Runs a walk of an index range (a page of a listing or of an export, in the order of its
  * index) held to the tenant, with the tenant's condition (ownedBy) where each backend plans
@@ -89,10 +94,7 @@ export function heldToTenant<Row>(
   walk: (tenantBesideRange: RawBuilder<boolean>) => RangeWalk<Row>,
 ): RangeWalk<Row> {
   if (dialectOf(db) === 'sqlite') return walk(ownedBy(table, tenant));
-  const walked = walk(sql<boolean>`true`);
-  // Kysely puts a query it builds in parentheses where it is a part of another; SQL text needs its own.
-  const page = 'isRawBuilder' in walked ? sql`(${walked})` : walked;
-  return sql<Row>`select page.* from ${page} page where ${ownedBy('page', tenant)} order by ${sql.ref(`page.${orderBy}`)}`;
+  return sql<Row>`select page.* from ${asSubquery(walk(sql<boolean>`true`))} page where ${ownedBy('page', tenant)} order by ${sql.ref(`page.${orderBy}`)}`;
 }
 
 /**

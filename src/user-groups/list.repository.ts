@@ -10,11 +10,11 @@ import type { Database, Environment } from '../db/schema.ts';
 import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import { dialectOf } from '../db/database.ts';
-import { heldToTenant, ownedBy, sameTenant, scopeOf, walkLimit, type Tenant } from '../db/tenant.ts';
+import { asSubquery, heldToTenant, ownedBy, sameTenant, scopeOf, walkLimit, type RangeWalk, type Tenant } from '../db/tenant.ts';
 import { prefixEnd } from '../db/code-point-order.ts';
 import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
 import { batchedChainStatement, chainStatement, LISTED_COLUMNS, teamIdInTenant, type ListedRow } from './group-sql.ts';
-import { finishWrittenPage, lastShownTeamId, writtenRows, type WrittenPage, type WrittenPart, type WrittenRows } from './written-page.ts';
+import { finishWrittenPage, lastShownTeamId, writtenRows, type ResolveChains, type WrittenPage, type WrittenPart, type WrittenRows } from './written-page.ts';
 
 /**
  * The scope of a group, account and environment as one text: the listing and the name
@@ -96,7 +96,7 @@ async function firstRow(db: Kysely<Database>, statement: RawBuilder<WrittenRows>
  */
 const LISTING_PART = 128;
 
-async function listingInParts(reads: HotReads, filter: ListFilter, resolve: (rows: ChainRow[]) => Promise<ResolvedGroup<ChainRow>[]>): Promise<WrittenPage> {
+async function listingInParts(reads: HotReads, filter: ListFilter, resolve: ResolveChains): Promise<WrittenPage> {
   const parts: WrittenPart[] = [];
   let afterTeamId = filter.afterTeamId;
   for (let left = filter.limit; ; ) {
@@ -144,9 +144,8 @@ const selectListingPage = preparedRead(
 const columnsOf = (table: string) => sql.join(LISTED_COLUMNS.map((column) => sql.ref(`${table}.${column}`)));
 
 /** Pages of several calls in one statement: each call's walk (`page`, from `k`), held to the call's tenant and written, one row a call. */
-function batchedPages(unnest: RawBuilder<unknown>, page: RawBuilder<unknown> | { as(alias: string): unknown }): RawBuilder<BatchedRow<WrittenRows>> {
-  const walked = 'isRawBuilder' in page ? sql`(${page})` : page;
-  const held = sql`(select ${columnsOf('page')} from ${walked} page where ${sameTenant('page', 'k')})`;
+function batchedPages(unnest: RawBuilder<unknown>, page: RangeWalk<unknown>): RawBuilder<BatchedRow<WrittenRows>> {
+  const held = sql`(select ${columnsOf('page')} from ${asSubquery(page)} page where ${sameTenant('page', 'k')})`;
   return sql<BatchedRow<WrittenRows>>`select k.batch_index, written.* from ${unnest}
     cross join lateral (${writtenRows('postgres', held)}) written
     order by k.batch_index`;

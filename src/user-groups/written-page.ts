@@ -3,7 +3,7 @@
 // a next page exists, the chains of the children). The children's resolved fields are
 // written here, from their chains, over the markers the database left.
 import type { RawBuilder } from 'kysely';
-import type { RangeWalk } from '../db/tenant.ts';
+import { asSubquery, type RangeWalk } from '../db/tenant.ts';
 import { sql } from '../db/kysely.ts';
 import type { Dialect } from '../db/database.ts';
 import type { ChainRow, ResolvedGroup } from './group-chain.ts';
@@ -39,7 +39,7 @@ const SEPARATOR_CODE = sql.lit(SEPARATOR.charCodeAt(0));
  * (test/user-groups.list.test.ts) hold the order.
  */
 export function writtenRows(dialect: Dialect, walk: RangeWalk<unknown>): RawBuilder<WrittenRows> {
-  const walked = 'isRawBuilder' in walk ? sql`(${walk})` : walk;
+  const walked = asSubquery(walk);
   const object = groupObjectSql(dialect);
   const chainColumns = sql`g.team_id, g.provided_id, g.parent_team_id, g.mapping, g.properties`;
   if (dialect === 'sqlite') {
