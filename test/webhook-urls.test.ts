@@ -3,13 +3,19 @@
 // endpoint that takes every type and `ugs audit` see, carry the URL's origin only, never the
 // path or the query string where a receiver's credentials live; admins see the whole URL in
 // the endpoint listing. Migration 0009 cuts the URLs of entries and events written before.
+// And what a refusal says (SSRF): one answer for every refused host, and no DNS at creation,
+// so that neither tells a tenant what the service's own DNS knows.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
+import dns from 'node:dns/promises';
+import os from 'node:os';
 import { Migrator } from 'kysely';
 import { forEachBackend, useTestApp } from './helpers/harness.ts';
 import { createTestDatabase } from './helpers/backends.ts';
 import { createEndpoint, sleep, useReceivers, verified, WEBHOOK_CONFIG } from './helpers/webhook-receiver.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 import { openDatabase } from '../src/db/database.ts';
+import { forbiddenAddressReason } from '../src/webhooks/webhook-address.ts';
 import { migrateToLatest, migrationsFor } from '../src/db/migrate.ts';
 
 const ADMIN = ['read', 'write', 'admin'] as const;
@@ -140,5 +146,102 @@ forEachBackend('webhook URLs', (backend) => {
       await handle.close();
       await database.drop();
     }
+  });
+});
+
+/** A refusal's message with its host taken out: what must be the same for every refused host. */
+const withoutHost = (message: string, host: string) => message.replace(`"${host}"`, '"<host>"');
+/** A name that no DNS answers (RFC 6761: `.invalid` never resolves). */
+const NO_SUCH_NAME = 'no-such-receiver.invalid';
+
+forEachBackend('webhook URLs: refusals', (backend) => {
+  const t = useTestApp(backend); // UGS_WEBHOOK_ALLOW_PRIVATE not set
+  const receiver = useReceivers();
+
+  it('webhooks SSRF: every refused host gets one answer, 400 webhook_url_forbidden naming only the host: literal addresses (5f00::1 and the other reserved IPv6 blocks too), localhost and the names under it', async () => {
+    const { token } = await t.issueToken({ account: 'wh-one-answer', scopes: [...ADMIN] });
+    const refused = [
+      ['127.0.0.1', 'http://127.0.0.1:8080/hook'],
+      ['10.1.2.3', 'https://10.1.2.3/hook'],
+      ['::1', 'http://[::1]/'],
+      ['5f00::1', 'http://[5f00::1]/'], // SRv6 segment identifiers (5f00::/16)
+      ['5f12:3456::1', 'https://[5f12:3456::1]/'], // reserved by IETF (4000::/3), as is all outside 2000::/3
+      ['100::1', 'http://[100::1]/'], // discard-only
+      ['2001:1::1', 'http://[2001:1::1]/'], // IETF protocol assignments (2001::/23)
+      ['localhost', 'http://localhost:8080/hook'],
+      ['localhost.', 'http://LOCALHOST.:8080/hook'],
+      ['hooks.localhost', 'https://hooks.localhost/in'],
+    ] as const;
+    const messages = new Set<string>();
+    for (const [host, url] of refused) {
+      const res = await t.request('POST', '/api/webhook_endpoints', { token, body: { url } });
+      assert.equal(res.status, 400, `${url}: ${res.text}`);
+      assert.equal(res.body.error.code, 'webhook_url_forbidden', url);
+      assert.deepEqual(res.body.error.details, [{ field: 'url', issue: 'forbidden_address' }]);
+      assert.ok(res.body.error.message.includes(`"${host}"`), `${url}: ${res.body.error.message}`);
+      messages.add(withoutHost(res.body.error.message, host));
+    }
+    assert.equal(messages.size, 1, `one answer for every refused host: ${[...messages].join(' | ')}`);
+    assert.deepEqual((await t.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints, []);
+  });
+
+  it('webhooks SSRF: creating an endpoint never resolves its host: a name that does not resolve and a name this machine resolves to a private address are both 201', async () => {
+    const { token } = await t.issueToken({ account: 'wh-no-dns', scopes: [...ADMIN] });
+    // This machine's own name, as in the report, when it resolves to an address webhooks may not reach.
+    const own = await dns.lookup(os.hostname(), { all: true }).catch(() => []);
+    const names = [NO_SUCH_NAME];
+    if (own.some(({ address }) => forbiddenAddressReason(address) !== null)) names.push(os.hostname());
+    for (const name of names) await createEndpoint(t, token, { url: `https://${name}/hook` });
+    assert.equal((await t.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints.length, names.length);
+  });
+
+  it('webhooks SSRF: at an attempt, a name that resolves to a refused address and a name that does not resolve fail with the same recorded reason, never the address, and nothing is sent', async () => {
+    const { token } = await t.issueToken({ account: 'wh-attempt-answer', scopes: [...ADMIN] });
+    const r = await receiver();
+    // A name that resolves to the receiver's loopback address. Creation refuses `localhost` by its
+    // text, so the row is written as a name whose DNS answer changed after its creation would be.
+    const account = await t.handle.db.selectFrom('accounts').select('id').where('slug', '=', 'wh-attempt-answer').executeTakeFirstOrThrow();
+    const [local] = await t.handle.db
+      .insertInto('webhook_endpoints')
+      .values({
+        account_id: account.id,
+        url: `http://localhost:${r.port}/hook`,
+        types: JSON.stringify(['user_group.created']),
+        description: null,
+        environment: null,
+        secret_sealed: t.keyring.seal('whsec_AAAA', 'webhook-secret'),
+        created_at: new Date().toISOString(),
+      })
+      .returning('id')
+      .execute();
+    const missing = await createEndpoint(t, token, { url: `http://${NO_SUCH_NAME}:${r.port}/hook`, types: ['user_group.created'] });
+    const hosts = new Map([
+      [Number(local.id), 'localhost'],
+      [Number(missing.id), NO_SUCH_NAME],
+    ]);
+
+    // The test event answers at once; a change's delivery records its attempt.
+    const answers = new Set<string>();
+    for (const [id, host] of hosts) {
+      const res = await t.request('POST', `/api/webhook_endpoints/${id}/test`, { token });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.delivered, false);
+      answers.add(withoutHost(res.body.attempt.error!, host));
+    }
+    assert.equal((await t.request('POST', '/api/user', { token, body: { user_group_id: 'refused-hosts' } })).status, 201);
+    for (const [id, host] of hosts) {
+      let attempts: { error: string | null }[] = [];
+      for (const deadline = Date.now() + GENEROUS_WAIT_MS; attempts.length === 0 && Date.now() < deadline; await sleep(20)) {
+        const listing = await t.request('GET', `/api/webhook_endpoints/${id}/deliveries`, { token });
+        attempts = listing.body.deliveries.flatMap((delivery) => delivery.attempts);
+      }
+      assert.ok(attempts.length > 0, `an attempt is recorded for ${host}`);
+      answers.add(withoutHost(attempts[0].error!, host));
+    }
+    assert.equal(answers.size, 1, `one reason for both names: ${[...answers].join(' | ')}`);
+    const [answer] = answers;
+    assert.match(answer, /public addresses only/);
+    for (const address of ['127.0.0.1', '::1']) assert.ok(!answer.includes(address), answer);
+    assert.equal(r.received.length, 0, 'nothing reached the receiver');
   });
 });

@@ -7,8 +7,6 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import dns from 'node:dns/promises';
-import os from 'node:os';
 import { Webhook } from 'standardwebhooks';
 import { forEachBackend, useTestApp, createGroup, startTestApp, type TestApp } from './helpers/harness.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
@@ -319,22 +317,6 @@ forEachBackend('webhooks: SSRF', (backend) => {
       assert.deepEqual((await t.request('GET', '/api/webhook_endpoints', { token })).body.webhook_endpoints, []);
     });
   }
-
-  it("webhooks SSRF: a refused host name's error never says what it resolves to", async () => {
-    const { token } = await t.issueToken({ account: 'wh-ssrf-dns', scopes: [...ADMIN] });
-    const names = ['localhost'];
-    // The server's own host name, as in the report, when this machine resolves it to an address webhooks may not reach.
-    const own = await dns.lookup(os.hostname(), { all: true }).catch(() => []);
-    if (own.length > 0 && own.some(({ address }) => forbiddenAddressReason(address) !== null)) names.push(os.hostname());
-    for (const name of names) {
-      const addresses = (await dns.lookup(name, { all: true })).map(({ address }) => address);
-      const res = await t.request('POST', '/api/webhook_endpoints', { token, body: { url: `http://${name}:8080/hook` } });
-      assert.equal(res.status, 400, res.text);
-      assert.equal(res.body.error.code, 'webhook_url_forbidden');
-      assert.match(res.body.error.message, /resolves to a private or reserved address/);
-      for (const address of [...addresses, '127.0.0.1', '::1']) assert.ok(!res.text.includes(address), `${name}: the answer names ${address}: ${res.text}`);
-    }
-  });
 
   it('webhooks: a URL that became private is refused at delivery time too', async () => {
     const { token } = await t.issueToken({ account: 'wh-rebind', scopes: [...ADMIN] });

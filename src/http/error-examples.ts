@@ -43,7 +43,7 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   webhook_url_forbidden: {
     summary: 'The webhook URL is not allowed',
     message:
-      'the webhook URL\'s host "hooks.internal.example" resolves to a private or reserved address: webhooks go to public addresses only (UGS_WEBHOOK_ALLOW_PRIVATE)',
+      'the webhook URL\'s host "10.0.0.7" is not a public address, or does not resolve to one: webhooks go to public addresses only (UGS_WEBHOOK_ALLOW_PRIVATE)',
     details: [{ field: 'url', issue: 'forbidden_address' }],
   },
   missing_api_token: { summary: 'No Authorization header', message: 'send the API token as Authorization: Token <API token>' },

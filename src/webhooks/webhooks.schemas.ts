@@ -46,7 +46,7 @@ export const CreateWebhookEndpointBody = Type.Object(
       minLength: 1,
       maxLength: 2048,
       description:
-        'An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).',
+        'An http(s) URL whose host is, or resolves to, public addresses only (a literal loopback, private, link-local, metadata or reserved address, and `localhost`, are `400 webhook_url_forbidden`; a name is resolved at each attempt, never here), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).',
       examples: ['https://example.com/ugs-webhooks'],
     }),
     types: Type.Optional(Type.Array(EventTypeName, { minItems: 1, uniqueItems: true, description: 'Only these event types. Absent: every type.' })),

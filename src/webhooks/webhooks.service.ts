@@ -15,7 +15,7 @@ import { requireScope, type Principal } from '../auth/principal.ts';
 import type { EventType } from '../events/outbox.ts';
 import type { Actor } from '../audit/audit.repository.ts';
 import { auditEndpoint } from './webhook-audit.ts';
-import { checkWebhookTarget, WebhookAddressError } from './webhook-address.ts';
+import { parseWebhookUrl, WebhookAddressError } from './webhook-address.ts';
 import { generateWebhookSecret, sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
 import {
   attemptsOf,
@@ -66,18 +66,18 @@ function notFound(id: number): AppError {
 }
 
 /**
- * The URL, refused with a 400 that says why when it is not http(s) or its host resolves to an
- * address webhooks may not reach. A host that does not resolve yet (its DNS is still being set
- * up, or this machine has none) is accepted: every delivery resolves and checks it again, and
- * sends nothing to a forbidden address (docs/api.md, "Webhooks").
+ * The URL, refused with a 400 that says why when it is not http(s) or when the URL itself says
+ * it leads where webhooks may not go (a private or reserved literal address, `localhost`). A
+ * name is not resolved here: whether it exists, or where it points, must not change the
+ * answer. Every attempt resolves and checks it, and sends nothing to a forbidden address
+ * (docs/api.md, "Webhooks").
  */
-export async function checkEndpointUrl(url: string, allowPrivate: boolean): Promise<void> {
+export function checkEndpointUrl(url: string, allowPrivate: boolean): void {
   refuseUserinfo(url);
   try {
-    await checkWebhookTarget(url, allowPrivate);
+    parseWebhookUrl(url, allowPrivate);
   } catch (err) {
     if (!(err instanceof WebhookAddressError)) throw err;
-    if (err.issue === 'unresolvable') return;
     if (err.issue === 'forbidden_address') throw new AppError('webhook_url_forbidden', err.message, { details: [{ field: 'url', issue: err.issue }] });
     throw new AppError('validation_failed', err.message, { details: [{ field: 'url', issue: err.issue }] });
   }
@@ -94,7 +94,7 @@ function refuseUserinfo(url: string): void {
   try {
     parsed = new URL(url);
   } catch {
-    return; // checkWebhookTarget says why
+    return; // parseWebhookUrl says why
   }
   if (parsed.username === '' && parsed.password === '') return;
   throw new AppError(
@@ -130,7 +130,7 @@ export async function createEndpoint(
   actor: Actor,
   now: Date,
 ): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
-  await checkEndpointUrl(input.url, deps.allowPrivate);
+  checkEndpointUrl(input.url, deps.allowPrivate);
   const secret = generateWebhookSecret();
   const endpoint = await inTransaction(deps.database, async (trx) => {
     await refuseBeyondCap(trx, visible, deps.maxEndpoints);
