@@ -3,7 +3,10 @@
 // nobody will open again, answer 201, and say it is ready; the next start would find an
 // empty database. Instead writes answer 503 storage_unavailable at once, /readyz turns 503,
 // and one log line says what happened and where the process still holds what it wrote.
-// On a real server process, as `npm start` runs it. SQLite only: PostgreSQL has no such file.
+// And whatever the order of a write and the deletion, a 503 changed nothing and a committed
+// write is acknowledged: what the process holds open has exactly the writes answered 201.
+// On a real server process, as `npm start` runs it, and in this process where the deletion
+// must fall at one chosen statement. SQLite only: PostgreSQL has no such file.
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -12,6 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { buildTestApp, issueTestToken, openTestDatabase } from './helpers/harness.ts';
+import type { DatabaseHandle } from '../src/db/database.ts';
 import { eventually } from './helpers/wait.ts';
 
 interface Deployment {
@@ -42,6 +47,19 @@ async function assertWritesRefused(d: Deployment, id: string): Promise<void> {
   const ready = await httpRequest(d.server.baseUrl, 'GET', '/readyz');
   assert.equal(ready.status, 503, ready.text);
   assert.equal(ready.body.error.code, 'storage_unavailable');
+}
+
+/** The user_group_ids in a copy of the files a process holds open (the way back docs/operations.md gives). */
+function idsInCopy(dir: string, open: { database?: string; wal?: string }): string[] {
+  const copy = path.join(dir, `recovered-${crypto.randomUUID()}.sqlite`);
+  fs.copyFileSync(String(open.database), copy);
+  if (open.wal) fs.copyFileSync(open.wal, `${copy}-wal`);
+  const recovered = new SQLite(copy, { readonly: true });
+  try {
+    return (recovered.prepare('select provided_id from user_groups order by provided_id').all() as { provided_id: string }[]).map((r) => r.provided_id);
+  } finally {
+    recovered.close();
+  }
 }
 
 /** The JSON log line whose message matches `pattern`. */
@@ -85,13 +103,11 @@ describe('[sqlite] the database file deleted or replaced while the service runs'
     assert.ok(!fs.existsSync(d.file), 'nothing made a new file at the path');
 
     // The way back the line gives: the files the process holds open.
-    const copy = path.join(d.dir, 'recovered.sqlite');
-    fs.copyFileSync(String(line.open_database), copy);
-    fs.copyFileSync(String(line.open_wal), `${copy}-wal`);
-    const recovered = new SQLite(copy, { readonly: true });
-    const ids = (recovered.prepare('select provided_id from user_groups order by provided_id').all() as { provided_id: string }[]).map((r) => r.provided_id);
-    recovered.close();
-    assert.deepEqual(ids, acknowledged, 'every acknowledged write, and not the refused one');
+    assert.deepEqual(
+      idsInCopy(d.dir, { database: String(line.open_database), wal: String(line.open_wal) }),
+      acknowledged,
+      'every acknowledged write, and not the refused one',
+    );
 
     assert.deepEqual(await d.server.stop(), { code: 0, signal: null }, d.server.output());
   });
@@ -121,5 +137,103 @@ describe('[sqlite] the database file deleted or replaced while the service runs'
     fs.rmSync(`${d.file}-wal`);
     await assertWritesRefused(d, 'after');
     await logLine(d, /write-ahead log \(-wal\) [^"]*-wal was deleted while the service ran: writes answer 503/);
+  });
+});
+
+describe('[sqlite] a write and the deletion of its file, in either order: a 503 changed nothing, a committed write is acknowledged', () => {
+  it('data/ deleted under 60 concurrent creates: what the process holds open has exactly the creates answered 201, none of those answered 503', async () => {
+    const d = await deploy();
+    try {
+      const answers = new Map<string, number>();
+      const ids = Array.from({ length: 60 }, (_, i) => `load-${String(i).padStart(2, '0')}`);
+      // Eight at a time; data/ goes when 20 are answered, with eight writes in flight.
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          for (let id = ids.shift(); id !== undefined; id = ids.shift()) {
+            answers.set(id, (await create(d, id)).status);
+            if (answers.size === 20) fs.rmSync(path.dirname(d.file), { recursive: true });
+          }
+        }),
+      );
+      assert.ok(
+        [...answers.values()].every((status) => status === 201 || status === 503),
+        JSON.stringify([...answers]),
+      );
+      const line = await logLine(d, /was deleted while the service ran/);
+      const acknowledged = [...answers].filter(([, status]) => status === 201).map(([id]) => id);
+      assert.deepEqual(idsInCopy(d.dir, { database: String(line.open_database), wal: line.open_wal as string | undefined }), acknowledged.sort());
+    } finally {
+      await d.server.stop();
+      fs.rmSync(d.dir, { recursive: true, force: true });
+    }
+  });
+
+  /**
+   * An app in this process whose database deletes its own file when, once armed, the
+   * statement `at` runs after a statement `after` (or is it): the deletion falls exactly
+   * there, which no timing of a real `rm` can promise.
+   */
+  async function deletedAt(after: RegExp, at: RegExp) {
+    let armed = false;
+    let seen = false;
+    let file = '';
+    const database = await openTestDatabase('sqlite', {
+      onQuery: (event) => {
+        if (!armed) return;
+        seen ||= after.test(event.query.sql);
+        if (!seen || !at.test(event.query.sql)) return;
+        armed = false;
+        fs.rmSync(file);
+      },
+    });
+    file = database.url.slice('sqlite:'.length);
+    const { app, request } = await buildTestApp(database);
+    const { token } = await issueTestToken(database.handle, { account: 'file-order' });
+    return {
+      handle: database.handle as DatabaseHandle,
+      create: (id: string) => request('POST', '/api/user', { token, body: { user_group_id: id } }),
+      arm: () => {
+        armed = true;
+      },
+      async close() {
+        await app.close();
+        await database.close();
+      },
+    };
+  }
+
+  it("the file deleted inside a create's transaction, after its insert and before its commit: 503 storage_unavailable, and the create is not in what the process holds open", async () => {
+    const t = await deletedAt(/^insert into "user_groups"/, /^insert into "user_groups"/);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-dbfile-order-'));
+    try {
+      assert.equal((await t.create('before')).status, 201);
+      t.arm();
+      const refused = await t.create('mid-transaction');
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.body.error.code, 'storage_unavailable');
+      const open = t.handle.fileProblem?.()?.openCopies;
+      assert.ok(open?.database, 'the process still holds the deleted file');
+      assert.deepEqual(idsInCopy(dir, open), ['before'], 'the 503 changed nothing');
+    } finally {
+      await t.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the file deleted just after a create commits: the create is acknowledged (201) and is in what the process holds open; the next write is refused', async () => {
+    const t = await deletedAt(/^insert into "user_groups"/, /^commit/i);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-dbfile-order-'));
+    try {
+      assert.equal((await t.create('before')).status, 201);
+      t.arm();
+      const committed = await t.create('committed');
+      assert.equal(committed.status, 201, committed.text);
+      const refused = await t.create('after');
+      assert.equal(refused.status, 503, refused.text);
+      assert.deepEqual(idsInCopy(dir, t.handle.fileProblem?.()?.openCopies ?? {}), ['before', 'committed']);
+    } finally {
+      await t.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -226,23 +226,24 @@ function withStatementCache(connection: SQLite.Database, watch: Pick<SqliteFileW
 type SqliteStatement = ReturnType<SqliteDatabase['prepare']>;
 
 /**
- * A statement that writes runs only while the database file at the path is the one opened
+ * A write commits only while the database file at the path is the one opened
  * (sqlite-file-watch.ts): checked before a transaction begins (or a write on its own runs),
- * and after it commits, so that an answer never acknowledges a write into a deleted or
- * replaced file; the error is answered 503 storage_unavailable. A rollback is never stopped.
- * Inside a transaction nothing is checked: its commit is.
+ * and again just before its COMMIT, so that a file deleted or replaced meanwhile rolls the
+ * transaction back and the error is answered 503 storage_unavailable with nothing changed.
+ * Never after a commit: a committed write is acknowledged, never answered 5xx (a file that
+ * goes in the instant between the last check and the commit holds that write, in the copy
+ * the process keeps open; the next write is refused). A rollback is never stopped.
  */
 function guardedWrite(connection: SQLite.Database, statement: SQLite.Statement, watch: Pick<SqliteFileWatch, 'assertIntact'>): SqliteStatement {
   const rollback = /^\s*rollback\b/i.test(statement.source);
+  const commit = /^\s*(commit|end)\b/i.test(statement.source);
   return {
     reader: false,
     all: (parameters) => statement.all(parameters),
     iterate: (parameters) => statement.iterate(parameters),
     run(parameters) {
-      if (!connection.inTransaction && !rollback) watch.assertIntact();
-      const result = statement.run(parameters);
-      if (!connection.inTransaction && !rollback) watch.assertIntact();
-      return result;
+      if (commit || (!connection.inTransaction && !rollback)) watch.assertIntact();
+      return statement.run(parameters);
     },
   };
 }

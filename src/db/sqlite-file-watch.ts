@@ -2,10 +2,11 @@
 // keeps working on a file that was deleted (`rm -r data/`) or replaced (a copy moved over it)
 // while the service runs: commits succeed, into a file nobody will ever open again, and the
 // next start finds an empty database (and prints a new first-start token). So the path is
-// compared with what was opened, by device and inode: before a write begins and after it
-// commits (sqlite-write-guard in database.ts: nothing is acknowledged into a file that is no
-// longer at its path), on every /readyz, and every second, to log the moment it happens
-// (docs/operations.md, "The database file was deleted or replaced").
+// compared with what was opened, by device and inode: before a write begins and just before it
+// commits (guardedWrite in database.ts: a write is refused, and rolled back, rather than
+// committed into a file that is no longer at its path; once committed it is acknowledged), on
+// every /readyz, and every second, to log the moment it happens (docs/operations.md, "The
+// database file was deleted or replaced").
 import fs from 'node:fs';
 import path from 'node:path';
 
