@@ -125,7 +125,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerDocsRoutes(app);
   registerConsoleRoutes(app);
 
-  registerOperationalRoutes(app, deps.database);
+  registerOperationalRoutes(app, deps.database, deps.workers);
   metrics.watchDatabase(deps.database);
   registerMetrics(app, metrics, deps.workers?.metricsText);
   deps.workers?.shareMetrics(metrics.registry);

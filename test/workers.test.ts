@@ -1,7 +1,8 @@
 // UGS_WORKERS (docs/operations.md, "Workers"): several server processes on one port, on real
 // processes and sockets. One start (one migration run, one banner), rate limits and /metrics
 // for the whole instance, SIGTERM to the primary alone drains every worker, a dead worker is
-// replaced, and workers that keep dying stop the instance.
+// replaced (also one that served while another was still starting), /readyz is 200 only while
+// every worker serves, and workers that keep dying stop the instance.
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -12,11 +13,13 @@ import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { Scrape } from './helpers/prometheus.ts';
-import { httpRequest, issueTokenWithCli, runNode, SERVER_ENTRY, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, issueTokenWithCli, ROOT, runNode, SERVER_ENTRY, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { slowPost, tryConnect } from './helpers/requests.ts';
 import { answeredBy, childPids, isRunning, logLines, waitUntil, workerPids } from './helpers/workers.ts';
 
 const RATE_LIMIT_MAX = 12;
+/** Holds one worker's start until a file exists (node --import; test/helpers/hold-worker-start.mjs). */
+const HOLD_WORKER_START = path.join(ROOT, 'test/helpers/hold-worker-start.mjs');
 
 /** A request on a connection of its own: the primary hands each new connection to the next worker. */
 function onNewConnection(baseUrl: string, method: string, pathAndQuery: string, options: Parameters<typeof httpRequest>[3] = {}) {
@@ -155,6 +158,72 @@ forEachBackend('two workers', (backend) => {
     assert.equal(new Set(served.values()).size, 2, 'both workers had requests in flight');
     assert.deepEqual(await server.stop('SIGTERM'), { code: 0, signal: null }, server.output());
     for (const pid of workers) assert.equal(isRunning(pid), false, `worker ${pid} is gone`);
+  });
+
+  /**
+   * Two workers, of which the one with cluster id `held` (3: the first replacement) does not
+   * start until release(). With 1 or 2 held, the server is there once the other worker listens.
+   */
+  async function startHolding(held: number) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-workers-hold-'));
+    const go = path.join(dir, 'go');
+    const server = await spawnServer(
+      { ...env, UGS_WORKERS: '2', HOLD_WORKER: String(held), HOLD_UNTIL: go },
+      { nodeArgs: ['--import', HOLD_WORKER_START], listening: held <= 2 ? /worker listening at (http:\/\/127\.0\.0\.1:\d+)/ : undefined },
+    );
+    running.push(server);
+    after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    return { server, release: () => fs.writeFileSync(go, '') };
+  }
+
+  /** /readyz's status on `count` new connections in a row (the primary hands them to the workers in turn). */
+  async function readiness(baseUrl: string, count = 4): Promise<number[]> {
+    const statuses = [];
+    for (let i = 0; i < count; i++) statuses.push((await onNewConnection(baseUrl, 'GET', '/readyz')).status);
+    return statuses;
+  }
+
+  it('workers: /readyz is 503 unavailable while a worker is still starting, though another serves, and 200 once both serve', async () => {
+    const { server, release } = await startHolding(2);
+    assert.equal((await onNewConnection(server.baseUrl, 'GET', '/healthz')).status, 200, 'one worker serves');
+    const starting = await onNewConnection(server.baseUrl, 'GET', '/readyz');
+    assert.equal(starting.status, 503, starting.text);
+    assert.equal(starting.body.error.code, 'unavailable');
+    assert.match(starting.body.error.message, /not every worker of this instance serves yet/);
+    assert.ok(starting.headers['retry-after']);
+    assert.deepEqual(await readiness(server.baseUrl), [503, 503, 503, 503]);
+
+    release();
+    await server.waitForOutput(/Server listening at/);
+    await waitUntil(async () => (await readiness(server.baseUrl)).every((status) => status === 200), '/readyz 200 on both workers');
+  });
+
+  it('workers: kill -9 of a worker that serves while the other is still starting does not stop the instance: it is replaced and the start completes', async () => {
+    const { server, release } = await startHolding(2);
+    const servingPid = Number(logLines(server).find((line) => String(line.msg).startsWith('worker listening at'))?.pid);
+    assert.equal((await onNewConnection(server.baseUrl, 'GET', '/healthz')).status, 200, 'it serves');
+    process.kill(servingPid, 'SIGKILL');
+    await server.waitForOutput(/"msg":"a worker died; starting another"/);
+    release();
+    // With PORT=0 the port closed when its only listener died: the start completes on a new one.
+    const [, baseUrl] = await server.waitForOutput(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
+    const workers = await workerPids(server, 2);
+    assert.equal(workers.includes(servingPid), false);
+    await waitUntil(async () => (await readiness(baseUrl)).every((status) => status === 200), '/readyz 200 on both workers');
+    assert.doesNotMatch(server.output(), /a worker exited before it could serve/);
+    assert.equal(server.child.exitCode, null, 'the instance still runs');
+  });
+
+  it('workers: after a worker dies, /readyz is 503 until its replacement serves', async () => {
+    const { server, release } = await startHolding(3);
+    const [victim] = await workerPids(server, 2);
+    await waitUntil(async () => (await readiness(server.baseUrl)).every((status) => status === 200), '/readyz 200 on both workers');
+    process.kill(victim, 'SIGKILL');
+    await server.waitForOutput(/"msg":"a worker died; starting another"/);
+    await waitUntil(async () => (await readiness(server.baseUrl, 1))[0] === 503, '/readyz 503 on the worker left');
+    assert.deepEqual(await readiness(server.baseUrl), [503, 503, 503, 503], 'while the replacement starts');
+    release();
+    await waitUntil(async () => (await readiness(server.baseUrl)).every((status) => status === 200), '/readyz 200 once the replacement serves');
   });
 
   it('workers: workers that keep dying stop the instance with exit code 1 instead of starting new ones forever', async () => {

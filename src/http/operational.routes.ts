@@ -17,7 +17,13 @@ export const operationalCodeSamples = {
   metrics: curl('curl "$UGS/metrics"'),
 };
 
-export function registerOperationalRoutes(app: FastifyInstance, database: DatabaseHandle): void {
+/** The workers of an instance (UGS_WORKERS above 1), as /readyz sees them. */
+export interface WorkersReadiness {
+  /** Whether every worker of the instance serves: false while one starts, or after one died until its replacement serves. */
+  everyWorkerServes(): boolean;
+}
+
+export function registerOperationalRoutes(app: FastifyInstance, database: DatabaseHandle, workers?: WorkersReadiness): void {
   app.get(
     '/healthz',
     {
@@ -40,7 +46,7 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         operationId: 'ready',
         summary: 'The database is reachable',
         description:
-          "Answers 200 when the database answers within 2 s and holds the service's tables, else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.",
+          "Answers 200 when the database answers within 2 s and holds the service's tables (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.",
         response: { 200: { ...Status, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable', 'storage_unavailable') },
       },
     },
@@ -48,6 +54,12 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
       // A deleted or replaced SQLite file still answers a ping (the process holds it open), but
       // nothing written there would survive: not ready (docs/operations.md).
       if (database.fileProblem?.()) throw storageUnavailable('file_gone');
+      // An instance of several workers is ready when all of them serve, not when this one does
+      // (docs/operations.md, "Workers").
+      if (workers && !workers.everyWorkerServes())
+        throw new AppError('unavailable', 'not every worker of this instance serves yet: one is starting', {
+          headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+        });
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([

@@ -56,8 +56,13 @@ export interface ServerProcess {
 /**
  * `openFiles`: the open-files limit the server runs under (`ulimit -n`), as a host may set it.
  * `nodeArgs`: options for Node itself, before the server's script (`--expose-gc`, `--import`).
+ * `listening`: the line that says the server takes requests, with its URL as the first group:
+ * the start's "Server listening at" unless told (one worker's line, while another starts).
  */
-export async function spawnServer(env: Record<string, string>, options: { openFiles?: number; nodeArgs?: string[] } = {}): Promise<ServerProcess> {
+export async function spawnServer(
+  env: Record<string, string>,
+  options: { openFiles?: number; nodeArgs?: string[]; listening?: RegExp } = {},
+): Promise<ServerProcess> {
   const nodeArgs = [...(options.nodeArgs ?? []), SERVER_ENTRY];
   const [command, args] =
     options.openFiles === undefined
@@ -81,7 +86,7 @@ export async function spawnServer(env: Record<string, string>, options: { openFi
     }, 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      const match = (options.listening ?? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/).exec(output);
       if (match) {
         clearTimeout(timer);
         resolve(match[1]);

@@ -3,8 +3,10 @@
 // (the key file, the migrations, the keys every stored secret needs), starts the workers, which
 // share its port through Node's cluster (round-robin: the primary accepts each connection and
 // hands it to the next worker), says "Server listening at" once all of them listen, and prints
-// the first start's banner. Then it keeps the count of workers: one that dies is replaced; if
-// they keep dying, everything stops with exit code 1. On SIGTERM every worker finishes its
+// the first start's banner. Then it keeps the count of workers: one that dies having served is
+// replaced, at the start as later (only a worker that exits before it could serve fails the
+// start); if they keep dying, everything stops with exit code 1. It tells the workers whether
+// every one of them serves, which their /readyz answers. On SIGTERM every worker finishes its
 // in-flight requests and the primary exits 0 when all have.
 //
 // For the workers it keeps what must be one for the whole instance: the rate limits' counters
@@ -21,7 +23,7 @@ import { refuseMissingKeys, startWarnings, StartRefused } from '../startup.ts';
 import { Channel } from './channel.ts';
 import { RATE_LIMIT_CHECKS, RateLimitCounters } from './shared-rate-limits.ts';
 import { METRICS_TEXT, MetricsAcrossWorkers } from './shared-metrics.ts';
-import { EVENTS, LISTENING, WATCHER } from './worker-link.ts';
+import { EVENTS, EVERY_WORKER_SERVES, LISTENING, WATCHER } from './worker-link.ts';
 
 const LOG_FLUSH_AT_EXIT_MS = 2000;
 /** Workers that die within this window count together. */
@@ -71,6 +73,12 @@ export async function runPrimary(config: Config): Promise<void> {
   let address = '';
 
   const serving = () => new Map([...members].filter(([, member]) => member.listening).map(([id, member]) => [id, member.channel]));
+  // Whether every worker serves, told to the workers that serve each time it may have changed:
+  // /readyz is 200 only then (docs/operations.md, "Workers").
+  const tellReadiness = () => {
+    const everyWorkerServes = !stopping && members.size === config.workers && [...members.values()].every((member) => member.listening);
+    for (const channel of serving().values()) channel.notify(EVERY_WORKER_SERVES, everyWorkerServes);
+  };
   const appointWatcher = () => {
     if (watcher !== undefined && members.get(watcher)?.listening) return;
     const next = [...members.values()].find((member) => member.listening);
@@ -92,9 +100,12 @@ export async function runPrimary(config: Config): Promise<void> {
       for (const [id, other] of serving()) if (id !== worker.id) other.notify(EVENTS, notice);
     });
     channel.handle(LISTENING, (at) => {
+      // The first to listen, or the first after every worker that listened died: with PORT=0
+      // the port closed with the last of them, and this one has a new one.
+      if (serving().size === 0) address = String(at);
       member.listening = true;
-      address ||= String(at);
       appointWatcher();
+      tellReadiness();
       if (!started && [...members.values()].every((m) => m.listening)) {
         started = true;
         reportListening(address);
@@ -111,6 +122,7 @@ export async function runPrimary(config: Config): Promise<void> {
     metrics.retire(worker.id);
     if (watcher === worker.id) watcher = undefined;
     appointWatcher();
+    tellReadiness();
     const how = { worker: worker.id, worker_pid: worker.process.pid, code, signal }; // `pid` is the primary's own, in every line
     if (stopping) {
       // Stopped cleanly: it drained (exit 0), or was told to stop before it could listen.
@@ -118,7 +130,9 @@ export async function runPrimary(config: Config): Promise<void> {
       if (members.size === 0) finishStopping();
       return;
     }
-    if (!started) {
+    // Only a worker that never served fails the start (its port taken, a setting it alone
+    // reads): one that served and died is replaced, even while another is still starting.
+    if (!started && !member?.listening) {
       reportStartFailure(new StartRefused(`a worker exited before it could serve (exit code ${code}${signal ? `, ${signal}` : ''}): see its message above`));
       return;
     }

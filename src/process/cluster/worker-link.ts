@@ -15,6 +15,8 @@ export const LISTENING = 'listening';
 export const WATCHER = 'watcher';
 /** Worker → primary → the other workers: a worker numbered change events. */
 export const EVENTS = 'events';
+/** Primary → every worker that serves: whether every worker of the instance serves (a boolean). */
+export const EVERY_WORKER_SERVES = 'every-worker-serves';
 
 export interface EventsNotice {
   /** null: events of other instances (any account may have some). */
@@ -37,6 +39,8 @@ export interface SharedAcrossWorkers {
   shareEvents(sequencer: EventSequencer, dispatcher: WebhookDispatcher): (listener: NewEventsListener) => void;
   /** Tells the primary that this worker serves, at `address`. */
   listening(address: string): void;
+  /** Whether every worker of the instance serves, as the primary last said: false until it says so. */
+  everyWorkerServes(): boolean;
 }
 
 export function linkToPrimary(): SharedAcrossWorkers {
@@ -46,6 +50,10 @@ export function linkToPrimary(): SharedAcrossWorkers {
   });
   process.on('message', (message) => channel.receive(message));
   process.once('disconnect', () => channel.close('the primary process is gone'));
+  let everyWorkerServes = false;
+  channel.handle(EVERY_WORKER_SERVES, (body) => {
+    everyWorkerServes = body === true;
+  });
 
   return {
     rateLimitStore: primaryRateLimitStore(channel),
@@ -76,5 +84,6 @@ export function linkToPrimary(): SharedAcrossWorkers {
     listening(address) {
       channel.notify(LISTENING, address);
     },
+    everyWorkerServes: () => everyWorkerServes,
   };
 }
