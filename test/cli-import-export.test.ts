@@ -54,7 +54,7 @@ forEachBackend('ugs import and ugs export', (backend) => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-import-'));
     env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
     server = await spawnServer(env);
-    for (const account of ['source', 'copy', 'nd', 'csv', 'bad', 'dry', 'tty', 'big', 'enc', 'semi'])
+    for (const account of ['source', 'copy', 'nd', 'csv', 'bad', 'dry', 'tty', 'big', 'enc', 'semi', 'stops', 'nd-stops'])
       assert.equal((await ugs('account', 'create', account)).code, 0);
   });
   after(async () => {
@@ -292,6 +292,49 @@ forEachBackend('ugs import and ugs export', (backend) => {
     const q = await ugs('import', quote, '--account', 'semi', '--env', 'Customer');
     assert.equal(q.code, 1);
     assert.match(q.stderr, /^ugs: the CSV file cannot be read in the row at line 5: Invalid Closing Quote/);
+  });
+
+  it('import: a CSV row that cannot be parsed stops the import at its line, and every row before it is imported, also those of its own batch and many batches of them', async () => {
+    // Line 3 does not parse (a quote closed in the middle of a cell): line 2 is in, line 4 is not read.
+    const third = file('third-line.csv', 'user_group_id,name\nbefore,ok\nbroken,"x"y\nafter,z\n');
+    const r = await ugs('import', third, '--account', 'stops', '--env', 'Customer');
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /^ugs: the CSV file cannot be read in the row at line 3: Invalid Closing Quote.*\(the rows before it were imported: fix the file and run the import again\)/,
+    );
+    assert.deepEqual(
+      lines(await exported('stops')).map((g) => g.user_group_id),
+      ['before'],
+    );
+    // 2,500 rows before it: more than the parser holds ahead of the reader, and three batches.
+    const ids = Array.from({ length: 2500 }, (_, i) => `row-${String(i).padStart(4, '0')}`);
+    const many = file('many-then-broken.csv', `user_group_id\n${ids.join('\n')}\n"broken"x\nafter\n`);
+    const m = await ugs('import', many, '--account', 'stops', '--env', 'Customer');
+    assert.equal(m.code, 1, m.stderr);
+    assert.match(m.stderr, /in the row at line 2502: Invalid Closing Quote/);
+    assert.deepEqual(
+      lines(await exported('stops')).map((g) => g.user_group_id),
+      ['before', ...ids],
+    );
+  });
+
+  it('import: an NDJSON line that does not parse fails alone: the lines before and after it are imported (no line stops an NDJSON import)', async () => {
+    const input = file(
+      'third-line.ndjson',
+      `${JSON.stringify({ user_group_id: 'before' })}\n${JSON.stringify({ user_group_id: 'first' })}\n{"user_group_id": "broken",\n${JSON.stringify({ user_group_id: 'after' })}\n`,
+    );
+    const r = await ugs('import', input, '--account', 'nd-stops', '--env', 'Customer');
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stdout, /imported 4 rows: 3 created, 0 updated, 0 unchanged, 1 failed/);
+    assert.deepEqual(
+      lines(fs.readFileSync(`${input}.errors.ndjson`, 'utf8')).map((e) => [e.row, e.error.code]),
+      [[3, 'invalid_json']],
+    );
+    assert.deepEqual(
+      lines(await exported('nd-stops')).map((g) => g.user_group_id),
+      ['before', 'first', 'after'],
+    );
   });
 
   it('import --dry-run: checks every row with the same validator, reports what would fail, writes nothing', async () => {

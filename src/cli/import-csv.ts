@@ -2,11 +2,12 @@
 // naming the fields, then one item per row. Fields are separated by commas, or by semicolons
 // or tabs when the header has no comma but has those (a spreadsheet in a locale whose decimal
 // separator is the comma saves ";"). A row's number is the line where it starts, also when a
-// quoted cell spans lines. A row over MAX_ROW_BYTES (often a quote left open, which makes the
-// rest of the file one row) stops the import there, without reading it all.
+// quoted cell spans lines. A row that cannot be parsed, or is over MAX_ROW_BYTES (often a quote
+// left open, which makes the rest of the file one row), stops the import there, after the rows
+// before it and without reading the rest.
 import fs from 'node:fs';
 import { pipeline } from 'node:stream';
-import { parse } from 'csv-parse';
+import { parse, type CsvError } from 'csv-parse';
 import { MAX_ROW_BYTES, Utf8LineCheck } from './import-lines.ts';
 import { ImportFileError, parseJson, rowNotUtf8, type ImportRow } from './import-row.ts';
 import type { TSchema } from 'typebox';
@@ -68,19 +69,34 @@ export async function* csvRows(file: string, stream: fs.ReadStream): AsyncGenera
   let nextLine = 1;
   /** The first and last line of each record made and not yet read here, in order. */
   const spans: [number, number][] = [];
+  // The first row that cannot be parsed: the rows before it are read (and imported), then the
+  // import stops there (README, "Import, export and backup"). A parse error that ended the
+  // parser's stream would drop the rows it had made and this reader had not read yet, so the
+  // parser skips the row and says so here instead; then it ends after the rows it made before,
+  // makes no more, and no more of the file is read.
+  let unreadable: { err: CsvError; line: number } | undefined;
   const parser = parse({
     bom: true,
     relax_column_count: true,
     delimiter,
     max_record_size: MAX_ROW_BYTES,
+    skip_records_with_error: true,
+    on_skip: (err): undefined => {
+      if (unreadable || !err) return undefined;
+      unreadable = { err, line: nextLine };
+      stream.unpipe();
+      parser.push(null);
+      return undefined;
+    },
     on_record: (cells: string[]) => {
+      if (unreadable) return null;
       const first = nextLine;
       nextLine += 1 + lineBreaksIn(cells);
       spans.push([first, nextLine - 1]);
       return cells;
     },
   });
-  // An error of any stage ends the parser's iteration with that error.
+  // An error of any other stage ends the parser's iteration with that error.
   pipeline(stream, utf8, parser, () => undefined);
   let header: string[] | undefined;
   try {
@@ -95,10 +111,12 @@ export async function* csvRows(file: string, stream: fs.ReadStream): AsyncGenera
       }
       yield notUtf8 ? { row: first, item: cellsOf(header, cells), failure: rowNotUtf8(`the row at line ${first}`) } : csvItem(header, cells, first);
     }
+    if (unreadable) throw readError(unreadable.err, unreadable.line, delimiter);
   } catch (err) {
-    stream.destroy();
     if (err instanceof ImportFileError) throw err;
     throw readError(err as Error & { code?: string }, nextLine, delimiter);
+  } finally {
+    stream.destroy();
   }
   if (!header) throw new ImportFileError('the CSV file is empty: its first row names the fields (user_group_id, name, …)');
 }

@@ -21,7 +21,7 @@ export function importFormatOf(file: string, given: ImportFormat | undefined): I
 /**
  * The rows of `file`, in order. `stream` is the file's stream, whose bytesRead the caller may
  * read for progress. A CSV file that cannot be parsed on (an unclosed quote) throws, naming
- * the line.
+ * the line, once every row before that line has been given.
  */
 export function readImportRows(file: string, format: ImportFormat): { stream: fs.ReadStream; rows: AsyncGenerator<ImportRow> } {
   const stream = fs.createReadStream(file);
