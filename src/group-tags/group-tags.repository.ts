@@ -2,8 +2,9 @@
 // 0014), the groups that carry each in user_group_tags (0003), and the batch writes of a
 // rename or a delete. Every statement names the tenant: the set by its account and
 // environment, the tag rows by their scope text, the groups by ownedBy.
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import { sql } from '../db/kysely.ts';
+import type { Dialect } from '../db/database.ts';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
 import { prefixEnd } from '../db/code-point-order.ts';
@@ -15,19 +16,38 @@ export interface GroupTagCount {
 }
 
 /** How many groups of the tenant carry `name`: an index range of the tag rows' key (scope, tag, team_id). */
-const carriersOf = (tenant: Tenant, name: ReturnType<typeof sql.ref> | string) =>
+const carriersOf = (tenant: Tenant, name: RawBuilder<string> | string) =>
   sql<number | string>`(select count(*) from user_group_tags where user_group_tags.scope = ${scopeOf(tenant)} and user_group_tags.tag = ${name})`;
+
+/**
+ * The set's name as the tag rows compare it. On PostgreSQL the set's names are in the "C"
+ * collation (its key is the listing's code-point order: migration 0014) and the tag rows' in
+ * the database's default one (0003); compared as they are, "C" wins, which the tag rows' key
+ * cannot answer, so each count would read every tag row of the tenant (a page of 100 tags
+ * took seconds at 100,000 tags). In the tag rows' collation the count is one range of their
+ * key. The result is the same: equality in a deterministic collation is equality of the bytes.
+ * (Rather than a migration of the tag rows to "C": it would rebuild their key under an
+ * exclusive lock, and past a few million rows take longer than the statement timeout every
+ * migration runs under. SQLite compares both the same way already.)
+ */
+const nameAsTagRowsCompare = (dialect: Dialect) =>
+  dialect === 'postgres' ? sql<string>`(group_tag_set.name collate "default")` : sql<string>`group_tag_set.name`;
 
 /**
  * A page of the tenant's tags in code-point order, after `after` (a cursor) and starting with
  * `prefix`, each with how many groups carry it: one range of the set's key, and for each tag
  * a count of its rows in the tag table's key.
  */
-export async function listGroupTags(db: Kysely<Database>, tenant: Tenant, page: { after?: string; prefix?: string; limit: number }): Promise<GroupTagCount[]> {
+export async function listGroupTags(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  tenant: Tenant,
+  page: { after?: string; prefix?: string; limit: number },
+): Promise<GroupTagCount[]> {
   const end = page.prefix === undefined ? undefined : prefixEnd(page.prefix);
   const rows = await db
     .selectFrom('group_tag_set')
-    .select(['name', carriersOf(tenant, sql.ref('group_tag_set.name')).as('user_group_count')])
+    .select(['name', carriersOf(tenant, nameAsTagRowsCompare(dialect)).as('user_group_count')])
     .where('account_id', '=', tenant.accountId)
     .where('environment', '=', tenant.environment)
     .$if(page.after !== undefined, (q) => q.where('name', '>', page.after!))

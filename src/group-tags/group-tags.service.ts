@@ -54,7 +54,7 @@ export async function listGroupTagsPage(
   const tenant = tenantOf(principal, query.api_environment_tag);
   const limit = query.limit ?? 100;
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-  const rows = await listGroupTags(deps.database.db, tenant, { after, prefix: query.q, limit: limit + 1 });
+  const rows = await listGroupTags(deps.database.db, deps.database.dialect, tenant, { after, prefix: query.q, limit: limit + 1 });
   const page = rows.slice(0, limit);
   return { tags: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].name) : null };
 }
