@@ -1,7 +1,7 @@
 // The embed side's schemas, declared once: validation, response allow-lists (no token can
 // reach a response that is serialized from these) and the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
+import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, UNDIRECTED_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
 import { dashboardFieldSchemas } from '../user-groups/group-fields.ts';
 
@@ -42,8 +42,9 @@ const ViewerAttributes = Type.Unsafe<Record<string, string | number | boolean>>(
   type: 'object',
   maxProperties: VIEWER_MAX_ATTRIBUTES,
   propertyNames: { minLength: 1, maxLength: 64, pattern: PLAIN_TEXT },
-  additionalProperties: { type: ['string', 'number', 'boolean'], maxLength: VIEWER_ATTRIBUTE_MAX_CHARS },
-  description: `What your dashboard and data API filter by, such as \`region\`: at most ${VIEWER_MAX_ATTRIBUTES} keys of 1-64 characters (plain text), each a string (at most ${VIEWER_ATTRIBUTE_MAX_CHARS} characters), a number or a boolean; no nesting, no null. In the variables they replace the group's properties of the same name.`,
+  // A value is signed into the token and handed to data APIs as given (a NUL breaks PostgreSQL's jsonb): no control or bidirectional control characters.
+  additionalProperties: { type: ['string', 'number', 'boolean'], maxLength: VIEWER_ATTRIBUTE_MAX_CHARS, pattern: UNDIRECTED_TEXT },
+  description: `What your dashboard and data API filter by, such as \`region\`: at most ${VIEWER_MAX_ATTRIBUTES} keys of 1-64 characters (plain text), each a string (at most ${VIEWER_ATTRIBUTE_MAX_CHARS} characters, no control or bidirectional control characters), a number or a boolean; no nesting, no null. In the variables they replace the group's properties of the same name.`,
   examples: [{ region: 'emea', max_discount: 0.15, can_export: true }],
 });
 

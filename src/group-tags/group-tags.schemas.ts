@@ -1,11 +1,19 @@
 // The tag set over HTTP (docs/api.md, "Tags"), declared once: validation, the response
-// allow-list, the handlers' types and the OpenAPI document. A tag's name follows the rule of
-// a group's tags (Tag), so that every tag a group may carry can be named here and no other.
+// allow-list, the handlers' types and the OpenAPI document. A new tag's name follows the rule
+// of a group's tags (Tag), so that every tag a group may carry can be named here and no other;
+// a name that finds a tag (a rename's or a delete's `name`) follows the older, wider rule
+// (TagReference), so that a tag stored before the rule tightened can still be renamed or deleted.
 import { Type, type Static } from 'typebox';
 import { PLAIN_TEXT } from '../http/text.schemas.ts';
-import { EnvironmentTag, Success, Tag } from '../user-groups/user-groups.schemas.ts';
+import { EnvironmentTag, Success, Tag, TagReference } from '../user-groups/user-groups.schemas.ts';
 
-const TagName = Type.Unsafe<string>({ ...Tag, description: 'The tag: 1-64 characters, no control characters. Case-sensitive.' });
+const TagName = Type.Unsafe<string>({
+  ...Tag,
+  description:
+    'The tag: 1-64 characters, no control or bidirectional control characters, not only white space or zero-width characters. Case-sensitive; stored in Unicode NFC.',
+});
+const EXISTING_TAG = 'A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.';
+const ExistingTagName = Type.Unsafe<string>({ ...TagReference, description: EXISTING_TAG });
 
 export const GroupTag = Type.Object(
   {
@@ -50,7 +58,7 @@ export const GroupTagResponse = Type.Object({ success: Success, group_tag: Group
 
 export const RenameGroupTagBody = Type.Object(
   {
-    name: Type.Unsafe<string>({ ...TagName, description: 'The tag to rename.' }),
+    name: Type.Unsafe<string>({ ...ExistingTagName, description: `The tag to rename. ${EXISTING_TAG}` }),
     new_name: Type.Unsafe<string>({ ...TagName, description: 'Its new name. A tag that exists already: the two are merged into it.' }),
     api_environment_tag: Type.Optional(EnvironmentTag),
   },
@@ -72,12 +80,12 @@ export const RenamedGroupTagResponse = Type.Object(
 
 /** DELETE /api/group_tags names the tag in a JSON body or in the query string, never both. */
 export const GroupTagKey = Type.Object(
-  { name: Type.Optional(TagName), api_environment_tag: Type.Optional(EnvironmentTag) },
+  { name: Type.Optional(ExistingTagName), api_environment_tag: Type.Optional(EnvironmentTag) },
   { title: 'GroupTagKey', additionalProperties: false },
 );
 export type GroupTagKeyInput = Static<typeof GroupTagKey>;
 export const GroupTagKeyQuery = Type.Object(
-  { name: Type.Optional(TagName), api_environment_tag: Type.Optional(EnvironmentTag) },
+  { name: Type.Optional(ExistingTagName), api_environment_tag: Type.Optional(EnvironmentTag) },
   { additionalProperties: false },
 );
 

@@ -18,7 +18,8 @@ import { AppError, validationFailed } from '../foundations/errors.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { appendAudits, type Actor } from '../audit/audit.repository.ts';
 import { addToTagSets, lockHierarchy } from '../user-groups/hierarchy.repository.ts';
-import { normalizeTags } from '../user-groups/group-fields.ts';
+import { tagNamed } from '../user-groups/tag-set.ts';
+import { normalizeTag, normalizeTags } from '../user-groups/group-fields.ts';
 import { auditEntry } from '../user-groups/user-groups.service.ts';
 import {
   countCarriers,
@@ -54,7 +55,8 @@ export async function listGroupTagsPage(
   const tenant = tenantOf(principal, query.api_environment_tag);
   const limit = query.limit ?? 100;
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-  const rows = await listGroupTags(deps.database.db, deps.database.dialect, tenant, { after, prefix: query.q, limit: limit + 1 });
+  const prefix = query.q === undefined ? undefined : normalizeTag(query.q);
+  const rows = await listGroupTags(deps.database.db, deps.database.dialect, tenant, { after, prefix, limit: limit + 1 });
   const page = rows.slice(0, limit);
   return { tags: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].name) : null };
 }
@@ -63,14 +65,15 @@ export async function listGroupTagsPage(
 export async function createGroupTag(deps: GroupTagDeps, principal: Principal, input: CreateGroupTagInput): Promise<GroupTagCount> {
   requireScope(principal, 'write', 'creating a tag');
   const tenant = tenantOf(principal, input.api_environment_tag);
+  const name = normalizeTag(input.name);
   // The set holds every tag a group carries (addToTagSets), so a tag not in it is on no group;
   // but for one an instance of a version before the set gave a group (docs/operations.md,
   // "Upgrades, migrations and rollback"), which this brings into the set: the count says so.
   const count = await inTransaction(deps.database, async (trx) =>
-    (await insertGroupTag(trx, tenant, input.name)) ? countCarriers(trx, tenant, input.name) : undefined,
+    (await insertGroupTag(trx, tenant, name)) ? countCarriers(trx, tenant, name) : undefined,
   );
-  if (count === undefined) throw new AppError('group_tag_exists', `the tag "${input.name}" already exists in ${tenant.environment}`);
-  return { name: input.name, user_group_count: count };
+  if (count === undefined) throw new AppError('group_tag_exists', `the tag "${name}" already exists in ${tenant.environment}`);
+  return { name, user_group_count: count };
 }
 
 export interface RetagOutcome {
@@ -83,8 +86,7 @@ export interface RetagOutcome {
 
 export async function renameGroupTag(deps: GroupTagDeps, principal: Principal, actor: Actor, input: RenameGroupTagInput): Promise<RetagOutcome> {
   requireScope(principal, 'write', 'renaming a tag');
-  if (input.new_name === input.name) throw validationFailed('new_name', 'same_as_current', 'new_name is the current name: give a different one to rename');
-  return retag(deps, tenantOf(principal, input.api_environment_tag), actor, input.name, input.new_name);
+  return retag(deps, tenantOf(principal, input.api_environment_tag), actor, input.name, normalizeTag(input.new_name));
 }
 
 export async function deleteGroupTagEverywhere(
@@ -97,11 +99,14 @@ export async function deleteGroupTagEverywhere(
   return retag(deps, tenantOf(principal, input.api_environment_tag), actor, input.name, undefined);
 }
 
-/** Replaces `name` with `newName` (a rename) or with nothing (a delete) on every group, then takes `name` out of the set. */
-async function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, name: string, newName: string | undefined): Promise<RetagOutcome> {
+/**
+ * Replaces the tag `written` names (tag-set.ts, tagNamed) with `newName` (a rename) or with
+ * nothing (a delete) on every group, then takes it out of the set.
+ */
+async function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, written: string, newName: string | undefined): Promise<RetagOutcome> {
   const { batchSize } = deps;
   const at = deps.now();
-  const step = { name, newName, actor, at: at.toISOString(), when: at };
+  const step: RetagStep = { name: written, newName, actor, at: at.toISOString(), when: at };
   let merged = false;
   let changed = 0;
   let afterTeamId = 0;
@@ -110,9 +115,12 @@ async function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, name: str
     const outcome = await inTransaction(deps.database, async (trx) => {
       await lockHierarchy(trx, deps.database.dialect, tenant);
       if (first) {
-        if (!(await groupTagExists(trx, tenant, name))) throw new AppError('group_tag_not_found', `no tag "${name}" in ${tenant.environment}`);
+        step.name = await tagNamed(trx, tenant, written);
+        if (newName === step.name) throw validationFailed('new_name', 'same_as_current', 'new_name is the current name: give a different one to rename');
+        if (!(await groupTagExists(trx, tenant, step.name))) throw new AppError('group_tag_not_found', `no tag "${written}" in ${tenant.environment}`);
         if (newName !== undefined) merged = await groupTagExists(trx, tenant, newName);
       }
+      const { name } = step;
       // In every batch, not only the first: a delete of newName may have taken it out meanwhile.
       if (newName !== undefined) await addToTagSets(trx, [{ tenant, tags: [newName] }]);
       const batch = await groupsCarrying(trx, tenant, name, afterTeamId, batchSize);
@@ -128,7 +136,7 @@ async function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, name: str
       return { done, last: null, count: newName === undefined ? 0 : await countCarriers(trx, tenant, newName) };
     });
     changed += outcome.done;
-    if (outcome.last === null) return { tag: { name: newName ?? name, user_group_count: outcome.count ?? 0 }, merged, userGroupsChanged: changed };
+    if (outcome.last === null) return { tag: { name: newName ?? step.name, user_group_count: outcome.count ?? 0 }, merged, userGroupsChanged: changed };
     afterTeamId = outcome.last;
     await pauseBetweenBatches(deps.database.dialect, performance.now() - started);
     started = performance.now();

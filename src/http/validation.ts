@@ -6,6 +6,7 @@ import type { Static, TSchema } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { AppError, type ErrorDetail } from '../foundations/errors.ts';
 import { STRING_FORMATS, type StringFormat } from './formats.ts';
+import { TEXT_RULES } from './text.schemas.ts';
 
 const common = { strict: false, allErrors: true, useDefaults: false, removeAdditional: false } as const;
 const bodyAjv = new Ajv({ ...common, coerceTypes: false });
@@ -105,7 +106,7 @@ const RULE_BY_ISSUE: Record<string, (e: ErrorObject) => string> = {
 
   too_short: (e) => `must be at least ${e.params.limit} characters`,
   too_long: (e) => `must be at most ${e.params.limit} characters`,
-  invalid_characters: () => 'must be plain text: no control characters or unpaired surrogates, and not only white space',
+  invalid_characters: (e) => TEXT_RULES[e.params.pattern as string] ?? 'must be plain text',
   not_allowed: (e) => `must be one of ${((e.params.allowedValues as unknown[]) ?? [e.params.allowedValue]).map((v) => JSON.stringify(v)).join(', ')}`,
   too_small: (e) => `must be at least ${e.params.limit}`,
   too_large: (e) => `must be at most ${e.params.limit}`,

@@ -9,7 +9,7 @@
 // group", is the checklist.
 import { Type, type Static, type TOptional, type TSchema } from 'typebox';
 import type { UserGroupsTable } from '../db/schema.ts';
-import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
+import { LABEL_TEXT, NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
 import type { InheritedFields } from './group-chain.ts';
 
 // The values. Text is plain (text.schemas.ts); an id must also hold something other than
@@ -84,7 +84,22 @@ export const HierarchyLevelName = Type.String({
   examples: ['User'],
 });
 
+/** A tag given to a group or to the tag set (docs/api.md, "Tags"): a label listed among others, so no bidirectional control and never only invisible characters. */
 export const Tag = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: LABEL_TEXT,
+  description:
+    'A tag: 1-64 characters, no control or bidirectional control characters, not only white space or zero-width characters. Stored in Unicode NFC: "é" written as one code point or as e and a combining accent is one tag.',
+  examples: ['beta'],
+});
+
+/**
+ * A tag a request names to find it (a filter, a rename's or a delete's `name`): the rule of
+ * tags before they had to be labels, so that a tag stored then can still be found, renamed
+ * and deleted.
+ */
+export const TagReference = Type.String({
   minLength: 1,
   maxLength: 64,
   pattern: PLAIN_TEXT,
@@ -92,16 +107,25 @@ export const Tag = Type.String({
   examples: ['beta'],
 });
 
+/** At most this many tags a group (docs/api.md, "Tags"). */
+const MAX_TAGS_PER_GROUP = 50;
+
 export const GroupTags = Type.Array(Tag, {
-  maxItems: 50,
+  maxItems: MAX_TAGS_PER_GROUP,
   title: 'GroupTags',
-  description: 'Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had.',
+  description: `Tags, at most ${MAX_TAGS_PER_GROUP}. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had.`,
   examples: [['beta', 'enterprise']],
 });
 
-/** Distinct, in code-point order (the order of both backends' text comparison under "C"). */
+/**
+ * A tag as stored: in Unicode NFC, so that the two spellings of "é" (one code point, or e and
+ * a combining accent) are one tag, as they are one text to whoever reads it.
+ */
+export const normalizeTag = (tag: string): string => tag.normalize('NFC');
+
+/** In NFC, distinct, in code-point order (the order of both backends' text comparison under "C"). */
 export function normalizeTags(tags: readonly string[]): string[] {
-  return [...new Set(tags)].sort((a, b) => {
+  return [...new Set(tags.map(normalizeTag))].sort((a, b) => {
     const [x, y] = [[...a], [...b]];
     for (let i = 0; i < Math.min(x.length, y.length); i++) {
       if (x[i] !== y[i]) return x[i].codePointAt(0)! - y[i].codePointAt(0)!;

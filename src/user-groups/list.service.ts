@@ -6,6 +6,7 @@ import { AppError } from '../foundations/errors.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { listUserGroups } from './list.repository.ts';
 import { findUserGroup } from './user-groups.repository.ts';
+import { tagNamed } from './tag-set.ts';
 import type { UserGroupDeps } from './user-groups.service.ts';
 
 interface ListInput {
@@ -34,13 +35,15 @@ export async function listUserGroupsPage(
     if (!parent) return { objects: '', nextCursor: null };
     parentTeamId = parent.row.team_id;
   }
+  // A tag in NFC unless the set has it as written (tag-set.ts): an NFC tag adds no statement.
+  const tag = query.tag === undefined ? undefined : await tagNamed(deps.database.db, tenant, query.tag);
   const page = await listUserGroups(deps.database.db, deps.database.reads, {
     ...tenant,
     afterTeamId,
     limit,
     prefix: query.q,
     parentTeamId,
-    tag: query.tag,
+    tag,
     level: query.hierarchy_level,
   });
   return { objects: page.objects, nextCursor: page.more && page.lastTeamId !== undefined ? encodeCursor(page.lastTeamId) : null };

@@ -5,7 +5,7 @@ import { PLAIN_TEXT } from '../http/text.schemas.ts';
 import {
   EnvironmentTag,
   HierarchyLevelName,
-  Tag,
+  TagReference,
   UserGroupId,
   UserGroupIdInteger,
   UserGroupIdString,
@@ -17,7 +17,7 @@ import { ACTOR_KINDS } from '../audit/actor.ts';
 
 // A group's fields and their values are declared in group-fields.ts; the bodies and answers
 // below compose them.
-export { EnvironmentTag, GroupTags, Mapping, Name, ParentUserGroupId, Properties, Tag, UserGroupId } from './group-fields.ts';
+export { EnvironmentTag, GroupTags, Mapping, Name, ParentUserGroupId, Properties, Tag, TagReference, UserGroupId } from './group-fields.ts';
 
 /** Who acted, in a history entry (docs/api.md, "GET /api/user/history"). */
 export const ActorField = Type.Enum([...ACTOR_KINDS], {
@@ -149,7 +149,7 @@ export const ListQuery = Type.Object(
       }),
     ),
     parent_user_group_id: Type.Optional(Type.Unsafe<string>({ ...UserGroupIdString, description: 'Only the children of this group.' })),
-    tag: Type.Optional(Type.Unsafe<string>({ ...Tag, description: 'Only groups with this tag.' })),
+    tag: Type.Optional(Type.Unsafe<string>({ ...TagReference, description: 'Only groups with this tag: the tag spelled so, else its NFC form.' })),
     hierarchy_level: Type.Optional(Type.Unsafe<string>({ ...HierarchyLevelName, description: 'Only groups of this level.' })),
   },
   { additionalProperties: false },
