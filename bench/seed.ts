@@ -12,8 +12,12 @@ import { generateToken, hashToken } from '../src/auth/token-format.ts';
 import type { Keyring } from '../src/crypto/keyring.ts';
 import type { NewUserGroup } from '../src/user-groups/user-groups.repository.ts';
 import { insertTagRowsOfNewGroups } from '../src/user-groups/hierarchy.repository.ts';
+import { loadConfig } from '../src/config.ts';
 import { createScratchDatabase, type Backend } from '../scripts/scratch-database.ts';
 import { benchLayout, treeParent } from './scenarios.ts';
+
+/** The seed's groups carry one tag: the bound of a service with the default configuration. */
+const SEED_TAG_BOUND = { maxTagsPerEnvironment: loadConfig({}).maxTagsPerEnvironment };
 
 export type { Backend };
 
@@ -153,6 +157,7 @@ export async function seedDatabase(
           await insertTagRowsOfNewGroups(
             trx,
             inserted.map((row) => ({ tenant, teamId: row.team_id, tags: JSON.parse(row.group_tags) as string[] })),
+            SEED_TAG_BOUND,
           );
           for (const row of inserted) teamIds.set(row.provided_id, row.team_id);
         }

@@ -198,8 +198,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   };
   await app.register(async (api) => {
     registerApiTokenAuth(api, authenticator);
-    registerUserGroupRoutes(api, { database: deps.database, tokens, now, events: metrics, maxHierarchyDepth: config.maxHierarchyDepth });
-    registerGroupTagRoutes(api, { database: deps.database, now, batchSize: config.tagBatchSize });
+    registerUserGroupRoutes(api, {
+      database: deps.database,
+      tokens,
+      now,
+      events: metrics,
+      maxHierarchyDepth: config.maxHierarchyDepth,
+      maxTagsPerEnvironment: config.maxTagsPerEnvironment,
+    });
+    registerGroupTagRoutes(api, { database: deps.database, now, batchSize: config.tagBatchSize, maxTagsPerEnvironment: config.maxTagsPerEnvironment });
     registerEmbedTokenRoute(api, embed);
     registerIntrospectionRoute(api, embed);
     registerApiTokenRoutes(api, { database: deps.database, accountSlugs: embed.accountSlugs, now });

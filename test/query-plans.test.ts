@@ -308,7 +308,7 @@ for (const backend of BACKENDS) {
           if (capturing) captured.push({ sql: event.query.sql, parameters: event.query.parameters });
         },
       });
-      built = await buildTestApp(database);
+      built = await buildTestApp(database, { config: { maxTagsPerEnvironment: 2 * TAGS } });
       token = (await issueTestToken(database.handle, { account: 'tag-plans' })).token;
       const other = (await issueTestToken(database.handle, { account: 'tag-plans-other' })).token;
       const upsert = async (caller: string, groups: Record<string, unknown>[]) => {

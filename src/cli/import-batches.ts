@@ -41,6 +41,7 @@ export async function importFile(
     now: () => new Date(),
     events: { userGroupTokenIssued: () => undefined },
     maxHierarchyDepth: loadConfig().maxHierarchyDepth,
+    maxTagsPerEnvironment: loadConfig().maxTagsPerEnvironment,
   };
   const principal = operatorPrincipal(tenant);
   const counts: ImportCounts = { created: 0, updated: 0, unchanged: 0, failed: 0 };

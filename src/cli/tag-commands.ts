@@ -81,7 +81,8 @@ async function asOperator<T>(opts: TagOptions, work: (deps: GroupTagDeps, princi
     const tenant = await findTenant(handle, opts.account, opts.env);
     if (!tenant) throw new UsageError(`no account "${opts.account}"`);
     try {
-      return await work({ database: handle, now: () => new Date(), batchSize: loadConfig().tagBatchSize }, operatorPrincipal(tenant));
+      const { tagBatchSize, maxTagsPerEnvironment } = loadConfig();
+      return await work({ database: handle, now: () => new Date(), batchSize: tagBatchSize, maxTagsPerEnvironment }, operatorPrincipal(tenant));
     } catch (err) {
       throw err instanceof AppError && err.status < 500 ? new UsageError(err.message) : err;
     }

@@ -30,6 +30,7 @@ export const errorStatus = {
   hierarchy_cycle: 409,
   user_group_has_children: 409,
   group_tag_exists: 409,
+  tag_limit_reached: 409,
   api_token_revoked: 409,
   last_admin_token: 409,
   idempotency_key_in_use: 409,

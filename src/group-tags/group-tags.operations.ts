@@ -38,12 +38,12 @@ export const createGroupTagOperation = {
   operationId: 'createGroupTag',
   summary: 'Create a tag that no group carries yet',
   description:
-    'The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`. Needs the `write` scope.',
+    "The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`; one past the environment's bound (`UGS_MAX_TAGS_PER_ENVIRONMENT`, 10,000) is `409 tag_limit_reached`. The name is stored in Unicode NFC. Needs the `write` scope.",
   security,
   body: CreateGroupTagBody,
   response: {
     201: { ...GroupTagResponse, 'x-response-description': 'The tag, with 0 groups.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_exists'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_exists', 'tag_limit_reached'),
   },
 };
 
@@ -54,14 +54,14 @@ export const renameGroupTagOperation = {
   description: [
     'Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`.',
     'A `new_name` that exists already merges the two tags into it (`merged: true`).',
-    'An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. Needs the `write` scope.',
+    "An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. `new_name` is stored in Unicode NFC, and counts against the environment's bound of tags in the place of `name`. Needs the `write` scope.",
     BATCHES,
   ].join(' '),
   security,
   body: RenameGroupTagBody,
   response: {
     200: { ...RenamedGroupTagResponse, 'x-response-description': 'The tag under its new name, and how many groups changed.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_not_found'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_not_found', 'tag_limit_reached'),
   },
 };
 

@@ -17,8 +17,8 @@ import { inTransaction } from '../db/transaction.ts';
 import { AppError, validationFailed } from '../foundations/errors.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { appendAudits, type Actor } from '../audit/audit.repository.ts';
-import { addToTagSets, lockHierarchy } from '../user-groups/hierarchy.repository.ts';
-import { tagNamed } from '../user-groups/tag-set.ts';
+import { lockHierarchy } from '../user-groups/hierarchy.repository.ts';
+import { addToTagSets, checkTagBound, tagNamed } from '../user-groups/tag-set.ts';
 import { normalizeTag, normalizeTags } from '../user-groups/group-fields.ts';
 import { auditEntry } from '../user-groups/user-groups.service.ts';
 import {
@@ -40,6 +40,8 @@ export interface GroupTagDeps {
   now: () => Date;
   /** Groups per transaction of a rename or a delete (UGS_TAG_BATCH_SIZE). */
   batchSize: number;
+  /** UGS_MAX_TAGS_PER_ENVIRONMENT (user-groups/tag-set.ts). */
+  maxTagsPerEnvironment: number;
 }
 
 function tenantOf(principal: Principal, environment: ListGroupTagsInput['api_environment_tag']): Tenant {
@@ -61,7 +63,11 @@ export async function listGroupTagsPage(
   return { tags: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].name) : null };
 }
 
-/** A tag no group carries yet: in the set with 0 groups; `409 group_tag_exists` if it is there already. */
+/**
+ * A tag no group carries yet: in the set with 0 groups; `409 group_tag_exists` if it is there
+ * already, `409 tag_limit_reached` if the set is full. Under the tenant's lock, as every write
+ * that adds to the set, so that the bound holds across processes.
+ */
 export async function createGroupTag(deps: GroupTagDeps, principal: Principal, input: CreateGroupTagInput): Promise<GroupTagCount> {
   requireScope(principal, 'write', 'creating a tag');
   const tenant = tenantOf(principal, input.api_environment_tag);
@@ -69,9 +75,12 @@ export async function createGroupTag(deps: GroupTagDeps, principal: Principal, i
   // The set holds every tag a group carries (addToTagSets), so a tag not in it is on no group;
   // but for one an instance of a version before the set gave a group (docs/operations.md,
   // "Upgrades, migrations and rollback"), which this brings into the set: the count says so.
-  const count = await inTransaction(deps.database, async (trx) =>
-    (await insertGroupTag(trx, tenant, name)) ? countCarriers(trx, tenant, name) : undefined,
-  );
+  const count = await inTransaction(deps.database, async (trx) => {
+    await lockHierarchy(trx, deps.database.dialect, tenant);
+    if (!(await insertGroupTag(trx, tenant, name))) return undefined;
+    await checkTagBound(trx, tenant, deps);
+    return countCarriers(trx, tenant, name);
+  });
   if (count === undefined) throw new AppError('group_tag_exists', `the tag "${name}" already exists in ${tenant.environment}`);
   return { name, user_group_count: count };
 }
@@ -122,7 +131,8 @@ async function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, written: 
       }
       const { name } = step;
       // In every batch, not only the first: a delete of newName may have taken it out meanwhile.
-      if (newName !== undefined) await addToTagSets(trx, [{ tenant, tags: [newName] }]);
+      // The new name counts against the bound in the old one's place: the old one leaves the set at the end.
+      if (newName !== undefined) await addToTagSets(trx, [{ tenant, tags: [newName] }], { maxTagsPerEnvironment: deps.maxTagsPerEnvironment, leaving: name });
       const batch = await groupsCarrying(trx, tenant, name, afterTeamId, batchSize);
       let done = await retagGroups(trx, tenant, batch, step);
       if (batch.length === batchSize) return { done, last: batch[batch.length - 1].team_id };

@@ -101,6 +101,11 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   },
   user_group_exists: { summary: 'The id is taken', message: 'a user group with user_group_id "example_1" already exists in Customer' },
   group_tag_exists: { summary: 'The tag exists', message: 'the tag "beta" already exists in Customer' },
+  tag_limit_reached: {
+    summary: 'The environment has as many tags as allowed',
+    message:
+      'Customer has 10000 tags, the most an environment may have (UGS_MAX_TAGS_PER_ENVIRONMENT=10000): nothing was changed; give groups tags it has, or delete tags no longer needed (DELETE /api/group_tags)',
+  },
   hierarchy_cycle: {
     summary: 'The group would be its own ancestor',
     message: 'user group "acme" cannot be placed under "jane": "jane" is "acme" or one of its descendants',

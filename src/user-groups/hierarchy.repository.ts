@@ -7,13 +7,16 @@
 // cycle or exceed the depth. So does every write that sets a group's tags, and each batch of
 // a tag's rename or delete (group-tags/): a rename reads a group's tags and writes them back,
 // and must not overwrite a PUT that replaced them in between; a tag leaves the tenant's tag
-// set only in a transaction that saw no group carry it, and no write adds a carrier meanwhile.
+// set only in a transaction that saw no group carry it, and no write adds a carrier meanwhile;
+// and a write that adds to the set counts it against its bound (tag-set.ts) with no other
+// write adding to it meanwhile.
 import { sql } from '../db/kysely.ts';
 import type { Kysely } from 'kysely';
-import type { Database, Environment, UserGroupRow } from '../db/schema.ts';
+import type { Database, UserGroupRow } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
 import { CHAIN_GUARD } from './group-sql.ts';
+import { addToTagSets, type TagBound } from './tag-set.ts';
 
 const HIERARCHY_LOCK_CLASS = 726_415_002; // arbitrary, fixed: "ugs hierarchy" (726_415_001 is the migrations')
 
@@ -83,11 +86,13 @@ export async function childLevels(trx: Kysely<Database>, tenant: Tenant, teamId:
 
 /**
  * The tag rows of new groups (which have none yet), in as few statements as the parameter
- * limits allow; their tags join their tenants' tag sets. The caller holds the lock above.
+ * limits allow; their tags join their tenants' tag sets, within the bound (tag-set.ts). The
+ * caller holds the lock above.
  */
 export async function insertTagRowsOfNewGroups(
   trx: Kysely<Database>,
   groups: readonly { tenant: Tenant; teamId: number; tags: readonly string[] }[],
+  bound: TagBound,
 ): Promise<void> {
   const rows = groups.flatMap(({ tenant, teamId, tags }) => tags.map((tag) => ({ team_id: teamId, scope: scopeOf(tenant), tag })));
   for (let start = 0; start < rows.length; start += 1000)
@@ -95,30 +100,11 @@ export async function insertTagRowsOfNewGroups(
       .insertInto('user_group_tags')
       .values(rows.slice(start, start + 1000))
       .execute();
-  await addToTagSets(trx, groups);
+  await addToTagSets(trx, groups, bound);
 }
 
-/**
- * Adds tags to their tenants' tag sets (docs/api.md, "Tags"); a tag already there stays as
- * it is. Every write that gives a group a tag calls it in its transaction, under the lock
- * above, so that a tag some group carries is always in the set.
- */
-export async function addToTagSets(trx: Kysely<Database>, entries: readonly { tenant: Tenant; tags: readonly string[] }[]): Promise<void> {
-  const rows = new Map<string, { account_id: number; environment: Environment; name: string }>();
-  for (const { tenant, tags } of entries) {
-    for (const name of tags) rows.set(`${scopeOf(tenant)}/${name}`, { account_id: tenant.accountId, environment: tenant.environment, name });
-  }
-  const values = [...rows.values()];
-  for (let start = 0; start < values.length; start += 1000)
-    await trx
-      .insertInto('group_tag_set')
-      .values(values.slice(start, start + 1000))
-      .onConflict((conflict) => conflict.doNothing())
-      .execute();
-}
-
-/** Replaces a group's rows in the tag table (the filter's index) with `tags`, which join the tenant's tag set; the table's scope column names the tenant. */
-export async function replaceTagRows(trx: Kysely<Database>, tenant: Tenant, teamId: number, tags: readonly string[]): Promise<void> {
+/** Replaces a group's rows in the tag table (the filter's index) with `tags`, which join the tenant's tag set within the bound (tag-set.ts); the table's scope column names the tenant. */
+export async function replaceTagRows(trx: Kysely<Database>, tenant: Tenant, teamId: number, tags: readonly string[], bound: TagBound): Promise<void> {
   const scope = scopeOf(tenant);
   // "|| ''": the scope as a value, a filter on the group's rows: as an index condition it would
   // walk the key (scope, tag, team_id) through every tag of the tenant.
@@ -129,7 +115,7 @@ export async function replaceTagRows(trx: Kysely<Database>, tenant: Tenant, team
       .insertInto('user_group_tags')
       .values(tags.map((tag) => ({ team_id: teamId, scope, tag })))
       .execute();
-  await addToTagSets(trx, [{ tenant, tags }]);
+  await addToTagSets(trx, [{ tenant, tags }], bound);
 }
 
 /** The account's level names, shallowest first, or null when it declared none. */

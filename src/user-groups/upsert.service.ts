@@ -59,13 +59,20 @@ export async function upsertUserGroups(
     let run: number[] = [];
     const flush = async () => {
       if (run.length === 0) return;
-      const inserted = await insertPlainGroups(
+      const inserted = await insertPlainGroupsWithinTagBound(
         trx,
         deps,
         run.map((index) => checked[index] as CheckedItem),
         at,
         actor,
       );
+      if (inserted === undefined) {
+        // Their new tags would pass the environment's bound: each on its own, so that only the
+        // items that add a tag past it fail (tag_limit_reached) and the others go on.
+        for (const index of run) outcomes[index] = await upsertSaved(trx, deps, checked[index] as CheckedItem, actor, at, audits);
+        run = [];
+        return;
+      }
       for (const [position, index] of run.entries()) {
         const done = inserted[position];
         if (done) {
@@ -148,7 +155,8 @@ function created({ key }: CheckedItem, row: UserGroupRow, token?: string): Upser
 /**
  * The items that create a group with nothing the hierarchy must check: no parent, no level,
  * an identity that does not exist yet and that no earlier item of the call names. Such a
- * group can fail no rule once its fields are valid, so many are inserted in one statement.
+ * group can fail no rule once its fields are valid but the bound of its environment's tags,
+ * so many are inserted in one statement (each on its own when that bound is passed).
  */
 async function plainNewItems(trx: Kysely<Database>, checked: readonly CheckResult[]): Promise<Set<number>> {
   const candidates = new Map<string, number>();
@@ -173,6 +181,27 @@ async function plainNewItems(trx: Kysely<Database>, checked: readonly CheckResul
     for (const index of ofEnvironment) if (!existing.has((checked[index] as CheckedItem).key.providedId)) plain.add(index);
   }
   return plain;
+}
+
+/** insertPlainGroups in a savepoint; undefined, and nothing written, when the groups' new tags would pass their environment's bound (user-groups/tag-set.ts). */
+async function insertPlainGroupsWithinTagBound(
+  trx: Kysely<Database>,
+  deps: UserGroupDeps,
+  items: readonly CheckedItem[],
+  at: Date,
+  actor: Actor,
+): Promise<Awaited<ReturnType<typeof insertPlainGroups>> | undefined> {
+  await sql`savepoint upsert_run`.execute(trx);
+  try {
+    const inserted = await insertPlainGroups(trx, deps, items, at, actor);
+    await sql`release savepoint upsert_run`.execute(trx);
+    return inserted;
+  } catch (err) {
+    if (!(err instanceof AppError && err.code === 'tag_limit_reached')) throw err;
+    await sql`rollback to savepoint upsert_run`.execute(trx);
+    await sql`release savepoint upsert_run`.execute(trx);
+    return undefined;
+  }
 }
 
 /** Inserts plain new groups at once: per item, its row, token and history entry, or undefined when the identity was taken meanwhile. */
@@ -201,6 +230,7 @@ async function insertPlainGroups(
     done.flatMap((d) =>
       d && d.tags.length > 0 ? [{ tenant: { accountId: d.row.account_id, environment: d.row.environment }, teamId: d.row.team_id, tags: d.tags }] : [],
     ),
+    deps,
   );
   return done;
 }

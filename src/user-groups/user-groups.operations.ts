@@ -41,7 +41,7 @@ const getOrCreateDescription = [
 const getOrCreateResponses = {
   200: { ...GetOrCreateResponse, 'x-response-description': 'The group exists: nothing was changed.' },
   201: { ...GetOrCreateResponse, 'x-response-description': 'The group was created from the given fields.' },
-  ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'parent_not_found', 'hierarchy_too_deep'),
+  ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'parent_not_found', 'hierarchy_too_deep', 'tag_limit_reached'),
 };
 
 const getOrCreate = {
@@ -76,7 +76,16 @@ export const createOrRotateOperation = {
   response: {
     200: { ...UserGroupResponse, 'x-response-description': 'The token was rotated (or, with X-HTTP-Method-Override: GET, the group exists).' },
     201: { ...UserGroupResponse, 'x-response-description': 'The group was created.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_exists', 'token_not_found', 'parent_not_found', 'hierarchy_too_deep'),
+    ...errorResponses(
+      ...AUTH_ERRORS,
+      ...BODY_ERRORS,
+      'ambiguous_request',
+      'user_group_exists',
+      'token_not_found',
+      'parent_not_found',
+      'hierarchy_too_deep',
+      'tag_limit_reached',
+    ),
   },
 };
 
@@ -93,7 +102,16 @@ export const updateOperation = {
   body: PutUserBody,
   response: {
     200: { ...UserGroupResponse, 'x-response-description': 'The group, updated.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found', 'user_group_exists', 'parent_not_found', 'hierarchy_too_deep', 'hierarchy_cycle'),
+    ...errorResponses(
+      ...AUTH_ERRORS,
+      ...BODY_ERRORS,
+      'user_group_not_found',
+      'user_group_exists',
+      'parent_not_found',
+      'hierarchy_too_deep',
+      'hierarchy_cycle',
+      'tag_limit_reached',
+    ),
   },
 };
 

@@ -41,6 +41,8 @@ export interface UserGroupDeps {
   events: Pick<ServiceEvents, 'userGroupTokenIssued'>;
   /** UGS_MAX_HIERARCHY_DEPTH. */
   maxHierarchyDepth: number;
+  /** UGS_MAX_TAGS_PER_ENVIRONMENT (tag-set.ts). */
+  maxTagsPerEnvironment: number;
 }
 
 /** The group with its token; only for committed rows (see OpenedTokenCache). The routes write it as JSON (user-groups.json.ts). */
@@ -131,7 +133,7 @@ export async function insertNewIn(
   const row = await insertUserGroupIfAbsent(trx, newGroupRow(deps, key, fields, parentChain[0]?.team_id ?? null, token, at));
   if (!row) return undefined;
   const tags = tagsOf(row);
-  if (tags.length > 0) await replaceTagRows(trx, key, row.team_id, tags);
+  if (tags.length > 0) await replaceTagRows(trx, key, row.team_id, tags, deps);
   const details: AuditDetails = {};
   if (parentChain.length > 0) details.parent_user_group_id = { old: null, new: parentChain[0].provided_id };
   if (tags.length > 0) details.group_tags = { old: [], new: tags };
@@ -275,7 +277,7 @@ export async function updateIn(
     throw err;
   }
   if (!updated) throw notFound(key);
-  if (details.group_tags) await replaceTagRows(trx, key, updated.team_id, tagsOf(updated));
+  if (details.group_tags) await replaceTagRows(trx, key, updated.team_id, tagsOf(updated), deps);
   return { row: updated, audit: auditEntry(updated, 'user_group.update', actor, at, changed, details) };
 }
 
