@@ -281,8 +281,11 @@ async function streamStart(app: FastifyInstance, probe: Probe, credential: Crede
 
 const flipLast = (token: string) => `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
 
+/** The tag bound of this suite's app (UGS_MAX_TAGS_PER_ENVIRONMENT): small enough to fill, far above what the rows above add. */
+const TAG_BOUND = 1000;
+
 forEachBackend('authorization matrix', (backend) => {
-  const t = useTestApp(backend);
+  const t = useTestApp(backend, { config: { maxTagsPerEnvironment: TAG_BOUND } });
   let victimToken: string;
   const victimGroups: Target[] = [];
   let ownCustomer: Target; // the caller's own group in Customer
@@ -694,5 +697,49 @@ forEachBackend('authorization matrix', (backend) => {
     await t.issueToken({ account: 'expiring-admins', scopes: ['admin', 'read'] });
     const revoked = await send({ method: 'DELETE', url: `/api/api_tokens/${lasting.id}` }, { token: expiring.token });
     assert.equal(revoked.status, 200, revoked.text);
+  });
+
+  // The tag bound (docs/api.md, "Tags") is one account's and one environment's: at it, each
+  // write that would add a tag there is refused and changes nothing, and nobody else's is.
+  it('tags: an account at its tag bound in Customer -> 409 tag_limit_reached on every write that adds a tag there; its Testing, other accounts and the victim add tags as before', async () => {
+    const full = (await t.issueToken({ account: 'tags-full', scopes: ['read', 'write'] })).token;
+    const fullTesting = (await t.issueToken({ account: 'tags-full', scopes: ['read', 'write'], env: 'Testing' })).token;
+    const filled = await t.request('POST', '/api/users/upsert', {
+      token: full,
+      body: {
+        user_groups: Array.from({ length: TAG_BOUND / 50 }, (_, g) => ({
+          user_group_id: `full-${g}`,
+          group_tags: Array.from({ length: 50 }, (_, j) => `t-${g}-${j}`),
+        })),
+      },
+    });
+    assert.equal(filled.status, 200, filled.text.slice(0, 400));
+    assert.equal(filled.body.counts.created, TAG_BOUND / 50);
+    for (const probe of [
+      { method: 'POST', url: '/api/user', body: { user_group_id: 'one-more', group_tags: ['one-more'] } },
+      { method: 'GET', url: '/api/user', body: { user_group_id: 'one-more', group_tags: ['one-more'] } },
+      { method: 'POST', url: '/api/user', headers: OVERRIDE, body: { user_group_id: 'one-more', group_tags: ['one-more'] } },
+      { method: 'PUT', url: '/api/user', body: { user_group_id: 'full-0', group_tags: ['one-more'] } },
+      { method: 'POST', url: '/api/group_tags', body: { name: 'one-more' } },
+    ]) {
+      await assertRefused(probe, { token: full }, 409, 'tag_limit_reached');
+    }
+    const upserted = await t.request('POST', '/api/users/upsert', {
+      token: full,
+      body: { user_groups: [{ user_group_id: 'one-more', group_tags: ['one-more'] }] },
+    });
+    assert.deepEqual(
+      upserted.body.results.map((r) => r.error?.code),
+      ['tag_limit_reached'],
+    );
+    // Everyone else: the same account's other environment, the caller, the victim.
+    for (const [token, env] of [
+      [fullTesting, 'Testing'],
+      [tokens.rw, 'Customer'],
+      [victimToken, 'Customer'],
+    ] as const) {
+      const res = await t.request('POST', '/api/group_tags', { token, body: { name: 'one-more', api_environment_tag: env } });
+      assert.equal(res.status, 201, `${env}: ${res.text}`);
+    }
   });
 });

@@ -19,6 +19,7 @@ import {
   openTestDatabase,
   buildTestApp,
   issueTestToken,
+  newSecretKey,
   type BuiltApp,
   type OpenDatabase,
   type AnyAnswer,
@@ -70,6 +71,8 @@ interface Probe {
 forEachBackend('tenant isolation', (backend) => {
   let database: OpenDatabase;
   let built: BuiltApp;
+  /** The app's key, which a second app over the same database (the tag bound's, below) shares. */
+  const secretKey = newSecretKey();
   const captured: Statement[] = [];
   let capturing = false;
   // Statements sent for a request, not by the service's background work (src/foundations/background-work.ts:
@@ -90,7 +93,7 @@ forEachBackend('tenant isolation', (backend) => {
       },
     });
     // Webhook endpoints on 127.0.0.1 (a port nobody listens on): the workload creates one.
-    built = await buildTestApp(database, { config: { webhookAllowPrivate: true } });
+    built = await buildTestApp(database, { keys: [secretKey], config: { webhookAllowPrivate: true } });
     const issue = async (account: Account, environment: Environment | null, scopes: ('read' | 'write' | 'admin')[]) => {
       const issued = await issueTestToken(database.handle, { account, env: environment, scopes });
       return issued.token;
@@ -366,5 +369,61 @@ forEachBackend('tenant isolation', (backend) => {
       }),
       { numRuns: 60, seed: SEED, endOnFailure: true, includeErrorInReport: true },
     );
+  });
+
+  it('tags: one tenant at its tag bound refuses only its own new tags; every other account and environment adds tags as before, and its answers hold only its own data', async () => {
+    const admin = (account: Account) => probes.find((p) => p.account === account && p.environment === null)!;
+    async function tagsOf(caller: Probe, env: Environment): Promise<string[]> {
+      const names: string[] = [];
+      const query: Record<string, string> = { api_environment_tag: env, limit: '500' };
+      for (;;) {
+        const res = await built.request('GET', '/api/group_tags', { token: caller.token, query });
+        assertOwnDataOnly(caller, res, `GET /api/group_tags ${env}`);
+        names.push(...res.body.group_tags.map((tag) => tag.name));
+        if (!res.body.next_cursor) return names;
+        query.cursor = res.body.next_cursor;
+      }
+    }
+    // An app over the same database whose bound is just above every tenant's set; alpha's Customer is filled up to it.
+    const sizes = new Map<string, number>();
+    for (const account of ACCOUNTS) for (const env of ENVIRONMENTS) sizes.set(`${account}/${env}`, (await tagsOf(admin(account), env)).length);
+    const bound = Math.max(...sizes.values()) + 2;
+    const bounded = await buildTestApp(database, { keys: [secretKey], config: { webhookAllowPrivate: true, maxTagsPerEnvironment: bound } });
+    try {
+      const alpha = admin('alpha');
+      for (let i = sizes.get('alpha/Customer')!; i < bound; i++) {
+        const res = await bounded.request('POST', '/api/group_tags', { token: alpha.token, body: { name: `fill-${i}`, api_environment_tag: 'Customer' } });
+        assert.equal(res.status, 201, res.text);
+      }
+      const mark = (account: Account, env: Environment) => ({ owner: account, env });
+      const refused = await bounded.request('POST', '/api/user', {
+        token: alpha.token,
+        body: { user_group_id: 'over-the-bound', api_environment_tag: 'Customer', properties: mark('alpha', 'Customer'), group_tags: ['one-more'] },
+      });
+      assert.equal(refused.status, 409, refused.text);
+      assert.equal(refused.body.error.code, 'tag_limit_reached');
+      assertOwnDataOnly(alpha, refused, 'the refusal');
+      assert.equal((await tagsOf(alpha, 'Customer')).length, bound);
+      // Every other tenant, with every token that may write there.
+      for (const caller of probes.filter((p) => p.name.includes('admin'))) {
+        for (const env of ENVIRONMENTS) {
+          if ((caller.account === 'alpha' && env === 'Customer') || (caller.environment !== null && caller.environment !== env)) continue;
+          const res = await bounded.request('POST', '/api/user', {
+            token: caller.token,
+            body: { user_group_id: `bound-${caller.name}-${env}`, api_environment_tag: env, properties: mark(caller.account, env), group_tags: ['one-more'] },
+          });
+          assert.equal(res.status, 201, `${caller.name} in ${env}: ${res.text}`);
+          assertOwnDataOnly(caller, res, `${caller.name} adding a tag in ${env}`);
+          teamIds[caller.account].add(res.body.user_group.team_id);
+        }
+      }
+      // The tenant at its bound still reads: its groups, a tag's groups, its tags.
+      const page = await bounded.request('GET', '/api/users', { token: alpha.token, query: { api_environment_tag: 'Customer', tag: 't', limit: '500' } });
+      assert.equal(page.status, 200, page.text);
+      assertOwnDataOnly(alpha, page, 'the listing at the bound');
+      assert.equal(page.body.user_groups.length, PLAIN_GROUPS);
+    } finally {
+      await bounded.app.close();
+    }
   });
 });
