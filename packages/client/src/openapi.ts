@@ -241,7 +241,7 @@ export interface paths {
         put?: never;
         /**
          * Create a tag that no group carries yet
-         * @description The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`. Needs the `write` scope.
+         * @description The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`; one past the environment's bound (`UGS_MAX_TAGS_PER_ENVIRONMENT`, 10,000) is `409 tag_limit_reached`. The name is stored in Unicode NFC. Needs the `write` scope.
          */
         post: operations["createGroupTag"];
         /**
@@ -265,7 +265,7 @@ export interface paths {
         put?: never;
         /**
          * Rename a tag on every group that carries it
-         * @description Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`. A `new_name` that exists already merges the two tags into it (`merged: true`). An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. Needs the `write` scope. Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.
+         * @description Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`. A `new_name` that exists already merges the two tags into it (`merged: true`). An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. `new_name` is stored in Unicode NFC, and counts against the environment's bound of tags in the place of `name`. Needs the `write` scope. Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.
          */
         post: operations["renameGroupTag"];
         delete?: never;
@@ -705,7 +705,7 @@ export interface components {
         CreateGroupTagRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+             * @description The tag: 1-64 characters, no control or bidirectional control characters, not only white space or zero-width characters. Case-sensitive; stored in Unicode NFC.
              * @example beta
              */
             name: string;
@@ -939,7 +939,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "tag_limit_reached" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -1013,7 +1013,7 @@ export interface components {
         GroupTagKey: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+             * @description A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
              * @example beta
              */
             name?: string;
@@ -1035,7 +1035,7 @@ export interface components {
         };
         /**
          * GroupTags
-         * @description Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had.
+         * @description Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had.
          * @example [
          *       "beta",
          *       "enterprise"
@@ -1219,7 +1219,7 @@ export interface components {
         RenameGroupTagRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description The tag to rename.
+             * @description The tag to rename. A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
              * @example beta
              */
             name: string;
@@ -1459,7 +1459,7 @@ export interface components {
         };
         /**
          * ViewerAttributes
-         * @description What your dashboard and data API filter by, such as `region`: at most 50 keys of 1-64 characters (plain text), each a string (at most 1024 characters), a number or a boolean; no nesting, no null. In the variables they replace the group's properties of the same name.
+         * @description What your dashboard and data API filter by, such as `region`: at most 50 keys of 1-64 characters (plain text), each a string (at most 1024 characters, no control or bidirectional control characters), a number or a boolean; no nesting, no null. In the variables they replace the group's properties of the same name.
          * @example {
          *       "region": "emea",
          *       "max_discount": 0.15,
@@ -3171,7 +3171,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: group_tag_exists, idempotency_key_in_use */
+            /** @description Error: group_tag_exists, tag_limit_reached, idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -3269,7 +3269,7 @@ export interface operations {
                 /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /**
-                 * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+                 * @description A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
                  * @example beta
                  */
                 name?: string;
@@ -3522,7 +3522,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: idempotency_key_in_use */
+            /** @description Error: tag_limit_reached, idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -3724,6 +3724,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error: tag_limit_reached */
+            409: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error: payload_too_large */
             413: {
                 headers: {
@@ -3872,7 +3884,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: user_group_exists, hierarchy_cycle */
+            /** @description Error: user_group_exists, hierarchy_cycle, tag_limit_reached */
             409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -4059,7 +4071,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: user_group_exists, idempotency_key_in_use */
+            /** @description Error: user_group_exists, tag_limit_reached, idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4565,7 +4577,7 @@ export interface operations {
                 /** @description Only groups whose user_group_id or name starts with this (case-sensitive). */
                 q?: string;
                 /**
-                 * @description Only groups with this tag.
+                 * @description Only groups with this tag: the tag spelled so, else its NFC form.
                  * @example beta
                  */
                 tag?: string;
@@ -5861,7 +5873,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "description": "The tag: 1-64 characters, no control characters. Case-sensitive."
+      "description": "The tag: 1-64 characters, no control or bidirectional control characters, not only white space or zero-width characters. Case-sensitive; stored in Unicode NFC."
     },
     "api_environment_tag": {
       "type": "string",
@@ -5902,7 +5914,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
@@ -6024,7 +6036,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
@@ -6064,7 +6076,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "description": "The tag to rename."
+      "description": "The tag to rename. A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters."
     },
     "new_name": {
       "type": "string",
@@ -6119,7 +6131,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
