@@ -559,7 +559,7 @@ export interface paths {
         };
         /**
          * The database is reachable
-         * @description Answers 200 when the database answers within 2 s and holds the service's tables, else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.
+         * @description Answers 200 when the database answers within 2 s and holds the service's tables (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.
          */
         get: operations["ready"];
         put?: never;
@@ -738,7 +738,7 @@ export interface components {
             /** @description Only these event types. Absent: every type. */
             types?: components["schemas"]["EventType"][];
             /**
-             * @description An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).
+             * @description An http(s) URL whose host is, or resolves to, public addresses only (a literal loopback, private, link-local, metadata or reserved address, and `localhost`, are `400 webhook_url_forbidden`; a name is resolved at each attempt, never here), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).
              * @example https://example.com/ugs-webhooks
              */
             url: string;
@@ -5953,7 +5953,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 2048,
-      "description": "An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see)."
+      "description": "An http(s) URL whose host is, or resolves to, public addresses only (a literal loopback, private, link-local, metadata or reserved address, and `localhost`, are `400 webhook_url_forbidden`; a name is resolved at each attempt, never here), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see)."
     },
     "types": {
       "type": "array",
