@@ -257,7 +257,8 @@ for (const backend of BACKENDS) {
       const { embed_token } = await client.createEmbedToken({ user_group_id: `i-${run}`, embed_id: 'sales' });
       const active = await client.introspectEmbedToken(embed_token);
       assert.equal(active.active, true);
-      assert.equal(active.sub, `i-${run}`);
+      assert.equal(active.sub, `acme:Customer:i-${run}`);
+      assert.equal(active.ugs_user_group_id, `i-${run}`);
       assert.equal(active.aud, 'sales');
       assert.deepEqual(active.ugs_variables, { user_group_id: `i-${run}`, user_group_name: `i-${run}`, region: 'emea' });
       assert.deepEqual(await client.introspectEmbedToken(`${embed_token}x`), { success: 1, active: false });
@@ -265,7 +266,7 @@ for (const backend of BACKENDS) {
       assert.equal(client.jwksUrl().href, `${baseUrl}/.well-known/jwks.json`);
       assert.equal(jwksUrl('https://ugs.example.com/').href, 'https://ugs.example.com/.well-known/jwks.json');
       const { payload } = await jwtVerify(embed_token, createRemoteJWKSet(client.jwksUrl()), { audience: 'sales', issuer: 'http://127.0.0.1:3000' });
-      assert.equal(payload.sub, `i-${run}`);
+      assert.equal(payload.sub, `acme:Customer:i-${run}`);
     });
 
     it('getJwks and getEmbedTokenDiscovery: the public key set and where to find it, without a token', async () => {

@@ -126,7 +126,8 @@ forEachBackend('embed tokens (default: ES256)', (backend) => {
     const bound = await embedToken({ user_group_id: 'jws-user', embed_id: 'sales', origin: 'https://app.example.com' });
     const { payload } = await verifyOffline(bound, 'sales');
     assert.equal(payload.iss, ISSUER);
-    assert.equal(payload.sub, 'jws-user');
+    assert.equal(payload.sub, 'acme:Customer:jws-user');
+    assert.equal(payload.ugs_user_group_id, 'jws-user');
     assert.equal(payload.aud, 'sales');
     assert.equal(payload.ugs_origin, 'https://app.example.com');
     const context = await t.request('GET', CONTEXT, {

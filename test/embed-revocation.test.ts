@@ -69,7 +69,7 @@ forEachBackend('embed tokens: revocation for offline verifiers', (backend) => {
   it('revocation: an embed token verifies offline and is accepted; once its group is deleted, it is refused', async () => {
     const { embed } = await embedTokenOf('to-delete');
     const accepted = await verify(embed);
-    assert.equal(accepted.sub, 'to-delete');
+    assert.equal(accepted.sub, 'verifier:Customer:to-delete');
     assert.equal(accepted.revoked, null);
     assert.equal((await t.request('DELETE', '/api/user', { token, query: { user_group_id: 'to-delete' } })).status, 200);
     assert.equal(await eventually(() => list.check(decode(embed))), 'group_deleted');
@@ -93,7 +93,7 @@ forEachBackend('embed tokens: revocation for offline verifiers', (backend) => {
     const issued = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'viewer-rotate', viewer } });
     assert.equal(issued.status, 200, issued.text);
     const accepted = await verify(issued.body.embed_token);
-    assert.deepEqual([accepted.sub, accepted.revoked], ['viewer-rotate', null]);
+    assert.deepEqual([accepted.sub, accepted.revoked], ['verifier:Customer:viewer-rotate', null]);
     assert.equal((await t.request('POST', '/api/user', { token, body: { current_token: group.token } })).status, 200);
     assert.equal(await eventually(() => list.check(decode(issued.body.embed_token))), 'token_rotated');
     const fresh = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'viewer-rotate', viewer } });

@@ -64,7 +64,7 @@ forEachBackend('embed tokens', (backend) => {
     const iat = START.getTime() / 1000;
     assert.deepEqual(payload, {
       iss: 'http://127.0.0.1:3000',
-      sub: 'tok-1',
+      sub: 'acme:Customer:tok-1',
       aud: 'ugs:embed',
       iat,
       nbf: iat,
@@ -72,6 +72,7 @@ forEachBackend('embed tokens', (backend) => {
       jti: payload.jti,
       ugs_account: 'acme',
       ugs_environment: 'Customer',
+      ugs_user_group_id: 'tok-1',
       ugs_team_id: group.team_id,
       ugs_generation: 1,
       ugs_variables: { user_group_id: 'tok-1', user_group_name: 'Token One', region: 'emea', seats: 3 },
@@ -99,6 +100,7 @@ forEachBackend('embed tokens', (backend) => {
       'ugs_generation',
       'ugs_origin',
       'ugs_team_id',
+      'ugs_user_group_id',
       'ugs_variables',
     ]);
     assert.equal(decodeJwt(token).aud, 'dash', 'a bound token names its embed_id as audience');

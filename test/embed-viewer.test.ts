@@ -46,21 +46,21 @@ forEachBackend('embed tokens with a viewer', (backend) => {
     return payload;
   }
 
-  it('issue: the token carries the viewer as ugs_viewer, its fields as given; sub stays the user_group_id', async () => {
+  it('issue: the token carries the viewer as ugs_viewer, its fields as given; sub still names the group', async () => {
     await createGroup(t, { user_group_id: 'vw-claim', name: 'Viewer Claim', properties: { region: 'emea', plan: 'pro' } });
     // Fields in another order than the claim's: the claim has one order.
     const { attributes, ...rest } = ADA;
     const claims = await verifiedClaims(await embedToken({ user_group_id: 'vw-claim', viewer: { attributes, ...rest } }));
-    assert.equal(claims.sub, 'vw-claim');
+    assert.equal(claims.sub, 'acme:Customer:vw-claim');
+    assert.equal(claims.ugs_user_group_id, 'vw-claim');
     assert.equal(JSON.stringify(claims.ugs_viewer), JSON.stringify(ADA));
     assert.deepEqual(claims.ugs_variables, {
       user_group_id: 'vw-claim',
       user_group_name: 'Viewer Claim',
       viewer_id: 'user_8812',
-      region: 'amer',
+      viewer_attributes: { region: 'amer', max_discount: 0.15, can_export: true },
+      region: 'emea',
       plan: 'pro',
-      max_discount: 0.15,
-      can_export: true,
     });
 
     const onlyId = await verifiedClaims(await embedToken({ user_group_id: 'vw-claim', viewer: { id: 'u-2' } }));
@@ -68,7 +68,7 @@ forEachBackend('embed tokens with a viewer', (backend) => {
     assert.deepEqual(onlyId.ugs_variables, { user_group_id: 'vw-claim', user_group_name: 'Viewer Claim', viewer_id: 'u-2', region: 'emea', plan: 'pro' });
   });
 
-  it("context: answers the viewer, and variables with viewer_id and the viewer's attributes over the group's properties", async () => {
+  it("context: answers the viewer, and variables with viewer_id and viewer_attributes beside the group's properties, which stay the group's", async () => {
     await createGroup(t, { user_group_id: 'vw-ctx', name: 'Viewer Context', properties: { region: 'emea', seats: 3 } });
     const res = await context(await embedToken({ user_group_id: 'vw-ctx', viewer: ADA }));
     assert.equal(res.status, 200, res.text);
@@ -80,10 +80,9 @@ forEachBackend('embed tokens with a viewer', (backend) => {
       user_group_id: 'vw-ctx',
       user_group_name: 'Viewer Context',
       viewer_id: 'user_8812',
-      region: 'amer',
+      viewer_attributes: { region: 'amer', max_discount: 0.15, can_export: true },
+      region: 'emea',
       seats: 3,
-      max_discount: 0.15,
-      can_export: true,
     });
   });
 
@@ -91,24 +90,26 @@ forEachBackend('embed tokens with a viewer', (backend) => {
     await createGroup(t, { user_group_id: 'vw-two', properties: { region: 'world' } });
     const emea = await context(await embedToken({ user_group_id: 'vw-two', viewer: { id: 'a', attributes: { region: 'emea' } } }));
     const amer = await context(await embedToken({ user_group_id: 'vw-two', viewer: { id: 'b', attributes: { region: 'amer' } } }));
-    assert.deepEqual([emea.body.variables.viewer_id, emea.body.variables.region], ['a', 'emea']);
-    assert.deepEqual([amer.body.variables.viewer_id, amer.body.variables.region], ['b', 'amer']);
+    assert.deepEqual([emea.body.variables.viewer_id, emea.body.variables.viewer_attributes, emea.body.variables.region], ['a', { region: 'emea' }, 'world']);
+    assert.deepEqual([amer.body.variables.viewer_id, amer.body.variables.viewer_attributes, amer.body.variables.region], ['b', { region: 'amer' }, 'world']);
   });
 
-  it('context: the built-ins user_group_id, user_group_name and viewer_id win over properties and attributes of those names', async () => {
-    await createGroup(t, { user_group_id: 'vw-builtins', name: 'Real Name', properties: { viewer_id: 'from the group', user_group_name: 'spoof', tier: 1 } });
-    const token = await embedToken({
+  it('context: the built-ins user_group_id, user_group_name, viewer_id and viewer_attributes win over properties of those names', async () => {
+    await createGroup(t, {
       user_group_id: 'vw-builtins',
-      viewer: { id: 'real-viewer', attributes: { user_group_id: 'other-group', viewer_id: 'someone else', user_group_name: 'spoof 2', tier: 2 } },
+      name: 'Real Name',
+      properties: { viewer_id: 'from the group', user_group_name: 'spoof', viewer_attributes: { tier: 9 }, tier: 1 },
     });
-    const expected = { user_group_id: 'vw-builtins', user_group_name: 'Real Name', viewer_id: 'real-viewer', tier: 2 };
+    const token = await embedToken({ user_group_id: 'vw-builtins', viewer: { id: 'real-viewer', attributes: { tier: 2 } } });
+    const expected = { user_group_id: 'vw-builtins', user_group_name: 'Real Name', viewer_id: 'real-viewer', viewer_attributes: { tier: 2 }, tier: 1 };
     assert.deepEqual((await context(token)).body.variables, expected);
     assert.deepEqual((await verifiedClaims(token)).ugs_variables, expected);
-    // The viewer itself is answered as given.
-    assert.equal((await context(token)).body.viewer?.attributes?.viewer_id, 'someone else');
+    // A viewer without attributes has no viewer_attributes, and the property of that name is still left out.
+    const plain = await embedToken({ user_group_id: 'vw-builtins', viewer: { id: 'real-viewer' } });
+    assert.deepEqual((await context(plain)).body.variables, { user_group_id: 'vw-builtins', user_group_name: 'Real Name', viewer_id: 'real-viewer', tier: 1 });
   });
 
-  it("context: a viewer's attributes go over what the group inherits from its ancestors", async () => {
+  it("context: a viewer's attributes never replace what the group inherits from its ancestors", async () => {
     await createGroup(t, { user_group_id: 'vw-parent', properties: { region: 'emea', currency: 'EUR' } });
     await createGroup(t, { user_group_id: 'vw-child', parent_user_group_id: 'vw-parent', properties: { plan: 'team' } });
     const res = await context(await embedToken({ user_group_id: 'vw-child', viewer: { id: 'c', attributes: { region: 'apac' } } }));
@@ -117,13 +118,14 @@ forEachBackend('embed tokens with a viewer', (backend) => {
       user_group_id: 'vw-child',
       user_group_name: 'vw-child',
       viewer_id: 'c',
-      region: 'apac',
+      viewer_attributes: { region: 'apac' },
+      region: 'emea',
       currency: 'EUR',
       plan: 'team',
     });
   });
 
-  it("context: a later change to the group's properties shows at once; the viewer's attributes still win", async () => {
+  it("context: a later change to the group's properties shows at once; the viewer's attributes stay beside them", async () => {
     await createGroup(t, { user_group_id: 'vw-live', properties: { region: 'emea' } });
     const token = await embedToken({ user_group_id: 'vw-live', viewer: { id: 'd', attributes: { region: 'amer' } } });
     const put = await t.request('PUT', '/api/user', { token: t.token, body: { user_group_id: 'vw-live', properties: { region: 'apac', plan: 'new' } } });
@@ -132,7 +134,8 @@ forEachBackend('embed tokens with a viewer', (backend) => {
       user_group_id: 'vw-live',
       user_group_name: 'vw-live',
       viewer_id: 'd',
-      region: 'amer',
+      viewer_attributes: { region: 'amer' },
+      region: 'apac',
       plan: 'new',
     });
   });
@@ -155,7 +158,8 @@ forEachBackend('embed tokens with a viewer', (backend) => {
     const res = await introspect(token);
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.active, true);
-    assert.equal(res.body.sub, 'vw-intro');
+    assert.equal(res.body.sub, 'acme:Customer:vw-intro');
+    assert.equal(res.body.ugs_user_group_id, 'vw-intro');
     assert.deepEqual(res.body.ugs_viewer, ADA);
     assert.deepEqual(res.body.ugs_variables, (await context(token)).body.variables, 'the variables at issue time, as the context answers them');
   });

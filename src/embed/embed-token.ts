@@ -17,6 +17,8 @@ import type { EmbedSigningKeys } from './signing-keys.ts';
 import { EMBED_SIGNING_ALGORITHMS } from '../config.ts';
 import { EMBED_TOKEN_MAX_SECONDS, type EmbedViewerClaim } from './embed.schemas.ts';
 import { isViewerClaim } from './embed-viewer.ts';
+import { embedSubject } from './embed-subject.ts';
+import type { Environment } from '../db/schema.ts';
 
 // Our own type, so no other JWT signed for another purpose can pass as an embed token.
 const EMBED_TOKEN_TYPE = 'ugs-embed+jwt';
@@ -52,7 +54,7 @@ interface EmbedTokenSubject {
   generation: number;
   userGroupId: string;
   accountSlug: string;
-  environment: string;
+  environment: Environment;
   /** The dashboard variables, as /api/embed/context answers them. */
   variables: Record<string, unknown>;
   embedId?: string;
@@ -90,6 +92,7 @@ export class EmbedTokens {
     const claims: JWTPayload = {
       ugs_account: subject.accountSlug,
       ugs_environment: subject.environment,
+      ugs_user_group_id: subject.userGroupId,
       ugs_team_id: subject.teamId,
       ugs_generation: subject.generation,
       ...(subject.origin === undefined ? {} : { ugs_origin: subject.origin }),
@@ -100,7 +103,7 @@ export class EmbedTokens {
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: algorithm, typ: EMBED_TOKEN_TYPE, kid })
       .setIssuer(this.options.issuer)
-      .setSubject(subject.userGroupId)
+      .setSubject(embedSubject(subject.accountSlug, subject.environment, subject.userGroupId))
       .setAudience(subject.embedId ?? this.options.audience)
       .setIssuedAt(iat)
       .setNotBefore(iat)

@@ -1,13 +1,32 @@
 // The viewer of an embed token (docs/api.md, "The viewer"): the person, within the user
 // group, that the caller's backend names when it mints the token. The token carries the
-// viewer as its `ugs_viewer` claim; the variables gain `viewer_id` and the viewer's
-// attributes over the group's computed properties. A token without a viewer never reaches
-// this module: its path is the one it always was.
+// viewer as its `ugs_viewer` claim; the variables gain `viewer_id` and, in a namespace of
+// their own, `viewer_attributes`. The viewer's attributes never replace a property of the
+// group: a token with only the `read` scope may name a viewer, and what it signs must never
+// look like a value the group was given by a token with `write`. A token without a viewer
+// never reaches this module: its path is the one it always was.
 import type { UserGroupRow } from '../db/schema.ts';
 import type { EmbedViewerClaim } from './embed.schemas.ts';
 
-/** The variables no property or attribute can replace. */
-const VIEWER_BUILT_INS = new Set(['user_group_id', 'user_group_name', 'viewer_id']);
+/** The variables of a viewer's token that the service sets: no property can replace them. */
+const VIEWER_BUILT_INS = new Set(['user_group_id', 'user_group_name', 'viewer_id', 'viewer_attributes']);
+/** The claims every embed token carries (RFC 7519 §4.1). */
+const REGISTERED_CLAIMS = ['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti'];
+/** Names the service uses, in the claims or the variables, compared in lower case; and every `ugs_` name. */
+const RESERVED_ATTRIBUTE_KEYS = new Set([...REGISTERED_CLAIMS, ...VIEWER_BUILT_INS]);
+const SERVICE_PREFIX = 'ugs_';
+
+/**
+ * The keys of a viewer's attributes that are names the service uses (docs/api.md, "The
+ * viewer"), in any case: a verifier or a policy that reads an attribute of such a name beside
+ * the claims could take it for the service's own.
+ */
+export function reservedAttributeKeys(attributes: Record<string, unknown>): string[] {
+  return Object.keys(attributes).filter((key) => {
+    const lower = key.toLowerCase();
+    return lower.startsWith(SERVICE_PREFIX) || RESERVED_ATTRIBUTE_KEYS.has(lower);
+  });
+}
 
 /** The claim for a validated request's viewer: its fields in one order, absent ones left out. */
 export function viewerClaim(viewer: EmbedViewerClaim): EmbedViewerClaim {
@@ -33,8 +52,8 @@ export function isViewerClaim(value: unknown): value is EmbedViewerClaim {
 
 /**
  * The dashboard variables of a group seen by a viewer: `user_group_id`, `user_group_name`,
- * `viewer_id`, then the group's computed properties with the viewer's attributes over them.
- * The three built-ins win every clash.
+ * `viewer_id`, `viewer_attributes` (when the viewer has attributes), then the group's computed
+ * properties. The built-ins win every clash; an attribute never replaces a property.
  */
 export function viewerVariables(
   { row, computedProperties }: { row: Pick<UserGroupRow, 'provided_id' | 'name'>; computedProperties: string | null },
@@ -45,11 +64,9 @@ export function viewerVariables(
   variables.user_group_id = row.provided_id;
   variables.user_group_name = row.name;
   variables.viewer_id = viewer.id;
-  if (computedProperties !== null) addOver(variables, JSON.parse(computedProperties) as Record<string, unknown>);
-  if (viewer.attributes !== undefined) addOver(variables, viewer.attributes);
+  if (viewer.attributes !== undefined) variables.viewer_attributes = viewer.attributes;
+  if (computedProperties === null) return variables;
+  const properties = JSON.parse(computedProperties) as Record<string, unknown>;
+  for (const key of Object.keys(properties)) if (!VIEWER_BUILT_INS.has(key)) variables[key] = properties[key];
   return variables;
-}
-
-function addOver(variables: Record<string, unknown>, values: Record<string, unknown>): void {
-  for (const key of Object.keys(values)) if (!VIEWER_BUILT_INS.has(key)) variables[key] = values[key];
 }

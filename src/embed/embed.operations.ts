@@ -22,7 +22,7 @@ export const embedContextOperation = {
   description: [
     'Called from the browser with `Authorization: Bearer <token>` (`Token <token>` is accepted too), where the token is a user group token',
     "or an embed token from `POST /api/embed_token`. Answers the group's public fields and its dashboard variables; never a token.",
-    "For an embed token that names a viewer, also `viewer` (the token's `ugs_viewer`), and the variables gain `viewer_id` and the viewer's attributes over the group's properties; without one, no `viewer` key.",
+    "For an embed token that names a viewer, also `viewer` (the token's `ugs_viewer`), and the variables gain `viewer_id` and `viewer_attributes` (the viewer's attributes, which never replace the group's properties); without one, no `viewer` key.",
     "A user group token works while it is the group's current token, and after a rotation with `grace_period_seconds` until the grace period ends.",
     "An embed token works until its expiry, the next rotation of its group's token (grace periods do not extend it) or the deletion of its group.",
     'Errors: `401 invalid_token` when the token is missing, malformed, unknown, expired, rotated or its group deleted (all look the same);',
@@ -45,10 +45,10 @@ export const createEmbedTokenOperation = {
   summary: 'Issue a short-lived embed token for a user group',
   description: [
     'Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with ES256 (the default; RS256 or EdDSA if the service is set so) by the key its `kid` names,',
-    'which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id),',
-    '`aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`,',
-    "`ugs_origin` (when bound), `ugs_viewer` (the `viewer`, when given) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties, with the viewer's `viewer_id` and attributes over them).",
-    'A token over 8,192 bytes is refused: `422 embed_token_too_large`. A bad `viewer` is `400 validation_failed` naming the field (`viewer.id`, `viewer.time_zone`, `viewer.attributes.<key>`).',
+    'which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (`<account>:<environment>:<user_group_id>`: unique within the issuer),',
+    '`aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_user_group_id`, `ugs_team_id`, `ugs_generation`,',
+    "`ugs_origin` (when bound), `ugs_viewer` (the `viewer`, when given) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties, and with a viewer its `viewer_id` and `viewer_attributes`, which never replace a property).",
+    'A token over 8,192 bytes is refused: `422 embed_token_too_large`. A bad `viewer` is `400 validation_failed` naming the field (`viewer.id`, `viewer.time_zone`, `viewer.attributes.<key>`; an attribute named like a claim or a variable of the service is issue `reserved`).',
     'Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`,',
     "the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted;",
     'with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.',

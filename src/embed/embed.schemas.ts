@@ -44,7 +44,7 @@ const ViewerAttributes = Type.Unsafe<Record<string, string | number | boolean>>(
   propertyNames: { minLength: 1, maxLength: 64, pattern: PLAIN_TEXT },
   // A value is signed into the token and handed to data APIs as given (a NUL breaks PostgreSQL's jsonb): no control or bidirectional control characters.
   additionalProperties: { type: ['string', 'number', 'boolean'], maxLength: VIEWER_ATTRIBUTE_MAX_CHARS, pattern: UNDIRECTED_TEXT },
-  description: `What your dashboard and data API filter by, such as \`region\`: at most ${VIEWER_MAX_ATTRIBUTES} keys of 1-64 characters (plain text), each a string (at most ${VIEWER_ATTRIBUTE_MAX_CHARS} characters, no control or bidirectional control characters), a number or a boolean; no nesting, no null. In the variables they replace the group's properties of the same name.`,
+  description: `What your dashboard and data API filter by, such as \`region\`: at most ${VIEWER_MAX_ATTRIBUTES} keys of 1-64 characters (plain text), each a string (at most ${VIEWER_ATTRIBUTE_MAX_CHARS} characters, no control or bidirectional control characters), a number or a boolean; no nesting, no null. A name the service uses is refused (\`400 validation_failed\`, issue \`reserved\`), in any case: \`iss\`, \`sub\`, \`aud\`, \`exp\`, \`nbf\`, \`iat\`, \`jti\`, any \`ugs_\` name, \`user_group_id\`, \`user_group_name\`, \`viewer_id\`, \`viewer_attributes\`. In the variables they are \`viewer_attributes\`, apart from the group's properties, which they never replace.`,
   examples: [{ region: 'emea', max_discount: 0.15, can_export: true }],
 });
 
@@ -83,7 +83,7 @@ export const EmbedViewer = Type.Object(
     title: 'EmbedViewer',
     additionalProperties: false,
     description:
-      "The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` stays the user_group_id); its variables gain `viewer_id` and the viewer's `attributes` over the group's properties. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one.",
+      "The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` still names the group); its variables gain `viewer_id` and `viewer_attributes` (the viewer's `attributes`), and the group's properties stay as the group has them. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one.",
   },
 );
 export type EmbedViewerClaim = Static<typeof EmbedViewer>;
@@ -98,8 +98,8 @@ export const EmbedContextResponse = Type.Object(
       type: 'object',
       additionalProperties: true,
       description:
-        "`user_group_id` and `user_group_name` (and `viewer_id` for a token with a viewer), then every top-level key of `computed_properties` (the group's own properties over its ancestors'), with the viewer's `attributes` over them. On a name clash the built-ins win.",
-      examples: [{ user_group_id: 'example_1', user_group_name: 'Example 1', viewer_id: 'user_8812', region: 'emea' }],
+        "`user_group_id` and `user_group_name` (and, for a token with a viewer, `viewer_id` and `viewer_attributes`: the viewer's `attributes`, when given), then every top-level key of `computed_properties` (the group's own properties over its ancestors'). On a name clash the built-ins win; a viewer's attribute never replaces a property.",
+      examples: [{ user_group_id: 'example_1', user_group_name: 'Example 1', viewer_id: 'user_8812', viewer_attributes: { team: 'north' }, region: 'emea' }],
     }),
   },
   { title: 'EmbedContext' },
@@ -180,7 +180,12 @@ export const IntrospectionResponse = Type.Object(
         "Whether the token is valid now: signed by a published key, not expired, its group neither deleted nor rotated since, and of this API token's account and environments. When false, nothing else is said.",
     }),
     iss: claim(Type.String()),
-    sub: claim(Type.String({ description: 'The user_group_id.' })),
+    sub: claim(
+      Type.String({
+        description:
+          'The subject: `<account>:<environment>:<user_group_id>`, one group of one account and environment (docs/api.md, "The subject"). A token issued before subjects named the tenant: the user_group_id alone.',
+      }),
+    ),
     aud: claim(Type.String({ description: 'The embed_id the token is bound to, else the default audience (UGS_EMBED_AUDIENCE).' })),
     exp: claim(Type.Integer()),
     iat: claim(Type.Integer()),
@@ -188,6 +193,7 @@ export const IntrospectionResponse = Type.Object(
     jti: claim(Type.String()),
     ugs_account: claim(Type.String()),
     ugs_environment: claim(EnvironmentTag),
+    ugs_user_group_id: claim(Type.String({ description: 'The user_group_id, as given (absent from tokens issued before subjects named the tenant).' })),
     ugs_team_id: claim(Type.Integer()),
     ugs_generation: claim(Type.Integer()),
     ugs_origin: claim(Type.String()),
@@ -204,7 +210,7 @@ export const IntrospectionResponse = Type.Object(
         success: 1,
         active: true,
         iss: 'https://ugs.example.com',
-        sub: 'example_1',
+        sub: 'default:Customer:example_1',
         aud: 'ugs:embed',
         exp: 1767225600,
         iat: 1767222000,
@@ -212,6 +218,7 @@ export const IntrospectionResponse = Type.Object(
         jti: 'kq3yX1d2cV0uGx9Zq8m2Ew',
         ugs_account: 'default',
         ugs_environment: 'Customer',
+        ugs_user_group_id: 'example_1',
         ugs_team_id: 42,
         ugs_generation: 1,
         ugs_variables: { user_group_id: 'example_1', user_group_name: 'Example 1', region: 'emea' },

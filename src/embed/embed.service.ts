@@ -22,7 +22,7 @@ import type { ResolvedGroup } from '../user-groups/group-chain.ts';
 import type { Environment } from '../db/schema.ts';
 import { EmbedTokenTooLarge, type EmbedClaims, type EmbedTokens } from './embed-token.ts';
 import { variablesJson, type ViewedGroup } from './embed-context.json.ts';
-import { viewerClaim, viewerVariables } from './embed-viewer.ts';
+import { reservedAttributeKeys, viewerClaim, viewerVariables } from './embed-viewer.ts';
 import { EMBED_TOKEN_DEFAULT_SECONDS, type EmbedTokenInput, type EmbedTokenView } from './embed.schemas.ts';
 
 export interface EmbedDeps {
@@ -130,6 +130,7 @@ async function legacyGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<Reso
 }
 
 export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, input: EmbedTokenInput): Promise<EmbedTokenView> {
+  if (input.viewer?.attributes !== undefined) refuseReservedAttributeKeys(input.viewer.attributes);
   requireScope(principal, 'read', 'issuing an embed token');
   const environment = resolveEnvironment(principal, input.api_environment_tag);
   const providedId = normalizeUserGroupId(input.user_group_id);
@@ -169,7 +170,7 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
       `the embed token would be ${err.bytes.toLocaleString('en-US')} bytes, over the limit of ${MAX_EMBED_TOKEN_BYTES.toLocaleString('en-US')} bytes (what proxies accept in one header); ` +
         (viewer === undefined
           ? "its variables are the group's computed properties: keep large data out of properties, or use the user group token, whose context is read from the service"
-          : "it carries the viewer, and its variables are the group's computed properties with the viewer's attributes (carried twice: in ugs_viewer and in ugs_variables): send fewer or shorter attributes, or keep large data out of the group's properties"),
+          : "it carries the viewer, and its variables are the group's computed properties and the viewer's attributes (carried twice: in ugs_viewer and in ugs_variables.viewer_attributes): send fewer or shorter attributes, or keep large data out of the group's properties"),
     );
   }
   deps.events.embedTokenIssued();
@@ -192,6 +193,19 @@ export async function introspectEmbedToken(deps: EmbedDeps, principal: Principal
   if (!group || group.row.account_id !== principal.accountId) return undefined;
   if (principal.allowedEnvironment !== null && principal.allowedEnvironment !== group.row.environment) return undefined;
   return claims;
+}
+
+/** A rule of the body, so it answers as validation does: before scope and existence (docs/api.md, "Errors", precedence). */
+function refuseReservedAttributeKeys(attributes: Record<string, unknown>): void {
+  const reserved = reservedAttributeKeys(attributes);
+  if (reserved.length === 0) return;
+  const fields = reserved.map((key) => `viewer.attributes.${key}`);
+  throw new AppError(
+    'validation_failed',
+    `${fields.join(', ')} ${reserved.length === 1 ? 'is a name' : 'are names'} the service uses in an embed token ` +
+      '(iss, sub, aud, exp, nbf, iat, jti, any ugs_ name, user_group_id, user_group_name, viewer_id, viewer_attributes; in any case): rename the attribute',
+    { details: fields.map((field) => ({ field, issue: 'reserved' })) },
+  );
 }
 
 /** Browsers send an origin in one serialized form; a token bound to any other spelling could never be used. */

@@ -137,7 +137,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a short-lived embed token for a user group
-         * @description Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with ES256 (the default; RS256 or EdDSA if the service is set so) by the key its `kid` names, which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (the user_group_id), `aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_team_id`, `ugs_generation`, `ugs_origin` (when bound), `ugs_viewer` (the `viewer`, when given) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties, with the viewer's `viewer_id` and attributes over them). A token over 8,192 bytes is refused: `422 embed_token_too_large`. A bad `viewer` is `400 validation_failed` naming the field (`viewer.id`, `viewer.time_zone`, `viewer.attributes.<key>`). Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`, the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted; with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.
+         * @description Called from your backend with an API token (the `read` scope suffices). Answers a compact JWS signed with ES256 (the default; RS256 or EdDSA if the service is set so) by the key its `kid` names, which anyone can verify with the keys at `/.well-known/jwks.json`. Its claims hold no secret: `iss` (UGS_PUBLIC_URL), `sub` (`<account>:<environment>:<user_group_id>`: unique within the issuer), `aud` (the `embed_id` when bound, else UGS_EMBED_AUDIENCE), `exp`, `iat`, `nbf`, `jti`, and `ugs_account`, `ugs_environment`, `ugs_user_group_id`, `ugs_team_id`, `ugs_generation`, `ugs_origin` (when bound), `ugs_viewer` (the `viewer`, when given) and `ugs_variables` (the dashboard variables at issue time: the group's computed properties, and with a viewer its `viewer_id` and `viewer_attributes`, which never replace a property). A token over 8,192 bytes is refused: `422 embed_token_too_large`. A bad `viewer` is `400 validation_failed` naming the field (`viewer.id`, `viewer.time_zone`, `viewer.attributes.<key>`; an attribute named like a claim or a variable of the service is issue `reserved`). Hand it to the browser instead of the long-lived user group token: `GET /api/embed/context` accepts it until `expires_at`, the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted; with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.
          */
         post: operations["createEmbedToken"];
         delete?: never;
@@ -155,7 +155,7 @@ export interface paths {
         };
         /**
          * What an embedded dashboard needs to know about the user group viewing it
-         * @description Called from the browser with `Authorization: Bearer <token>` (`Token <token>` is accepted too), where the token is a user group token or an embed token from `POST /api/embed_token`. Answers the group's public fields and its dashboard variables; never a token. For an embed token that names a viewer, also `viewer` (the token's `ugs_viewer`), and the variables gain `viewer_id` and the viewer's attributes over the group's properties; without one, no `viewer` key. A user group token works while it is the group's current token, and after a rotation with `grace_period_seconds` until the grace period ends. An embed token works until its expiry, the next rotation of its group's token (grace periods do not extend it) or the deletion of its group. Errors: `401 invalid_token` when the token is missing, malformed, unknown, expired, rotated or its group deleted (all look the same); `401 wrong_token_kind` for an API token (never give one to a browser); `403 origin_forbidden` when the embed token is bound to an origin and the `Origin` header is missing or differs; `403 embed_id_forbidden` when the embed token is bound to an embed_id and the `embed_id` query parameter is missing or differs. CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.
+         * @description Called from the browser with `Authorization: Bearer <token>` (`Token <token>` is accepted too), where the token is a user group token or an embed token from `POST /api/embed_token`. Answers the group's public fields and its dashboard variables; never a token. For an embed token that names a viewer, also `viewer` (the token's `ugs_viewer`), and the variables gain `viewer_id` and `viewer_attributes` (the viewer's attributes, which never replace the group's properties); without one, no `viewer` key. A user group token works while it is the group's current token, and after a rotation with `grace_period_seconds` until the grace period ends. An embed token works until its expiry, the next rotation of its group's token (grace periods do not extend it) or the deletion of its group. Errors: `401 invalid_token` when the token is missing, malformed, unknown, expired, rotated or its group deleted (all look the same); `401 wrong_token_kind` for an API token (never give one to a browser); `403 origin_forbidden` when the embed token is bound to an origin and the `Origin` header is missing or differs; `403 embed_id_forbidden` when the embed token is bound to an embed_id and the `embed_id` query parameter is missing or differs. CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.
          */
         get: operations["getEmbedContext"];
         put?: never;
@@ -241,7 +241,7 @@ export interface paths {
         put?: never;
         /**
          * Create a tag that no group carries yet
-         * @description The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`; one past the environment's bound (`UGS_MAX_TAGS_PER_ENVIRONMENT`, 10,000) is `409 tag_limit_reached`. The name is stored in Unicode NFC. Needs the `write` scope.
+         * @description The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`. Needs the `write` scope.
          */
         post: operations["createGroupTag"];
         /**
@@ -265,7 +265,7 @@ export interface paths {
         put?: never;
         /**
          * Rename a tag on every group that carries it
-         * @description Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`. A `new_name` that exists already merges the two tags into it (`merged: true`). An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. `new_name` is stored in Unicode NFC, and counts against the environment's bound of tags in the place of `name`. Needs the `write` scope. Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.
+         * @description Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`. A `new_name` that exists already merges the two tags into it (`merged: true`). An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. Needs the `write` scope. Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.
          */
         post: operations["renameGroupTag"];
         delete?: never;
@@ -559,7 +559,7 @@ export interface paths {
         };
         /**
          * The database is reachable
-         * @description Answers 200 when the database answers within 2 s and holds the service's tables (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.
+         * @description Answers 200 when the database answers within 2 s and holds the service's tables, else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.
          */
         get: operations["ready"];
         put?: never;
@@ -705,7 +705,7 @@ export interface components {
         CreateGroupTagRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description The tag: 1-64 characters, no control or bidirectional control characters, not only white space or zero-width characters. Case-sensitive; stored in Unicode NFC.
+             * @description The tag: 1-64 characters, no control characters. Case-sensitive.
              * @example beta
              */
             name: string;
@@ -738,7 +738,7 @@ export interface components {
             /** @description Only these event types. Absent: every type. */
             types?: components["schemas"]["EventType"][];
             /**
-             * @description An http(s) URL whose host is, or resolves to, public addresses only (a literal loopback, private, link-local, metadata or reserved address, and `localhost`, are `400 webhook_url_forbidden`; a name is resolved at each attempt, never here), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).
+             * @description An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).
              * @example https://example.com/ugs-webhooks
              */
             url: string;
@@ -783,11 +783,14 @@ export interface components {
             success: 1;
             user_group: components["schemas"]["EmbedUserGroup"];
             /**
-             * @description `user_group_id` and `user_group_name` (and `viewer_id` for a token with a viewer), then every top-level key of `computed_properties` (the group's own properties over its ancestors'), with the viewer's `attributes` over them. On a name clash the built-ins win.
+             * @description `user_group_id` and `user_group_name` (and, for a token with a viewer, `viewer_id` and `viewer_attributes`: the viewer's `attributes`, when given), then every top-level key of `computed_properties` (the group's own properties over its ancestors'). On a name clash the built-ins win; a viewer's attribute never replaces a property.
              * @example {
              *       "user_group_id": "example_1",
              *       "user_group_name": "Example 1",
              *       "viewer_id": "user_8812",
+             *       "viewer_attributes": {
+             *         "team": "north"
+             *       },
              *       "region": "emea"
              *     }
              */
@@ -882,7 +885,7 @@ export interface components {
         };
         /**
          * EmbedViewer
-         * @description The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` stays the user_group_id); its variables gain `viewer_id` and the viewer's `attributes` over the group's properties. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one.
+         * @description The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` still names the group); its variables gain `viewer_id` and `viewer_attributes` (the viewer's `attributes`), and the group's properties stay as the group has them. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one.
          */
         EmbedViewer: {
             attributes?: components["schemas"]["ViewerAttributes"];
@@ -939,7 +942,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "tag_limit_reached" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -1013,7 +1016,7 @@ export interface components {
         GroupTagKey: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
+             * @description The tag: 1-64 characters, no control characters. Case-sensitive.
              * @example beta
              */
             name?: string;
@@ -1035,7 +1038,7 @@ export interface components {
         };
         /**
          * GroupTags
-         * @description Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had.
+         * @description Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had.
          * @example [
          *       "beta",
          *       "enterprise"
@@ -1097,7 +1100,7 @@ export interface components {
             iss?: string;
             jti?: string;
             nbf?: number;
-            /** @description The user_group_id. */
+            /** @description The subject: `<account>:<environment>:<user_group_id>`, one group of one account and environment (docs/api.md, "The subject"). A token issued before subjects named the tenant: the user_group_id alone. */
             sub?: string;
             /** @enum {number} */
             success: 1;
@@ -1106,6 +1109,8 @@ export interface components {
             ugs_generation?: number;
             ugs_origin?: string;
             ugs_team_id?: number;
+            /** @description The user_group_id, as given (absent from tokens issued before subjects named the tenant). */
+            ugs_user_group_id?: string;
             ugs_variables?: {
                 [key: string]: unknown;
             };
@@ -1219,7 +1224,7 @@ export interface components {
         RenameGroupTagRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description The tag to rename. A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
+             * @description The tag to rename.
              * @example beta
              */
             name: string;
@@ -1459,7 +1464,7 @@ export interface components {
         };
         /**
          * ViewerAttributes
-         * @description What your dashboard and data API filter by, such as `region`: at most 50 keys of 1-64 characters (plain text), each a string (at most 1024 characters, no control or bidirectional control characters), a number or a boolean; no nesting, no null. In the variables they replace the group's properties of the same name.
+         * @description What your dashboard and data API filter by, such as `region`: at most 50 keys of 1-64 characters (plain text), each a string (at most 1024 characters), a number or a boolean; no nesting, no null. A name the service uses is refused (`400 validation_failed`, issue `reserved`), in any case: `iss`, `sub`, `aud`, `exp`, `nbf`, `iat`, `jti`, any `ugs_` name, `user_group_id`, `user_group_name`, `viewer_id`, `viewer_attributes`. In the variables they are `viewer_attributes`, apart from the group's properties, which they never replace.
          * @example {
          *       "region": "emea",
          *       "max_discount": 0.15,
@@ -3171,7 +3176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: group_tag_exists, tag_limit_reached, idempotency_key_in_use */
+            /** @description Error: group_tag_exists, idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -3269,7 +3274,7 @@ export interface operations {
                 /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /**
-                 * @description A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
+                 * @description The tag: 1-64 characters, no control characters. Case-sensitive.
                  * @example beta
                  */
                 name?: string;
@@ -3522,7 +3527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: tag_limit_reached, idempotency_key_in_use */
+            /** @description Error: idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -3724,18 +3729,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: tag_limit_reached */
-            409: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    "X-Request-Id": components["headers"]["XRequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             /** @description Error: payload_too_large */
             413: {
                 headers: {
@@ -3884,7 +3877,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: user_group_exists, hierarchy_cycle, tag_limit_reached */
+            /** @description Error: user_group_exists, hierarchy_cycle */
             409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -4071,7 +4064,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: user_group_exists, tag_limit_reached, idempotency_key_in_use */
+            /** @description Error: user_group_exists, idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4577,7 +4570,7 @@ export interface operations {
                 /** @description Only groups whose user_group_id or name starts with this (case-sensitive). */
                 q?: string;
                 /**
-                 * @description Only groups with this tag: the tag spelled so, else its NFC form.
+                 * @description Only groups with this tag.
                  * @example beta
                  */
                 tag?: string;
@@ -5873,7 +5866,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "description": "The tag: 1-64 characters, no control or bidirectional control characters, not only white space or zero-width characters. Case-sensitive; stored in Unicode NFC."
+      "description": "The tag: 1-64 characters, no control characters. Case-sensitive."
     },
     "api_environment_tag": {
       "type": "string",
@@ -5914,7 +5907,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
@@ -5953,7 +5946,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 2048,
-      "description": "An http(s) URL whose host is, or resolves to, public addresses only (a literal loopback, private, link-local, metadata or reserved address, and `localhost`, are `400 webhook_url_forbidden`; a name is resolved at each attempt, never here), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see)."
+      "description": "An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see)."
     },
     "types": {
       "type": "array",
@@ -5999,7 +5992,7 @@ export const requestFields = {
     },
     "viewer": {
       "type": "object",
-      "description": "The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` stays the user_group_id); its variables gain `viewer_id` and the viewer's `attributes` over the group's properties. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one."
+      "description": "The person viewing, within the user group (`id` required). An embed token issued with one carries it as the claim `ugs_viewer`, exactly as given (absent fields stay absent; `sub` still names the group); its variables gain `viewer_id` and `viewer_attributes` (the viewer's `attributes`), and the group's properties stay as the group has them. `GET /api/embed/context` and introspection answer it as `viewer` and `ugs_viewer`; both leave it out for a token without one."
     }
   },
   "GetOrCreateRequest": {
@@ -6036,7 +6029,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
@@ -6076,7 +6069,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "description": "The tag to rename. A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters."
+      "description": "The tag to rename."
     },
     "new_name": {
       "type": "string",
@@ -6131,7 +6124,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
