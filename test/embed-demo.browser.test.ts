@@ -4,8 +4,8 @@
 // token is rotated, the same page must report its embed token as no longer valid. With
 // PostgreSQL, the page also fetches rows from examples/postgres-rls's data API with the same
 // embed token, and two groups see different rows. Two viewers of one group (embed tokens
-// that name a viewer) see themselves, their own region in the variables, and their region's
-// rows only.
+// that name a viewer) see themselves, their own region among their attributes (the group's
+// region stays the group's), and their region's rows only.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -60,7 +60,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     if (!noDataApi) {
       // The data API as its README runs it: the service's issuer, the demo's dashboard as
       // audience, and the page as the only browser origin.
-      dataApi = await startDataApi({ UGS_ISSUER: service.baseUrl, AUDIENCE: 'sales-overview', ALLOWED_ORIGINS: pageOrigin });
+      dataApi = await startDataApi({ UGS_ISSUER: service.baseUrl, UGS_ACCOUNT: 'demo', AUDIENCE: 'sales-overview', ALLOWED_ORIGINS: pageOrigin });
     }
     backend = await startExample(path.join(DEMO, 'backend.mjs'), {
       UGS_URL: service.baseUrl,
@@ -158,7 +158,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal(elsewhere.status, 403);
   });
 
-  it('demo: two viewers of one group each see themselves and their own region in the variables; the whole group shows no viewer', async () => {
+  it("demo: two viewers of one group each see themselves and their own region in viewer_attributes, beside the group's; the whole group shows no viewer", async () => {
     await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=ada`);
     await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
     assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
@@ -171,6 +171,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
       user_group_id: 'acme-corp',
       user_group_name: 'ACME Corporation',
       viewer_id: 'ada',
+      viewer_attributes: '{"region":"emea"}',
       region: 'emea',
       plan: 'enterprise',
       seats: '42',
@@ -182,7 +183,8 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal(await page.textContent('#viewer-permissions'), 'view_orders, export_csv');
     const bruno = await variablesShown();
     assert.equal(bruno.viewer_id, 'bruno');
-    assert.equal(bruno.region, 'amer', "the viewer's region replaces the group's");
+    assert.equal(bruno.viewer_attributes, '{"region":"amer"}');
+    assert.equal(bruno.region, 'emea', "the viewer's region never replaces the group's");
     assert.equal(await page.getAttribute('#viewers a[aria-current="page"]', 'href'), '/?customer=acme-corp&viewer=bruno');
 
     await page.goto(`${pageServer.url}/?customer=acme-corp`);
@@ -212,7 +214,8 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.deepEqual(await rowsShown('orders'), [['Rocket skates', 'amer', '860']]);
     assert.deepEqual(
       (await rowsShown('notices')).map(([region]) => region),
-      ['amer'],
+      ['emea'],
+      "the notices of the group's region: the viewer's attribute narrows the orders, never the group's variables",
     );
     await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-viewer-bruno.png'), fullPage: true });
   });

@@ -4,11 +4,14 @@
 // (examples/verify-embed-token/): jose; jsonwebtoken + jwks-rsa; fast-jwt + get-jwks, which
 // finds the keys from the issuer alone (/.well-known/openid-configuration); @fastify/jwt in
 // examples/postgres-rls's data API, which answers the viewer's rows; PyJWT from Debian's
-// python3-jwt; golang-jwt with go-jose from Debian's Go packages. Each checks iss, aud, exp
-// and nbf. Each must accept the genuine tokens of the algorithms it implements (a token of the
-// key before the rotation included, and a token that names a viewer, whose ugs_viewer each
-// must read back: the viewer's id and region) and refuse every forgery below; the whole matrix
-// is compared at once, so a failure shows every cell that moved.
+// python3-jwt; golang-jwt with go-jose from Debian's Go packages. Each checks iss, aud, exp,
+// nbf and the account (every account's tokens share the issuer and the keys). Each must accept
+// the genuine tokens of the algorithms it implements (a token of the key before the rotation
+// included, a token of the same id in the account's other environment, which names another
+// subject, and a token that names a viewer, whose ugs_viewer each must read back: the viewer's
+// id and region) and refuse every forgery below and a genuine token of another account for a
+// group of the same id; the whole matrix is compared at once, so a failure shows every cell
+// that moved.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -30,8 +33,12 @@ import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 const SNIPPETS = path.join(ROOT, 'examples', 'verify-embed-token');
 const AUDIENCE = 'ugs:embed';
-/** The group examples/postgres-rls has sample rows for (three orders). */
+/** The account whose tokens every verifier serves; INTRUDER has a group of the same id. */
+const ACCOUNT = 'interop';
+const INTRUDER = 'intruder';
+/** The group examples/postgres-rls has sample rows for (three orders in Customer, one in Testing). */
 const VIEWER = 'acme-corp';
+const SUBJECT = `${ACCOUNT}:Customer:${VIEWER}`;
 const PYTHON = '/usr/bin/python3'; // Debian's, where python3-jwt installs
 const GO = '/usr/bin/go';
 const GO_PACKAGES = ['github.com/golang-jwt/jwt', 'gopkg.in/square/go-jose.v2'].map((p) => path.join('/usr/share/gocode/src', p));
@@ -99,9 +106,9 @@ function nodeVerifier(name: string, file: string, algorithms: readonly EmbedSign
     algorithms,
     async run(tokens) {
       const { embedTokenVerifier } = (await import(path.join(SNIPPETS, file))) as {
-        embedTokenVerifier(o: { issuer: string; audience: string }): (token: string) => Promise<VerifiedClaims>;
+        embedTokenVerifier(o: { issuer: string; audience: string; account: string }): (token: string) => Promise<VerifiedClaims>;
       };
-      const verify = embedTokenVerifier({ issuer: issuer(), audience: AUDIENCE });
+      const verify = embedTokenVerifier({ issuer: issuer(), audience: AUDIENCE, account: ACCOUNT });
       const outcomes: Outcome[] = [];
       for (const token of tokens) {
         try {
@@ -124,7 +131,7 @@ function lineVerifier(name: string, algorithms: readonly EmbedSigningAlgorithm[]
     run: (tokens) =>
       new Promise((resolve, reject) => {
         const [program, ...args] = command();
-        const child = spawn(program, args, { cwd: ROOT, env: { ...process.env, UGS_ISSUER: issuer(), UGS_AUDIENCE: AUDIENCE } });
+        const child = spawn(program, args, { cwd: ROOT, env: { ...process.env, UGS_ISSUER: issuer(), UGS_AUDIENCE: AUDIENCE, UGS_ACCOUNT: ACCOUNT } });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (c) => (stdout += c));
@@ -173,8 +180,9 @@ function buildGoVerifier(): Promise<string> {
 }
 
 /**
- * examples/postgres-rls's data API: accepted means 200 with the viewer's rows. The viewer it
- * read is the id it answers and the regions of the rows its policy let through.
+ * examples/postgres-rls's data API: accepted means 200 with the viewer's rows. It serves one
+ * account: the subject it accepted is that account with the environment and id it answers.
+ * The viewer it read is the id it answers and the regions of the rows its policy let through.
  */
 function dataApiVerifier(url: () => string): Verifier {
   return {
@@ -185,6 +193,7 @@ function dataApiVerifier(url: () => string): Verifier {
       for (const token of tokens) {
         const res = await fetch(`${url()}/orders`, { headers: { authorization: `Bearer ${token}` } });
         const body = (await res.json()) as {
+          environment?: string;
           user_group_id?: string;
           viewer_id?: string | null;
           rows?: { region: string }[];
@@ -194,7 +203,7 @@ function dataApiVerifier(url: () => string): Verifier {
         const viewer = body.viewer_id ? `${body.viewer_id}/${regions}` : undefined;
         outcomes.push(
           res.status === 200
-            ? { accepted: true, sub: String(body.user_group_id), viewer, detail: `${body.rows?.length} rows` }
+            ? { accepted: true, sub: `${ACCOUNT}:${body.environment}:${body.user_group_id}`, viewer, detail: `${body.rows?.length} rows` }
             : { accepted: false, detail: `${res.status} ${body.error?.message}` },
         );
       }
@@ -212,6 +221,8 @@ interface Case {
   acceptedAs?: EmbedSigningAlgorithm;
   /** The viewer every verifier that accepts it must read (`<id>/<region>`). */
   viewer?: string;
+  /** The subject every verifier that accepts it must answer, when not SUBJECT. */
+  sub?: string;
 }
 
 const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -220,6 +231,8 @@ const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base
 async function tokenCases(
   genuine: string,
   withViewer: string,
+  otherEnvironment: string,
+  otherAccount: string,
   otherAudience: string,
   previous: string | undefined,
   keySet: JSONWebKeySet,
@@ -242,6 +255,8 @@ async function tokenCases(
   return [
     { name: 'genuine', token: genuine, acceptedAs: algorithm },
     { name: 'genuine, with a viewer', token: withViewer, acceptedAs: algorithm, viewer: `${ADA.id}/${ADA.attributes.region}` },
+    { name: 'genuine, of the same id in Testing', token: otherEnvironment, acceptedAs: algorithm, sub: `${ACCOUNT}:Testing:${VIEWER}` },
+    { name: 'genuine, of another account with a group of the same id', token: otherAccount },
     ...(previous
       ? [{ name: 'of the key before the rotation', token: previous, acceptedAs: decodeProtectedHeader(previous).alg as EmbedSigningAlgorithm }]
       : []),
@@ -283,6 +298,7 @@ for (const backend of BACKENDS) {
     let issuer: string;
     let env: Record<string, string>;
     let apiToken: string;
+    let intruderToken: string;
     let handle: DatabaseHandle;
     let keyring: Keyring;
     let dataApi: DataApi | undefined;
@@ -327,16 +343,24 @@ for (const backend of BACKENDS) {
       issuer = `http://127.0.0.1:${port}`;
       env = { DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey.toString('base64') };
       server = await spawnServer({ ...env, PORT: String(port) });
-      apiToken = (await issueTokenWithCli(env, ['--account', 'interop', '--scopes', 'read,write'])).token;
-      const created = await httpRequest(server.baseUrl, 'POST', '/api/user', {
-        token: apiToken,
-        body: { user_group_id: VIEWER, properties: { region: 'emea' } },
-      });
-      assert.equal(created.status, 201, created.text);
+      apiToken = (await issueTokenWithCli(env, ['--account', ACCOUNT, '--scopes', 'read,write'])).token;
+      intruderToken = (await issueTokenWithCli(env, ['--account', INTRUDER, '--scopes', 'read,write'])).token;
+      // The group in both environments of the account, and a group of the same id in another account.
+      for (const [token, api_environment_tag] of [
+        [apiToken, 'Customer'],
+        [apiToken, 'Testing'],
+        [intruderToken, 'Customer'],
+      ]) {
+        const created = await httpRequest(server.baseUrl, 'POST', '/api/user', {
+          token,
+          body: { user_group_id: VIEWER, api_environment_tag, properties: { region: 'emea' } },
+        });
+        assert.equal(created.status, 201, created.text);
+      }
       // The test's own view of the database: the signing keys, to sign what the API never issues.
       handle = (await openMigratedDatabase({ databaseUrl: database.url })).handle;
 
-      if (!noDataApi) dataApi = await startDataApi({ UGS_ISSUER: issuer, AUDIENCE });
+      if (!noDataApi) dataApi = await startDataApi({ UGS_ISSUER: issuer, AUDIENCE, UGS_ACCOUNT: ACCOUNT });
     });
 
     after(async () => {
@@ -346,9 +370,9 @@ for (const backend of BACKENDS) {
       await database?.drop();
     });
 
-    async function mint(body: Record<string, unknown> = {}): Promise<string> {
+    async function mint(body: Record<string, unknown> = {}, token = apiToken): Promise<string> {
       const res = await httpRequest(server.baseUrl, 'POST', '/api/embed_token', {
-        token: apiToken,
+        token,
         body: { user_group_id: VIEWER, expires_in_seconds: 600, ...body },
       });
       assert.equal(res.status, 200, res.text);
@@ -373,14 +397,26 @@ for (const backend of BACKENDS) {
       { title: 'after a rotation to EdDSA', rotateTo: 'EdDSA' },
     ];
     for (const state of states) {
-      it(`${state.title}: each verifier accepts the genuine tokens of the algorithms it implements, reads the viewer a token names, and refuses a tampered payload or viewer, a flipped signature bit, alg none, HS256 keyed with the public key, an expired or not yet valid token, the wrong audience or issuer, and an unknown kid`, async (t) => {
+      it(`${state.title}: each verifier accepts the genuine tokens of the algorithms it implements, reads the subject and the viewer a token names, and refuses another account's token for the same id, a tampered payload or viewer, a flipped signature bit, alg none, HS256 keyed with the public key, an expired or not yet valid token, the wrong audience or issuer, and an unknown kid`, async (t) => {
         for (const [name, reason] of missingVerifiers) skippedPart(t, `the ${name} verifier`, reason);
         if (state.rotateTo) await rotateTo(state.rotateTo);
         const genuine = await mint();
         assert.equal(decodeProtectedHeader(genuine).alg, state.rotateTo ?? 'ES256');
         const keySet = (await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json')).body as unknown as JSONWebKeySet;
         const withViewer = await mint({ viewer: ADA });
-        const cases = await tokenCases(genuine, withViewer, await mint({ embed_id: 'finance' }), previous, keySet, handle, keyring);
+        const otherEnvironment = await mint({ api_environment_tag: 'Testing' });
+        const otherAccount = await mint({}, intruderToken);
+        const cases = await tokenCases(
+          genuine,
+          withViewer,
+          otherEnvironment,
+          otherAccount,
+          await mint({ embed_id: 'finance' }),
+          previous,
+          keySet,
+          handle,
+          keyring,
+        );
         previous = genuine;
 
         const expected: Record<string, Record<string, string>> = {};
@@ -391,7 +427,7 @@ for (const backend of BACKENDS) {
           actual[verifier.name] = {};
           for (const [i, c] of cases.entries()) {
             const implemented = c.acceptedAs !== undefined && verifier.algorithms.includes(c.acceptedAs);
-            expected[verifier.name][c.name] = implemented ? matrixCell({ accepted: true, sub: VIEWER, viewer: c.viewer }) : 'refused';
+            expected[verifier.name][c.name] = implemented ? matrixCell({ accepted: true, sub: c.sub ?? SUBJECT, viewer: c.viewer }) : 'refused';
             actual[verifier.name][c.name] = matrixCell(outcomes[i]);
             t.diagnostic(`${verifier.name} | ${c.name}: ${matrixCell(outcomes[i])}${outcomes[i].detail ? ` — ${outcomes[i].detail.slice(0, 120)}` : ''}`);
           }

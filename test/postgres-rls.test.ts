@@ -1,7 +1,7 @@
 // examples/postgres-rls end to end, on the real PostgreSQL: the service issues embed tokens,
 // the example's data API (its own Fastify process, no secret, none of the service's code)
-// verifies them with @fastify/jwt against the service's JWKS and queries as a role under
-// row-level security.
+// verifies them with @fastify/jwt against the service's JWKS, accepts only its own account's,
+// and queries as a role under row-level security.
 // The service runs in-process on a real socket, so that its clock can issue a genuinely
 // expired token; key rotation is the real command-line tool.
 import { describe, it, before, after } from 'node:test';
@@ -40,7 +40,13 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     }
 
     // With an API token, the data API follows the change events to refuse revoked embed tokens.
-    dataApi = await startDataApi({ UGS_ISSUER: serviceUrl, AUDIENCE: 'ugs:embed,sales', JWKS_CACHE_SECONDS: '1', UGS_API_TOKEN: apiToken });
+    dataApi = await startDataApi({
+      UGS_ISSUER: serviceUrl,
+      UGS_ACCOUNT: 'acme',
+      AUDIENCE: 'ugs:embed,sales',
+      JWKS_CACHE_SECONDS: '1',
+      UGS_API_TOKEN: apiToken,
+    });
   });
 
   after(async () => {
@@ -48,8 +54,8 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     await service?.close();
   });
 
-  async function embedToken(body: Record<string, unknown>): Promise<string> {
-    const res = await service.request('POST', '/api/embed_token', { token: apiToken, body });
+  async function embedToken(body: Record<string, unknown>, token = apiToken): Promise<string> {
+    const res = await service.request('POST', '/api/embed_token', { token, body });
     assert.equal(res.status, 200, res.text);
     return res.body.embed_token;
   }
@@ -57,7 +63,16 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
   async function rows(
     path: string,
     token: string,
-  ): Promise<{ status: number; body: { user_group_id?: string; viewer_id?: string | null; rows?: Record<string, unknown>[]; error?: { code: string } } }> {
+  ): Promise<{
+    status: number;
+    body: {
+      environment?: string;
+      user_group_id?: string;
+      viewer_id?: string | null;
+      rows?: Record<string, unknown>[];
+      error?: { code: string; message: string };
+    };
+  }> {
     const res = await fetch(`${dataApi.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
     return { status: res.status, body: await res.json() };
   }
@@ -112,13 +127,55 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
     assert.deepEqual((await products({ user_group_id: 'acme-corp', viewer: { id: 'carla', attributes: { team: 'ops' } } })).products.length, 3);
     // A viewer of a region with no rows of the group sees none.
     assert.deepEqual((await products({ user_group_id: 'acme-corp', viewer: { id: 'dan', attributes: { region: 'apac' } } })).products, []);
+  });
 
-    // A policy on ugs_variables reads the viewer's region over the group's (acme-corp is emea).
-    const notices = await rows('/notices', await embedToken({ user_group_id: 'acme-corp', viewer: { id: 'bruno', attributes: { region: 'amer' } } }));
+  it("a viewer's attributes cannot rewrite the group's variables: a policy on ugs_variables.region shows the group's region, whatever region the viewer names", async () => {
+    // acme-corp is emea; its backend may mint with a read-only API token and name any viewer.
+    const { token: readOnly } = await service.issueToken({ scopes: ['read'] });
+    for (const token of [readOnly, apiToken]) {
+      const asBruno = await embedToken({ user_group_id: 'acme-corp', viewer: { id: 'bruno', attributes: { region: 'amer' } } }, token);
+      const notices = await rows('/notices', asBruno);
+      assert.equal(notices.status, 200, JSON.stringify(notices.body));
+      assert.deepEqual(
+        notices.body.rows!.map((r) => r.region),
+        ['emea'],
+      );
+      // The viewer's own region still narrows the group's orders (orders_of_the_viewer reads ugs_viewer).
+      assert.deepEqual(
+        (await rows('/orders', asBruno)).body.rows!.map((r) => r.product),
+        ['Rocket skates'],
+      );
+    }
+  });
+
+  it("two accounts, and one account's two environments, with the same user_group_id: each sees only its own rows", async () => {
+    // The same id in acme's Testing environment, and in another account of the same service.
+    const { token: testingOnly } = await service.issueToken({ env: 'Testing' });
+    const { token: intruder } = await service.issueToken({ account: 'intruder' });
+    for (const [token, body] of [
+      [apiToken, { user_group_id: 'acme-corp', api_environment_tag: 'Testing', properties: { region: 'emea' } }],
+      [intruder, { user_group_id: 'acme-corp', properties: { region: 'emea' } }],
+    ] as const) {
+      const created = await service.request('POST', '/api/user', { token, body });
+      assert.equal(created.status, 201, created.text);
+    }
+    const customer = await rows('/orders', await embedToken({ user_group_id: 'acme-corp' }));
+    const testing = await rows('/orders', await embedToken({ user_group_id: 'acme-corp', api_environment_tag: 'Testing' }, testingOnly));
     assert.deepEqual(
-      notices.body.rows!.map((r) => r.region),
-      ['amer'],
+      [customer.status, customer.body.environment, customer.body.rows!.map((r) => r.product)],
+      [200, 'Customer', ['Anvils', 'Rocket skates', 'Giant magnet']],
     );
+    assert.deepEqual([testing.status, testing.body.environment, testing.body.rows!.map((r) => r.product)], [200, 'Testing', ['Test anvil']]);
+
+    // The other account's token is genuine, of a group of the same id, in the same environment: not this API's.
+    for (const body of [{ user_group_id: 'acme-corp' }, { user_group_id: 'acme-corp', viewer: { id: 'ada', attributes: { region: 'emea' } } }]) {
+      const stranger = await rows('/orders', await embedToken(body, intruder));
+      assert.equal(stranger.status, 401, JSON.stringify(stranger.body));
+      assert.equal(stranger.body.error?.code, 'invalid_token');
+      assert.match(stranger.body.error!.message, /another account/);
+      assert.equal(stranger.body.rows, undefined);
+    }
+    assert.equal((await rows('/notices', await embedToken({ user_group_id: 'acme-corp' }, intruder))).status, 401);
   });
 
   it('an expired token, a wrong audience, an unknown key or an altered token gets 401', async () => {
@@ -216,6 +273,8 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
       assert.notEqual(owner.tableowner, role, 'not the owner');
       assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 0, 'without settings: no row');
       await client.query("select set_config('ugs.user_group_id', 'acme-corp', false)");
+      assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 0, 'a group without its environment: no row');
+      await client.query("select set_config('ugs.environment', 'Customer', false)");
       assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 3);
       await client.query(`select set_config('ugs.viewer', '{"id": "ada", "attributes": {"region": "emea"}}', false)`);
       assert.equal((await client.query('select count(*)::int as n from orders')).rows[0].n, 2, "a viewer's region narrows the group's rows");
@@ -224,7 +283,7 @@ describe('examples/postgres-rls: from the embed token to the rows', { skip, time
       await assert.rejects(client.query('select * from orders'), /row-level security/, 'row_security = off errors instead of showing everything');
       await client.query('reset row_security');
       await assert.rejects(client.query('alter table orders disable row level security'), /must be owner/);
-      await assert.rejects(client.query("insert into orders values (99, 'globex', 'Forged', 1)"), /permission denied/);
+      await assert.rejects(client.query("insert into orders values (99, 'Customer', 'globex', 'emea', 'Forged', 1)"), /permission denied/);
     } finally {
       await client.end();
     }

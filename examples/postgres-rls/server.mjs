@@ -2,10 +2,10 @@
 // from its backend, and gets the viewer's rows. It holds no secret of the User Group
 // Service and imports none of its code: @fastify/jwt verifies the token against the
 // service's public keys (JWKS, through get-jwks, as @fastify/jwt's own JWKS recipe does),
-// and PostgreSQL's row-level security decides which rows the viewer sees. Its own SQL has
-// no tenant filter.
+// it accepts only the tokens of its own account, and PostgreSQL's row-level security decides
+// which rows the viewer sees. Its own SQL has no tenant filter.
 //
-//   UGS_ISSUER=http://127.0.0.1:3000 DATABASE_URL=postgres://ugs_reader@127.0.0.1:5432/analytics node server.mjs
+//   UGS_ISSUER=http://127.0.0.1:3000 UGS_ACCOUNT=acme DATABASE_URL=postgres://ugs_reader@127.0.0.1:5432/analytics node server.mjs
 import Fastify from 'fastify';
 import cors from '@fastify/cors';
 import fastifyJwt from '@fastify/jwt';
@@ -15,6 +15,9 @@ import { followRevocations } from '@ugs/client';
 
 // The service's UGS_PUBLIC_URL: the iss of its tokens, and where its keys are.
 const UGS_ISSUER = (process.env.UGS_ISSUER || 'http://127.0.0.1:3000').replace(/\/+$/, '');
+// Your account's slug. Every account of the service signs with the same keys and the same
+// issuer: a genuine token of another account is still not yours.
+const UGS_ACCOUNT = process.env.UGS_ACCOUNT;
 // The embed_id your backend binds tokens to, or the service's default audience.
 const AUDIENCE = (process.env.AUDIENCE || 'ugs:embed').split(',').map((a) => a.trim());
 // Never longer than the service's Cache-Control max-age (300 s), which is shorter than the
@@ -29,6 +32,10 @@ const ALLOWED_ORIGINS = (process.env.ALLOWED_ORIGINS || '')
 const HOST = process.env.HOST || '127.0.0.1';
 const PORT = Number(process.env.PORT ?? 8090);
 
+if (!UGS_ACCOUNT) {
+  console.error('set UGS_ACCOUNT to the slug of the account whose embed tokens this API serves');
+  process.exit(1);
+}
 if (!process.env.DATABASE_URL) {
   console.error("set DATABASE_URL to the database, as the role setup.mjs created (not the tables' owner)");
   process.exit(1);
@@ -56,7 +63,12 @@ await app.register(fastifyJwt, {
   // get-jwks converts keys with jwk-to-pem, which has no EdDSA: ES256 (the service's
   // default) and RS256 keys only.
   secret: (_request, token) => getJwks.getPublicKey({ domain: UGS_ISSUER, kid: token.header.kid, alg: token.header.alg }),
-  verify: { algorithms: ['ES256', 'RS256'], allowedIss: UGS_ISSUER, allowedAud: AUDIENCE, requiredClaims: ['sub', 'exp', 'nbf'] },
+  verify: {
+    algorithms: ['ES256', 'RS256'],
+    allowedIss: UGS_ISSUER,
+    allowedAud: AUDIENCE,
+    requiredClaims: ['sub', 'exp', 'nbf', 'ugs_account', 'ugs_environment', 'ugs_user_group_id'],
+  },
 });
 
 class Refusal extends Error {
@@ -78,6 +90,9 @@ async function claimsOf(request) {
   } catch (err) {
     throw new Refusal(401, 'invalid_token', `the embed token is not valid (${err.code ?? 'FST_JWT_AUTHORIZATION_TOKEN_INVALID'})`);
   }
+  // Signed by the service, but for whom: a group is (environment, user_group_id) within an
+  // account, and this API serves one account.
+  if (claims.ugs_account !== UGS_ACCOUNT) throw new Refusal(401, 'invalid_token', 'the embed token is of another account');
   const revoked = revocations?.check(claims);
   if (revoked) throw new Refusal(401, 'invalid_token', `the embed token is no longer valid (${revoked})`);
   // A token bound to a page is good only from that page.
@@ -95,11 +110,15 @@ async function asViewer(claims, query) {
     // is_local = true: the settings end with the transaction, so a pooled connection never
     // carries one viewer's identity into the next request. A token that names no person
     // (no ugs_viewer) is the whole group: '' says so to the policies.
-    await client.query("select set_config('ugs.user_group_id', $1, true), set_config('ugs.variables', $2, true), set_config('ugs.viewer', $3, true)", [
-      claims.sub,
-      JSON.stringify(claims.ugs_variables ?? {}),
-      claims.ugs_viewer ? JSON.stringify(claims.ugs_viewer) : '',
-    ]);
+    await client.query(
+      "select set_config('ugs.environment', $1, true), set_config('ugs.user_group_id', $2, true), set_config('ugs.variables', $3, true), set_config('ugs.viewer', $4, true)",
+      [
+        claims.ugs_environment,
+        claims.ugs_user_group_id,
+        JSON.stringify(claims.ugs_variables ?? {}),
+        claims.ugs_viewer ? JSON.stringify(claims.ugs_viewer) : '',
+      ],
+    );
     const result = await client.query(query);
     await client.query('commit');
     return result.rows;
@@ -123,8 +142,13 @@ app.addHook('onSend', async (_request, reply) => {
 for (const [path, query] of Object.entries(QUERIES)) {
   app.get(path, async (request) => {
     const claims = await claimsOf(request);
-    // The group (sub), and the person within it when the token names one (ugs_viewer).
-    return { user_group_id: claims.sub, viewer_id: claims.ugs_viewer?.id ?? null, rows: await asViewer(claims, query) };
+    // The group (its environment and id), and the person within it when the token names one (ugs_viewer).
+    return {
+      environment: claims.ugs_environment,
+      user_group_id: claims.ugs_user_group_id,
+      viewer_id: claims.ugs_viewer?.id ?? null,
+      rows: await asViewer(claims, query),
+    };
   });
 }
 app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: { code: 'not_found', message: 'GET /orders or GET /notices' } }));
@@ -139,7 +163,7 @@ app.setErrorHandler((err, _request, reply) => {
 
 await revocations?.ready; // every revocation the service keeps, before the first request
 const address = await app.listen({ host: HOST, port: PORT });
-console.log(`data API listening on ${address} (tokens of ${UGS_ISSUER}, audience ${AUDIENCE.join(', ')})`);
+console.log(`data API listening on ${address} (tokens of ${UGS_ISSUER}, account ${UGS_ACCOUNT}, audience ${AUDIENCE.join(', ')})`);
 const stop = () =>
   app
     .close()

@@ -14,12 +14,14 @@ if (!ADMIN_DATABASE_URL) {
   process.exit(1);
 }
 
+// ACME and Globex are customers (Customer); a test ACME of the same id lives in Testing.
 const SAMPLE_ORDERS = [
-  [1, 'acme-corp', 'emea', 'Anvils', 1200],
-  [2, 'acme-corp', 'amer', 'Rocket skates', 860],
-  [3, 'acme-corp', 'emea', 'Giant magnet', 410],
-  [4, 'globex', 'amer', 'Hammocks', 95],
-  [5, 'globex', 'emea', 'Doomsday device', 1000000],
+  [1, 'Customer', 'acme-corp', 'emea', 'Anvils', 1200],
+  [2, 'Customer', 'acme-corp', 'amer', 'Rocket skates', 860],
+  [3, 'Customer', 'acme-corp', 'emea', 'Giant magnet', 410],
+  [4, 'Customer', 'globex', 'amer', 'Hammocks', 95],
+  [5, 'Customer', 'globex', 'emea', 'Doomsday device', 1000000],
+  [6, 'Testing', 'acme-corp', 'emea', 'Test anvil', 1],
 ];
 const SAMPLE_NOTICES = [
   [1, 'emea', 'EMEA: quarter closes on the 30th'],
@@ -36,7 +38,8 @@ try {
   await client.query(`${exists.rowCount ? 'alter' : 'create'} role ${role} login nosuperuser nobypassrls nocreatedb nocreaterole noinherit${password}`);
   const schema = fs.readFileSync(new URL('./schema.sql', import.meta.url), 'utf8').replaceAll(':"app_role"', role);
   await client.query(schema);
-  for (const row of SAMPLE_ORDERS) await client.query('insert into orders (id, user_group_id, region, product, amount) values ($1, $2, $3, $4, $5)', row);
+  for (const row of SAMPLE_ORDERS)
+    await client.query('insert into orders (id, environment, user_group_id, region, product, amount) values ($1, $2, $3, $4, $5, $6)', row);
   for (const row of SAMPLE_NOTICES) await client.query('insert into regional_notices (id, region, notice) values ($1, $2, $3)', row);
   await client.query('commit');
   console.log(`created role ${APP_ROLE}, tables orders and regional_notices under row-level security, and sample rows`);

@@ -2,8 +2,8 @@
 // caches it, and fetches it again for a kid it does not know.
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 
-/** `issuer`: the service's UGS_PUBLIC_URL; `audience`: the embed_id your dashboards are bound to, or 'ugs:embed'. */
-export function embedTokenVerifier({ issuer, audience }) {
+/** `issuer`: the service's UGS_PUBLIC_URL; `audience`: the embed_id your dashboards are bound to, or 'ugs:embed'; `account`: your account's slug. */
+export function embedTokenVerifier({ issuer, audience, account }) {
   const keys = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`), { cacheMaxAge: 300_000 });
   return async (token) => {
     const { payload } = await jwtVerify(token, keys, {
@@ -11,8 +11,10 @@ export function embedTokenVerifier({ issuer, audience }) {
       audience,
       algorithms: ['ES256', 'RS256', 'EdDSA'],
       typ: 'ugs-embed+jwt',
-      requiredClaims: ['exp', 'nbf'],
+      requiredClaims: ['exp', 'nbf', 'sub', 'ugs_account', 'ugs_environment', 'ugs_user_group_id'],
     });
-    return payload; // sub: the user_group_id; ugs_variables: the dashboard variables; ugs_viewer: the person, when named
+    // Every account's tokens are signed by the same keys: the signature says the service issued it, ugs_account for whom.
+    if (payload.ugs_account !== account) throw new Error('the embed token is of another account');
+    return payload; // the group: sub, or ugs_environment and ugs_user_group_id; ugs_variables: the dashboard variables; ugs_viewer: the person, when named
   };
 }

@@ -3,7 +3,7 @@
 Finds the key set from the issuer alone (/.well-known/openid-configuration); PyJWKClient
 caches it for 5 minutes and fetches it again for a kid it does not know.
 
-    UGS_ISSUER=https://ugs.example.com python3 pyjwt.py   # then one token a line on stdin
+    UGS_ISSUER=https://ugs.example.com UGS_ACCOUNT=acme python3 pyjwt.py   # then one token a line on stdin
 """
 import json
 import os
@@ -14,22 +14,27 @@ import jwt
 
 ISSUER = os.environ.get("UGS_ISSUER", "http://127.0.0.1:3000")
 AUDIENCE = os.environ.get("UGS_AUDIENCE", "ugs:embed")
+ACCOUNT = os.environ["UGS_ACCOUNT"]  # your account's slug
 
 with urllib.request.urlopen(f"{ISSUER}/.well-known/openid-configuration") as response:
     jwks_client = jwt.PyJWKClient(json.load(response)["jwks_uri"], lifespan=300)
 
 
 def verify_embed_token(token):
-    """The claims of a genuine, current embed token for AUDIENCE; raises otherwise."""
+    """The claims of a genuine, current embed token of ACCOUNT for AUDIENCE; raises otherwise."""
     signing_key = jwks_client.get_signing_key_from_jwt(token)
-    return jwt.decode(
+    claims = jwt.decode(
         token,
         signing_key.key,
         algorithms=["ES256", "RS256", "EdDSA"],
         issuer=ISSUER,
         audience=AUDIENCE,
-        options={"require": ["iss", "aud", "exp", "nbf"]},
+        options={"require": ["iss", "aud", "exp", "nbf", "sub", "ugs_account", "ugs_environment", "ugs_user_group_id"]},
     )
+    # Every account's tokens are signed by the same keys: ugs_account says whose it is.
+    if claims["ugs_account"] != ACCOUNT:
+        raise jwt.InvalidTokenError("the embed token is of another account")
+    return claims
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // Verify an embed token in Go (docs/verify-embed-tokens.md): golang-jwt (v4) checks the
 // signature and the claims; go-jose's JSONWebKeySet reads the service's key set.
 //
-//	UGS_ISSUER=https://ugs.example.com go run .   # then one token a line on stdin
+//	UGS_ISSUER=https://ugs.example.com UGS_ACCOUNT=acme go run .   # then one token a line on stdin
 package main
 
 import (
@@ -65,10 +65,11 @@ func (s *keySet) key(kid string) (interface{}, string, error) {
 var (
 	issuer   = envOr("UGS_ISSUER", "http://127.0.0.1:3000")
 	audience = envOr("UGS_AUDIENCE", "ugs:embed")
+	account  = os.Getenv("UGS_ACCOUNT") // your account's slug
 	keys     = &keySet{url: issuer + "/.well-known/jwks.json"}
 )
 
-// verifyEmbedToken returns the claims of a genuine, current embed token for this audience.
+// verifyEmbedToken returns the claims of a genuine, current embed token of this account for this audience.
 func verifyEmbedToken(token string) (jwt.MapClaims, error) {
 	claims := jwt.MapClaims{}
 	_, err := jwt.ParseWithClaims(token, claims, func(t *jwt.Token) (interface{}, error) {
@@ -92,6 +93,13 @@ func verifyEmbedToken(token string) (jwt.MapClaims, error) {
 		!claims.VerifyExpiresAt(now, true) || !claims.VerifyNotBefore(now, true) {
 		return nil, errors.New("iss, aud, exp or nbf is missing or not as expected")
 	}
+	if _, named := claims["ugs_user_group_id"].(string); !named {
+		return nil, errors.New("ugs_user_group_id is missing")
+	}
+	// Every account's tokens are signed by the same keys: ugs_account says whose it is.
+	if tokenAccount, _ := claims["ugs_account"].(string); tokenAccount != account {
+		return nil, errors.New("the embed token is of another account")
+	}
 	return claims, nil
 }
 
@@ -103,6 +111,10 @@ func envOr(name, fallback string) string {
 }
 
 func main() {
+	if account == "" {
+		fmt.Fprintln(os.Stderr, "set UGS_ACCOUNT to the slug of the account whose embed tokens you verify")
+		os.Exit(2)
+	}
 	// One token a line on stdin; one JSON line out for each: its claims, or why it was refused.
 	lines := bufio.NewScanner(os.Stdin)
 	lines.Buffer(make([]byte, 64*1024), 64*1024)
