@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { forEachBackend, injectRequest, parseBody, useTestApp } from './helpers/harness.ts';
 import { isOperational, routeTable } from './helpers/route-table.ts';
 import { generateToken } from '../src/auth/token-format.ts';
+import { decodeJwt } from 'jose';
 
 type Credential = { token?: string; bearer?: string };
 interface Probe {
@@ -566,6 +567,76 @@ forEachBackend('authorization matrix', (backend) => {
       });
     }
   }
+
+  // Embed tokens outside the service (docs/api.md, "The subject", "The viewer"): what a token
+  // says, for every caller token that may mint one, beside what it may reach.
+  it('POST /api/embed_token: subjects across tenants: a group of the same id in another account, or in the other environment, gets a subject of its own, whichever token mints it', async () => {
+    for (const env of ['Customer', 'Testing'] as const) {
+      const res = await t.request('POST', '/api/user', { token: victimToken, body: { user_group_id: 'namesake', api_environment_tag: env } });
+      assert.equal(res.status, 201, res.text);
+      assert.equal((await t.request('POST', '/api/user', { token: tokens.rw, body: { user_group_id: 'namesake', api_environment_tag: env } })).status, 201);
+    }
+    const subjectOf = async (token: string, env: 'Customer' | 'Testing') => {
+      const res = await t.request('POST', '/api/embed_token', { token, body: { user_group_id: 'namesake', api_environment_tag: env } });
+      assert.equal(res.status, 200, res.text);
+      const claims = decodeJwt(res.body.embed_token);
+      return `${claims.sub} (${claims.ugs_account}/${claims.ugs_environment}/${claims.ugs_user_group_id})`;
+    };
+    const victims = [await subjectOf(victimToken, 'Customer'), await subjectOf(victimToken, 'Testing')];
+    assert.deepEqual(victims, ['victim:Customer:namesake (victim/Customer/namesake)', 'victim:Testing:namesake (victim/Testing/namesake)']);
+    const minted: Record<string, string> = {};
+    for (const [name, env] of [
+      ['rw', 'Customer'],
+      ['rw', 'Testing'],
+      ['readOnly', 'Customer'],
+      ['noAdmin', 'Customer'],
+      ['testingOnly', 'Testing'],
+    ] as const) {
+      minted[`${name} ${env}`] = await subjectOf(tokens[name], env);
+    }
+    assert.deepEqual(minted, {
+      'rw Customer': 'caller:Customer:namesake (caller/Customer/namesake)',
+      'rw Testing': 'caller:Testing:namesake (caller/Testing/namesake)',
+      'readOnly Customer': 'caller:Customer:namesake (caller/Customer/namesake)',
+      'noAdmin Customer': 'caller:Customer:namesake (caller/Customer/namesake)',
+      'testingOnly Testing': 'caller:Testing:namesake (caller/Testing/namesake)',
+    });
+  });
+
+  it("POST /api/embed_token: viewer attributes by scope: whichever token mints, the group's properties are signed as the group has them, and a name the service uses is 400 validation_failed, changing nothing", async () => {
+    for (const env of ['Customer', 'Testing'] as const) {
+      const res = await t.request('POST', '/api/user', {
+        token: tokens.rw,
+        body: { user_group_id: 'with-region', api_environment_tag: env, properties: { region: 'emea', customer_id: 'c-1' } },
+      });
+      assert.equal(res.status, 201, res.text);
+    }
+    for (const [name, env] of [
+      ['rw', 'Customer'],
+      ['readOnly', 'Customer'],
+      ['noAdmin', 'Customer'],
+      ['testingOnly', 'Testing'],
+    ] as const) {
+      const viewer = { id: 'mallory', attributes: { region: 'amer', customer_id: 'c-999' } };
+      const res = await t.request('POST', '/api/embed_token', {
+        token: tokens[name],
+        body: { user_group_id: 'with-region', api_environment_tag: env, viewer },
+      });
+      assert.equal(res.status, 200, `${name}: ${res.text}`);
+      const variables = decodeJwt(res.body.embed_token).ugs_variables as Record<string, unknown>;
+      assert.deepEqual([variables.region, variables.customer_id, variables.viewer_attributes], ['emea', 'c-1', viewer.attributes], name);
+      await assertRefused(
+        {
+          method: 'POST',
+          url: '/api/embed_token',
+          body: { user_group_id: 'with-region', api_environment_tag: env, viewer: { id: 'm', attributes: { ugs_account: 'victim' } } },
+        },
+        { token: tokens[name] },
+        400,
+        'validation_failed',
+      );
+    }
+  });
 
   // The replay column (docs/security.md, "What each token can and cannot do"): a key is the
   // token's own. For every route that takes Idempotency-Key and each lesser token, two twin

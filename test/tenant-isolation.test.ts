@@ -6,14 +6,17 @@
 // - property-based probes: two accounts whose user_group_ids, names and tags are the same,
 //   environment-restricted tokens, and arbitrary input to the list, the search (any code
 //   points, U+FFFF, U+10FFFF, %, _, \), every filter, cursors (tampered, another account's,
-//   another filter's), limits, history, API tokens and introspection. No answer ever holds
+//   another filter's), limits, history, API tokens, introspection, and embed tokens (their
+//   subject, and the variables a viewer's attributes cannot rewrite). No answer ever holds
 //   another account's data, or an environment the token may not see: every group is created
 //   with properties naming its account and environment, and no answer may hold another's.
 // Reproduce a failure with ISOLATION_SEED=<seed printed by fast-check>.
 import { it, before, after } from 'node:test';
 import { backgroundWork } from '../src/foundations/background-work.ts';
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
+import { decodeJwt } from 'jose';
 import {
   forEachBackend,
   openTestDatabase,
@@ -323,6 +326,60 @@ forEachBackend('tenant isolation', (backend) => {
           const context = await built.request('GET', '/api/embed/context', { bearer: minted.body.embed_token });
           assertOwnDataOnly(caller, context, 'the context of the minted token');
         }
+      }),
+      { numRuns: RUNS, seed: SEED, endOnFailure: true, includeErrorInReport: true },
+    );
+  });
+
+  /** docs/api.md, "The viewer": names the service uses, in any case, are refused as attribute keys. */
+  const isReservedAttribute = (key: string) =>
+    key.toLowerCase().startsWith('ugs_') ||
+    ['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'user_group_id', 'user_group_name', 'viewer_id', 'viewer_attributes'].includes(key.toLowerCase());
+
+  it(`embed tokens: any id and any viewer attributes, minted by any caller, name the caller's account and environment in sub, and sign the group's properties as the group has them (seed ${SEED})`, {
+    timeout: 300_000,
+  }, async () => {
+    const id = fc.oneof(fc.constantFrom('g-1', 'parent', 'child', 'marked', `${EDGES[1]}-1`), text);
+    const attributes = fc.dictionary(
+      fc.oneof(fc.constantFrom('owner', 'env', 'region', 'sub', 'ugs_account', 'UGS_Environment', 'viewer_id'), fc.stringMatching(/^[a-z_]{1,10}$/)),
+      fc.oneof(fc.constantFrom(...ACCOUNTS, ...ENVIRONMENTS), fc.stringMatching(/^[a-z]{0,8}$/), fc.integer()),
+      { maxKeys: 4 },
+    );
+    await fc.assert(
+      fc.asyncProperty(probe(), id, fc.constantFrom(...ENVIRONMENTS), attributes, async (caller, user_group_id, env, attrs) => {
+        const what = `${caller.name} minting ${JSON.stringify({ user_group_id, env, attrs })}`;
+        const minted = await built.request('POST', '/api/embed_token', {
+          token: caller.token,
+          body: { user_group_id, api_environment_tag: env, viewer: { id: 'v', attributes: attrs } },
+        });
+        assertOwnDataOnly(caller, minted, what);
+        const reserved = Object.keys(attrs).filter(isReservedAttribute);
+        if (reserved.length > 0) {
+          // Refused: for those names, unless the body broke a rule of its schema first (an id with a control character).
+          assert.equal(minted.status, 400, `${what}: ${minted.text}`);
+          const details = minted.body.error.details ?? [];
+          const named = reserved.map((key) => ({ field: `viewer.attributes.${key}`, issue: 'reserved' }));
+          assert.ok(isDeepStrictEqual(details, named) || details.every((detail) => detail.issue !== 'reserved'), `${what}: ${minted.text}`);
+          return;
+        }
+        if (minted.status !== 200) return; // not the caller's group, or an environment it may not use: answered elsewhere
+        const claims = decodeJwt(minted.body.embed_token);
+        assert.deepEqual(
+          [claims.sub, claims.ugs_account, claims.ugs_environment, claims.ugs_user_group_id],
+          [`${caller.account}:${env}:${user_group_id}`, caller.account, env, user_group_id],
+          what,
+        );
+        const {
+          user_group_id: _id,
+          user_group_name: _name,
+          viewer_id: _viewer,
+          viewer_attributes,
+          ...properties
+        } = claims.ugs_variables as Record<string, unknown>;
+        assert.deepEqual(viewer_attributes, { ...attrs }, what);
+        const group = await built.request('GET', '/api/user/lookup', { token: caller.token, query: { user_group_id, api_environment_tag: env } });
+        assert.equal(group.status, 200, `${what}: ${group.text}`);
+        assert.deepEqual(properties, group.body.user_group.computed_properties ?? {}, `${what}: the variables are the group's properties`);
       }),
       { numRuns: RUNS, seed: SEED, endOnFailure: true, includeErrorInReport: true },
     );

@@ -3,6 +3,7 @@
 // its index) and test/tenant-isolation.test.ts (each names the caller's account). The hot
 // reads run concurrently, so that they batch as they do under load.
 import assert from 'node:assert/strict';
+import { decodeJwt } from 'jose';
 import type { Environment } from '../../src/db/schema.ts';
 import type { BuiltApp, RequestOptions, ResponseBody } from './harness.ts';
 
@@ -54,6 +55,25 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
     introspected.every((answer) => answer.active === true),
     'the embed tokens are active',
   );
+  // An embed token that names a viewer: its subject names the caller's account, this
+  // environment and the id; the viewer's attributes never replace the group's properties; an
+  // attribute named like a claim is refused before any lookup.
+  const viewed = existing[50];
+  const viewer = { id: id('viewer'), attributes: { owner: 'someone else', env: 'elsewhere', region: 'nowhere' } };
+  const [withViewer, group] = await Promise.all([
+    request('POST', '/api/embed_token', { body: { user_group_id: viewed, api_environment_tag: env, viewer } }),
+    request('GET', '/api/user/lookup', { query: { user_group_id: viewed, api_environment_tag: env } }),
+  ]);
+  const claims = decodeJwt(withViewer.embed_token);
+  assert.equal(claims.sub, `${claims.ugs_account}:${env}:${viewed}`);
+  const { user_group_id, user_group_name, viewer_id, viewer_attributes, ...properties } = claims.ugs_variables as Record<string, unknown>;
+  assert.deepEqual([user_group_id, viewer_id, viewer_attributes], [viewed, viewer.id, viewer.attributes]);
+  assert.deepEqual(properties, group.user_group.computed_properties ?? {}, "the group's properties, as the group has them");
+  const reserved = await caller.request('POST', '/api/embed_token', {
+    token,
+    body: { user_group_id: viewed, api_environment_tag: env, viewer: { id: 'v', attributes: { ugs_account: 'other' } } },
+  });
+  assert.equal(reserved.status, 400, reserved.text);
   const page = await request('GET', '/api/users', { query: { limit: '20', api_environment_tag: env } });
   await request('GET', '/api/users', { query: { limit: '20', cursor: page.next_cursor, api_environment_tag: env } });
   await request('GET', '/api/users', { query: { q: caller.search.id, api_environment_tag: env } });
