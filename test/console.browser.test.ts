@@ -288,7 +288,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     );
     assert.deepEqual(shown, { user_group_id: 'acme-corp:jane', user_group_name: 'jane at ACME', region: 'emea', plan: 'enterprise', seat: 'jane' });
 
-    // As one viewer of the group: the viewer's attributes over the group's properties.
+    // As one viewer of the group: the viewer's attributes beside the group's properties, never over them.
     await page.getByText('As one viewer of the group (optional)').click();
     await page.getByLabel('Viewer id').fill('ada');
     await page.getByLabel('Viewer attributes').fill('{"region": "amer", "team": "west"}');
@@ -301,10 +301,10 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
       user_group_id: 'acme-corp:jane',
       user_group_name: 'jane at ACME',
       viewer_id: 'ada',
-      region: 'amer',
+      viewer_attributes: '{"region":"amer","team":"west"}',
+      region: 'emea',
       plan: 'enterprise',
       seat: 'jane',
-      team: 'west',
     });
     const minted = apiCalls.filter((call) => new URL(call.url).pathname === '/api/embed_token').at(-1);
     assert.deepEqual(JSON.parse(minted?.body ?? '{}').viewer, { id: 'ada', attributes: { region: 'amer', team: 'west' } });

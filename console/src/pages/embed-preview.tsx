@@ -2,7 +2,7 @@
 // token through the embed route, minted only when asked (every token minted is a signature and
 // a claim on the rate budget, and a person reading a group rarely needs one). Optionally as
 // one viewer of the group (docs/api.md, "The viewer"): an id and attributes, which the
-// variables then show over the group's properties.
+// variables then show as viewer_attributes, beside the group's properties (never over them).
 import { useEffect, useState } from 'preact/hooks';
 import type { EmbedContextResponse, EmbedViewer, EnvironmentTag } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
@@ -59,7 +59,7 @@ export function EmbedPreview({ session, environment, id, version }: Props) {
         <JsonEditor
           id="preview-viewer-attributes"
           label="Viewer attributes"
-          hint='A flat JSON object of strings, numbers and booleans, such as {"region": "amer"}: they replace the group’s properties of the same name.'
+          hint='A flat JSON object of strings, numbers and booleans, such as {"region": "amer"}: the variable viewer_attributes. They never replace the group’s properties; names the service uses (sub, ugs_…, user_group_id, viewer_id…) are refused.'
           value={attributes}
           onInput={setAttributes}
         />
