@@ -162,7 +162,9 @@ const REVOKING_TYPES = ['user_group.created', 'user_group.updated', 'user_group.
  *
  * It first reads every event the feed keeps (UGS_EVENT_RETENTION, longer than any embed token
  * lives), then follows the stream, reconnecting with Last-Event-ID; away so long that its
- * cursor expired, it reads the feed again. Use one list per account (its API token's).
+ * cursor expired, it reads the feed again. Use one list per account (its API token's). It
+ * says nothing about whose a token is: check that `ugs_account` is yours first (docs/api.md,
+ * "The subject"), since a token of another account is unknown here, so never revoked.
  */
 export class EmbedRevocationList {
   /** Resolves once the feed has been read and the stream is open: from then on, `check` knows every revocation up to a moment ago. */
