@@ -241,7 +241,7 @@ export interface paths {
         put?: never;
         /**
          * Create a tag that no group carries yet
-         * @description The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`. Needs the `write` scope.
+         * @description The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`; one past the environment's bound (`UGS_MAX_TAGS_PER_ENVIRONMENT`, 10,000) is `409 tag_limit_reached`. The name is stored in Unicode NFC. Needs the `write` scope.
          */
         post: operations["createGroupTag"];
         /**
@@ -265,7 +265,7 @@ export interface paths {
         put?: never;
         /**
          * Rename a tag on every group that carries it
-         * @description Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`. A `new_name` that exists already merges the two tags into it (`merged: true`). An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. Needs the `write` scope. Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.
+         * @description Every group with `name` gets `new_name` instead; a group that has both keeps one `new_name`. A `new_name` that exists already merges the two tags into it (`merged: true`). An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. `new_name` is stored in Unicode NFC, and counts against the environment's bound of tags in the place of `name`. Needs the `write` scope. Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.
          */
         post: operations["renameGroupTag"];
         delete?: never;
@@ -559,7 +559,7 @@ export interface paths {
         };
         /**
          * The database is reachable
-         * @description Answers 200 when the database answers within 2 s and holds the service's tables, else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.
+         * @description Answers 200 when the database answers within 2 s and holds the service's tables (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.
          */
         get: operations["ready"];
         put?: never;
@@ -705,7 +705,7 @@ export interface components {
         CreateGroupTagRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+             * @description The tag: 1-64 characters, no control or bidirectional control characters, not only white space or zero-width characters. Case-sensitive; stored in Unicode NFC.
              * @example beta
              */
             name: string;
@@ -738,7 +738,7 @@ export interface components {
             /** @description Only these event types. Absent: every type. */
             types?: components["schemas"]["EventType"][];
             /**
-             * @description An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).
+             * @description An http(s) URL whose host is, or resolves to, public addresses only (a literal loopback, private, link-local, metadata or reserved address, and `localhost`, are `400 webhook_url_forbidden`; a name is resolved at each attempt, never here), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see).
              * @example https://example.com/ugs-webhooks
              */
             url: string;
@@ -942,7 +942,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "tag_limit_reached" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -1016,7 +1016,7 @@ export interface components {
         GroupTagKey: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+             * @description A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
              * @example beta
              */
             name?: string;
@@ -1038,7 +1038,7 @@ export interface components {
         };
         /**
          * GroupTags
-         * @description Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had.
+         * @description Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had.
          * @example [
          *       "beta",
          *       "enterprise"
@@ -1224,7 +1224,7 @@ export interface components {
         RenameGroupTagRequest: {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             /**
-             * @description The tag to rename.
+             * @description The tag to rename. A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
              * @example beta
              */
             name: string;
@@ -1464,7 +1464,7 @@ export interface components {
         };
         /**
          * ViewerAttributes
-         * @description What your dashboard and data API filter by, such as `region`: at most 50 keys of 1-64 characters (plain text), each a string (at most 1024 characters), a number or a boolean; no nesting, no null. A name the service uses is refused (`400 validation_failed`, issue `reserved`), in any case: `iss`, `sub`, `aud`, `exp`, `nbf`, `iat`, `jti`, any `ugs_` name, `user_group_id`, `user_group_name`, `viewer_id`, `viewer_attributes`. In the variables they are `viewer_attributes`, apart from the group's properties, which they never replace.
+         * @description What your dashboard and data API filter by, such as `region`: at most 50 keys of 1-64 characters (plain text), each a string (at most 1024 characters, no control or bidirectional control characters), a number or a boolean; no nesting, no null. A name the service uses is refused (`400 validation_failed`, issue `reserved`), in any case: `iss`, `sub`, `aud`, `exp`, `nbf`, `iat`, `jti`, any `ugs_` name, `user_group_id`, `user_group_name`, `viewer_id`, `viewer_attributes`. In the variables they are `viewer_attributes`, apart from the group's properties, which they never replace.
          * @example {
          *       "region": "emea",
          *       "max_discount": 0.15,
@@ -3176,7 +3176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: group_tag_exists, idempotency_key_in_use */
+            /** @description Error: group_tag_exists, tag_limit_reached, idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -3274,7 +3274,7 @@ export interface operations {
                 /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /**
-                 * @description The tag: 1-64 characters, no control characters. Case-sensitive.
+                 * @description A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
                  * @example beta
                  */
                 name?: string;
@@ -3527,7 +3527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: idempotency_key_in_use */
+            /** @description Error: tag_limit_reached, idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -3729,6 +3729,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error: tag_limit_reached */
+            409: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error: payload_too_large */
             413: {
                 headers: {
@@ -3877,7 +3889,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: user_group_exists, hierarchy_cycle */
+            /** @description Error: user_group_exists, hierarchy_cycle, tag_limit_reached */
             409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -4064,7 +4076,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: user_group_exists, idempotency_key_in_use */
+            /** @description Error: user_group_exists, tag_limit_reached, idempotency_key_in_use */
             409: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
@@ -4570,7 +4582,7 @@ export interface operations {
                 /** @description Only groups whose user_group_id or name starts with this (case-sensitive). */
                 q?: string;
                 /**
-                 * @description Only groups with this tag.
+                 * @description Only groups with this tag: the tag spelled so, else its NFC form.
                  * @example beta
                  */
                 tag?: string;
@@ -5866,7 +5878,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "description": "The tag: 1-64 characters, no control characters. Case-sensitive."
+      "description": "The tag: 1-64 characters, no control or bidirectional control characters, not only white space or zero-width characters. Case-sensitive; stored in Unicode NFC."
     },
     "api_environment_tag": {
       "type": "string",
@@ -5907,7 +5919,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
@@ -5946,7 +5958,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 2048,
-      "description": "An http(s) URL whose host resolves to public addresses only (loopback, private, link-local, metadata and reserved addresses are `400 webhook_url_forbidden`), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see)."
+      "description": "An http(s) URL whose host is, or resolves to, public addresses only (a literal loopback, private, link-local, metadata or reserved address, and `localhost`, are `400 webhook_url_forbidden`; a name is resolved at each attempt, never here), without a user name or password (`400 validation_failed`: put credentials in the path or a query parameter, which only admins see)."
     },
     "types": {
       "type": "array",
@@ -6029,7 +6041,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
@@ -6069,7 +6081,7 @@ export const requestFields = {
       "type": "string",
       "minLength": 1,
       "maxLength": 64,
-      "description": "The tag to rename."
+      "description": "The tag to rename. A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters."
     },
     "new_name": {
       "type": "string",
@@ -6124,7 +6136,7 @@ export const requestFields = {
     "group_tags": {
       "type": "array",
       "maxItems": 50,
-      "description": "Tags, at most 50. Stored and returned without duplicates, in code-point order. Replaces the tags the group had."
+      "description": "Tags, at most 50. Stored and returned in Unicode NFC, without duplicates, in code-point order. Replaces the tags the group had."
     },
     "mapping": {
       "type": "object",
