@@ -50,6 +50,7 @@ import { groupTagCodeSamples } from './group-tags/group-tags.operations.ts';
 import { registerIdempotency } from './idempotency/idempotency.ts';
 import { IdempotencySweeper } from './idempotency/idempotency-sweeper.ts';
 import { BackgroundFailures } from './foundations/throttled-log.ts';
+import { InstanceRegistry, sharedSettings } from './process/instance-registry.ts';
 import { isDatabaseUnavailable, storageFault } from './db/errors.ts';
 import type { SharedAcrossWorkers } from './process/cluster/worker-link.ts';
 
@@ -175,6 +176,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   metrics.watchWebhookBacklog(() => webhooks.oldestPendingAgeSeconds());
   app.addHook('onReady', async () => webhooks.start());
   app.addHook('preClose', async () => webhooks.stop());
+
+  // This process in the instance registry while it serves: what `ugs migrate --contract` checks,
+  // and a warning when instances disagree on a setting they must share (process/instance-registry.ts).
+  const registry = new InstanceRegistry(deps.database, sharedSettings(config), app.log, reportOf('instance registry').onError);
+  app.addHook('onReady', async () => registry.start());
+  app.addHook('onClose', async () => registry.stop());
 
   // Idempotency-Key on the routes that opt in (config: { idempotent: true }); its keys expire after 24 h.
   registerIdempotency(app, { database: deps.database, keyring: deps.keyring, now, lockMs: config.requestTimeoutMs });

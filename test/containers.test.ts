@@ -51,6 +51,13 @@ describe('container files', () => {
     assert.ok(final.includes('CMD ["node", "dist/server.js"]'));
   });
 
+  it("Dockerfile: the image's org.opencontainers.image.version label is package.json's version, in the final stage", () => {
+    const final = instructions.slice(instructions.map((line) => line.startsWith('FROM ')).lastIndexOf(true));
+    const { version } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const labels = final.filter((line) => line.startsWith('LABEL ')).join(' ');
+    assert.match(labels, new RegExp(`org\\.opencontainers\\.image\\.version="${version.replaceAll('.', '\\.')}"`), labels);
+  });
+
   it('compose.yaml: YAML that parses (merge keys as compose reads them), with PostgreSQL, Redis and two instances of this build', () => {
     // strict: a plain value holding ": " (line 15 once had one) is an error here, as in compose.
     const compose = parse(composeText, { merge: true, strict: true, prettyErrors: true }) as { services: Record<string, ComposeService> };

@@ -13,10 +13,12 @@ import { registerKeyCommands } from './key-commands.ts';
 import { registerEventCommands } from './event-commands.ts';
 import { registerTransferCommands } from './transfer-commands.ts';
 import { registerTagCommands } from './tag-commands.ts';
+import { SERVICE_VERSION } from '../foundations/version.ts';
 
 export function buildCli(): Command {
   const program = new Command('ugs')
     .description('User Group Service administration. Uses DATABASE_URL (default sqlite:./data/ugs.sqlite).')
+    .version(SERVICE_VERSION, '-V, --version', 'print the version of this release')
     .showHelpAfterError()
     .configureOutput({ outputError: (str, write) => write(str) });
   // In this order in `ugs --help`.

@@ -230,6 +230,20 @@ interface EventStreamsTable {
   lease_until: string;
 }
 
+/** A process serving this database, while its heartbeat lasts (migration 0017, an expand change). */
+interface InstancesTable {
+  id: string;
+  host: string;
+  pid: number;
+  version: string;
+  /** The last migration its code knows. */
+  schema: string;
+  /** JSON: the settings every instance of one database must share. */
+  settings: string;
+  started_at: string;
+  seen_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -247,6 +261,7 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
   event_streams: EventStreamsTable;
+  instances: InstancesTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -11,12 +11,13 @@
 import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from '@fastify/swagger';
 import { ERROR_EXAMPLES } from './error-examples.ts';
 import type { ErrorCode } from '../foundations/errors.ts';
+import { SERVICE_VERSION } from '../foundations/version.ts';
 
 export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   openapi: '3.1.0',
   info: {
     title: 'User Group Service',
-    version: '0.1.0',
+    version: SERVICE_VERSION,
     description: [
       'Creates and keeps a user group for each of your customers and hands out the user group token an embedded dashboard uses.',
       'Every answer carries `success` (1 or 0) and an `X-Request-Id` header; errors carry `error.code`, `error.message` and `error.request_id`.',

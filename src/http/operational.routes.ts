@@ -6,9 +6,18 @@ import { AppError } from '../foundations/errors.ts';
 import { errorResponses } from './envelope.schemas.ts';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS, storageUnavailable } from './error-handler.ts';
 import { storageFault } from '../db/errors.ts';
+import { SERVICE_VERSION } from '../foundations/version.ts';
 
 const READY_TIMEOUT_MS = 2000;
-const Status = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ok'] }) }, { title: 'Health' });
+const Health = Type.Object(
+  {
+    success: Type.Literal(1),
+    status: Type.String({ examples: ['ok'] }),
+    version: Type.String({ description: 'The release this instance runs (docs/operations.md, "Releases").', examples: ['0.2.0'] }),
+  },
+  { title: 'Health' },
+);
+const Readiness = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ready'] }) }, { title: 'Readiness' });
 
 const curl = (source: string) => [{ lang: 'Shell', label: 'curl', source }];
 export const operationalCodeSamples = {
@@ -31,11 +40,11 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         tags: ['Operations'],
         operationId: 'health',
         summary: 'The process is alive',
-        description: 'Answers 200 while the process runs; needs no token.',
-        response: { 200: { ...Status, 'x-response-description': 'The process is alive.' }, ...errorResponses() },
+        description: 'Answers 200 while the process runs, with the release it runs; needs no token.',
+        response: { 200: { ...Health, 'x-response-description': 'The process is alive.' }, ...errorResponses() },
       },
     },
-    async () => ({ success: 1, status: 'ok' }),
+    async () => ({ success: 1, status: 'ok', version: SERVICE_VERSION }),
   );
 
   app.get(
@@ -47,7 +56,7 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         summary: 'The database is reachable',
         description:
           "Answers 200 when the database answers within 2 s and holds the service's tables (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.",
-        response: { 200: { ...Status, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable', 'storage_unavailable') },
+        response: { 200: { ...Readiness, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable', 'storage_unavailable') },
       },
     },
     async () => {

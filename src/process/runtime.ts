@@ -3,17 +3,17 @@
 import type { Config } from '../config.ts';
 import { openDatabase, type DatabaseHandle, type DatabaseOptions } from '../db/database.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
-import { migrateToLatest, type MigrationOutcome } from '../db/migrate.ts';
+import { migrateToLatest, type MigrationOptions, type MigrationOutcome } from '../db/migrate.ts';
 
 export async function openMigratedDatabase(
   config: Pick<Config, 'databaseUrl'> & Partial<Pick<Config, 'dbPoolSize' | 'pgbouncerTransactionMode'>>,
-  options: DatabaseOptions & { waitMs?: number; onWait?: (err: unknown) => void } = {},
+  options: DatabaseOptions & { waitMs?: number; onWait?: (err: unknown) => void; migration?: MigrationOptions } = {},
 ): Promise<{ handle: DatabaseHandle; migrations: MigrationOutcome }> {
   const handle = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, pgbouncerTransactionMode: config.pgbouncerTransactionMode, ...options });
   const deadline = Date.now() + (options.waitMs ?? 0);
   for (;;) {
     try {
-      return { handle, migrations: await migrateToLatest(handle) };
+      return { handle, migrations: await migrateToLatest(handle, options.migration) };
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) {
         await handle.close().catch(() => undefined);

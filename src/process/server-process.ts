@@ -10,7 +10,7 @@ import { bootstrapBanner, bootstrapIfEmpty } from './bootstrap.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { createLogStream } from './log-stream.ts';
 import { refuseMissingKeys, startWarnings } from './startup.ts';
-import { createRequire } from 'node:module';
+import { SERVICE_VERSION } from '../foundations/version.ts';
 import { trackConnections } from './connections.ts';
 import type { Tracing } from '../tracing/trace-context.ts';
 import type { SharedAcrossWorkers } from './cluster/worker-link.ts';
@@ -48,8 +48,7 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
   // Loaded only when an OTLP endpoint is configured: with tracing off, nothing of OpenTelemetry is.
   if (config.otlpTracesUrl) {
     const { startTracing } = await import('../tracing/otel.ts');
-    const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
-    tracing = startTracing({ ...config, serviceVersion: version, dbSystem: config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql' });
+    tracing = startTracing({ ...config, serviceVersion: SERVICE_VERSION, dbSystem: config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql' });
   }
   let log: { warn: (obj: object | string, msg?: string) => void; error: (obj: object, msg: string) => void } = {
     warn: (obj, msg) => console.error(msg, obj),

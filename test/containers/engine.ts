@@ -55,7 +55,7 @@ export interface ContainerState {
 /** What the checks read of `docker image inspect`. */
 export interface ImageState {
   Size: number;
-  Config: { Volumes: Record<string, object> | null };
+  Config: { Volumes: Record<string, object> | null; Labels: Record<string, string> | null };
 }
 
 /** `docker inspect` of one container or image, parsed. */

@@ -48,7 +48,10 @@ describe('the container image', () => {
   }, async () => {
     const build = await runTool('docker', ['build', '-t', IMAGE, '.'], { timeoutMs: 900_000 });
     assert.equal(build.code, 0, `${build.stdout.slice(-4000)}\n${build.stderr.slice(-4000)}`);
-    const size = (await inspect('image', IMAGE)).Size / 1e6;
+    const image = await inspect('image', IMAGE);
+    const { version } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    assert.equal(image.Config.Labels?.['org.opencontainers.image.version'], version, "the image's version label is package.json's");
+    const size = image.Size / 1e6;
     const base = /^FROM (\S+)/m.exec(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))![1];
     const added = size - (await inspect('image', base)).Size / 1e6;
     console.log(`image: ${size.toFixed(0)} MB, of which ${added.toFixed(0)} MB on top of ${base}; built in ${Math.round(build.ms / 1000)} s`);
