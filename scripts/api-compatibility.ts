@@ -13,8 +13,32 @@ type Json = Record<string, unknown>;
 export function breakingChanges(before: Json, after: Json): string[] {
   const { diffs } = apiCompare(before, after);
   // Only what the operations see: the same change in components/ shows again under every path that uses it.
-  const breaks = diffs.filter((diff) => diff.type === 'breaking' && diff.path[0] === 'paths');
+  const breaks = diffs.filter((diff) => diff.type === 'breaking' && diff.path[0] === 'paths' && !openEnumGrew(diff, after));
   return [...new Set(breaks.map((diff) => describe(diff, before, after)))];
+}
+
+/**
+ * A value added to an enum that the service declares open (`x-ugs-open-enum`: the error codes,
+ * the event types), which docs/api.md tells clients to expect more of: not a break.
+ */
+function openEnumGrew(diff: Diff, after: Json): boolean {
+  const path = diff.path.map(String);
+  if (diff.action !== 'add' || path.at(-2) !== 'enum') return false;
+  const owner = resolvedAt(after, path.slice(0, -2)) as Json | undefined;
+  return owner?.['x-ugs-open-enum'] === true;
+}
+
+/** The node at `path` in `document`, following each $ref (local ones: #/components/…) on the way. */
+function resolvedAt(document: Json, path: string[]): unknown {
+  const follow = (node: unknown): unknown => {
+    let seen = 0;
+    while (node && typeof node === 'object' && typeof (node as Json).$ref === 'string' && seen++ < 32)
+      node = at(document, ((node as Json).$ref as string).replace(/^#\//, '').split('/'));
+    return node;
+  };
+  let node: unknown = document;
+  for (const step of path) node = follow(node && typeof node === 'object' ? (node as Json)[step] : undefined);
+  return node;
 }
 
 function describe(diff: Diff, before: Json, after: Json): string {

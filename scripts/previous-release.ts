@@ -7,7 +7,7 @@
 // is registered in this repository), `npm ci` with this Node.js (its `prepare` builds dist/),
 // in a cache outside the repository, kept between runs: ~/.cache/ugs-releases/<commit>, or
 // $UGS_RELEASE_CACHE/<commit>. The first build takes a minute or two, later ones nothing.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -70,7 +70,60 @@ export function buildRelease(release: Release = previousRelease(), log: (line: s
   return dir;
 }
 
-// `tsx scripts/previous-release.ts`: builds the previous release (CI's cache warms here) and prints its directory.
+/** Where a release's OpenAPI document is kept: docs/openapi/<version>.json. */
+export function keptOpenApiFile(version: string): string {
+  return path.join(ROOT, 'docs/openapi', `${version}.json`);
+}
+
+/** A document as the repository keeps it: two-space JSON and a final newline (docs/openapi/ is left out of Biome's format). */
+export function keptJson(document: unknown): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
+}
+
+/** The OpenAPI document that release's own server serves (GET /openapi.json), from its build on a throwaway SQLite file. */
+export async function releaseOpenApiDocument(dir: string): Promise<unknown> {
+  const data = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-release-openapi-'));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    UGS_BOOTSTRAP: 'false',
+    DATABASE_URL: `sqlite:${path.join(data, 'ugs.sqlite')}`,
+  };
+  delete env.UGS_SECRET_KEY;
+  env.UGS_KEY_FILE = path.join(data, 'secret.key');
+  const child = spawn(process.execPath, ['dist/server.js'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let output = '';
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString();
+        const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+        if (match) resolve(match[1]);
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      child.on('exit', (code) => reject(new Error(`the release's server exited (${code}) before listening:\n${output}`)));
+    });
+    const answer = await fetch(`${url}/openapi.json`);
+    if (!answer.ok) throw new Error(`GET /openapi.json answered ${answer.status}`);
+    return await answer.json();
+  } finally {
+    child.kill('SIGKILL');
+    fs.rmSync(data, { recursive: true, force: true });
+  }
+}
+
+// `tsx scripts/previous-release.ts`: builds the previous release (CI's cache warms here) and
+// prints its directory. `--openapi` (npm run generate:openapi-previous): writes its OpenAPI
+// document to docs/openapi/<version>.json, as its server serves it.
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  console.log(buildRelease());
+  const dir = buildRelease();
+  if (process.argv.includes('--openapi')) {
+    const release = previousRelease();
+    const file = keptOpenApiFile(release.version);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, keptJson(await releaseOpenApiDocument(dir)));
+    console.log(`wrote ${path.relative(ROOT, file)}: the OpenAPI document of release ${release.version} (${release.commit.slice(0, 7)})`);
+  } else console.log(dir);
 }

@@ -7,7 +7,11 @@ export const ErrorEnvelope = Type.Object(
   {
     success: Type.Literal(0),
     error: Type.Object({
-      code: Type.Enum(Object.keys(errorStatus) as ErrorCode[], { description: 'Stable machine-readable code; it alone decides the status.' }),
+      code: Type.Enum(Object.keys(errorStatus) as ErrorCode[], {
+        description: 'Stable machine-readable code; it alone decides the status. A later release may add codes: handle one you do not know by its status.',
+        // A new code is not a breaking change (npm run check:api; docs/api.md, "Errors").
+        'x-ugs-open-enum': true,
+      }),
       message: Type.String({ description: 'What went wrong, for a human.' }),
       details: Type.Optional(
         Type.Array(

@@ -519,7 +519,7 @@ export interface paths {
         };
         /**
          * The process is alive
-         * @description Answers 200 while the process runs; needs no token.
+         * @description Answers 200 while the process runs, with the release it runs; needs no token.
          */
         get: operations["health"];
         put?: never;
@@ -939,7 +939,7 @@ export interface components {
         Error: {
             error: {
                 /**
-                 * @description Stable machine-readable code; it alone decides the status.
+                 * @description Stable machine-readable code; it alone decides the status. A later release may add codes: handle one you do not know by its status.
                  * @enum {unknown}
                  */
                 code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "tag_limit_reached" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
@@ -1051,6 +1051,11 @@ export interface components {
             status: string;
             /** @enum {number} */
             success: 1;
+            /**
+             * @description The release this instance runs (docs/operations.md, "Releases").
+             * @example 0.2.0
+             */
+            version: string;
         };
         /** History */
         History: {
@@ -1209,6 +1214,13 @@ export interface components {
             n: string;
             /** @enum {string} */
             use: "sig";
+        };
+        /** Readiness */
+        Readiness: {
+            /** @example ready */
+            status: string;
+            /** @enum {number} */
+            success: 1;
         };
         /** RenamedGroupTag */
         RenamedGroupTag: {
@@ -5749,7 +5761,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Health"];
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
             /** @description Error: internal_error */
