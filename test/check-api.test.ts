@@ -10,6 +10,7 @@ import { breakingChanges, verdict } from '../scripts/api-compatibility.ts';
 import { openApiDocument } from '../scripts/openapi-document.ts';
 import { runNode } from './helpers/processes.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: the tests edit an OpenAPI document in place, at paths they know
 type Json = Record<string, any>;
 
 describe('check:api', () => {
