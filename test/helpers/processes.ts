@@ -58,10 +58,11 @@ export interface ServerProcess {
  * `nodeArgs`: options for Node itself, before the server's script (`--expose-gc`, `--import`).
  * `listening`: the line that says the server takes requests, with its URL as the first group:
  * the start's "Server listening at" unless told (one worker's line, while another starts).
+ * `root`: another build of the service to run (a previous release: helpers/previous-release.ts).
  */
 export async function spawnServer(
   env: Record<string, string>,
-  options: { openFiles?: number; nodeArgs?: string[]; listening?: RegExp } = {},
+  options: { openFiles?: number; nodeArgs?: string[]; listening?: RegExp; root?: string } = {},
 ): Promise<ServerProcess> {
   const nodeArgs = [...(options.nodeArgs ?? []), SERVER_ENTRY];
   const [command, args] =
@@ -70,7 +71,7 @@ export async function spawnServer(
       : ['/bin/sh', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...nodeArgs]];
   const child = reapOnExit(
     spawn(command, args, {
-      cwd: ROOT,
+      cwd: options.root ?? ROOT,
       env: { ...process.env, PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
@@ -179,10 +180,10 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Runs `node <args>` in the repository; resolves on 'close', when all its output has been read. */
-export function runNode(args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
+/** Runs `node <args>` in the repository (or in `root`); resolves on 'close', when all its output has been read. */
+export function runNode(args: string[], env: Record<string, string> = {}, root = ROOT): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -192,8 +193,8 @@ export function runNode(args: string[], env: Record<string, string> = {}): Promi
   });
 }
 
-export function runUgs(args: string[], env: Record<string, string>): Promise<CommandResult> {
-  return runNode(['bin/ugs.js', ...args], env);
+export function runUgs(args: string[], env: Record<string, string>, root = ROOT): Promise<CommandResult> {
+  return runNode(['bin/ugs.js', ...args], env, root);
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
