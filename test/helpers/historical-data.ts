@@ -46,6 +46,7 @@ export async function fillThroughTheApi(baseUrl: string, ugs: Ugs, receiver: Rec
   const call = async (method: string, path: string, body?: unknown, extra: { token?: string; headers?: Record<string, string> } = {}) => {
     const answer = await httpRequest(baseUrl, method, path, { token: extra.token ?? admin, body, headers: extra.headers });
     assert.ok(answer.status < 300, `${method} ${path}: ${answer.status} ${answer.text}`);
+    // biome-ignore lint/suspicious/noExplicitAny: the answers of many operations, read at fields this file names
     return answer.body as Record<string, any>;
   };
 
