@@ -1,0 +1,163 @@
+// A rolling upgrade on PostgreSQL, as docs/operations.md ("Upgrades, migrations and rollback")
+// tells an operator to run it: two instances of the previous release (release/previous.json,
+// built from its commit) serve; one of this code starts beside them and expands the database;
+// then each old one is taken out of the load balancer and stopped, and replaced by a new one.
+// Writes go through every serving instance all along, a webhook endpoint and an event stream
+// follow the feed. Nothing answers 5xx, and no event is lost, skipped or delivered twice.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { POSTGRES_URL, createTestDatabase } from './helpers/backends.ts';
+import { httpRequest, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { PREVIOUS, runPreviousUgs, spawnPreviousServer } from './helpers/previous-release.ts';
+import { PUBLIC_URL } from './helpers/historical-data.ts';
+import { openSse, type SseStream } from './helpers/sse.ts';
+import { Receiver, sleep } from './helpers/webhook-receiver.ts';
+import { eventually } from './helpers/wait.ts';
+
+const WRITERS = 4;
+
+describe(`[postgres] a rolling upgrade from release ${PREVIOUS.version}: both versions serve one database`, {
+  skip: POSTGRES_URL ? false : 'SKIPPED: TEST_POSTGRES_URL is not set',
+}, () => {
+  it('writes through every serving instance, a webhook endpoint and an event stream: no 5xx, every event delivered once, none skipped', async () => {
+    const database = await createTestDatabase('postgres');
+    const receiver = await new Receiver().start();
+    const env = {
+      DATABASE_URL: database.url,
+      UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'),
+      UGS_PUBLIC_URL: PUBLIC_URL,
+      UGS_WEBHOOK_ALLOW_PRIVATE: 'true',
+    };
+    const running: ServerProcess[] = [];
+    try {
+      running.push(await spawnPreviousServer(env), await spawnPreviousServer(env));
+      /** What the load balancer sends traffic to. */
+      const serving = [...running];
+      const issued = await runPreviousUgs(['token', 'create', '--account', 'acme', '--scopes', 'read,write,admin', '--json'], env);
+      assert.equal(issued.code, 0, issued.stderr);
+      const token = JSON.parse(issued.stdout).token as string;
+      const endpoint = await httpRequest(serving[0].baseUrl, 'POST', '/api/webhook_endpoints', { token, body: { url: receiver.url } });
+      assert.equal(endpoint.status, 201, endpoint.text);
+      const feedAfter = async (baseUrl: string, after: number) => {
+        const ids: number[] = [];
+        for (let cursor = after; ; ) {
+          const page = await httpRequest(baseUrl, 'GET', `/api/events?after=${cursor}&limit=500`, { token });
+          assert.equal(page.status, 200, page.text);
+          const events = (page.body as unknown as { events: { id: number }[] }).events;
+          if (events.length === 0) return ids;
+          ids.push(...events.map((event) => event.id));
+          cursor = ids.at(-1)!;
+        }
+      };
+      const start = (await feedAfter(serving[0].baseUrl, 0)).at(-1)!;
+
+      // The stream: when its instance stops, the client reconnects to a serving one with Last-Event-ID, as EventSource does.
+      const streamed: number[] = [];
+      let stream: SseStream | undefined;
+      let following = true;
+      const follow = (async () => {
+        let at = 0;
+        while (following) {
+          const baseUrl = serving[at++ % serving.length].baseUrl;
+          const last = streamed.at(-1) ?? start;
+          stream = await openSse(baseUrl, '/api/events/stream', { token, lastEventId: String(last) });
+          assert.equal(stream.status, 200, stream.text);
+          let seen = 0;
+          const taking = (async () => {
+            while (!(await Promise.race([stream!.ended.then(() => true), sleep(20).then(() => false)]))) {
+              for (; seen < stream!.events.length; seen++) streamed.push(Number(stream!.events[seen].id));
+            }
+            for (; seen < stream!.events.length; seen++) streamed.push(Number(stream!.events[seen].id));
+          })();
+          await taking;
+        }
+      })();
+
+      // The writers: each write to the next serving instance, on a connection of its own (a load balancer's).
+      const statuses: number[] = [];
+      let writing = true;
+      let written = 0;
+      const writers = Array.from({ length: WRITERS }, async (_, w) => {
+        for (let i = 0; writing; i++) {
+          const baseUrl = serving[(w + i) % serving.length].baseUrl;
+          const id = `g-${w}-${i}`;
+          const created = await httpRequest(baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id, group_tags: [`t${i % 3}`] }, newConnection: true });
+          statuses.push(created.status);
+          const next = serving[(w + i + 1) % serving.length].baseUrl;
+          const updated = await httpRequest(next, 'PUT', '/api/user', { token, body: { user_group_id: id, properties: { step: i } }, newConnection: true });
+          statuses.push(updated.status);
+          if (created.status === 201 && updated.status === 200) written++;
+        }
+      });
+
+      // The rollout.
+      const steps: [string, number][] = [];
+      const step = (what: string) => steps.push([what, receiver.received.length]);
+      const takeOut = async (server: ServerProcess) => {
+        serving.splice(serving.indexOf(server), 1);
+        await sleep(1000); // the load balancer's deregistration delay: requests already sent to it finish
+        stream?.close();
+        step(`stopping ${server.baseUrl}`);
+        assert.deepEqual(await server.stop(), { code: 0, signal: null }, server.output());
+      };
+      await sleep(1000);
+      const [old1, old2] = running;
+      step('starting new1');
+      const new1 = await spawnServer(env);
+      step('new1 started');
+      running.push(new1);
+      assert.match(new1.output(), /"applied":\["0017-instance-registry"\]/, 'the first new instance expands the database while the old ones serve');
+      serving.push(new1);
+      await sleep(1500);
+      await takeOut(old1);
+      const new2 = await spawnServer(env);
+      running.push(new2);
+      serving.push(new2);
+      await sleep(1500);
+      await takeOut(old2);
+      await sleep(1000);
+      writing = false;
+      await Promise.all(writers);
+
+      assert.ok(written >= 20, `writes went through: ${written}`);
+      const failures = statuses.filter((status) => status >= 500);
+      assert.deepEqual(failures, [], 'no 5xx during the rollout');
+      assert.deepEqual(
+        statuses.filter((status) => status !== 200 && status !== 201),
+        [],
+        'every write answered 200 or 201',
+      );
+
+      // Events are numbered after their commit (docs/api.md, "Change events"): the last ones come a moment later.
+      let feed: number[] = [];
+      await eventually(
+        () => `every acknowledged write has its event, a create and an update each: ${written * 2}, the feed has ${feed.length}`,
+        async () => (feed = await feedAfter(new1.baseUrl, start)).length >= written * 2,
+      );
+      assert.equal(feed.length, written * 2, 'and nothing else');
+      await eventually('the stream has every event', () => streamed.length >= feed.length);
+      following = false;
+      stream?.close();
+      await follow;
+      assert.deepEqual(streamed, feed, 'the stream, across reconnections to other instances and versions, gives each event once, in order');
+
+      await eventually('the webhook endpoint has every event', () =>
+        feed.every((id) => receiver.received.some((request) => JSON.parse(request.body).id === id)),
+      );
+      await sleep(500); // a second delivery of anything would show now
+      const webhookIds = receiver.received.map((request) => String(request.headers['webhook-id']));
+      const twice = webhookIds.filter((id, i) => webhookIds.indexOf(id) !== i);
+      assert.deepEqual(twice, [], `no event delivered twice; steps: ${JSON.stringify(steps)}; received at: ${JSON.stringify(receiver.received.map((r, i) => [i, String(r.headers['webhook-id']), r.headers['x-at']]).filter(([, id]) => twice.includes(id as string)))}`);
+      assert.deepEqual(
+        receiver.received.map((request) => JSON.parse(request.body).id as number).filter((id) => id > start),
+        feed,
+        'the webhook got every event after the endpoint was made, in order',
+      );
+    } finally {
+      await Promise.all(running.map((server) => server.stop('SIGKILL')));
+      await receiver.stop();
+      await database.drop();
+    }
+  });
+});
