@@ -10,11 +10,13 @@ import crypto from 'node:crypto';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { spawnServer, runUgs } from './helpers/processes.ts';
 import { PREVIOUS, runPreviousUgs, spawnPreviousServer } from './helpers/previous-release.ts';
-import { PUBLIC_URL, answersOf, embedTokensVerify, fillThroughTheApi, type Answer, type Filled } from './helpers/historical-data.ts';
+import { PUBLIC_URL, answersOf, embedTokensVerify, fillThroughTheApi, recordedExpandChanges, type Answer, type Filled } from './helpers/historical-data.ts';
 import { Receiver } from './helpers/webhook-receiver.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest, expandChanges } from '../src/db/migrate.ts';
 import { SERVICE_VERSION } from '../src/foundations/version.ts';
+
+const expandNames = expandChanges('sqlite').map((change) => change.name);
 
 for (const backend of BACKENDS) {
   describe(`[${backend}] upgrading from release ${PREVIOUS.version} a database it filled`, () => {
@@ -56,7 +58,7 @@ for (const backend of BACKENDS) {
     it(`after the upgrade (${backend === 'sqlite' ? 'the same file, opened in place' : 'the same database'}), every answer is the same and every token still works`, async () => {
       const server = await spawnServer(env);
       try {
-        assert.match(server.output(), /"applied":\[[^\]]*"0017-instance-registry"/, 'this code expanded the database at start');
+        assert.deepEqual(await recordedExpandChanges(database.url), expandNames, 'this code expanded the database at start');
         const after_ = await answersOf(server.baseUrl, filled.reads);
         for (const what of Object.keys(before_)) assert.deepEqual(after_[what], before_[what], what);
         await embedTokensVerify(server.baseUrl, filled.embedTokens);
@@ -104,11 +106,10 @@ for (const backend of BACKENDS) {
       );
       const oldLines = old.split('\n').filter((line) => line.includes('failed to start'));
       assert.equal(oldLines.length, 1, old);
+      // 0.1.0 says it through Kysely's Migrator (a row it does not know); later releases in their own words.
       assert.match(
         oldLines[0],
-        new RegExp(
-          `contracted by ${SERVICE_VERSION.replaceAll('.', '\\.')}: this release cannot serve the database, run ${SERVICE_VERSION.replaceAll('.', '\\.')} or later`,
-        ),
+        new RegExp(`contracted by (release )?${SERVICE_VERSION.replaceAll('.', '\\.')}\\b.*run ${SERVICE_VERSION.replaceAll('.', '\\.')} or later`),
       );
 
       const refused = await runUgs(['migrate'], env);

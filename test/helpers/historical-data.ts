@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { httpRequest, type CommandResult } from './processes.ts';
 import type { Receiver } from './webhook-receiver.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { recordedChanges } from '../../src/db/schema-changes.ts';
 import { eventually } from './wait.ts';
 
 export const PUBLIC_URL = 'https://ugs.example.com';
@@ -199,4 +201,14 @@ export async function answersOf(baseUrl: string, reads: Read[]): Promise<Record<
 export async function embedTokensVerify(baseUrl: string, tokens: string[]): Promise<void> {
   const jwks = createLocalJWKSet((await httpRequest(baseUrl, 'GET', '/.well-known/jwks.json')).body as never);
   for (const token of tokens) await jwtVerify(token, jwks, { issuer: PUBLIC_URL });
+}
+
+/** The expand changes recorded in the database at `url`. */
+export async function recordedExpandChanges(url: string): Promise<string[]> {
+  const handle = openDatabase(url);
+  try {
+    return (await recordedChanges(handle.db)).filter((change) => change.kind === 'expand').map((change) => change.name);
+  } finally {
+    await handle.close();
+  }
 }
