@@ -1,14 +1,14 @@
 // `npm run release -- <version> [--date YYYY-MM-DD]`: cuts a release (docs/operations.md,
 // "Releases"). It checks first and changes nothing when a check fails:
 //   - the work tree is clean, and <version> comes after package.json's and the previous release's;
-//   - CHANGELOG.md's "Unreleased" section lists changes and has an "### Upgrading" paragraph, and
+//   - CHANGELOG.md's [Unreleased] section lists changes and has an "### Upgrading" paragraph, and
 //     the previous release's section lists only what its commit's CHANGELOG.md listed (an entry
 //     merged into the wrong section is caught here);
 //   - the API against the last kept OpenAPI document: a break only with a version that may break
 //     and a "- **Breaking**" line (npm run check:api).
 // Then two commits:
 //   1. "Release <version>": package.json (and package-lock.json), the Dockerfile's version label,
-//      CHANGELOG.md ("Unreleased" becomes "[<version>] - <date>", a new empty "Unreleased" above),
+//      CHANGELOG.md ([Unreleased] becomes [<version>] - <date>, a new empty [Unreleased] above),
 //      docs/openapi/<version>.json; tagged v<version>.
 //   2. release/previous.json names <version> and that commit: from here on the upgrade tests
 //      upgrade from it.

@@ -52,7 +52,7 @@ forEachBackend('instances', (backend) => {
       contract: [{ name: '0099-drop-something', kind: 'contract' as const, migration: { up: async () => void ran++ } }],
     };
     try {
-      // With nothing to contract, the command says so while instances serve.
+      // With no contract change pending, the command says so while instances serve.
       const upToDate = await runUgs(['migrate', '--contract'], env);
       assert.equal(upToDate.code, 0, upToDate.stderr);
       assert.match(upToDate.stdout, /database is up to date/);

@@ -113,7 +113,7 @@ export async function migrateToLatest(handle: DatabaseHandle, options: Migration
     const legacyDone = await legacyApplied(db, handle.dialect);
     const applied: string[] = [];
     // Kysely's Migrator only while a legacy migration is missing: past 0014 its table may hold
-    // the row a contract writes for the release 0.1.0, which the Migrator would refuse.
+    // the row a contract change writes for the release 0.1.0, which the Migrator would refuse.
     if (!MIGRATION_NAMES.every((name) => legacyDone.includes(name))) {
       const { error, results } = await new Migrator({ db, provider, disableTransactions }).migrateToLatest();
       if (error) throw error;

@@ -4,7 +4,7 @@
 // - expand: adds only (a table, a nullable column, an index, a copy). Run at every start, while
 //   instances of the previous release still serve the same database; an older instance works
 //   on an expanded database and ignores what it does not know.
-// - contract: takes away what an older release still reads or writes. Run only by
+// - contract changes: take away what an older release still reads or writes. Run only by
 //   `ugs migrate --contract`, once no instance whose code does not know it is alive
 //   (instances/instances.repository.ts), or on a new, empty database where nothing older can be.
 //
@@ -12,7 +12,7 @@
 // it does not know ("corrupted migrations"), so an older instance could neither restart during
 // a rollout nor serve after a rollback. Here an older instance starts on a database a newer
 // release expanded, and refuses with one line on a database a newer release contracted. The
-// release before this mechanism (0.1.0) reads only kysely_migration: a contract also writes a
+// release before this mechanism (0.1.0) reads only kysely_migration: a contract change also writes a
 // row there that it does not know, so it refuses too, with a line naming what to run.
 import type { Kysely, Migration } from 'kysely';
 import { sql } from './kysely.ts';
@@ -66,7 +66,7 @@ export async function applyChanges(db: Kysely<Database>, changes: SchemaChange[]
 }
 
 /**
- * The row a contract writes into kysely_migration for the release before this mechanism: its
+ * The row a contract change writes into kysely_migration for the release before this mechanism: its
  * Migrator stops at a name it does not know, and prints this one ("failed to start: corrupted
  * migrations: previously executed migration <this> is missing").
  */
