@@ -165,7 +165,7 @@ export function verdict(breaks: string[], { baseline, version, changelog }: { ba
   const bump =
     baseline === undefined
       ? ''
-      : ` A deliberate break needs a version that may break (package.json says ${version}; after ${baseline} that is ${nextBreaking(baseline)}) and a "- **Breaking**" line in CHANGELOG.md.`;
+      : ` A deliberate break needs a version that may break (package.json says ${version}; after ${baseline} that is ${nextBreaking(baseline)}, or ${nextBreaking(baseline)}-dev until it is cut) and a "- **Breaking**" line in CHANGELOG.md.`;
   return { ok: false, lines: [`check:api: ${breaks.length} breaking changes against ${against}:`, ...listed, ...(bump ? [bump.trim()] : [])] };
 }
 

@@ -79,7 +79,7 @@ describe('check:api', () => {
     assert.equal(sameVersion.ok, false);
     assert.match(
       sameVersion.lines.join('\n'),
-      /A deliberate break needs a version that may break \(package\.json says 0\.1\.0; after 0\.1\.0 that is 0\.2\.0\)/,
+      /A deliberate break needs a version that may break \(package\.json says 0\.1\.0; after 0\.1\.0 that is 0\.2\.0, or 0\.2\.0-dev until it is cut\)/,
     );
     assert.equal(verdict(breaks, { baseline: '0.1.0', version: '0.1.1', changelog: declared }).ok, false, 'a patch may not break');
     const undeclared = verdict(breaks, { baseline: '0.1.0', version: '0.2.0', changelog: quiet });
