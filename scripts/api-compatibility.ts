@@ -120,9 +120,11 @@ export function parseVersion(version: string): { major: number; minor: number; p
   return { major: Number(match[1]), minor: Number(match[2]), patch: Number(match[3]) };
 }
 
+/** Semver's order, pre-releases included: 0.2.0-dev comes before 0.2.0. */
 export function compareVersions(a: string, b: string): number {
   const [x, y] = [parseVersion(a), parseVersion(b)];
-  return x.major - y.major || x.minor - y.minor || x.patch - y.patch;
+  const preRelease = (v: string) => (v.includes('-') ? 0 : 1);
+  return x.major - y.major || x.minor - y.minor || x.patch - y.patch || preRelease(a) - preRelease(b);
 }
 
 /**

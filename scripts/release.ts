@@ -1,6 +1,7 @@
 // `npm run release -- <version> [--date YYYY-MM-DD]`: cuts a release (docs/operations.md,
 // "Releases"). It checks first and changes nothing when a check fails:
-//   - the work tree is clean, and <version> comes after package.json's and the previous release's;
+//   - the work tree is clean, and <version> is package.json's (without its -dev) or after it, and
+//     after the previous release;
 //   - CHANGELOG.md's [Unreleased] section lists changes and has an "### Upgrading" paragraph, and
 //     the previous release's section lists only what its commit's CHANGELOG.md listed (an entry
 //     merged into the wrong section is caught here);
@@ -56,7 +57,7 @@ export function releaseProblems(input: {
   } catch {
     return [`not a version: ${version} (x.y.z)`];
   }
-  if (compareVersions(version, current) <= 0 && version !== current) problems.push(`${version} does not come after package.json's ${current}`);
+  if (compareVersions(version, current) < 0) problems.push(`${version} comes before package.json's ${current}`);
   if (compareVersions(version, previous.version) <= 0) problems.push(`${version} does not come after the previous release ${previous.version}`);
   const unreleased = changelogSection(changelog, 'Unreleased');
   if (!unreleased?.includes('\n- ')) problems.push('CHANGELOG.md: the "Unreleased" section lists no change');

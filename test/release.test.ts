@@ -59,6 +59,11 @@ describe('releases', () => {
     const previous = { version: '0.1.0', commit: 'c'.repeat(40) };
     const ready = '# Changelog\n\n## [Unreleased]\n\n### Added\n\n- A thing.\n\n### Upgrading\n\nRoll.\n\n## [0.1.0] - 2026-11-28\n\n- Old.\n';
     assert.deepEqual(releaseProblems({ version: '0.2.0', current: '0.1.0', previous, changelog: ready, previousChangelog: '- Old.\n' }), []);
+    assert.deepEqual(releaseProblems({ version: '0.2.0', current: '0.2.0-dev', previous, changelog: ready, previousChangelog: '- Old.\n' }), []);
+    assert.match(
+      releaseProblems({ version: '0.2.0', current: '0.3.0-dev', previous, changelog: ready, previousChangelog: '- Old.\n' }).join('\n'),
+      /comes before package\.json's 0\.3\.0-dev/,
+    );
     assert.match(
       releaseProblems({ version: '0.1.0', current: '0.1.0', previous, changelog: ready, previousChangelog: '- Old.\n' }).join('\n'),
       /does not come after the previous release 0\.1\.0/,
