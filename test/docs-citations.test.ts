@@ -3,13 +3,14 @@
 // there: every citation of that form in src/, test/, bench/, scripts/, the console, the
 // client and the Markdown docs is held here to a file and a heading that exist. Tests cite
 // docs/api.md, which users read, never a numbered section of a document that is not in the
-// repository.
+// repository, and nothing a user reads cites an issue number of this project's own tracker.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './helpers/processes.ts';
 import { commentsOf, markdownTitles, plainHeading, sourceFiles } from './helpers/source-text.ts';
+import { openApiDocument } from '../scripts/openapi-document.ts';
 
 const CODE_DIRS = ['src', 'test', 'bench', 'scripts', 'console/src', 'packages/client/src'];
 /** What users and contributors read. CHANGELOG.md is history: it names sections as they were. */
@@ -65,6 +66,29 @@ function brokenCitations(file: string): string[] {
   return broken;
 }
 
+/**
+ * A number in an issue tracker: `#31`, `issue 31`, `issue #31`, `ticket 7`. Not a colour
+ * (`#4f46e5`, `"#333"`), a fragment (`#/groups`, `#get-/api/user`) or an entity (`&#x21a9;`).
+ */
+const ISSUE_NUMBER = /(?<![\w&#"'/-])#\d+(?![\w-])|\b(?:issues?|tickets?|pull requests?)\s+#?\d+\b/gi;
+
+/** What a user or an operator reads, besides the Markdown: the pages the service serves and the console's own words. */
+const PAGE_FILES = [
+  ...fs
+    .readdirSync(path.join(ROOT, 'static'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => /\.(?:html|js)$/.test(f) && !f.includes('vendor'))
+    .map((f) => `static/${f}`),
+  'console/index.html',
+  ...sourceFiles('console/src'),
+];
+
+/** Every string of a JSON document (descriptions, summaries, examples), with where it is. */
+function stringsOf(node: unknown, where = ''): { where: string; text: string }[] {
+  if (typeof node === 'string') return [{ where, text: node }];
+  if (node === null || typeof node !== 'object') return [];
+  return Object.entries(node).flatMap(([key, value]) => stringsOf(value, `${where}/${key}`));
+}
+
 describe('citations of the docs', () => {
   it('docs: every citation of a document\'s section (docs/<file>.md, "<heading>") names a file and a heading that exist', () => {
     const files = [...sourceFiles(...CODE_DIRS).filter((file) => file !== 'test/docs-citations.test.ts'), ...DOCS];
@@ -80,6 +104,32 @@ describe('citations of the docs', () => {
         .map(({ line, text }) => `${file}:${line}: ${text.slice(0, 120)}`),
     );
     assert.deepEqual(found, [], 'cite docs/api.md (or docs/security.md, docs/operations.md) by its heading instead');
+  });
+
+  it('docs: nothing a user reads cites an issue number of the project (docs, README, CHANGELOG, the pages, the console, the OpenAPI document, comments in src/)', async () => {
+    const markdown = [...DOCS, 'CHANGELOG.md', 'SECURITY.md', ...(fs.existsSync(path.join(ROOT, 'CONTRIBUTING.md')) ? ['CONTRIBUTING.md'] : [])];
+    const found = [
+      ...[...markdown, ...PAGE_FILES].flatMap((file) =>
+        fs
+          .readFileSync(path.join(ROOT, file), 'utf8')
+          .split('\n')
+          .flatMap((line, i) => [...line.matchAll(ISSUE_NUMBER)].map((m) => `${file}:${i + 1}: ${m[0]}`)),
+      ),
+      ...sourceFiles('src').flatMap((file) =>
+        commentsOf(fs.readFileSync(path.join(ROOT, file), 'utf8')).flatMap(({ line, text }) =>
+          [...text.matchAll(ISSUE_NUMBER)].map((m) => `${file}:${line}: ${m[0]}`),
+        ),
+      ),
+      ...stringsOf(await openApiDocument()).flatMap(({ where, text }) => [...text.matchAll(ISSUE_NUMBER)].map((m) => `/openapi.json${where}: ${m[0]}`)),
+    ];
+    assert.deepEqual(found, [], 'users cannot see the tracker: say what the rule or the test is instead');
+  });
+
+  it('docs: the issue-number reader finds a number in a tracker, and no colour, fragment or entity', () => {
+    const found = (text: string) => [...text.matchAll(ISSUE_NUMBER)].map((m) => m[0]);
+    assert.deepEqual(found('rows 1 and 1b of issue #31'), ['issue #31']);
+    assert.deepEqual(found('(see #42) and issue 7, Issues 12'), ['#42', 'issue 7', 'Issues 12']);
+    assert.deepEqual(found('color: #4f46e5; "#333" #/groups #get-/api/user &#x21a9; &#8617; issue `too_long`'), []);
   });
 
   it('docs: the citation reader finds each form a citation takes', () => {
