@@ -1,7 +1,8 @@
 // GET /docs: the API reference page, rendered by RapiDoc from GET /openapi.json, with this
-// service's name and colours, the code samples of each operation and "Try" against this
-// server. Everything it loads comes from this server (no CDN: it works offline); the page's
-// files are read once, at start. RapiDoc's bundle and its licenses are copied into
+// service's name and colours, the code samples of each operation, "Try" against this server,
+// the rules of patterns in words (pattern-words.ts) and, on a phone, its own Contents button.
+// Everything it loads comes from this server (no CDN: it works offline); the page's files are
+// read once, at start; /docs/ leads to /docs. RapiDoc's bundle and its licenses are copied into
 // static/docs/vendor/ by `npm run build` (scripts/build-docs-assets.mjs), so that the
 // production install needs no RapiDoc package.
 import fs from 'node:fs';
@@ -9,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../foundations/errors.ts';
 import { pageHeaders } from './page-headers.ts';
+import { PATTERN_WORDS } from './pattern-words.ts';
 
 const PAGE_DIR = fileURLToPath(new URL('../../static/docs/', import.meta.url));
 
@@ -45,14 +47,28 @@ function readAssets(): Record<string, Asset> {
   };
 }
 
+/**
+ * The page with the words of each pattern in it, as data for docs.js (a JSON block is never
+ * run, so the Content-Security-Policy has nothing to allow): there before RapiDoc renders.
+ */
+function readPage(): Buffer {
+  const words = JSON.stringify(PATTERN_WORDS).replaceAll('<', '\\u003c');
+  const html = fs.readFileSync(`${PAGE_DIR}index.html`, 'utf8');
+  const marker = /<!-- pattern-words:[^>]*-->/;
+  if (!marker.test(html)) throw new Error('static/docs/index.html has no <!-- pattern-words: … --> marker');
+  return Buffer.from(html.replace(marker, () => `<script type="application/json" id="pattern-words">${words}</script>`));
+}
+
 export function registerDocsRoutes(app: FastifyInstance): void {
-  const page = fs.readFileSync(`${PAGE_DIR}index.html`);
+  const page = readPage();
   const assets = readAssets();
   const secure = (reply: FastifyReply) => pageHeaders(reply, CONTENT_SECURITY_POLICY);
 
   app.get('/docs', { schema: { hide: true } }, (_request, reply) =>
     secure(reply).type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(page),
   );
+  // One address for the page; a browser keeps the fragment (#put-/api/user) across the redirect.
+  app.get('/docs/', { schema: { hide: true } }, (request, reply) => secure(reply).redirect(`/docs${request.url.slice('/docs/'.length)}`, 301));
 
   app.get<{ Params: { file: string } }>('/docs/assets/:file', { schema: { hide: true } }, (request, reply) => {
     const asset = Object.hasOwn(assets, request.params.file) ? assets[request.params.file] : undefined;

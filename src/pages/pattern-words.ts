@@ -1,0 +1,25 @@
+// What the reference page (/docs) says instead of each regular expression of the OpenAPI
+// document. The patterns stay in /openapi.json, where validators and generated clients read
+// them; a person reads the rule in words, after the field's description, unless the
+// description says it already (it holds `saidBy`). The page replaces each pattern it finds
+// here (static/docs/docs.js); test/docs-page.browser.test.ts fails when the document holds a
+// pattern this table does not put in words.
+import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
+
+export interface PatternInWords {
+  words: string;
+  /** Words that a description stating the rule already holds. */
+  saidBy: string;
+}
+
+export const PATTERN_WORDS: Readonly<Record<string, PatternInWords>> = {
+  // The words of the refusal (`400 validation_failed`, issue `invalid_characters`).
+  [PLAIN_TEXT]: { words: 'Plain text: no control characters or unpaired surrogates.', saidBy: 'control characters' },
+  [NOT_BLANK_PLAIN_TEXT]: { words: 'Plain text: no control characters or unpaired surrogates, and not only white space.', saidBy: 'not only white space' },
+  // Idempotency-Key (http/openapi.ts).
+  '^[\\x20-\\x7e]+$': { words: 'Printable ASCII only: letters, digits, punctuation and spaces.', saidBy: 'printable ASCII' },
+  // An event id, as `after` and Last-Event-ID take it (events/).
+  '^(0|[1-9][0-9]{0,15})$': { words: 'Decimal digits, at most 16, without a leading zero.', saidBy: 'decimal digits' },
+  // The `types` filter of the feed and the stream (events/).
+  '^[a-z_.]+(,[a-z_.]+)*$': { words: 'No spaces around the commas.', saidBy: 'no spaces' },
+};
