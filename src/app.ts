@@ -32,6 +32,7 @@ import { handleClientError } from './http/client-errors.ts';
 import { refuseRequestsWhileClosing } from './http/closing.ts';
 import { registerDocsRoutes } from './pages/docs.routes.ts';
 import { registerConsoleRoutes } from './pages/console.routes.ts';
+import { registerFrontPageRoutes } from './pages/front-page.routes.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import type { Tracing } from './tracing/trace-context.ts';
 import { countRequest, countRequestsInFlight, registerMetrics } from './metrics/metrics.routes.ts';
@@ -123,6 +124,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       ...operationalCodeSamples,
     }),
   });
+  registerFrontPageRoutes(app);
   registerDocsRoutes(app);
   registerConsoleRoutes(app);
 

@@ -313,10 +313,10 @@ forEachBackend('errors, body framing and response headers', (backend) => {
     assert.equal(error.stack, undefined);
   });
 
-  it('pages: /docs, /console and their files forbid framing (CSP and X-Frame-Options: DENY) and send no Referer elsewhere', async () => {
-    for (const path of ['/docs', '/docs/assets/docs.js', '/console', '/console/']) {
+  it('pages: /, /docs, /console and their files forbid framing (CSP and X-Frame-Options: DENY) and send no Referer elsewhere', async () => {
+    for (const path of ['/', '/docs', '/docs/', '/docs/assets/docs.js', '/console', '/console/']) {
       const res = await t.app.inject({ method: 'GET', url: path });
-      assert.equal(res.statusCode, 200, path);
+      assert.equal(res.statusCode, path === '/docs/' ? 301 : 200, path);
       assert.match(String(res.headers['content-security-policy']), /frame-ancestors 'none'/, path);
       assert.equal(res.headers['x-frame-options'], 'DENY', path);
       assert.equal(res.headers['referrer-policy'], 'no-referrer', path);

@@ -14,7 +14,7 @@ import { startTestApp, type AnyAnswer, type HttpResult, type TestApp } from './h
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => void;
 
 /** Routes that are deliberately not part of the API description. */
-const UNDOCUMENTED = [/^\/console/, /^\/docs/, /^\/openapi\.json$/, /^\*$/];
+const UNDOCUMENTED = [/^\/$/, /^\/console/, /^\/docs/, /^\/openapi\.json$/, /^\*$/];
 
 /** Every (method, path) of the app, read from printRoutes' tree (Fastify has no route list). */
 function appRoutes(app: FastifyInstance): Array<{ method: string; path: string }> {
