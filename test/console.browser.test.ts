@@ -266,7 +266,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     const callsBefore = apiCalls.length;
     await page.getByRole('link', { name: 'acme-corp:jane' }).click();
     await page.getByRole('heading', { name: 'jane at ACME' }).waitFor();
-    const computed = page.locator('figure', { hasText: "Computed properties (with ancestors')" }).locator('pre');
+    const computed = page.locator('figure', { hasText: 'Computed properties (with the groups above it)' }).locator('pre');
     assert.deepEqual(JSON.parse((await computed.textContent()) ?? ''), { region: 'emea', plan: 'enterprise', seat: 'jane' });
     assert.equal(await page.getByRole('link', { name: 'acme-corp', exact: true }).count(), 1, 'the parent, as a link');
     // Every field of a group has its place, read from the declaration: a field the page has no row of its own for gets a plain one.
@@ -309,7 +309,9 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     const minted = apiCalls.filter((call) => new URL(call.url).pathname === '/api/embed_token').at(-1);
     assert.deepEqual(JSON.parse(minted?.body ?? '{}').viewer, { id: 'ada', attributes: { region: 'amer', team: 'west' } });
     await page.locator('ol.timeline li').first().waitFor();
-    assert.match((await page.locator('ol.timeline li').first().textContent()) ?? '', /create by API token \d+/);
+    // The history in words: what happened, and the ids it moved by their labels, none for null.
+    assert.match((await page.locator('ol.timeline li').first().textContent()) ?? '', /Created by API token \d+/);
+    assert.equal(await page.locator('ol.timeline li .change').first().textContent(), 'parent: none → acme-corp');
     // README's picture of the console (`npm run screenshots` writes it): the page as it is now, before any focus ring.
     if (README_IMAGES) await page.screenshot({ path: path.join(README_IMAGES, 'console-group.png'), fullPage: true });
     await assertAccessible('group');
@@ -372,6 +374,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await page.getByRole('status').filter({ hasText: 'Saved acme-corp.' }).waitFor();
     assert.match(page.url(), /#\/group\/Customer\/acme-corp\?saved$/);
     await page.getByText('"tier": 2').first().waitFor();
+    await page
+      .locator('ol.timeline li')
+      .first()
+      .getByText(/^Changed name and properties$/)
+      .waitFor();
     await shot('saved');
     const stored = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=acme-corp', { token: readToken });
     assert.equal(stored.body.user_group.name, 'ACME Corp.');
@@ -405,6 +412,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await dialog.getByRole('button', { name: 'Close' }).click();
     await page.locator('dialog[open]').waitFor({ state: 'detached' });
     assert.equal(await page.getByText(newToken).count(), 0, 'shown once: gone when the dialog closes');
+    await page
+      .locator('ol.timeline li')
+      .first()
+      .getByText(/^Token rotated$/)
+      .waitFor();
   });
 
   it("console: delete only after typing the group's id", async () => {
@@ -684,6 +696,84 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     await shot('signing-keys');
   });
 
+  it('console: says what it means in plain words: no code points, descendants, ancestors, instances or status codes on the pages and in the dialogs', async () => {
+    const JARGON = /code.point|descendant|ancestor|\binstances?\b|\b40[13]\b|Authorization header|keyset|prefix/i;
+    const said: string[] = [];
+    const read = async (what: string) => {
+      // biome-ignore lint/performance/useDomNodeTextContent: what the page shows, as laid out (closed dialogs left out)
+      const text = await page.locator('body').innerText();
+      for (const match of text.match(new RegExp(JARGON, 'gi')) ?? []) said.push(`${what}: ${match}`);
+    };
+    await page.goto(`${server.baseUrl}/console#/groups`);
+    await page.getByText('Page 1: 25 user groups').waitFor();
+    await read('groups');
+    await page.goto(`${server.baseUrl}/console#/group/Customer/acme-corp`);
+    await page.locator('ul.children li').first().waitFor();
+    await read('group');
+    await page.getByRole('button', { name: 'Rotate token' }).click();
+    await read('rotate dialog');
+    await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByLabel('Also delete every group under it (its children, theirs, and so on)').waitFor();
+    await read('delete dialog');
+    await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
+    await page.goto(`${server.baseUrl}/console#/tags`);
+    await page.getByText('Page 1: 2 tags, sorted by name (capital letters before small ones)').waitFor();
+    await read('tags');
+    await page.goto(`${server.baseUrl}/console#/tokens`);
+    await page.locator('table.tokens tbody tr', { hasText: 'viewer' }).getByRole('button', { name: 'Revoke viewer' }).click();
+    await page.getByRole('dialog', { name: 'Revoke the API token' }).getByText('viewer stops working within a second.').waitFor();
+    await read('revoke dialog');
+    await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
+    for (const [name, fragment] of [
+      ['webhooks', '#/webhooks'],
+      ['keys', '#/keys'],
+    ]) {
+      await page.goto(`${server.baseUrl}/console${fragment}`);
+      await page.locator('main h1').waitFor();
+      await read(name);
+    }
+    assert.deepEqual(said, []);
+  });
+
+  it('console: at 390 px (a phone) each user group is a card: its id, its name and what it has, named, with nothing to scroll sideways; at 1280 px a table', async () => {
+    await page.goto(`${server.baseUrl}/console#/groups?parent=acme-corp`);
+    await page.getByText('Page 1: 2 user groups').waitFor();
+    const header = page.locator('table.groups thead th');
+    assert.deepEqual(await header.allInnerTexts(), ['user_group_id', 'Name', 'Level', 'Parent', 'Tags', 'Updated'], 'a table with its header at 1280 px');
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      const card = page.locator('table.groups tbody tr', { hasText: 'acme-corp:jane' });
+      // biome-ignore lint/performance/useDomNodeTextContent: the lines a card shows, as laid out (empty cells hidden)
+      const lines = async () => (await card.innerText()).split('\n').map((line) => line.trim());
+      assert.deepEqual((await lines()).slice(0, 3), ['acme-corp:jane', 'jane at ACME', 'Parent: acme-corp']);
+      assert.match((await lines())[3], /^Updated: \d+ \w+ \d{4}, [\d:]+ UTC$/);
+      assert.equal((await lines()).length, 4, 'no line for what the group does not have (level, tags)');
+      // The header stays for screen readers, out of sight: the cards name their own lines.
+      assert.ok((await page.locator('table.groups thead').evaluate((thead) => thead.getBoundingClientRect().height)) <= 1, 'no header row on screen');
+      await page.goto(`${server.baseUrl}/console#/groups?q=customer-00`);
+      await page.getByText('Page 1: 1 user group', { exact: true }).waitFor();
+      const tags = (await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=customer-00', { token: readToken })).body.user_group.group_tags;
+      assert.ok(tags.length > 0);
+      const tagged = page.locator('table.groups tbody tr', { hasText: 'customer-00' });
+      // biome-ignore lint/performance/useDomNodeTextContent: the lines a card shows, as laid out
+      assert.deepEqual((await tagged.innerText()).split('\n').slice(0, 3), ['customer-00', 'Customer 0', `Tags: ${tags.join(', ')}`]);
+      const layout = await page.evaluate(() => {
+        const region = document.querySelector<HTMLElement>('.table-scroll')!;
+        const outside = [...document.querySelectorAll<HTMLElement>('table.groups td')]
+          .filter((td) => td.getClientRects().length > 0)
+          .map((td) => td.getBoundingClientRect())
+          .filter((box) => box.left < 0 || box.right > window.innerWidth).length;
+        return { sideways: region.scrollWidth - region.clientWidth, outside };
+      });
+      assert.deepEqual(layout, { sideways: 0, outside: 0 }, 'nothing to scroll sideways, every cell on the screen');
+      await assertAccessible('groups as cards');
+      await shot('groups-cards-390px');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
   it('console: at 390 px wide (a phone) every page fits: no label or control over another, nothing wider than the screen', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     try {
@@ -734,6 +824,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
   it('console: sign out forgets the token; a reload shows the sign-in form', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API token').waitFor();
+    await page.getByText('It is kept in this tab only and sent only to this service; closing the tab or signing out forgets it.').waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
     await page.reload();
     await page.getByLabel('API token').waitFor();

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import type { EnvironmentTag, UserGroupWithoutToken } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
 import { groupHref, navigate } from '../router.ts';
-import { findGroup, pretty } from '../groups.ts';
+import { changeInWords, fieldInWords, findGroup, pretty, valueInWords } from '../groups.ts';
 import { Dialog, ErrorAlert, ShownOnce, Status, Timeline, actedBy, formatTime, useLoad } from '../components/common.tsx';
 import { isUserGroupServiceError, requestFields, userGroupFields } from '../../../packages/client/src/index.ts';
 import { EmbedPreview } from './embed-preview.tsx';
@@ -153,9 +153,9 @@ function GroupView({
         </dl>
         <div class="json-columns">
           <JsonBlock field="properties" title="Properties (own)" value={group.properties} />
-          <JsonBlock field="computed_properties" title="Computed properties (with ancestors')" value={group.computed_properties} />
+          <JsonBlock field="computed_properties" title="Computed properties (with the groups above it)" value={group.computed_properties} />
           <JsonBlock field="mapping" title="Mapping (own)" value={group.mapping} />
-          <JsonBlock field="computed_mapping" title="Computed mapping" value={group.computed_mapping} />
+          <JsonBlock field="computed_mapping" title="Computed mapping (with the groups above it)" value={group.computed_mapping} />
         </div>
       </section>
 
@@ -187,13 +187,12 @@ function GroupView({
           {(entry) => (
             <>
               <p>
-                <strong>{entry.action.replace('user_group.', '')}</strong>
-                {entry.changed_fields?.length ? ` of ${entry.changed_fields.join(', ')}` : ''} {actedBy(entry)}
+                <strong>{changeInWords(entry.action, entry.changed_fields)}</strong> {actedBy(entry)}
               </p>
               {entry.details &&
                 Object.entries(entry.details).map(([field, change]) => (
                   <p class="change">
-                    <code>{field}</code>: {JSON.stringify(change.old)} → {JSON.stringify(change.new)}
+                    {fieldInWords(field)}: {valueInWords(change.old)} → {valueInWords(change.new)}
                   </p>
                 ))}
             </>
@@ -257,7 +256,7 @@ function RotateDialog(props: { open: boolean; onClose: () => void; session: Sess
       ) : (
         <form onSubmit={rotate}>
           <p>
-            <code>{props.id}</code> gets a new token. Dashboards holding the old one keep working for the grace period, then get 401.
+            <code>{props.id}</code> gets a new token. Dashboards holding the old one keep working for the grace period, then stop working.
           </p>
           <div class="field">
             <label for="grace">Grace period (seconds)</label>
@@ -312,7 +311,7 @@ function DeleteDialog(props: { open: boolean; onClose: () => void; session: Sess
         {(props.hasChildren || isUserGroupServiceError(error, 'user_group_has_children')) && (
           <div class="field checkbox">
             <input id="cascade" type="checkbox" checked={cascade} onChange={(event) => setCascade(event.currentTarget.checked)} />
-            <label for="cascade">Also delete all its descendants</label>
+            <label for="cascade">Also delete every group under it (its children, theirs, and so on)</label>
           </div>
         )}
         <ErrorAlert error={error} />

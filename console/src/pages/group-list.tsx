@@ -1,6 +1,7 @@
 // The user groups of one environment, a page at a time (keyset pagination: the service's
 // next_cursor, so a page costs the same at group 10 or group 1,000,000), with search and
 // filters kept in the URL's fragment.
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import type { EnvironmentTag, ListUserGroupsParams } from '../../../packages/client/src/index.ts';
 import type { Session } from '../session.ts';
@@ -9,13 +10,29 @@ import { ErrorAlert, ScrollingTable, Status, formatTime, useLoad } from '../comp
 import { isUserGroupServiceError } from '../../../packages/client/src/index.ts';
 
 export const PAGE_SIZE = 25;
+const countOf = (groups: number) => `${groups} user ${groups === 1 ? 'group' : 'groups'}`;
 
 const FILTERS = [
-  { name: 'q', label: 'Search', hint: 'id or name prefix', api: 'q' },
+  { name: 'q', label: 'Search', hint: 'start of id or name', api: 'q' },
   { name: 'tag', label: 'Tag', hint: 'a tag', api: 'tag' },
   { name: 'parent', label: 'Parent', hint: "a parent's id", api: 'parent_user_group_id' },
   { name: 'level', label: 'Level', hint: 'a level name', api: 'hierarchy_level' },
 ] as const;
+
+/**
+ * A cell of the list, named by its column: a phone shows each group as a card (console.css),
+ * where a cell says what it is itself (its label, hidden in the table) and an empty one takes
+ * no line.
+ */
+function Cell({ label, value }: { label: string; value: ComponentChildren }) {
+  const empty = value === null || value === undefined || value === false || value === '';
+  return (
+    <td class={empty ? 'empty-cell' : undefined}>
+      <span class="cell-label">{label}: </span>
+      {empty ? '—' : value}
+    </td>
+  );
+}
 
 export function GroupList({ session, environment, params }: { session: Session; environment: EnvironmentTag; params: URLSearchParams }) {
   const filters = Object.fromEntries(FILTERS.map((filter) => [filter.name, params.get(filter.name) ?? ''])) as Record<(typeof FILTERS)[number]['name'], string>;
@@ -93,7 +110,7 @@ export function GroupList({ session, environment, params }: { session: Session; 
       {page.error && !fieldError('q') ? <ErrorAlert error={page.error} /> : null}
       <ScrollingTable label="User groups">
         <table class="groups">
-          <caption>{page.loading ? 'Loading…' : `Page ${cursors.length + 1}: ${page.data?.user_groups.length ?? 0} user groups`}</caption>
+          <caption>{page.loading ? 'Loading…' : `Page ${cursors.length + 1}: ${countOf(page.data?.user_groups.length ?? 0)}`}</caption>
           <thead>
             <tr>
               <th scope="col">user_group_id</th>
@@ -107,14 +124,17 @@ export function GroupList({ session, environment, params }: { session: Session; 
           <tbody>
             {page.data?.user_groups.map((group) => (
               <tr>
-                <td>
+                <td class="group-id">
                   <a href={groupHref(environment, group.provided_id)}>{group.provided_id}</a>
                 </td>
-                <td>{group.name}</td>
-                <td>{group.hierarchy_level ?? '—'}</td>
-                <td>{group.parent_user_group_id ? <a href={groupHref(environment, group.parent_user_group_id)}>{group.parent_user_group_id}</a> : '—'}</td>
-                <td>{group.group_tags.length ? group.group_tags.join(', ') : '—'}</td>
-                <td>{formatTime(group.updated_at)}</td>
+                <td class="group-name">{group.name}</td>
+                <Cell label="Level" value={group.hierarchy_level} />
+                <Cell
+                  label="Parent"
+                  value={group.parent_user_group_id && <a href={groupHref(environment, group.parent_user_group_id)}>{group.parent_user_group_id}</a>}
+                />
+                <Cell label="Tags" value={group.group_tags.length > 0 && group.group_tags.join(', ')} />
+                <Cell label="Updated" value={formatTime(group.updated_at)} />
               </tr>
             ))}
           </tbody>

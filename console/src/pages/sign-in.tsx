@@ -39,8 +39,7 @@ export function SignIn({ onSignedIn, initialError }: { onSignedIn: (session: Ses
             onInput={(event) => setToken(event.currentTarget.value)}
           />
           <p class="hint" id="api-token-hint">
-            Paste an API token (<code>ugs_api_…</code>). It is kept in this tab only and sent only in the Authorization header; closing the tab or signing out
-            forgets it.
+            Paste an API token (<code>ugs_api_…</code>). It is kept in this tab only and sent only to this service; closing the tab or signing out forgets it.
           </p>
         </div>
         {error ? (

@@ -61,7 +61,11 @@ export function TagsPage({ session, environment }: { session: Session; environme
       <Status message={status} />
       <ErrorAlert error={page.error} />
       <table class="tags">
-        <caption>{page.loading ? 'Loading…' : `Page ${cursors.length + 1}: ${page.data?.group_tags.length ?? 0} tags, in code-point order`}</caption>
+        <caption>
+          {page.loading
+            ? 'Loading…'
+            : `Page ${cursors.length + 1}: ${page.data?.group_tags.length ?? 0} tags, sorted by name (capital letters before small ones)`}
+        </caption>
         <thead>
           <tr>
             <th scope="col">Tag</th>

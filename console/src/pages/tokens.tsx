@@ -195,7 +195,7 @@ function RevokeDialog(props: { session: Session; target: { id: number; name: str
         props.onRevoked(props.target!.name);
       }}
     >
-      <p>Every instance refuses {props.target?.name} within a second. This cannot be undone.</p>
+      <p>{props.target?.name} stops working within a second. This cannot be undone.</p>
     </ConfirmDialog>
   );
 }
