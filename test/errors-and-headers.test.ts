@@ -193,10 +193,12 @@ forEachBackend('errors, body framing and response headers', (backend) => {
   });
 
   it('an unknown path answers 404 not_found with the error envelope, with or without a token', async () => {
-    for (const path of ['/api/nope', '/api/user/extra', '/api/v1/user', '/', '/api/User']) {
+    for (const path of ['/api/nope', '/api/user/extra', '/api/v1/user', '/api/User']) {
       assertErrorEnvelope(await t.request('GET', path, { token: t.token }), 404, 'not_found');
       assertErrorEnvelope(await t.request('POST', path, {}), 404, 'not_found');
     }
+    // GET / is the front page, and nothing else is served there.
+    assertErrorEnvelope(await t.request('POST', '/', {}), 405, 'method_not_allowed');
   });
 
   it('a URL that is not valid UTF-8 (bad percent-escapes, in the path or the query) answers 400 validation_failed in the envelope, with X-Request-Id, no-store and its one log line', async () => {
