@@ -4,7 +4,7 @@
 // description says it already (it holds `saidBy`). The page replaces each pattern it finds
 // here (static/docs/docs.js); test/docs-page.browser.test.ts fails when the document holds a
 // pattern this table does not put in words.
-import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
+import { LABEL_TEXT, NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, TEXT_RULES, UNDIRECTED_TEXT } from '../http/text.schemas.ts';
 
 export interface PatternInWords {
   words: string;
@@ -12,10 +12,25 @@ export interface PatternInWords {
   saidBy: string;
 }
 
+/** A refusal's words as a sentence: "must be plain text: no …" → "Plain text: no …." */
+const sentence = (refusal: string) => {
+  const rule = refusal.replace(/^must be /, '');
+  return `${rule[0].toUpperCase()}${rule.slice(1)}.`;
+};
+
+/** What a description that states each text rule already says. */
+const TEXT_RULE_SAID_BY: Record<string, string> = {
+  [PLAIN_TEXT]: 'control characters',
+  [NOT_BLANK_PLAIN_TEXT]: 'not only white space',
+  [UNDIRECTED_TEXT]: 'bidirectional control',
+  [LABEL_TEXT]: 'bidirectional control',
+};
+
 export const PATTERN_WORDS: Readonly<Record<string, PatternInWords>> = {
-  // The words of the refusal (`400 validation_failed`, issue `invalid_characters`).
-  [PLAIN_TEXT]: { words: 'Plain text: no control characters or unpaired surrogates.', saidBy: 'control characters' },
-  [NOT_BLANK_PLAIN_TEXT]: { words: 'Plain text: no control characters or unpaired surrogates, and not only white space.', saidBy: 'not only white space' },
+  // The text rules (http/text.schemas.ts), in the words of their refusal (`400 validation_failed`, issue `invalid_characters`).
+  ...Object.fromEntries(
+    Object.entries(TEXT_RULES).map(([pattern, refusal]) => [pattern, { words: sentence(refusal), saidBy: TEXT_RULE_SAID_BY[pattern] ?? refusal }]),
+  ),
   // Idempotency-Key (http/openapi.ts).
   '^[\\x20-\\x7e]+$': { words: 'Printable ASCII only: letters, digits, punctuation and spaces.', saidBy: 'printable ASCII' },
   // An event id, as `after` and Last-Event-ID take it (events/).
