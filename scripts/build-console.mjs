@@ -1,13 +1,16 @@
 // Builds the console (console/src, Preact) into console/dist: one ES module and one style
 // sheet, served by the service at /console (src/pages/console.routes.ts). Run by `npm run
 // build`, so `npm install` builds it. Plain Node: it runs before anything is compiled.
+// An argument names another tree to build into (<tree>/console/dist/): the tests' own build,
+// scripts/build-for-tests.mjs.
 import fs from 'node:fs';
+import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const OUT = `${ROOT}console/dist/`;
+const OUT = `${process.argv[2] ? `${path.resolve(process.argv[2])}/` : ROOT}console/dist/`;
 
 fs.rmSync(OUT, { recursive: true, force: true });
 fs.mkdirSync(`${OUT}assets`, { recursive: true });

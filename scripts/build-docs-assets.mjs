@@ -2,14 +2,15 @@
 // src/pages/docs.routes.ts serves at /docs/assets/. Run by `npm run build`. RapiDoc is a
 // devDependency: the server needs this one file of it, not the 120 packages it depends on
 // (which include install-time telemetry and native tree-sitter modules), so a production
-// install (README, "Production") never holds them.
+// install (README, "Production") never holds them. An argument names another tree to copy
+// into (<tree>/static/docs/vendor/): the tests' own build, scripts/build-for-tests.mjs.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const OUT = `${ROOT}static/docs/vendor/`;
+const OUT = `${process.argv[2] ? `${path.resolve(process.argv[2])}/` : ROOT}static/docs/vendor/`;
 const require = createRequire(import.meta.url);
 const packageDir = path.dirname(require.resolve('rapidoc/package.json'));
 const { version, license } = JSON.parse(fs.readFileSync(`${packageDir}/package.json`, 'utf8'));

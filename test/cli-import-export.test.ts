@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { ROOT, httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, UGS_ENTRY, httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { UpsertItem } from '../src/user-groups/user-groups.schemas.ts';
 
 const ndjson = (items: unknown[]) => `${items.map((item) => JSON.stringify(item)).join('\n')}\n`;
@@ -421,7 +421,7 @@ forEachBackend('ugs import and ugs export', (backend) => {
   it('import: on a terminal, progress is one bar redrawn in place, ending at 100 %, and the summary follows', { skip: noTerminal }, async () => {
     const input = file('terminal.ndjson', ndjson(Array.from({ length: 2500 }, (_, i) => ({ user_group_id: `tty-${i}` }))));
     // script(1) gives the command a terminal (a pseudo-terminal) and copies what it shows.
-    const command = `node bin/ugs.js import ${input} --account tty --env Customer`;
+    const command = `node ${UGS_ENTRY} import ${input} --account tty --env Customer`;
     const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...env } });
     let shown = '';
     child.stdout.on('data', (c) => (shown += c));
@@ -435,7 +435,7 @@ forEachBackend('ugs import and ugs export', (backend) => {
   it('export: a reader that stops early (| head) ends it quietly with the status of SIGPIPE, 141', async () => {
     // The account "nd" holds the 1,202 groups of the first test: more than a pipe holds.
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash variable, not a template
-    const script = 'node bin/ugs.js export --account nd --env Customer | head -n 1; echo "status ${PIPESTATUS[0]}" >&2';
+    const script = `node ${UGS_ENTRY} export --account nd --env Customer | head -n 1; ` + 'echo "status ${PIPESTATUS[0]}" >&2';
     const child = spawn('bash', ['-c', script], { cwd: ROOT, env: { ...process.env, ...env } });
     let [stdout, stderr] = ['', ''];
     child.stdout.on('data', (c) => (stdout += c));

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import type { Command } from 'commander';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { ROOT, httpRequest, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
+import { TEST_BUILD, httpRequest, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
 import { buildCli } from '../src/cli/main.ts';
 import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
@@ -20,10 +20,10 @@ function commandPaths(command: Command, prefix: string[] = []): string[][] {
   return [prefix, ...command.commands.flatMap((c) => commandPaths(c, [...prefix, c.name()]))];
 }
 
-/** Runs a command line (npx, npm) from the repository root. */
+/** Runs a command line (npx, npm) from the root of the tests' own build, a tree shaped like the checkout. */
 function runIn(command: string, args: string[], env: Record<string, string>): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env } });
+    const child = spawn(command, args, { cwd: TEST_BUILD, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));

@@ -11,7 +11,7 @@ import type { ChangeEventJson } from '../src/events/events.schemas.ts';
 import { openSse, type SseStream } from './helpers/sse.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { spawn } from 'node:child_process';
-import { ROOT, httpRequest, reapOnExit, issueTokenWithCli, spawnServer, spawnServers, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, UGS_ENTRY, httpRequest, reapOnExit, issueTokenWithCli, spawnServer, spawnServers, type ServerProcess } from './helpers/processes.ts';
 import { GENEROUS_WAIT_MS, eventually } from './helpers/wait.ts';
 
 const GROUP_EVENTS = 'user_group.created,user_group.updated,user_group.token_rotated,user_group.deleted';
@@ -231,7 +231,7 @@ forEachBackend('change events: the stream of a server process', (backend) => {
 
   /** `ugs events tail <args>` running: the JSON lines it printed so far, and a stop that sends SIGINT and resolves with its exit code. */
   function startTail(args: string[]) {
-    const tail = reapOnExit(spawn(process.execPath, ['bin/ugs.js', 'events', 'tail', ...args], { cwd: ROOT, env: { ...process.env, ...env() } }));
+    const tail = reapOnExit(spawn(process.execPath, [UGS_ENTRY, 'events', 'tail', ...args], { cwd: ROOT, env: { ...process.env, ...env() } }));
     let out = '';
     tail.stdout.on('data', (chunk) => (out += chunk));
     tail.stderr.on('data', (chunk) => (out += chunk));

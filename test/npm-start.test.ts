@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, httpRequest } from './helpers/processes.ts';
+import { TEST_BUILD, httpRequest, requireTestBuild } from './helpers/processes.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -25,8 +25,10 @@ describe('npm start under a supervisor', () => {
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('npm start: SIGTERM to the PID npm start gives drains the server and exits 0, leaving no process and a free port', { timeout: 90_000 }, async () => {
+    requireTestBuild();
+    // In the tests' own build, a tree shaped like the checkout, with the same `start` script.
     const npm = spawn('npm', ['start'], {
-      cwd: ROOT,
+      cwd: TEST_BUILD,
       env: {
         ...process.env,
         PORT: '0',

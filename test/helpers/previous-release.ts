@@ -20,5 +20,5 @@ export function spawnPreviousServer(env: Record<string, string>): Promise<Server
 
 /** The previous release's `ugs`. */
 export function runPreviousUgs(args: string[], env: Record<string, string>): Promise<CommandResult> {
-  return runUgs(args, env, previousReleaseDir());
+  return runUgs(args, env, { root: previousReleaseDir() });
 }

@@ -6,13 +6,31 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import fs from 'node:fs';
 import { parseBody, type ResponseBody } from './harness.ts';
 import { GENEROUS_WAIT_MS, eventually } from './wait.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The server as production runs it: the compiled JavaScript (`npm test` builds it first). */
-export const SERVER_ENTRY = 'dist/server.js';
+/**
+ * The tests' own build of the service (scripts/build-for-tests.mjs, which `npm test` runs
+ * first): a tree shaped like the checkout, so that a test run never rebuilds the dist/ that a
+ * running `npm start` or `npx ugs` uses.
+ */
+export const TEST_BUILD = path.join(ROOT, '.tmp', 'test-build');
+
+/** The server as production runs it: the compiled JavaScript, of the tests' own build. */
+export const SERVER_ENTRY = path.join(TEST_BUILD, 'dist', 'server.js');
+
+/** `ugs` as `npx ugs` runs it (bin/ugs.js, which loads the compiled tool beside it), of the tests' own build. */
+export const UGS_ENTRY = path.join(TEST_BUILD, 'bin', 'ugs.js');
+
+/** Fails at once, saying what to run, when the tests' build is not there (a test file run alone). */
+export function requireTestBuild(): void {
+  if (!fs.existsSync(SERVER_ENTRY) || !fs.existsSync(UGS_ENTRY)) {
+    throw new Error(`${path.relative(ROOT, TEST_BUILD)}/ is not built: run npm run build:tests (npm test runs it first)`);
+  }
+}
 
 const living = new Set<ChildProcess>();
 // A test that fails half-way (a second server that did not start, an assertion before the
@@ -64,7 +82,9 @@ export async function spawnServer(
   env: Record<string, string>,
   options: { openFiles?: number; nodeArgs?: string[]; listening?: RegExp; root?: string } = {},
 ): Promise<ServerProcess> {
-  const nodeArgs = [...(options.nodeArgs ?? []), SERVER_ENTRY];
+  // Another build runs its own dist/ from its directory; this code runs from the tests' own build.
+  if (options.root === undefined) requireTestBuild();
+  const nodeArgs = [...(options.nodeArgs ?? []), options.root === undefined ? SERVER_ENTRY : 'dist/server.js'];
   const [command, args] =
     options.openFiles === undefined
       ? [process.execPath, nodeArgs]
@@ -180,10 +200,10 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Runs `node <args>` in the repository (or in `root`); resolves on 'close', when all its output has been read. */
-export function runNode(args: string[], env: Record<string, string> = {}, root = ROOT): Promise<CommandResult> {
+/** Runs `node <args>` in the repository (or in `cwd`); resolves on 'close', when all its output has been read. */
+export function runNode(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -193,8 +213,14 @@ export function runNode(args: string[], env: Record<string, string> = {}, root =
   });
 }
 
-export function runUgs(args: string[], env: Record<string, string>, root = ROOT): Promise<CommandResult> {
-  return runNode(['bin/ugs.js', ...args], env, root);
+/**
+ * Runs `ugs`: the tests' own build, from the repository (or from `cwd`, where its relative paths
+ * and ./data/ are); or another build's (`root`: a previous release, run from its directory).
+ */
+export function runUgs(args: string[], env: Record<string, string>, where: { root?: string; cwd?: string } = {}): Promise<CommandResult> {
+  if (where.root !== undefined) return runNode(['bin/ugs.js', ...args], env, where.root);
+  requireTestBuild();
+  return runNode([UGS_ENTRY, ...args], env, where.cwd);
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
