@@ -1,15 +1,16 @@
 // A newcomer on a machine whose Node.js is older than `engines` (Node 20 is still many machines'
 // default): npm refuses to install with its own error, and `npm start`, the server and `ugs` say in
 // one line which Node.js they need and which they found, before the native SQLite module loads
-// (on Node 20 it crashed with "Segmentation fault" and left an empty database file). Run with the
-// machine's own older Node, as a real process.
-import { describe, it, after } from 'node:test';
+// (on Node 20 it crashed with "Segmentation fault" and left an empty database file), also on a
+// fresh clone, where the refused `npm install` built no dist/. Run with the machine's own older
+// Node, as a real process.
+import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT } from './helpers/processes.ts';
+import { ROOT, SERVER_ENTRY, TEST_BUILD, UGS_ENTRY, requireTestBuild } from './helpers/processes.ts';
 
 /** The machine's own Node.js, where Debian (or NodeSource) installs it. */
 const OLD_NODE = '/usr/bin/node';
@@ -55,20 +56,41 @@ describe('an unsupported Node.js', { skip }, () => {
     assert.equal(fs.existsSync(data), false, 'no data directory, no empty database file');
   };
 
+  /** npm's own lines around a script's output (`> user-group-service@… start`), which are not the script's. */
+  const withoutNpmBanner = (stderr: string) => stderr.replace(/^> .*\n|^\n/gm, '');
+
+  /** `npm start` ended with that one line, status 1, no crash, no stack and no database file. */
+  const assertNpmStartRefused = (run: { code: number | null; stdout: string; stderr: string }) => {
+    assert.equal(run.code, 1, run.stderr);
+    assert.equal(run.stderr.match(new RegExp(NEEDED, 'g'))?.length, 1, run.stderr);
+    assert.doesNotMatch(run.stderr, /Segmentation fault|core dumped|MODULE_NOT_FOUND|\n\s+at /);
+    assert.equal(fs.existsSync(data), false, 'no data directory, no empty database file');
+  };
+
+  before(() => requireTestBuild());
+
   it(`node version: the server on ${oldVersion} prints one line naming the Node.js needed and the one found, exits 1, and leaves no database file`, async () => {
-    assertRefusedInOneLine(await runOnOldNode(OLD_NODE, ['dist/server.js'], { env }));
+    assertRefusedInOneLine(await runOnOldNode(OLD_NODE, [SERVER_ENTRY], { env }));
   });
 
   it(`node version: ugs on ${oldVersion} prints the same one line and exits 1`, async () => {
-    assertRefusedInOneLine(await runOnOldNode(OLD_NODE, ['bin/ugs.js', 'token', 'list', '--account', 'default'], { env }));
+    assertRefusedInOneLine(await runOnOldNode(OLD_NODE, [UGS_ENTRY, 'token', 'list', '--account', 'default'], { env }));
   });
 
   it(`node version: npm start on ${oldVersion} ends with that line and status 1, no crash, no database file`, async () => {
-    const run = await runOnOldNode('npm', ['start'], { env });
-    assert.equal(run.code, 1, run.stderr);
-    assert.equal(run.stderr.match(new RegExp(NEEDED, 'g'))?.length, 1, run.stderr);
-    assert.doesNotMatch(run.stderr, /Segmentation fault|core dumped/);
-    assert.equal(fs.existsSync(data), false, 'no data directory, no empty database file');
+    assertNpmStartRefused(await runOnOldNode('npm', ['start'], { cwd: TEST_BUILD, env }));
+  });
+
+  it(`node version: on a fresh clone, whose npm install ${oldVersion} refused (no dist/), npm start and ugs print that one line, no stack`, async () => {
+    // What a clone holds before any build: the manifest and bin/, no dist/ and no node_modules.
+    const clone = path.join(dir, 'clone');
+    fs.mkdirSync(clone);
+    fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(clone, 'package.json'));
+    fs.cpSync(path.join(ROOT, 'bin'), path.join(clone, 'bin'), { recursive: true });
+    const started = await runOnOldNode('npm', ['start'], { cwd: clone, env });
+    assertNpmStartRefused(started);
+    assert.equal(withoutNpmBanner(started.stderr).trimEnd().split('\n').length, 1, started.stderr);
+    assertRefusedInOneLine(await runOnOldNode(OLD_NODE, ['bin/ugs.js', 'token', 'list', '--account', 'default'], { cwd: clone, env }));
   });
 
   it(`node version: npm install on ${oldVersion} fails with npm's engine error (engine-strict) and installs nothing`, { timeout: 120_000 }, async () => {
