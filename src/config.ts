@@ -2,6 +2,7 @@
 // so that a typo in a variable fails the start instead of a request.
 
 import os from 'node:os';
+import path from 'node:path';
 import { parseDuration } from './foundations/duration.ts';
 
 export interface Config {
@@ -21,8 +22,9 @@ export interface Config {
    * prepared ones, and no statement_timeout startup parameter (docs/operations.md).
    */
   pgbouncerTransactionMode: boolean;
-  /** Base64 (or hex) 32-byte keys, newest first; empty means "use the key file". */
+  /** Base64 (or hex) 32-byte keys, the one that seals first; empty means "use the key file". */
   secretKeys: string[];
+  /** UGS_KEY_FILE; by default, for SQLite, secret.key beside the database file; for PostgreSQL none (empty). */
   keyFile: string;
   bootstrap: boolean;
   logLevel: string;
@@ -119,7 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: integer(env, 'UGS_DB_POOL_SIZE', 10, 1, 1000),
     pgbouncerTransactionMode: boolean(env, 'UGS_PGBOUNCER_TRANSACTION_MODE', false),
     secretKeys: list(env.UGS_SECRET_KEY),
-    keyFile: env.UGS_KEY_FILE || './data/secret.key',
+    keyFile: env.UGS_KEY_FILE || defaultKeyFile(env.DATABASE_URL || DEFAULT_DATABASE_URL),
     bootstrap: boolean(env, 'UGS_BOOTSTRAP', true),
     logLevel: env.LOG_LEVEL || 'info',
     apiTokenCacheMs: integer(env, 'UGS_API_TOKEN_CACHE_MS', 500, 0, 900),
@@ -169,6 +171,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`UGS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed UGS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
   }
   return config;
+}
+
+/**
+ * The key file a database uses when UGS_KEY_FILE does not name one (docs/security.md, "Secret
+ * keys"): for SQLite, secret.key beside the database file (./data/secret.key beside the default
+ * ./data/ugs.sqlite), so that a key and its database go together; for PostgreSQL none: the
+ * instances of one database, often on several machines, share UGS_SECRET_KEY (or a key file
+ * named on purpose), and a key file left in a checkout by a SQLite walk-through must not apply.
+ */
+function defaultKeyFile(databaseUrl: string): string {
+  if (!databaseUrl.startsWith('sqlite:')) return '';
+  return `${path.dirname(databaseUrl.slice('sqlite:'.length))}/secret.key`;
 }
 
 /** An absolute http(s) URL without query or fragment, without its trailing slash. */

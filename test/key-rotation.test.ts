@@ -111,14 +111,27 @@ forEachBackend('secret key rotation without downtime', (backend) => {
     });
   });
 
-  it('reencrypt without the old key reports the unreadable tokens and exits 1', async () => {
+  it("reencrypt with keys that are not the database's (it seals under B) refuses in one line and re-seals nothing", async () => {
     const keyC = newSecretKey();
     const run = await ugs(['keys', 'reencrypt', '--json'], [keyC]);
     assert.equal(run.code, 1);
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, new RegExp(`^ugs: refusing to write: this database seals its secrets under key ${idB}, which the configured keys`));
+    const status = await ugs(['keys', 'status', '--json'], [keyB]);
+    assert.deepEqual(JSON.parse(status.stdout).keys, [{ key_id: idB, tokens: 6, state: 'current' }]);
+  });
+
+  it('reencrypt without the key a stored token needs reports the unreadable tokens and exits 1', async () => {
+    const row = await db.handle.db.selectFrom('user_groups').select(['team_id', 'token_ciphertext']).where('provided_id', '=', 'g4').executeTakeFirstOrThrow();
+    assert.ok(await swapCiphertext(db.handle.db, row, new Keyring([keyA]).seal(new Keyring([keyB]).open(row.token_ciphertext))), 'g4 sealed under A again');
+    const run = await ugs(['keys', 'reencrypt', '--json'], [keyB]);
+    assert.equal(run.code, 1);
     const outcome = JSON.parse(run.stdout);
     assert.equal(outcome.resealed, 0);
-    assert.equal(outcome.unreadable.length, 6);
+    assert.deepEqual(outcome.unreadable, [{ team_id: row.team_id, key_id: idA }]);
     assert.ok(!run.stdout.includes('ugs_grp_') && !run.stderr.includes('ugs_grp_'), 'the tool printed a token');
+    const moved = await ugs(['keys', 'reencrypt', '--json'], [keyB, keyA]);
+    assert.equal(JSON.parse(moved.stdout).resealed, 1);
   });
 
   it('compare-and-swap: a row rotated after it was read is not overwritten', async () => {

@@ -1,7 +1,8 @@
 // A start with secret keys that cannot open the stored user group tokens is refused, with a
-// message that names the missing keys and the ways out; it never serves 500s for them. As a
-// user meets it: the server started as a process, restarted with another key or without its
-// key file.
+// message that names the key the database expects (or the missing keys) and the ways out; it
+// never serves 500s for them. As a user meets it: the server started as a process, restarted
+// with another key, without its key file, with a new key before and after `ugs keys
+// introduce`, and without the old key before `ugs keys reencrypt` moved everything.
 import { describe, it, before, after } from 'node:test';
 import { decodeProtectedHeader } from 'jose';
 import assert from 'node:assert/strict';
@@ -55,30 +56,51 @@ for (const backend of BACKENDS) {
       fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    it('keys at start: another key is refused with a message naming the missing key id and what to do', async () => {
-      const run = await startExpectingRefusal({ UGS_SECRET_KEY: keyB });
+    /** Refused in one line, before listening, naming the key the database expects; no key printed. */
+    const assertRefusedInOneLine = (run: { code: number | null; stdout: string; stderr: string }, expected: RegExp) => {
       assert.equal(run.code, 1, run.stdout + run.stderr);
       assert.doesNotMatch(run.stdout + run.stderr, /Server listening/);
-      assert.match(run.stderr, /refusing to start: 3 stored user group tokens and 1 embed signing key are sealed under secret keys that are not configured/);
-      assert.match(run.stderr, new RegExp(`key id ${keyId(keyA)}: 3 tokens, embed signing key ${signingKid}`));
-      assert.match(run.stderr, new RegExp(`The configured keys \\(from UGS_SECRET_KEY\\): ${keyId(keyB)}\\.`));
-      assert.match(run.stderr, /UGS_SECRET_KEY="<that key>", or "<new key>,<that key>"/);
-      assert.match(run.stderr, new RegExp(`npx ugs keys reissue ${keyId(keyA)}`));
+      assert.equal(run.stderr.trimEnd().split('\n').length, 1, run.stderr);
+      assert.match(run.stderr.trimEnd(), expected);
       assert.ok(!run.stderr.includes(keyA) && !run.stderr.includes(keyB), 'no key is printed');
+    };
+
+    it('keys at start: another key is refused in one line naming the key the database seals under and how to pass it', async () => {
+      const run = await startExpectingRefusal({ UGS_SECRET_KEY: keyB });
+      assertRefusedInOneLine(
+        run,
+        new RegExp(
+          `^refusing to start: this database seals its secrets under key ${keyId(keyA)}, which the configured keys \\(${keyId(keyB)}, from UGS_SECRET_KEY\\) do not include: pass it with UGS_SECRET_KEY="<key>" or UGS_KEY_FILE=<a file holding it> \\(if that key is lost for good: npx ugs keys reissue ${keyId(keyA)}\\)$`,
+        ),
+      );
     });
 
-    it('keys at start: a key file that had to be created is refused, and removed again', async () => {
+    it('keys at start: without its key file it is refused naming the key, and no key file is made', async () => {
       const keyFile = path.join(dir, 'secret.key');
       const run = await startExpectingRefusal({ UGS_KEY_FILE: keyFile });
-      assert.equal(run.code, 1, run.stdout + run.stderr);
-      assert.match(
-        run.stderr,
-        new RegExp(`from the key file ${keyFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, which did not exist: this database was first used with another key`),
+      assertRefusedInOneLine(
+        run,
+        new RegExp(
+          `no secret key is configured \\(UGS_SECRET_KEY is unset, and there is no key file .*secret\\.key\\); this database seals its secrets under key ${keyId(keyA)}`,
+        ),
       );
-      assert.equal(fs.existsSync(keyFile), false, 'the new key file was removed');
+      assert.equal(fs.existsSync(keyFile), false, 'no new key file');
     });
 
-    it('keys at start: with the old key after the new one it starts and serves every group', async () => {
+    it('keys at start: a new key first is refused until ugs keys introduce makes it the sealing key; then "new,old" serves every group, and "old,new" is refused', async () => {
+      const before = await startExpectingRefusal({ UGS_SECRET_KEY: `${keyB},${keyA}` });
+      assertRefusedInOneLine(
+        before,
+        new RegExp(`key ${keyId(keyB)}, the first of the configured keys .* has never been introduced to it .*npx ugs keys introduce`),
+      );
+
+      const refused = await runUgs(['keys', 'introduce'], { DATABASE_URL: database.url, UGS_SECRET_KEY: keyB });
+      assert.equal(refused.code, 2, 'a new key alone cannot be introduced: it would not open what is stored');
+      assert.match(refused.stderr, new RegExp(`the keys after it must open what this database holds, sealed under key ${keyId(keyA)}`));
+      const introduced = await runUgs(['keys', 'introduce', '--json'], { DATABASE_URL: database.url, UGS_SECRET_KEY: `${keyB},${keyA}` });
+      assert.equal(introduced.code, 0, introduced.stderr);
+      assert.deepEqual(JSON.parse(introduced.stdout), { sealing_key_id: keyId(keyB), previous_sealing_key_id: keyId(keyA) });
+
       const server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: `${keyB},${keyA}` });
       try {
         const got = await httpRequest(server.baseUrl, 'GET', '/api/user?user_group_id=k1', { token: apiToken });
@@ -87,6 +109,22 @@ for (const backend of BACKENDS) {
       } finally {
         assert.equal((await server.stop()).code, 0);
       }
+      const older = await startExpectingRefusal({ UGS_SECRET_KEY: `${keyA},${keyB}` });
+      assertRefusedInOneLine(
+        older,
+        new RegExp(`key ${keyId(keyA)}, the first of the configured keys .* is one it sealed under before: put ${keyId(keyB)} first`),
+      );
+    });
+
+    it('keys at start: without the old key before ugs keys reencrypt, the refusal names what each missing key sealed and the ways out', async () => {
+      const run = await startExpectingRefusal({ UGS_SECRET_KEY: keyB });
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      assert.match(run.stderr, /refusing to start: 3 stored user group tokens and 1 embed signing key are sealed under secret keys that are not configured/);
+      assert.match(run.stderr, new RegExp(`key id ${keyId(keyA)}: 3 tokens, embed signing key ${signingKid}`));
+      assert.match(run.stderr, new RegExp(`The configured keys \\(from UGS_SECRET_KEY\\): ${keyId(keyB)}\\.`));
+      assert.match(run.stderr, new RegExp(`UGS_SECRET_KEY="<key ${keyId(keyB)}>,<that key>"`));
+      assert.match(run.stderr, new RegExp(`npx ugs keys reissue ${keyId(keyA)}`));
+      assert.ok(!run.stderr.includes(keyA) && !run.stderr.includes(keyB), 'no key is printed');
     });
 
     it('keys at start: after ugs keys reissue of a lost key the groups get new tokens and the server starts', async () => {

@@ -1,16 +1,15 @@
-// What the command groups of `ugs` share: the database a command works on, the configured
-// keys, the options every group declares alike (--account, --env, --json), how a command
+// What the command groups of `ugs` share: the database a command works on, the keys that
+// open it, the options every group declares alike (--account, --env, --json), how a command
 // prints, and the usage error that main.ts turns into exit status 2.
 //
 // The groups load the modules that do the work (services, the database and its drivers) with
 // `await import(…)` inside their actions: building the program for `ugs --help`, or for one
 // command, then loads commander and these declarations, not every feature.
-import fs from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
 import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { ACCOUNT_SLUG } from '../accounts/account-slug.ts';
-import { loadKeyring, type Keyring } from '../crypto/keyring.ts';
+import type { Keyring } from '../crypto/keyring.ts';
 import { parseDuration } from '../foundations/duration.ts';
 
 /** A command called the wrong way, or on something that is not there: exit status 2, like commander's own usage errors. */
@@ -27,13 +26,24 @@ export async function withDatabase<T>(work: (handle: DatabaseHandle) => Promise<
   }
 }
 
-/** The configured keys; never creates a key file (only the server does, on first start). */
-export function configuredKeyring(): Keyring {
-  const config = loadConfig();
-  if (config.secretKeys.length === 0 && !fs.existsSync(config.keyFile)) {
-    throw new UsageError(`no secret keys: set UGS_SECRET_KEY or create ${config.keyFile}`);
-  }
-  return loadKeyring(config.secretKeys, config.keyFile).keyring;
+/**
+ * Runs `work` on the migrated database with the configured keys, once they are the database's
+ * (process/runtime.ts, openKeys; docs/security.md, "Secret keys"): with other keys the tool
+ * refuses to write, in one line naming the key the database expects, and exits 1. Never makes a
+ * key file (only the server's first start does).
+ */
+export async function withDatabaseKeys<T>(work: (handle: DatabaseHandle, keyring: Keyring) => Promise<T>): Promise<T> {
+  const { openKeys } = await import('../process/runtime.ts');
+  const { KeysDoNotOpenDatabase } = await import('../crypto/known-keys.ts');
+  return withDatabase(async (handle) => {
+    let keyring: Keyring;
+    try {
+      ({ keyring } = await openKeys(handle, loadConfig()));
+    } catch (err) {
+      throw err instanceof KeysDoNotOpenDatabase ? new Error(`refusing to write: ${err.message}`) : err;
+    }
+    return work(handle, keyring);
+  });
 }
 
 /** Prints the value as one JSON line with --json, else the text. */

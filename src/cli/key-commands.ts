@@ -1,19 +1,31 @@
-// `ugs keys status|reencrypt|reissue` and `ugs keys embed rotate|list`: the secret keys that
-// seal stored secrets, and the keys that sign embed tokens (README, "Secret keys";
-// docs/security.md).
+// `ugs keys status|introduce|reencrypt|reissue` and `ugs keys embed rotate|list`: the secret
+// keys that seal stored secrets, the one the database seals under, and the keys that sign embed
+// tokens (docs/security.md, "Secret keys"; README, "Secret keys").
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { EMBED_SIGNING_ALGORITHMS, loadConfig, type EmbedSigningAlgorithm } from '../config.ts';
 import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';
+import type { Keyring } from '../crypto/keyring.ts';
 import { DEFAULT_ACTIVATION_SECONDS } from '../embed/signing-key-timing.ts';
-import { configuredKeyring, duration, integerIn, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
+import { duration, integerIn, jsonOption, print, UsageError, withDatabase, withDatabaseKeys } from './cli-parts.ts';
 
 type JsonOption = { json?: boolean };
 
 export function registerKeyCommands(program: Command): void {
   const keys = program
     .command('keys')
-    .description('secret keys that protect stored user group tokens, webhook secrets and embed signing keys (UGS_SECRET_KEY, newest first)');
-  keys.command('status').description('how many user group tokens are sealed under each key id').addOption(jsonOption()).action(keyStatus);
+    .description('secret keys that protect stored user group tokens, webhook secrets and embed signing keys (UGS_SECRET_KEY, the one that seals first)');
+  keys
+    .command('status')
+    .description('how many user group tokens are sealed under each key id, and which key the database seals under')
+    .addOption(jsonOption())
+    .action(keyStatus);
+  keys
+    .command('introduce')
+    .description(
+      'make the first configured key this database\'s sealing key, the one every process must then seal under; the keys after it must open what is stored (docs/security.md, "Secret keys")',
+    )
+    .addOption(jsonOption())
+    .action(introduceKey);
   keys
     .command('reencrypt')
     .description('re-seal every user group token, webhook secret and embed signing key under the newest key, in batches, while the server runs')
@@ -65,27 +77,85 @@ function registerEmbedKeyCommands(keys: Command): void {
     });
 }
 
+/** The configured keys as they are, before the database has its say; a usage error when there are none. */
+async function configuredKeyring(): Promise<Keyring> {
+  const { configuredKeys, noKeyReason } = await import('../process/runtime.ts');
+  const config = loadConfig();
+  try {
+    return configuredKeys(config, {}, () => `no secret key is configured (${noKeyReason(config)})`).keyring;
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
 async function keyStatus(opts: JsonOption): Promise<void> {
-  const keyring = configuredKeyring();
+  const keyring = await configuredKeyring();
   const { tokensPerKey } = await import('../crypto/reencrypt.ts');
-  const rows = await withDatabase((h) => tokensPerKey(h.db));
+  const { databaseKeys, sealingKeyProblem } = await import('../crypto/known-keys.ts');
+  const [rows, known] = await withDatabase(async (h) => [await tokensPerKey(h.db), await databaseKeys(h.db)] as const);
   const state = (id: string) => (id === keyring.currentKeyId ? 'current' : keyring.keyIds.includes(id) ? 'old' : 'NOT CONFIGURED');
   const listed = rows.map((r) => ({ ...r, state: state(r.key_id) }));
   for (const id of keyring.keyIds) if (!rows.some((r) => r.key_id === id)) listed.push({ key_id: id, tokens: 0, state: state(id) });
+  const refusal = sealingKeyProblem(known, keyring, 'configured now');
   print(
     opts,
-    { current_key_id: keyring.currentKeyId, keys: listed },
-    ['key id\ttokens\tstate', ...listed.map((r) => `${r.key_id}\t${r.tokens}\t${r.state}`)].join('\n'),
+    { current_key_id: keyring.currentKeyId, keys: listed, database_sealing_key_id: known.sealing, database_keys: known.known },
+    [
+      'key id\ttokens\tstate',
+      ...listed.map((r) => `${r.key_id}\t${r.tokens}\t${r.state}`),
+      known.sealing === null
+        ? 'this database has not been introduced to a key yet: the first process that opens it with its keys introduces its first key'
+        : `this database seals under key ${known.sealing} (keys it has sealed under: ${known.known.join(', ')})`,
+      ...(refusal ? [`with the keys configured now, every process refuses to write: ${refusal}`] : []),
+    ].join('\n'),
+  );
+}
+
+async function introduceKey(opts: JsonOption): Promise<void> {
+  const keyring = await configuredKeyring();
+  const { databaseKeys, introduceSealingKey } = await import('../crypto/known-keys.ts');
+  const { missingSealingKeys, storedSealingKeyIds } = await import('../crypto/stored-keys.ts');
+  const next = keyring.currentKeyId;
+  const { unchanged, before } = await withDatabase(async (h) => {
+    const now = new Date();
+    const known = await databaseKeys(h.db);
+    // Whoever introduces a key proves they hold the database's: the one it seals under (or, when
+    // it records none, every key its stored secrets are sealed under), and every key a stored secret needs.
+    const held = known.sealing === null ? await storedSealingKeyIds(h.db, now) : [known.sealing];
+    const needed = new Set([...held, ...(await missingSealingKeys(h.db, keyring, now)).map((key) => key.key_id)]);
+    const missing = [...needed].filter((id) => !keyring.keyIds.includes(id));
+    if (missing.length > 0) {
+      throw new UsageError(
+        `refusing to introduce key ${next}: the keys after it must open what this database holds, sealed under key ${missing.join(' and ')}: UGS_SECRET_KEY="<key ${next}>,<key ${missing[0]}>"`,
+      );
+    }
+    if (known.sealing === next) return { unchanged: true, before: next };
+    return { unchanged: false, before: await introduceSealingKey(h, next, now) };
+  });
+  if (unchanged) {
+    print(opts, { sealing_key_id: next, previous_sealing_key_id: next }, `key ${next} already seals for this database: nothing to do`);
+    return;
+  }
+  print(
+    opts,
+    { sealing_key_id: next, previous_sealing_key_id: before },
+    before === null
+      ? `key ${next} is now this database's sealing key`
+      : [
+          `key ${next} now seals for this database, after key ${before}. From now on a process must have ${next} first to write:`,
+          `  start every instance with UGS_SECRET_KEY="<key ${next}>,<key ${before}>" (the instances still running keep sealing under ${before}, which the new ones open),`,
+          `  then run npx ugs keys reencrypt with those keys, and once every instance has ${next} first, drop ${before} (docs/security.md, "Secret keys").`,
+        ].join('\n'),
   );
 }
 
 async function reencrypt(opts: JsonOption & { batchSize: number }): Promise<void> {
-  const keyring = configuredKeyring();
   const { reencryptUserGroupTokens, reencryptWebhookSecrets } = await import('../crypto/reencrypt.ts');
   const { reencryptSigningKeys } = await import('../embed/signing-keys.ts');
-  const [outcome, signing, webhookSecrets] = await withDatabase(
-    async (h) =>
+  const [keyring, outcome, signing, webhookSecrets] = await withDatabaseKeys(
+    async (h, keyring) =>
       [
+        keyring,
         await reencryptUserGroupTokens(h, keyring, { batchSize: opts.batchSize }),
         await reencryptSigningKeys(h, keyring),
         await reencryptWebhookSecrets(h, keyring),
@@ -115,14 +185,23 @@ async function reencrypt(opts: JsonOption & { batchSize: number }): Promise<void
 }
 
 async function reissueForLostKeys(keyIds: string[], opts: JsonOption): Promise<void> {
-  const keyring = configuredKeyring();
+  const keyring = await configuredKeyring();
   for (const keyId of keyIds) {
     if (keyring.keyIds.includes(keyId))
       throw new UsageError(`key ${keyId} is configured, so its tokens can be read: move them with ugs keys reencrypt instead`);
   }
   const { reissueTokensOfLostKey } = await import('../user-groups/lost-key.service.ts');
   const { replaceSigningKeysOfLostKey } = await import('../embed/signing-keys.ts');
+  const { databaseKeys, introduceSealingKey, sealingKeyProblem } = await import('../crypto/known-keys.ts');
   const outcomes = await withDatabase(async (h) => {
+    // What is reissued is sealed under the first configured key: the database's sealing key, or,
+    // when the key lost is that one (or the database records none yet), the key that takes its place.
+    const known = await databaseKeys(h.db);
+    if (known.sealing === null || keyIds.includes(known.sealing)) await introduceSealingKey(h, keyring.currentKeyId, new Date());
+    else {
+      const problem = sealingKeyProblem(known, keyring, 'configured now');
+      if (problem) throw new Error(`refusing to write: ${problem}`);
+    }
     const done = [];
     for (const keyId of keyIds) {
       const reissued = await reissueTokensOfLostKey(h, keyring, keyId, COMMAND_LINE_ACTOR, () => new Date());
@@ -140,10 +219,9 @@ async function reissueForLostKeys(keyIds: string[], opts: JsonOption): Promise<v
 }
 
 async function rotateEmbedKey(opts: JsonOption & { alg?: EmbedSigningAlgorithm; activateIn: number }): Promise<void> {
-  const keyring = configuredKeyring();
   const algorithm = opts.alg ?? loadConfig().embedSigningAlgorithm;
   const { rotateSigningKey } = await import('../embed/signing-keys.ts');
-  const rotation = await withDatabase((h) => rotateSigningKey(h, keyring, new Date(), opts.activateIn, algorithm));
+  const rotation = await withDatabaseKeys((h, keyring) => rotateSigningKey(h, keyring, new Date(), opts.activateIn, algorithm));
   print(
     opts,
     rotation,

@@ -10,9 +10,11 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { type Command, Option } from 'commander';
 import { loadConfig } from '../config.ts';
+import type { Keyring } from '../crypto/keyring.ts';
+import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import type { ImportFormat } from './import-file.ts';
-import { accountOption, configuredKeyring, environmentOption, jsonOption, UsageError, withDatabase } from './cli-parts.ts';
+import { accountOption, environmentOption, jsonOption, UsageError, withDatabase, withDatabaseKeys } from './cli-parts.ts';
 
 export function registerTransferCommands(program: Command): void {
   registerImportCommand(program);
@@ -65,14 +67,15 @@ async function importCommand(file: string, opts: ImportOptions): Promise<void> {
   const errorsFile = opts.errors ?? `${file}.errors.ndjson`;
   if (path.resolve(errorsFile) === path.resolve(file)) throw new UsageError('--errors names the input file');
   const dryRun = !!opts.dryRun;
-  const keyring = dryRun ? undefined : configuredKeyring();
   const { findTenant } = await import('../user-groups/transfer.service.ts');
   const { importFile } = await import('./import-batches.ts');
-  const { counts, rows } = await withDatabase(async (handle) => {
+  const work = async (handle: DatabaseHandle, keyring?: Keyring) => {
     const tenant = await findTenant(handle, opts.account, opts.env);
     if (!tenant) throw new UsageError(`no account "${opts.account}"`);
     return importFile(handle, tenant, keyring, { file, format, errorsFile });
-  });
+  };
+  // A dry run writes nothing and needs no key; an import seals the new groups' tokens.
+  const { counts, rows } = dryRun ? await withDatabase((handle) => work(handle)) : await withDatabaseKeys(work);
   const failed = counts.failed;
   const text = dryRun
     ? `dry run of ${rows} rows: ${failed} would fail, ${rows - failed} passed the checks made without the database; nothing was written`

@@ -6,7 +6,7 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';
 import { EVENT_TYPES, type EventType } from '../events/event-types.ts';
-import { accountOption, configuredKeyring, environmentOption, integerIn, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
+import { accountOption, environmentOption, integerIn, jsonOption, print, UsageError, withDatabase, withDatabaseKeys } from './cli-parts.ts';
 
 interface CreateOptions {
   account: string;
@@ -63,11 +63,10 @@ async function createWebhookEndpoint(opts: CreateOptions): Promise<void> {
   const types = opts.types === undefined ? null : [...new Set(opts.types.split(',').map((s) => s.trim()))];
   const unknown = (types ?? []).filter((type) => !(EVENT_TYPES as readonly string[]).includes(type));
   if (unknown.length > 0) throw new UsageError(`unknown event types ${unknown.join(', ')}: types are ${EVENT_TYPES.join(', ')}`);
-  const keyring = configuredKeyring();
   const config = loadConfig();
   const { createEndpoint } = await import('../webhooks/webhooks.service.ts');
   const { webhookEndpointJson } = await import('../webhooks/webhooks.json.ts');
-  const created = await withDatabase(async (h) =>
+  const created = await withDatabaseKeys(async (h, keyring) =>
     createEndpoint(
       { database: h, keyring, allowPrivate: config.webhookAllowPrivate, maxEndpoints: config.webhookMaxEndpoints },
       { ...(await accountOf(h, opts.account)), environment: opts.env === 'any' ? null : (opts.env as Environment) },

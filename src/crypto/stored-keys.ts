@@ -46,6 +46,18 @@ async function webhookSecretSealers(db: Kysely<Database>, now: string): Promise<
   ]);
 }
 
+/**
+ * The ids of the keys that sealed what is stored: user group tokens, embed signing keys that sign
+ * now or later, webhook secrets that still sign. What a database that records no sealing key yet
+ * (one an earlier version wrote) is known to be sealed under (known-keys.ts).
+ */
+export async function storedSealingKeyIds(db: Kysely<Database>, now: Date): Promise<string[]> {
+  const ids = new Set(await sealingKeyIds(db));
+  for (const { key_id: keyId } of await signingKeySealers(db, now.toISOString())) ids.add(keyId);
+  for (const { key_id: keyId } of await webhookSecretSealers(db, now.toISOString())) ids.add(keyId);
+  return [...ids].sort();
+}
+
 interface MissingKey {
   key_id: string;
   /** How many stored tokens it sealed. */
@@ -104,8 +116,8 @@ export function missingKeysMessage(missing: MissingKey[], keyring: Keyring, keyS
     ),
     `The configured keys (${keySource}): ${keyring.keyIds.join(', ')}.`,
     'Without the key that sealed them, those groups cannot be answered. Either:',
-    '  - start with that key: UGS_SECRET_KEY="<that key>", or "<new key>,<that key>" to move to a new key',
-    '    (then run: npx ugs keys reencrypt; the README\'s "Secret keys" section explains the rotation); or,',
+    `  - start with that key after the key that seals: UGS_SECRET_KEY="<key ${keyring.currentKeyId}>,<that key>"`,
+    '    (then run: npx ugs keys reencrypt, which moves them to the key that seals; docs/security.md, "Secret keys"); or,',
     `  - if the key is lost for good: npx ugs keys reissue ${missing.map((key) => key.key_id).join(' ')}`,
     '    gives those groups new tokens under the configured key; their old tokens stop working, and your',
     '    backend fetches the new ones with a get-or-create (GET /api/user). A lost embed signing key is',

@@ -36,6 +36,7 @@ import {
   type RecordedChange,
   type SchemaChange,
 } from './schema-changes.ts';
+import { secretKeys } from './migrations/0018-secret-keys.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -70,7 +71,10 @@ export const MIGRATION_NAMES = Object.keys(migrationsFor('sqlite'));
  * never drop or rename what it reads or writes). Run at every start.
  */
 export function expandChanges(dialect: Dialect): SchemaChange[] {
-  return [{ name: '0017-instance-registry', kind: 'expand', migration: instanceRegistry(dialect) }];
+  return [
+    { name: '0017-instance-registry', kind: 'expand', migration: instanceRegistry(dialect) },
+    { name: '0018-secret-keys', kind: 'expand', migration: secretKeys() },
+  ];
 }
 
 /**

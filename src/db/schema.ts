@@ -129,6 +129,14 @@ interface EmbedSigningKeysTable {
   signed_until: string;
 }
 
+/** The secret keys the database knows (migration 0018): the highest sealing_order is the one it seals under. */
+interface SecretKeysTable {
+  /** The key's id (keyring.ts), which begins every value sealed under it. */
+  key_id: string;
+  sealing_order: number;
+  introduced_at: string;
+}
+
 /** A change's event, written in the change's transaction (migration 0006); JSON `data`. */
 interface EventOutboxTable {
   id: Generated<number>;
@@ -262,6 +270,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   event_streams: EventStreamsTable;
   instances: InstancesTable;
+  secret_keys: SecretKeysTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

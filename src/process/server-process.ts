@@ -4,12 +4,11 @@
 // (cluster/primary.ts) made the start's checks, migrated, and prints the banner.
 import type { Config } from '../config.ts';
 import { buildApp } from '../app.ts';
-import { loadKeyring } from '../crypto/keyring.ts';
 import { openMigratedDatabase } from './runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from './bootstrap.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { createLogStream } from './log-stream.ts';
-import { refuseMissingKeys, startWarnings } from './startup.ts';
+import { keysForStart, startWarnings } from './startup.ts';
 import { SERVICE_VERSION } from '../foundations/version.ts';
 import { trackConnections } from './connections.ts';
 import type { Tracing } from '../tracing/trace-context.ts';
@@ -27,7 +26,6 @@ const DATABASE_FILE_GONE_ADVICE =
 
 /** One server process: alone, or one of several `workers`. */
 export async function serve(config: Config, workers?: SharedAcrossWorkers): Promise<void> {
-  const { keyring, createdKeyFile } = loadKeyring(config.secretKeys, config.keyFile, { create: !workers });
   const metrics = createMetrics();
   const logs = createLogStream({ sharedOutput: workers !== undefined });
   let tracing: Tracing | undefined;
@@ -67,7 +65,8 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
     tracing,
   });
 
-  await refuseMissingKeys(handle, keyring, config, createdKeyFile);
+  // After the database, whose keys decide which of ours may seal (a worker's primary made the key file, if any).
+  const { keyring, createdKeyFile } = await keysForStart(handle, config, workers ? { keyFileWasThere: true } : { createKeyFile: true });
 
   const app = await buildApp({
     database: handle,

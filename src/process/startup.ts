@@ -4,32 +4,33 @@ import fs from 'node:fs';
 import type { Config } from '../config.ts';
 import { ConfigError, publicUrlWarning } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
-import { keyFileExposure, type Keyring } from '../crypto/keyring.ts';
+import { keyFileExposure } from '../crypto/keyring.ts';
+import { KeysDoNotOpenDatabase } from '../crypto/known-keys.ts';
 import { missingKeysMessage, missingSealingKeys } from '../crypto/stored-keys.ts';
+import { openKeys, type KeyOptions, type ProcessKeys } from './runtime.ts';
 
 /** A start that must not go on; its message says why and what to do. */
 export class StartRefused extends Error {}
 
 /**
- * Keys that cannot open the stored tokens would answer every existing group with a 500:
- * better not to start at all, and say which keys are missing. Leaves things as they were
- * (closes the database, removes a key file this start created).
+ * The keys of a start, or a refusal that leaves things as they were (closes the database,
+ * removes a key file this start made). Keys that are not the database's (openKeys) would seal
+ * what other processes cannot open: refused in one line. Keys that cannot open every stored
+ * secret would answer those groups with 500s: refused with the list of what each missing key
+ * sealed and the ways out.
  */
-export async function refuseMissingKeys(
-  handle: DatabaseHandle,
-  keyring: Keyring,
-  config: Pick<Config, 'secretKeys' | 'keyFile'>,
-  createdKeyFile: boolean,
-): Promise<void> {
-  const missing = await missingSealingKeys(handle.db, keyring, new Date());
-  if (missing.length === 0) return;
-  if (createdKeyFile) fs.rmSync(config.keyFile);
-  await handle.close();
-  const source =
-    config.secretKeys.length > 0
-      ? 'from UGS_SECRET_KEY'
-      : `from the key file ${config.keyFile}${createdKeyFile ? ', which did not exist: this database was first used with another key' : ''}`;
-  throw new StartRefused(missingKeysMessage(missing, keyring, source));
+export async function keysForStart(handle: DatabaseHandle, config: Pick<Config, 'secretKeys' | 'keyFile'>, options: KeyOptions): Promise<ProcessKeys> {
+  let keys: ProcessKeys | undefined;
+  try {
+    keys = await openKeys(handle, config, options);
+    const missing = await missingSealingKeys(handle.db, keys.keyring, new Date());
+    if (missing.length > 0) throw new StartRefused(missingKeysMessage(missing, keys.keyring, keys.source));
+    return keys;
+  } catch (err) {
+    if (keys?.createdKeyFile) fs.rmSync(config.keyFile, { force: true });
+    await handle.close().catch(() => undefined);
+    throw err instanceof KeysDoNotOpenDatabase ? new StartRefused(`refusing to start: ${err.message}`) : err;
+  }
 }
 
 /** The warnings a start logs once (the fields of the line, and its message). */

@@ -15,11 +15,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import { pino } from 'pino';
 import type { Config } from '../../config.ts';
-import { loadKeyring } from '../../crypto/keyring.ts';
 import { openMigratedDatabase } from '../runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from '../bootstrap.ts';
 import { createLogStream } from '../log-stream.ts';
-import { refuseMissingKeys, startWarnings, StartRefused } from '../startup.ts';
+import { keysForStart, startWarnings, StartRefused } from '../startup.ts';
 import { Channel } from './channel.ts';
 import { RATE_LIMIT_CHECKS, RateLimitCounters } from './shared-rate-limits.ts';
 import { METRICS_TEXT, MetricsAcrossWorkers } from './shared-metrics.ts';
@@ -47,13 +46,12 @@ export async function runPrimary(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel }, logs.stream);
   const exit = (code: number) => void logs.finish(LOG_FLUSH_AT_EXIT_MS).then(() => process.exit(code));
 
-  // The start's checks, once: the key file (created here if there is none), the migrations, the keys.
-  const { keyring, createdKeyFile } = loadKeyring(config.secretKeys, config.keyFile);
+  // The start's checks, once: the migrations, the keys (the key file made here on a new database).
   const { handle, migrations } = await openMigratedDatabase(config, {
     waitMs: 30_000,
     onWait: (err) => log.warn({ code: (err as { code?: string }).code }, 'database not reachable yet; retrying'),
   });
-  await refuseMissingKeys(handle, keyring, config, createdKeyFile);
+  const { createdKeyFile } = await keysForStart(handle, config, { createKeyFile: true });
   log.info({ database: handle.description, applied: migrations.applied, workers: config.workers }, 'database ready');
   for (const [fields, message] of startWarnings(config, createdKeyFile)) log.warn(fields, message);
 
