@@ -279,6 +279,21 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.match(twice.stderr, new RegExp(`no active API token with id ${victim.id}`));
   });
 
+  it('token revoke of the last admin token that never expires says the account has none left and how to make one; other revocations say nothing', async () => {
+    const admin = await createToken('--account', 'lastadmin', '--scopes', 'read,write,admin');
+    const plain = await createToken('--account', 'lastadmin');
+    const quiet = await ugs('token', 'revoke', String(plain.id));
+    assert.equal(quiet.code, 0, quiet.stderr);
+    assert.equal(quiet.stderr, '', 'a token without admin leaves the admin token: nothing to say');
+    const last = await ugs('token', 'revoke', String(admin.id));
+    assert.equal(last.code, 0, last.stderr);
+    assert.match(last.stdout, new RegExp(`revoked API token ${admin.id}`));
+    assert.equal(
+      last.stderr,
+      'ugs: account lastadmin has no admin token left that is unrestricted and never expires: to manage its tokens over HTTP, create one: npx ugs token create --account lastadmin --scopes read,write,admin\n',
+    );
+  });
+
   it('token revoke takes an id in plain digits only: 1e3, 0x1, 1.0 or -1 is a usage error that revokes nothing', async () => {
     const revocations = async () =>
       JSON.parse((await ugs('token', 'list', '--account', 'acme', '--json')).stdout).map((r: { id: number; revoked_at: string | null }) => [

@@ -110,12 +110,23 @@ export async function listApiTokens(db: Kysely<Database>, accountSlug: string): 
 /**
  * Revokes a token of any account, with no rule beyond "not already revoked": the command-line
  * tool is the break-glass, run by whoever holds the database (it may revoke the last admin
- * token, which HTTP refuses). False if there is no such token or it was already revoked.
+ * token, which HTTP refuses). Undefined if there is no such token or it was already revoked;
+ * else the account, and whether this revocation left it without a lasting admin token (the tool
+ * then says how to make one: README, "A lost API token").
  */
-export async function revokeApiToken(handle: DatabaseHandle, id: number, actor: Actor, now: Date): Promise<boolean> {
+export async function revokeApiToken(
+  handle: DatabaseHandle,
+  id: number,
+  actor: Actor,
+  now: Date,
+): Promise<{ account: string; lastAdminRevoked: boolean } | undefined> {
   return inTransaction(handle, async (trx) => {
     const token = await findApiTokenById(trx, id);
-    return token !== undefined && (await revokeApiTokenRow(trx, { accountId: token.account_id, environment: null }, id, actor, now)) !== undefined;
+    if (token === undefined) return undefined;
+    const account = await lockAccount(trx, token.account_id);
+    if ((await revokeApiTokenRow(trx, { accountId: token.account_id, environment: null }, id, actor, now)) === undefined) return undefined;
+    const adminLeft = (await unrevokedApiTokens(trx, token.account_id)).some((left) => isLastingAdmin(left, now));
+    return { account: account.slug, lastAdminRevoked: isLastingAdmin(token, now) && !adminLeft };
   });
 }
 

@@ -51,6 +51,12 @@ export function registerTokenCommands(program: Command): void {
       const revoked = await withDatabase((h) => revokeApiToken(h, id, COMMAND_LINE_ACTOR, new Date()));
       if (!revoked) throw new UsageError(`no active API token with id ${id}`);
       print(opts, { id, revoked: true }, `revoked API token ${id}`);
+      // The break-glass may leave an account that nobody can manage over HTTP: say so, and the way back.
+      if (revoked.lastAdminRevoked) {
+        process.stderr.write(
+          `ugs: account ${revoked.account} has no admin token left that is unrestricted and never expires: to manage its tokens over HTTP, create one: npx ugs token create --account ${revoked.account} --scopes read,write,admin\n`,
+        );
+      }
     });
 }
 
