@@ -3,14 +3,21 @@
 // (a newcomer runs that first, so it must not change what the README's answers show). Under a command, a comment `# <status>
 // <answer>` is what it must answer, where … stands for anything; every other command must
 // succeed. An `export NAME=<prefix>…` takes the latest value that starts with that prefix:
-// from the answers so far, or, for the API token, from the first-start banner.
+// from the answers so far, or, for the API token, the newest one printed (by `ugs token
+// create`, else the first-start banner). The commands run in a scratch checkout: its data/ is
+// the server's, its examples/ the repository's, and `npx ugs` is the tests' own build. Then the
+// backup steps of docs/operations.md, and, with TEST_POSTGRES_URL, the README's PostgreSQL
+// steps, which create their database and start the server on it.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import pg from 'pg';
+import { POSTGRES_URL } from './helpers/backends.ts';
+import { ROOT, TEST_BUILD, UGS_ENTRY, httpRequest, reapOnExit, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 interface Step {
   command: string;
@@ -47,11 +54,32 @@ function answerPattern(answer: string): RegExp {
   );
 }
 
-/** Runs one command in bash; curl also prints the status on a last line. */
-function run(command: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const script = `curl() { command curl -sS -w '\\n%{http_code}' "$@"; }\n${command}`;
+/**
+ * The commands of the ```bash block that follows `marker` (an HTML comment that says the test
+ * runs it) in a Markdown file, without their comments.
+ */
+function markedCommands(file: string, marker: string): string[] {
+  const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
+  const match = new RegExp(`<!-- ${marker}[^>]*-->\\s*\`\`\`bash\\n([\\s\\S]*?)^\`\`\`$`, 'm').exec(text);
+  assert.ok(match, `${file} has the block marked "${marker}"`);
+  return match[1]
+    .split('\n')
+    .map((line) => line.replace(/\s+#[^'"]*$/, '').trim())
+    .filter((line) => line && !line.startsWith('#'));
+}
+
+/**
+ * Runs one command in bash, in `cwd` (a scratch checkout); curl also prints the status on a
+ * last line, and `npx ugs` is the tests' own build of the tool.
+ */
+function run(command: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const script = [
+    `curl() { command curl -sS -w '\\n%{http_code}' "$@"; }`,
+    `npx() { if [ "$1" = ugs ]; then shift; node ${JSON.stringify(UGS_ENTRY)} "$@"; else command npx "$@"; fi; }`,
+    command,
+  ].join('\n');
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script], { cwd: ROOT, env });
+    const child = spawn('bash', ['-c', script], { cwd, env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -72,17 +100,22 @@ function latestValue(answers: string[], prefix: string): string | undefined {
 }
 
 describe('README', () => {
+  // A scratch checkout: where a newcomer runs the README's commands.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-readme-'));
+  fs.cpSync(path.join(ROOT, 'examples'), path.join(dir, 'examples'), { recursive: true, filter: (source) => !source.includes('node_modules') });
+  fs.mkdirSync(path.join(dir, 'home'));
   let server: ServerProcess;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    DATABASE_URL: `sqlite:${path.join(dir, 'data', 'ugs.sqlite')}`,
-    UGS_KEY_FILE: path.join(dir, 'data', 'secret.key'),
+    HOME: path.join(dir, 'home'),
+    DATABASE_URL: '', // the default, sqlite:./data/ugs.sqlite, in the scratch checkout
+    UGS_KEY_FILE: '',
     UGS_SECRET_KEY: '',
   };
 
   before(async () => {
-    server = await spawnServer({ DATABASE_URL: env.DATABASE_URL!, UGS_KEY_FILE: env.UGS_KEY_FILE!, UGS_SECRET_KEY: '', UGS_BOOTSTRAP: 'true' });
+    // As `npm start` in the checkout: the database and its key file in ./data/.
+    server = await spawnServer({ DATABASE_URL: 'sqlite:./data/ugs.sqlite', UGS_KEY_FILE: '', UGS_SECRET_KEY: '', UGS_BOOTSTRAP: 'true' }, { cwd: dir });
     await server.waitForOutput(/"msg":"started"/);
     env.UGS = server.baseUrl;
   });
@@ -97,13 +130,15 @@ describe('README', () => {
     // A newcomer tries the banner's example first: it must leave nothing the README's answers would show.
     const banner = /^ Try it\b.*\n\s+(curl .*)$/m.exec(server.output());
     assert.ok(banner, `the banner has a "Try it" command:\n${server.output()}`);
-    const tried = await run(banner[1], env);
+    const tried = await run(banner[1], env, dir);
     assert.equal(tried.code, 0, tried.stderr);
     assert.match(tried.stdout, /\n200$/, `the banner's example works as printed:\n${tried.stdout}`);
 
     const steps = readmeSteps();
     assert.ok(steps.filter((s) => s.expect).length >= 12, `found ${steps.length} commands`);
     const answers: string[] = [];
+    /** What every command printed so far, and first the banner: where an API token is shown. */
+    const printed = [server.output()];
     for (const { command, expect } of steps) {
       const exported = /^export (\w+)=(\S*)$/.exec(command);
       if (exported) {
@@ -114,13 +149,20 @@ describe('README', () => {
           continue;
         }
         const prefix = value.slice(0, -1);
-        const found = name === 'TOKEN' ? /ugs_api_\w+/.exec(server.output())?.[0] : latestValue(answers, prefix);
+        const found =
+          name === 'TOKEN'
+            ? printed
+                .join('\n')
+                .match(/ugs_api_\w+/g)
+                ?.at(-1)
+            : latestValue(answers, prefix);
         assert.ok(found?.startsWith(prefix), `no value for ${name} (${prefix}…) in the answers so far`);
         env[name] = found;
         continue;
       }
-      const result = await run(command, env);
+      const result = await run(command, env, dir);
       assert.equal(result.code, 0, `${command}\n${result.stdout}\n${result.stderr}`);
+      printed.push(result.stdout);
       if (!command.startsWith('curl ')) continue;
       const output = result.stdout.trimEnd();
       const status = Number(output.slice(output.lastIndexOf('\n') + 1));
@@ -130,5 +172,79 @@ describe('README', () => {
       assert.equal(status, expect.status, `${command}\n${answer}`);
       assert.match(answer, answerPattern(expect.answer), command);
     }
+  });
+
+  it('docs/operations.md: the backup steps run as written, after the README, and the copy is a database of its own', async () => {
+    for (const command of markedCommands('docs/operations.md', 'backup steps')) {
+      const result = await run(command, env, dir);
+      assert.equal(result.code, 0, `${command}\n${result.stdout}\n${result.stderr}`);
+      if (command.includes('ugs backup')) assert.match(result.stdout, /^backup written to /, command);
+    }
+    const copies = fs.readdirSync(path.join(dir, 'home', 'ugs-backups'));
+    assert.equal(copies.length, 1, copies.join(', '));
+    assert.match(copies[0], /^ugs-\d{4}-\d{2}-\d{2}\.sqlite$/);
+  });
+});
+
+describe('README on PostgreSQL', { skip: POSTGRES_URL ? false : "TEST_POSTGRES_URL is not set: the README's PostgreSQL steps did not run" }, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-readme-pg-'));
+  const admin = POSTGRES_URL ? new URL(POSTGRES_URL) : undefined;
+  const name = `ugs_readme_${process.pid}_${Date.now().toString(36)}`;
+  after(async () => {
+    if (admin) {
+      const client = new pg.Client({ connectionString: admin.toString() });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('README: the PostgreSQL steps create the database and a key file outside the checkout, and npm start then serves on it with the first-start token', {
+    timeout: 120_000,
+  }, async () => {
+    // As written, but on the test's server and in a database of its own name.
+    const { hostname, port, username } = admin!;
+    const commands = markedCommands('README.md', 'postgres steps').map((command) => {
+      const onTestServer = command
+        .replace(/-h 127\.0\.0\.1 -p 5432 -U postgres ugs$/, `-h ${hostname} -p ${port || 5432} -U ${username} ${name}`)
+        .replace(/postgres:\/\/postgres@127\.0\.0\.1:5432\/ugs\b/, `postgres://${username}@${hostname}:${port || 5432}/${name}`);
+      if (/createdb|postgres:\/\//.test(command)) assert.ok(onTestServer.includes(name), `the database name was replaced in: ${command}`);
+      return onTestServer;
+    });
+    const start = commands.pop()!;
+    assert.match(start, /npm start$/, 'the steps end with npm start');
+    const env = { ...process.env, HOME: dir, PORT: '0', HOST: '127.0.0.1', UGS_SECRET_KEY: '', UGS_KEY_FILE: '', UGS_BOOTSTRAP: '' };
+    for (const command of commands) {
+      const result = await run(command, env, dir);
+      assert.equal(result.code, 0, `${command}\n${result.stdout}\n${result.stderr}`);
+    }
+    const keyFile = path.join(dir, '.config', 'ugs', 'secret.key');
+    assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600, 'the key file is readable by its owner only');
+    const key = fs.readFileSync(keyFile, 'utf8');
+    const again = await run(commands[1], env, dir);
+    assert.notEqual(again.code, 0, 'making the key again fails');
+    assert.equal(fs.readFileSync(keyFile, 'utf8'), key, 'and never overwrites it');
+
+    // npm start, in the tests' own build of the checkout.
+    const npm = reapOnExit(spawn('bash', ['-c', start], { cwd: TEST_BUILD, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+    let output = '';
+    npm.stdout.on('data', (c) => (output += c));
+    npm.stderr.on('data', (c) => (output += c));
+    const exited = new Promise<number | null>((resolve) => npm.on('exit', resolve));
+    try {
+      const started = Date.now();
+      while (!/Server listening at (http:\/\/[\d.]+:\d+)/.test(output) || !/^\s+(ugs_api_\S+)$/m.test(output)) {
+        assert.ok(Date.now() - started < GENEROUS_WAIT_MS && npm.exitCode === null, `npm start did not serve:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const baseUrl = /Server listening at (http:\/\/[\d.]+:\d+)/.exec(output)![1];
+      const token = /^\s+(ugs_api_\S+)$/m.exec(output)![1];
+      const created = await httpRequest(baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'example_1' } });
+      assert.equal(created.status, 201, created.text);
+    } finally {
+      npm.kill('SIGTERM');
+    }
+    assert.equal(await exited, 0, output);
   });
 });

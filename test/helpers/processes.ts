@@ -77,10 +77,11 @@ export interface ServerProcess {
  * `listening`: the line that says the server takes requests, with its URL as the first group:
  * the start's "Server listening at" unless told (one worker's line, while another starts).
  * `root`: another build of the service to run (a previous release: helpers/previous-release.ts).
+ * `cwd`: where this code's build runs (relative paths, ./data/), the repository by default.
  */
 export async function spawnServer(
   env: Record<string, string>,
-  options: { openFiles?: number; nodeArgs?: string[]; listening?: RegExp; root?: string } = {},
+  options: { openFiles?: number; nodeArgs?: string[]; listening?: RegExp; root?: string; cwd?: string } = {},
 ): Promise<ServerProcess> {
   // Another build runs its own dist/ from its directory; this code runs from the tests' own build.
   if (options.root === undefined) requireTestBuild();
@@ -91,7 +92,7 @@ export async function spawnServer(
       : ['/bin/sh', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...nodeArgs]];
   const child = reapOnExit(
     spawn(command, args, {
-      cwd: options.root ?? ROOT,
+      cwd: options.root ?? options.cwd ?? ROOT,
       env: { ...process.env, PORT: '0', HOST: '127.0.0.1', UGS_BOOTSTRAP: 'false', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
