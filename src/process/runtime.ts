@@ -62,9 +62,17 @@ export async function openKeys(handle: DatabaseHandle, config: Pick<Config, 'sec
     noKeyProblem(known, stored, noKeyReason(config), firstKeyAdvice(config, options)),
   );
   try {
-    let problem = known.sealing === null ? storedKeysProblem(stored, keys.keyring, keys.source) : null;
-    if (problem === null && known.sealing === null) await introduceFirstKey(handle, keys.keyring.currentKeyId, now);
-    problem ??= sealingKeyProblem(known.sealing === null ? await databaseKeys(handle.db) : known, keys.keyring, keys.source);
+    let problem: string | null;
+    if (known.sealing !== null) problem = sealingKeyProblem(known, keys.keyring, keys.source);
+    else {
+      // The database's first key: this process's, unless what it stores is sealed under others.
+      problem = storedKeysProblem(stored, keys.keyring, keys.source);
+      if (problem === null) {
+        await introduceFirstKey(handle, keys.keyring.currentKeyId, now);
+        // Another process may have introduced its own first key at the same time: that one stands.
+        problem = sealingKeyProblem(await databaseKeys(handle.db), keys.keyring, keys.source);
+      }
+    }
     if (problem !== null) throw new KeysDoNotOpenDatabase(problem);
     return keys;
   } catch (err) {
