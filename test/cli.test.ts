@@ -434,7 +434,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
     }
   });
 
-  it('runs from the repository root as `npx ugs` and as `npm run --silent ugs --`', once, async () => {
+  it("runs from the root of a checkout (the tests' own build) as `npx ugs` and as `npm run --silent ugs --`", once, async () => {
     const npxHelp = await runIn('npx', ['ugs', '--help'], env);
     assert.equal(npxHelp.code, 0, npxHelp.stderr);
     assert.match(npxHelp.stdout, /^Usage: ugs /);

@@ -28,13 +28,17 @@ export function registerKeyCommands(program: Command): void {
     .action(introduceKey);
   keys
     .command('reencrypt')
-    .description('re-seal every user group token, webhook secret and embed signing key under the newest key, in batches, while the server runs')
+    .description(
+      "re-seal every user group token, webhook secret and embed signing key under the key that seals (the first configured, the database's), in batches, while the server runs",
+    )
     .option('--batch-size <n>', 'rows per transaction (1-10000)', integerIn(1, 10_000, 'the batch size'), 500)
     .addOption(jsonOption())
     .action(reencrypt);
   keys
     .command('reissue')
-    .description('for a key that is lost for good: give every group whose token it sealed a new token under the newest configured key')
+    .description(
+      "for a key that is lost for good: give every group whose token it sealed a new token under the first configured key (which becomes the database's key if the lost one was)",
+    )
     .argument('<key-id...>', 'the lost key ids (see: ugs keys status, or the message of a refused start)', (value: string, previous: string[] = []) => {
       if (!/^[0-9a-f]{8}$/.test(value)) throw new InvalidArgumentError('a key id is 8 hex digits');
       return [...previous, value];
