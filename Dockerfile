@@ -19,11 +19,12 @@ LABEL org.opencontainers.image.title="User Group Service" \
       org.opencontainers.image.version="0.2.0-dev" \
       org.opencontainers.image.licenses="MIT"
 WORKDIR /app
+# The key file of this SQLite database is /app/data/secret.key, beside it; with a PostgreSQL
+# DATABASE_URL no key file is read unless UGS_KEY_FILE names one (docs/security.md, "Secret keys").
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
-    DATABASE_URL=sqlite:/app/data/ugs.sqlite \
-    UGS_KEY_FILE=/app/data/secret.key
+    DATABASE_URL=sqlite:/app/data/ugs.sqlite
 COPY --from=build /app/package.json /app/LICENSE ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
