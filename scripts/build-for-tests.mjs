@@ -24,10 +24,11 @@ fs.rmSync(TEST_BUILD, { recursive: true, force: true });
 fs.mkdirSync(TEST_BUILD, { recursive: true });
 run(path.join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json', '--outDir', path.join(TEST_BUILD, 'dist')]);
 run(process.execPath, ['scripts/build-console.mjs', TEST_BUILD]);
-// The reference page's own files, then RapiDoc's bundle beside them.
-fs.cpSync(path.join(ROOT, 'static', 'docs'), path.join(TEST_BUILD, 'static', 'docs'), {
+// The pages' own files (static/: the front page, the reference page), then RapiDoc's bundle,
+// which the build copies into static/docs/vendor/.
+fs.cpSync(path.join(ROOT, 'static'), path.join(TEST_BUILD, 'static'), {
   recursive: true,
-  filter: (source) => !source.includes(`${path.sep}vendor`),
+  filter: (source) => source !== path.join(ROOT, 'static', 'docs', 'vendor'),
 });
 run(process.execPath, ['scripts/build-docs-assets.mjs', TEST_BUILD]);
 fs.cpSync(path.join(ROOT, 'bin'), path.join(TEST_BUILD, 'bin'), { recursive: true });
