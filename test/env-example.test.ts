@@ -1,6 +1,7 @@
 // .env.example lists every variable the service reads, with its true default and what it
-// means, and the README's configuration table names each one: a variable added to
-// src/config.ts without both fails here.
+// means, and the tables of docs/configuration.md name each one, with the same default: a
+// variable added to src/config.ts without both fails here, and so does a row for a variable
+// the service no longer reads.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -41,6 +42,18 @@ function variablesReadByConfig(): string[] {
   return [...names].sort();
 }
 
+/** The rows of docs/configuration.md's tables: the variables each names, and its default cell. */
+function configurationRows(): { names: string[]; defaults: string }[] {
+  const text = fs.readFileSync(path.join(ROOT, 'docs/configuration.md'), 'utf8');
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('| `'))
+    .map((line) => {
+      const [, variables, defaults] = line.split(/(?<!\\)\|/).map((cell) => cell.trim());
+      return { names: [...variables.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]), defaults };
+    });
+}
+
 describe('.env.example', () => {
   it('.env.example: lists exactly the variables src/config.ts reads, each once, each with its meaning', () => {
     const entries = envExample();
@@ -57,13 +70,26 @@ describe('.env.example', () => {
     for (const [name, value] of Object.entries(asShown)) assert.doesNotThrow(() => loadConfig({ [name]: value }), name);
   });
 
-  it('.env.example: the README configuration table names every variable', () => {
-    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 5));
-    const missing = envExample().filter(({ name }) => !table.includes(`\`${name}\``));
-    assert.deepEqual(
-      missing.map(({ name }) => name),
-      [],
-    );
+  it('docs/configuration.md: its tables name exactly the variables src/config.ts reads, each once', () => {
+    const names = configurationRows().flatMap((row) => row.names);
+    assert.deepEqual([...names].sort(), variablesReadByConfig());
+    assert.equal(new Set(names).size, names.length, 'each variable in one row');
+  });
+
+  it(".env.example: a default docs/configuration.md shows as values, one a variable, is .env.example's", () => {
+    const shown = Object.fromEntries(envExample().map(({ name, value }) => [name, value]));
+    const compared: string[] = [];
+    for (const { names, defaults } of configurationRows()) {
+      // `3000`, `127.0.0.1` for PORT, HOST; a default told in words, as (key file), is not compared.
+      if (!/^`[^`]*`(?:, `[^`]*`)*$/.test(defaults)) continue;
+      const values = [...defaults.matchAll(/`([^`]*)`/g)].map((m) => m[1]);
+      if (values.length !== names.length) continue;
+      names.forEach((name, i) => {
+        if (!shown[name]) return;
+        assert.equal(values[i], shown[name], `${name}: docs/configuration.md shows ${values[i]}, .env.example ${shown[name]}`);
+        compared.push(name);
+      });
+    }
+    assert.ok(compared.length >= 30, `compared ${compared.length} defaults`);
   });
 });
