@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
-# The User Group Service, installed exactly as README.md ("Production") says, which
+# The User Group Service, installed exactly as docs/deployment.md ("Production") says, which
 # test/production/production-install.test.ts runs in CI. CI builds and runs this image too
-# (.ci/container, test/containers/image.test.ts; README, "Containers").
+# (.ci/container, test/containers/image.test.ts; docs/deployment.md, "Containers").
 
 # --- build: every dependency, the build (npm ci's prepare step), then only production packages
 FROM node:24-bookworm-slim AS build

@@ -2,7 +2,7 @@
 // src/pages/docs.routes.ts serves at /docs/assets/. Run by `npm run build`. RapiDoc is a
 // devDependency: the server needs this one file of it, not the 120 packages it depends on
 // (which include install-time telemetry and native tree-sitter modules), so a production
-// install (README, "Production") never holds them. An argument names another tree to copy
+// install (docs/deployment.md, "Production") never holds them. An argument names another tree to copy
 // into (<tree>/static/docs/vendor/): the tests' own build, scripts/build-for-tests.mjs.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';

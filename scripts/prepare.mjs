@@ -3,7 +3,7 @@
 // checkout. The build needs devDependencies (TypeScript, esbuild, RapiDoc): when they were
 // left out (`--omit=dev`, NODE_ENV=production) there is nothing to build with, and failing
 // would fail the whole install. The build is then skipped with a notice; a production
-// install builds first and prunes afterwards (README, "Production").
+// install builds first and prunes afterwards (docs/deployment.md, "Production").
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 
@@ -16,7 +16,7 @@ try {
 }
 if (omitted || !haveTypeScript) {
   console.log(
-    'prepare: devDependencies are not installed, so nothing is built; a production install runs `npm ci` and then `npm prune --omit=dev` (README, "Production")',
+    'prepare: devDependencies are not installed, so nothing is built; a production install runs `npm ci` and then `npm prune --omit=dev` (docs/deployment.md, "Production")',
   );
   process.exit(0);
 }

@@ -204,7 +204,7 @@ function publicUrl(value: string | undefined, { host, port }: Pick<Config, 'host
  * Why the derived public URL is wrong, or null. Without UGS_PUBLIC_URL the `iss` of embed tokens
  * (and where their keys are said to be) comes from HOST and PORT; HOST=0.0.0.0 or :: (what a
  * container listens on) means "every interface", which is no address a client can reach, so
- * verifiers that check `iss` or fetch the keys from it fail (docs/operations.md, "Containers").
+ * verifiers that check `iss` or fetch the keys from it fail (docs/deployment.md, "Containers").
  */
 export function publicUrlWarning(config: Pick<Config, 'host' | 'publicUrl'>, env: NodeJS.ProcessEnv = process.env): string | null {
   if (env.UGS_PUBLIC_URL || !['0.0.0.0', '::', '[::]'].includes(config.host)) return null;

@@ -1,5 +1,5 @@
 // The Dockerfile and compose.yaml as files, checked on every `npm test` (no container engine
-// needed): the image installs with exactly the README's production commands (which
+// needed): the image installs with exactly the production commands of docs/deployment.md (which
 // test/production/ runs), on the Node.js major of .nvmrc, runs as an unprivileged user with a
 // health check, and compose, read with a YAML parser as compose reads it, stops instances with a
 // grace period longer than their shutdown timeout. CI also builds and runs both
@@ -29,7 +29,7 @@ const instructions = dockerfile
   .filter((line) => /^[A-Z]+\s/.test(line));
 
 describe('container files', () => {
-  it('Dockerfile: builds with exactly the README production commands, in the build stage, on the Node.js of .nvmrc', () => {
+  it('Dockerfile: builds with exactly the production commands of docs/deployment.md, in the build stage, on the Node.js of .nvmrc', () => {
     assert.ok(instructions.includes(`RUN ${productionInstallCommands().join(' && ')}`), `a RUN of: ${productionInstallCommands().join(' && ')}`);
     const bases = instructions.filter((line) => line.startsWith('FROM '));
     assert.ok(bases.length >= 2, 'multi-stage');
@@ -78,11 +78,11 @@ describe('container files', () => {
     assert.match(compose.services.redis.image ?? '', /^redis:/);
   });
 
-  it('README: the docker run example sets UGS_PUBLIC_URL, mounts a volume on /app/data and stops with a grace period', () => {
-    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const run = /^docker run (?:[^\n]*\\\n)*[^\n]*/m.exec(readme)?.[0] ?? '';
+  it('docs/deployment.md: the docker run example sets UGS_PUBLIC_URL, mounts a volume on /app/data and stops with a grace period', () => {
+    const deployment = fs.readFileSync(path.join(ROOT, 'docs/deployment.md'), 'utf8');
+    const run = /^docker run (?:[^\n]*\\\n)*[^\n]*/m.exec(deployment)?.[0] ?? '';
     assert.match(run, /-e UGS_PUBLIC_URL=\S+/, run);
     assert.match(run, /-v \S+:\/app\/data/, run);
-    assert.match(readme, /^docker stop -t 15 /m);
+    assert.match(deployment, /^docker stop -t 15 /m);
   });
 });

@@ -1,6 +1,6 @@
 // `ugs keys status|introduce|reencrypt|reissue` and `ugs keys embed rotate|list`: the secret
 // keys that seal stored secrets, the one the database seals under, and the keys that sign embed
-// tokens (docs/security.md, "Secret keys"; README, "Secret keys").
+// tokens (docs/security.md, "Secret keys"; docs/deployment.md, "Secret keys").
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { EMBED_SIGNING_ALGORITHMS, loadConfig, type EmbedSigningAlgorithm } from '../config.ts';
 import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';

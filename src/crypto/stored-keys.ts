@@ -1,6 +1,6 @@
 // Which secret keys the stored user group tokens need. A token is sealed under one key, and
 // its ciphertext starts with that key's id (keyring.ts); the server must not start with keys
-// that cannot open what is stored, or every existing group would answer 500 (README,
+// that cannot open what is stored, or every existing group would answer 500 (docs/deployment.md,
 // "Secret keys"). Reading the ids is a loose index scan of user_groups_sealing_key
 // (migration 0002): one probe per distinct key id, whatever the number of groups.
 import { sql } from '../db/kysely.ts';

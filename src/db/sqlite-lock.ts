@@ -1,6 +1,7 @@
-// SQLite lets one connection write at a time, also across processes sharing the file (the
-// README allows several). better-sqlite3 runs synchronously, so its busy timeout would wait
-// for another process's write lock on the event loop and freeze every request of this one
+// SQLite lets one connection write at a time, also across processes sharing the file
+// (docs/deployment.md, "PostgreSQL and several instances", allows several). better-sqlite3
+// runs synchronously, so its busy timeout would wait for another process's write lock on the
+// event loop and freeze every request of this one
 // (/healthz waited for as long as another process held BEGIN IMMEDIATE). So connections
 // here have no busy timeout, and a write that finds the lock taken waits here instead:
 // asynchronously, with backoff, up to a bound, after which it fails with SQLITE_BUSY, which

@@ -1,5 +1,5 @@
 // For a secret key that is lost for good: the groups whose tokens it sealed get new tokens
-// (README, "Secret keys"). Without it the server refuses to start (crypto/stored-keys.ts).
+// (docs/deployment.md, "Secret keys"). Without it the server refuses to start (crypto/stored-keys.ts).
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { generateToken, hashToken } from '../auth/token-format.ts';

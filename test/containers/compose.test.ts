@@ -1,4 +1,4 @@
-// compose.yaml as a self-hoster runs it (README, "Containers"): read by compose itself, brought
+// compose.yaml as a self-hoster runs it (docs/deployment.md, "Containers"): read by compose itself, brought
 // up (two instances, PostgreSQL, Redis), a write through one instance read through the other,
 // then stopped. Needs an engine, docker-compose and base images, so it is not part of `npm test`:
 // .ci/container provides them (PostgreSQL and Redis as stand-ins from Debian's packages, under

@@ -1,4 +1,4 @@
-// The image as a self-hoster builds and runs it (README, "Containers"), on a real container
+// The image as a self-hoster builds and runs it (docs/deployment.md, "Containers"), on a real container
 // engine: built from the Dockerfile as it is, started on a volume, called, stopped, and started
 // again on the same volume as an upgrade does. Needs an engine and base images, so it is not part
 // of `npm test`: .ci/container provides them and runs this file.
@@ -12,11 +12,11 @@ import { FIRST_START_TOKEN, containerLogs, docker, dockerOutput, inspect, publis
 const IMAGE = 'ugs-ci/ugs:test';
 const name = `ugs-ci-${process.pid}`;
 const volume = `${name}-data`;
-/** `docker stop`'s grace period, as README.md and docs/operations.md say to set it. */
+/** `docker stop`'s grace period, as docs/deployment.md and docs/operations.md say to set it. */
 const GRACE_S = 15;
 const PUBLIC_URL = 'https://ugs.example.com';
 
-/** Starts a container of the image as README.md shows: port published, data on the volume. */
+/** Starts a container of the image as docs/deployment.md shows: port published, data on the volume. */
 async function start(container: string, env: Record<string, string>, options: { volume?: string } = {}): Promise<string> {
   const args = ['run', '-d', '--name', container, '-p', '127.0.0.1::3000'];
   if (options.volume) args.push('-v', `${options.volume}:/app/data`);
@@ -103,11 +103,11 @@ describe('the container image', () => {
     assert.doesNotMatch(await containerLogs(`${name}-1`), /UGS_PUBLIC_URL is not set/, 'no warning when UGS_PUBLIC_URL is set');
   });
 
-  it('image: the command-line tool works inside the container as README.md shows it (docker exec … ugs token list --account default)', {
+  it('image: the command-line tool works inside the container as docs/deployment.md shows it (docker exec … ugs token list --account default)', {
     timeout: 60_000,
   }, async () => {
-    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    assert.ok(readme.includes('docker exec ugs ugs token list --account default'), 'README.md shows the command');
+    const deployment = fs.readFileSync(path.join(ROOT, 'docs/deployment.md'), 'utf8');
+    assert.ok(deployment.includes('docker exec ugs ugs token list --account default'), 'docs/deployment.md shows the command');
     const listed = await docker('exec', `${name}-1`, 'ugs', 'token', 'list', '--account', 'default', '--json');
     assert.equal(listed.code, 0, listed.stderr);
     const tokens = JSON.parse(listed.stdout) as { token_start: string; name: string | null }[];

@@ -7,5 +7,5 @@
 /** The console's JavaScript, gzipped (test/console-bundle.test.ts). */
 export const CONSOLE_BUDGET_GZIPPED_KIB = 150;
 
-/** Packages in the production tree the README's commands leave (test/production/production-install.test.ts). */
+/** Packages in the production tree the production install leaves (docs/deployment.md, "Production"; test/production/production-install.test.ts). */
 export const PRODUCTION_MAX_PACKAGES = 150;

@@ -1,5 +1,5 @@
-// The production install, as README.md ("Production") tells it: a scratch clone of this
-// repository's HEAD, the README's commands run as written, then the tree they leave is
+// The production install, as docs/deployment.md ("Production") tells it: a scratch clone of this
+// repository's HEAD, its commands run as written, then the tree they leave is
 // counted and the server started from it must serve the API, /docs (with its script) and
 // /console. Slow (a whole `npm ci`), so it is not part of `npm test`: `npm run
 // test:production` runs it, and CI (.ci/run) does. It tests what is committed, not the
@@ -75,7 +75,7 @@ describe('production install from a fresh clone', () => {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-production-'));
   after(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
-  it('production: the README commands leave at most 150 packages, no build tool, and a server that serves the API, /docs and /console', {
+  it('production: the commands of docs/deployment.md leave at most 150 packages, no build tool, and a server that serves the API, /docs and /console', {
     timeout: 900_000,
   }, async () => {
     const clone = path.join(scratch, 'ugs');
