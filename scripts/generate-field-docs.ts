@@ -1,5 +1,5 @@
 // `npm run generate:docs`: writes the lists of a user group's fields that docs/api.md,
-// docs/security.md and README.md give in their prose, from the declaration
+// docs/security.md and docs/cli.md give in their prose, from the declaration
 // (src/user-groups/group-fields.ts) and what follows from it. Each list stands between
 // `<!-- fields: <name> -->` and `<!-- /fields -->`; everything else is written by hand.
 // test/docs-fields.test.ts fails while a file is out of date.
@@ -14,7 +14,7 @@ import { CSV_FIELDS, csvFieldsOf } from '../src/cli/import-csv.ts';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The files whose lists are generated. */
-export const FIELD_DOCS = ['docs/api.md', 'docs/security.md', 'README.md'];
+export const FIELD_DOCS = ['docs/api.md', 'docs/security.md', 'docs/cli.md'];
 
 const code = (field: string) => `\`${field}\``;
 /** `a`, `b` and `c`. */
@@ -35,9 +35,9 @@ const LISTS: Record<string, () => string> = {
   'upsert-item': () => listed(Object.keys(UpsertItem.properties).filter((field) => field !== 'user_group_id')),
   /** docs/api.md, "The embed side", and docs/security.md: what a dashboard sees of the group. */
   'embed-view': () => listed(Object.keys(EmbedUserGroup.properties)),
-  /** README, "Import, export and backup": the fields a CSV header may name. */
+  /** docs/cli.md, "Import and export": the fields a CSV header may name. */
   'csv-header': () => listed(CSV_FIELDS),
-  /** README: how the cells that are not plain text are written. */
+  /** docs/cli.md, "Import and export": how the cells that are not plain text are written. */
   'csv-cells': () =>
     [
       csvFieldsOf('json').length > 0 && `${listed(csvFieldsOf('json'))} cells hold JSON text`,

@@ -1,4 +1,4 @@
-// `ugs import` and `ugs export` (README, "Import, export and backup"), run as real processes on
+// `ugs import` and `ugs export` (docs/cli.md, "Import and export"), run as real processes on
 // the database of a real server, which then serves what they wrote.
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';

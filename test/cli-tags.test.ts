@@ -1,4 +1,4 @@
-// `ugs tags list|rename|delete` (README, "Hierarchy, tags and renames"), run as real processes on the database of a
+// `ugs tags list|rename|delete` (docs/cli.md, "Tags"), run as real processes on the database of a
 // real server, which then serves what they did; and groups with tags through `ugs export` and
 // `ugs import`, which know nothing of the tag set and still round-trip.
 import { it, before, after } from 'node:test';

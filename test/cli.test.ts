@@ -1,4 +1,4 @@
-// The command-line tool (README, "API tokens and accounts"), run as a real process against the
+// The command-line tool (docs/cli.md, "API tokens", "Accounts"), run as a real process against the
 // same database as a real server, which then honours what the tool did.
 import { it, before, after } from 'node:test';
 import { decodeProtectedHeader } from 'jose';

@@ -2,7 +2,7 @@
 // example answer of docs/api.md's "The user group", written by hand, are held here to the
 // declaration (src/user-groups/group-fields.ts): a field added there and not in the docs, or
 // the other way round, fails this test. The lists in prose (docs/api.md, docs/security.md,
-// README) are written by `npm run generate:docs`, and held here to what it writes.
+// docs/cli.md) are written by `npm run generate:docs`, and held here to what it writes.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -31,7 +31,7 @@ it('docs: the example answer of "The user group" shows every field of the UserGr
   assert.deepEqual(Object.keys(JSON.parse(example[1])), Object.keys(UserGroup.properties));
 });
 
-it("docs: every list of a group's fields in docs/api.md, docs/security.md and README is the declaration's (npm run generate:docs writes them)", () => {
+it("docs: every list of a group's fields in docs/api.md, docs/security.md and docs/cli.md is the declaration's (npm run generate:docs writes them)", () => {
   const marked: string[] = [];
   for (const file of FIELD_DOCS) {
     const text = fs.readFileSync(path.join(ROOT, file), 'utf8');

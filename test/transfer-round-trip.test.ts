@@ -1,5 +1,5 @@
-// `ugs export` then `ugs import`, and a CSV file then `ugs import` (README, "Import, export and
-// backup"), as a property: groups with every declared field set to random valid values
+// `ugs export` then `ugs import`, and a CSV file then `ugs import` (docs/cli.md, "Import and
+// export"), as a property: groups with every declared field set to random valid values
 // (test/helpers/declared-groups.ts: Unicode, nulls, numbers, nested JSON, parents, levels,
 // tags) come back into another account with every field equal. The fields are those of the
 // declaration (src/user-groups/group-fields.ts), so a field added there is checked here with

@@ -1,4 +1,4 @@
-// Accounts, as the command-line tool manages them (README, "API tokens and accounts").
+// Accounts, as the command-line tool manages them (docs/cli.md, "Accounts").
 import type { DatabaseHandle } from '../db/database.ts';
 import type { AccountRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';

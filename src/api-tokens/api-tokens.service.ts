@@ -112,7 +112,7 @@ export async function listApiTokens(db: Kysely<Database>, accountSlug: string): 
  * tool is the break-glass, run by whoever holds the database (it may revoke the last admin
  * token, which HTTP refuses). Undefined if there is no such token or it was already revoked;
  * else the account, and whether this revocation left it without a lasting admin token (the tool
- * then says how to make one: README, "A lost API token").
+ * then says how to make one: docs/cli.md, "A lost API token").
  */
 export async function revokeApiToken(
   handle: DatabaseHandle,

@@ -1,4 +1,4 @@
-// `ugs account create|list|levels` (README, "API tokens and accounts"; levels: docs/api.md, "Hierarchy").
+// `ugs account create|list|levels` (docs/cli.md, "Accounts"; levels: docs/api.md, "Hierarchy").
 import { type Command, InvalidArgumentError } from 'commander';
 import { jsonOption, print, slug, UsageError, withDatabase } from './cli-parts.ts';
 

@@ -1,4 +1,4 @@
-// The rows of a CSV file for `ugs import` (README, "Import, export and backup"): a header row
+// The rows of a CSV file for `ugs import` (docs/cli.md, "Import and export"): a header row
 // naming the fields, then one item per row. Fields are separated by commas, or by semicolons
 // or tabs when the header has no comma but has those (a spreadsheet in a locale whose decimal
 // separator is the comma saves ";"). A row's number is the line where it starts, also when a
@@ -70,7 +70,7 @@ export async function* csvRows(file: string, stream: fs.ReadStream): AsyncGenera
   /** The first and last line of each record made and not yet read here, in order. */
   const spans: [number, number][] = [];
   // The first row that cannot be parsed: the rows before it are read (and imported), then the
-  // import stops there (README, "Import, export and backup"). A parse error that ended the
+  // import stops there (docs/cli.md, "Import and export"). A parse error that ended the
   // parser's stream would drop the rows it had made and this reader had not read yet, so the
   // parser skips the row and says so here instead; then it ends after the rows it made before,
   // makes no more, and no more of the file is read.

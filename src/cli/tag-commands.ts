@@ -1,4 +1,4 @@
-// `ugs tags list|rename|delete` (README, "Hierarchy, tags and renames"; docs/api.md, "Tags"): an environment's tag
+// `ugs tags list|rename|delete` (docs/cli.md, "Tags"; docs/api.md, "Tags"): an environment's tag
 // set from the command line, through the same service as the API, acting for the operator
 // (the history records the command-line tool).
 import type { Command } from 'commander';

@@ -1,5 +1,5 @@
-// `ugs token create|list|revoke`: API tokens are issued and revoked here (README, "API tokens
-// and accounts"), through the same service as the HTTP API's admin routes.
+// `ugs token create|list|revoke`: API tokens are issued and revoked here (docs/cli.md, "API
+// tokens"), through the same service as the HTTP API's admin routes.
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Environment } from '../db/schema.ts';
 import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';

@@ -1,4 +1,4 @@
-// `ugs import`, `ugs export` and `ugs backup` (README, "Import, export and backup";
+// `ugs import`, `ugs export` and `ugs backup` (docs/cli.md, "Import and export", "Backups";
 // docs/operations.md, "Backup and restore").
 //
 // Like the other command groups (cli-parts.ts), each action loads what it calls with
@@ -40,7 +40,7 @@ function registerImportCommand(program: Command): void {
     .argument(
       '<file>',
       // The rule by which import-csv.ts reads a cell, rather than the fields it applies to: listing
-      // them would load the fields' declaration (and TypeBox) for every command. README lists them.
+      // them would load the fields' declaration (and TypeBox) for every command. docs/cli.md lists them.
       'UTF-8 NDJSON (one upsert item per line) or CSV (a header row naming the fields; commas, semicolons or tabs between them; JSON text for a field whose value is an object or a list); a row holds at most 1 MiB',
     )
     .addOption(accountOption())

@@ -4,8 +4,8 @@
 // reads this: the request bodies and answers (user-groups.schemas.ts), storing
 // (user-group-fields.ts), the embed view (embed/embed.schemas.ts), the export and the import
 // (transfer.service.ts, cli/import-csv.ts), the console's forms and group page (through the
-// OpenAPI document and `npm run generate:client`), and the lists of docs/api.md, README and
-// docs/security.md (`npm run generate:docs`). docs/architecture.md, "Adding a field to a user
+// OpenAPI document and `npm run generate:client`), and the lists of docs/api.md, docs/cli.md
+// and docs/security.md (`npm run generate:docs`). docs/architecture.md, "Adding a field to a user
 // group", is the checklist.
 import { Type, type Static, type TOptional, type TSchema } from 'typebox';
 import type { UserGroupsTable } from '../db/schema.ts';

@@ -1,4 +1,4 @@
-// `ugs import` and `ugs export` (README, "Import, export and backup"): an account's groups in and out
+// `ugs import` and `ugs export` (docs/cli.md, "Import and export"): an account's groups in and out
 // as NDJSON, through the operations the API has. An import is the bulk upsert
 // (upsertUserGroups) a batch at a time, acting for the operator in one account and
 // environment; an export writes each group's own fields, parents before children, from one
