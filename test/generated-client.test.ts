@@ -1,7 +1,7 @@
 // A client generated from the live GET /openapi.json by tools nobody on this project wrote
 // (openapi-typescript for the types, openapi-fetch for the calls) compiles under --strict
 // with no cast, and performs every operation against a live server, on each backend: GET
-// and DELETE with a query string only, as the README calls them.
+// and DELETE with a query string only, as the README and docs/api.md call them.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';

@@ -1,13 +1,15 @@
-// The README runs: every `sh` block of README.md, in order, against a fresh server started as
-// the README starts it, with its first-start token, after the banner's own "Try it" command
-// (a newcomer runs that first, so it must not change what the README's answers show). Under a command, a comment `# <status>
-// <answer>` is what it must answer, where … stands for anything; every other command must
-// succeed. An `export NAME=<prefix>…` takes the latest value that starts with that prefix:
-// from the answers so far, or, for the API token, the newest one printed (by `ugs token
-// create`, else the first-start banner). The commands run in a scratch checkout: its data/ is
-// the server's, its examples/ the repository's, and `npx ugs` is the tests' own build. Then the
-// backup steps of docs/operations.md, and, with TEST_POSTGRES_URL, the README's PostgreSQL
-// steps, which create their database and start the server on it.
+// The manual runs: every `sh` block of README.md, then of docs/api.md, then of docs/cli.md, in
+// order, against one fresh server started as the README starts it, with its first-start token,
+// after the banner's own "Try it" command (a newcomer runs that first, so it must not change
+// what the README's answers show). Under a command, a comment `# <status> <answer>` is what it
+// must answer, where … stands for anything; every other command must succeed. An
+// `export NAME=<prefix>…` takes the latest value that starts with that prefix: from the answers
+// so far, or, for the API token, the newest one printed (by `ugs token create`, else the
+// first-start banner). A block that cannot run as written says why just above it
+// (`<!-- not run: … -->`). The commands run in a scratch checkout: its data/ is the server's,
+// its examples/ the repository's, and `npx ugs` is the tests' own build. Then the backup steps
+// of docs/operations.md, and, with TEST_POSTGRES_URL, the PostgreSQL steps of
+// docs/deployment.md, which create their database and start the server on it.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -19,22 +21,38 @@ import { POSTGRES_URL } from './helpers/backends.ts';
 import { ROOT, TEST_BUILD, UGS_ENTRY, httpRequest, reapOnExit, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
+/**
+ * The pages whose `sh` examples run, in this order, on one server and database: the README's
+ * calls as a newcomer meets them, then the reference's and the command-line tool's, which go on
+ * from the groups made before them (CONTRIBUTING.md, "The docs are tested too").
+ */
+const WALK_THROUGH = ['README.md', 'docs/api.md', 'docs/cli.md'];
+
 interface Step {
   command: string;
   /** The status and the answer's pattern, when the README shows them. */
   expect?: { status: number; answer: string };
 }
 
-/** The commands of the README's `sh` blocks, in order, each with what it must answer. */
-function readmeSteps(): Step[] {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+/** The `sh` blocks of a Markdown file, each with the reason it is not run, if it says one. */
+function shBlocks(file: string): { block: string; notRun?: string }[] {
+  const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
+  return [...text.matchAll(/^(?:<!-- not run: (.*?) -->\n)?```sh\n([\s\S]*?)^```$/gm)].map(([, notRun, block]) => ({ block, notRun }));
+}
+
+/** The commands of a page's `sh` blocks that run, in order, each with what it must answer. */
+function walkThroughSteps(file: string): Step[] {
   const steps: Step[] = [];
-  for (const [, block] of readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)) {
+  for (const { block, notRun } of shBlocks(file)) {
+    if (notRun !== undefined) {
+      assert.ok(notRun.trim().length > 10, `${file}: a block not run says why`);
+      continue;
+    }
     const lines = block.replace(/\\\n\s*/g, '').split('\n');
     for (const line of lines) {
       const expectation = /^# (\d{3}) (.*)$/.exec(line);
       if (expectation) {
-        assert.ok(steps.length > 0, `an answer before any command: ${line}`);
+        assert.ok(steps.length > 0, `${file}: an answer before any command: ${line}`);
         steps[steps.length - 1].expect = { status: Number(expectation[1]), answer: expectation[2] };
       } else if (line.trim() && !line.startsWith('#')) {
         steps.push({ command: line.replace(/\s+#[^'"]*$/, '').trim() });
@@ -99,8 +117,29 @@ function latestValue(answers: string[], prefix: string): string | undefined {
   return undefined;
 }
 
-describe('README', () => {
-  // A scratch checkout: where a newcomer runs the README's commands.
+describe('the examples of the manual', () => {
+  it('docs: every sh example that calls the service ($UGS) or runs ugs is on a page the walk-through runs', () => {
+    const pages = [
+      'README.md',
+      'CONTRIBUTING.md',
+      ...fs
+        .readdirSync(path.join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    const outside = pages
+      .filter((page) => !WALK_THROUGH.includes(page))
+      .flatMap((page) =>
+        shBlocks(page)
+          .filter(({ block, notRun }) => notRun === undefined && /\$UGS\b|\bugs /.test(block))
+          .map(({ block }) => `${page}: ${block}`),
+      );
+    assert.deepEqual(outside, [], `move them to one of ${WALK_THROUGH.join(', ')}, or say why they are not run`);
+  });
+});
+
+describe(`the walk-through: ${WALK_THROUGH.join(', ')}`, () => {
+  // A scratch checkout: where a newcomer runs the manual's commands.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-readme-'));
   fs.cpSync(path.join(ROOT, 'examples'), path.join(dir, 'examples'), { recursive: true, filter: (source) => !source.includes('node_modules') });
   fs.mkdirSync(path.join(dir, 'home'));
@@ -112,34 +151,26 @@ describe('README', () => {
     UGS_KEY_FILE: '',
     UGS_SECRET_KEY: '',
   };
+  /** The answers of the curl commands so far, oldest first. */
+  const answers: string[] = [];
+  /** What every command printed so far, and first the banner: where an API token is shown. */
+  const printed: string[] = [];
 
   before(async () => {
     // As `npm start` in the checkout: the database and its key file in ./data/.
     server = await spawnServer({ DATABASE_URL: 'sqlite:./data/ugs.sqlite', UGS_KEY_FILE: '', UGS_SECRET_KEY: '', UGS_BOOTSTRAP: 'true' }, { cwd: dir });
     await server.waitForOutput(/"msg":"started"/);
     env.UGS = server.baseUrl;
+    printed.push(server.output());
   });
   after(async () => {
     await server?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it("README: after the first-start banner's own example, every sh example runs as written, in order, and answers what the README says", {
-    timeout: 120_000,
-  }, async () => {
-    // A newcomer tries the banner's example first: it must leave nothing the README's answers would show.
-    const banner = /^ Try it\b.*\n\s+(curl .*)$/m.exec(server.output());
-    assert.ok(banner, `the banner has a "Try it" command:\n${server.output()}`);
-    const tried = await run(banner[1], env, dir);
-    assert.equal(tried.code, 0, tried.stderr);
-    assert.match(tried.stdout, /\n200$/, `the banner's example works as printed:\n${tried.stdout}`);
-
-    const steps = readmeSteps();
-    assert.ok(steps.filter((s) => s.expect).length >= 12, `found ${steps.length} commands`);
-    const answers: string[] = [];
-    /** What every command printed so far, and first the banner: where an API token is shown. */
-    const printed = [server.output()];
-    for (const { command, expect } of steps) {
+  /** Runs a page's steps in order, on the server and with the values the pages before it left. */
+  async function walk(file: string): Promise<void> {
+    for (const { command, expect } of walkThroughSteps(file)) {
       const exported = /^export (\w+)=(\S*)$/.exec(command);
       if (exported) {
         const [, name, value] = exported;
@@ -156,12 +187,12 @@ describe('README', () => {
                 .match(/ugs_api_\w+/g)
                 ?.at(-1)
             : latestValue(answers, prefix);
-        assert.ok(found?.startsWith(prefix), `no value for ${name} (${prefix}…) in the answers so far`);
+        assert.ok(found?.startsWith(prefix), `${file}: no value for ${name} (${prefix}…) in the answers so far`);
         env[name] = found;
         continue;
       }
       const result = await run(command, env, dir);
-      assert.equal(result.code, 0, `${command}\n${result.stdout}\n${result.stderr}`);
+      assert.equal(result.code, 0, `${file}: ${command}\n${result.stdout}\n${result.stderr}`);
       printed.push(result.stdout);
       if (!command.startsWith('curl ')) continue;
       const output = result.stdout.trimEnd();
@@ -169,12 +200,37 @@ describe('README', () => {
       const answer = output.slice(0, output.lastIndexOf('\n'));
       answers.push(answer);
       if (!expect) continue;
-      assert.equal(status, expect.status, `${command}\n${answer}`);
-      assert.match(answer, answerPattern(expect.answer), command);
+      assert.equal(status, expect.status, `${file}: ${command}\n${answer}`);
+      assert.match(answer, answerPattern(expect.answer), `${file}: ${command}`);
     }
+  }
+
+  it("README: after the first-start banner's own example, every sh example runs as written, in order, and answers what the README says", {
+    timeout: 120_000,
+  }, async () => {
+    // A newcomer tries the banner's example first: it must leave nothing the README's answers would show.
+    const banner = /^ Try it\b.*\n\s+(curl .*)$/m.exec(server.output());
+    assert.ok(banner, `the banner has a "Try it" command:\n${server.output()}`);
+    const tried = await run(banner[1], env, dir);
+    assert.equal(tried.code, 0, tried.stderr);
+    assert.match(tried.stdout, /\n200$/, `the banner's example works as printed:\n${tried.stdout}`);
+
+    const steps = walkThroughSteps('README.md');
+    assert.ok(steps.filter((s) => s.expect).length >= 6, `found ${steps.length} commands`);
+    await walk('README.md');
   });
 
-  it('docs/operations.md: the backup steps run as written, after the README, and the copy is a database of its own', async () => {
+  it('docs/api.md: every sh example runs as written, in order, after the README, and answers what the reference says', { timeout: 120_000 }, async () => {
+    assert.ok(walkThroughSteps('docs/api.md').filter((s) => s.expect).length >= 15);
+    await walk('docs/api.md');
+  });
+
+  it('docs/cli.md: every sh example runs as written, in order, after docs/api.md, and every command succeeds', { timeout: 180_000 }, async () => {
+    assert.ok(walkThroughSteps('docs/cli.md').length >= 25);
+    await walk('docs/cli.md');
+  });
+
+  it('docs/operations.md: the backup steps run as written, after the walk-through, and the copy is a database of its own', async () => {
     for (const command of markedCommands('docs/operations.md', 'backup steps')) {
       const result = await run(command, env, dir);
       assert.equal(result.code, 0, `${command}\n${result.stdout}\n${result.stderr}`);
@@ -186,7 +242,9 @@ describe('README', () => {
   });
 });
 
-describe('README on PostgreSQL', { skip: POSTGRES_URL ? false : "TEST_POSTGRES_URL is not set: the README's PostgreSQL steps did not run" }, () => {
+describe('docs/deployment.md on PostgreSQL', {
+  skip: POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the PostgreSQL steps of docs/deployment.md did not run',
+}, () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-readme-pg-'));
   const admin = POSTGRES_URL ? new URL(POSTGRES_URL) : undefined;
   const name = `ugs_readme_${process.pid}_${Date.now().toString(36)}`;
@@ -200,12 +258,12 @@ describe('README on PostgreSQL', { skip: POSTGRES_URL ? false : "TEST_POSTGRES_U
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('README: the PostgreSQL steps create the database and a key file outside the checkout, and npm start then serves on it with the first-start token', {
+  it('docs/deployment.md: the PostgreSQL steps create the database and a key file outside the checkout, and npm start then serves on it with the first-start token', {
     timeout: 120_000,
   }, async () => {
     // As written, but on the test's server and in a database of its own name.
     const { hostname, port, username } = admin!;
-    const commands = markedCommands('README.md', 'postgres steps').map((command) => {
+    const commands = markedCommands('docs/deployment.md', 'postgres steps').map((command) => {
       const onTestServer = command
         .replace(/-h 127\.0\.0\.1 -p 5432 -U postgres ugs$/, `-h ${hostname} -p ${port || 5432} -U ${username} ${name}`)
         .replace(/postgres:\/\/postgres@127\.0\.0\.1:5432\/ugs\b/, `postgres://${username}@${hostname}:${port || 5432}/${name}`);
