@@ -9,10 +9,11 @@ import path from 'node:path';
 import { ROOT } from './helpers/processes.ts';
 import { CONSOLE_BUDGET_GZIPPED_KIB, PRODUCTION_MAX_PACKAGES } from './helpers/budgets.ts';
 
-/** README.md and docs/*.md, each as one line (a figure may be split over two). */
+/** README.md, CONTRIBUTING.md and docs/*.md, each as one line (a figure may be split over two). */
 function userDocs(): { file: string; text: string }[] {
   const files = [
     'README.md',
+    'CONTRIBUTING.md',
     ...fs
       .readdirSync(path.join(ROOT, 'docs'))
       .filter((f) => f.endsWith('.md'))
