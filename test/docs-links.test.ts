@@ -103,10 +103,12 @@ describe('links between the docs', () => {
     assert.deepEqual(broken, []);
   });
 
-  it('docs: the pages link to each other (the README to the manual and CONTRIBUTING.md, each page of docs/ from the README)', () => {
+  it("docs: the README links every page of docs/, CONTRIBUTING.md and the console's picture", () => {
     const fromReadme = new Set(linksOf('README.md').map(({ target }) => path.posix.normalize(target.split('#')[0])));
     const unlinked = PAGES.filter((page) => page !== 'README.md' && !fromReadme.has(page));
     assert.deepEqual(unlinked, [], 'the README links every page of the manual');
+    // The console's picture, which `npm run screenshots` takes again (test/console.browser.test.ts).
+    assert.ok(fromReadme.has('docs/images/console-group.png'), "the README shows the console's picture");
   });
 
   it('docs: the link reader finds inline links, images and references, and skips code', () => {
