@@ -13,6 +13,7 @@ export interface RouteEntry {
 
 // Public routes without credentials (the JWKS is public keys, the discovery document says where they are: test/embed-jws.test.ts).
 const OPERATIONAL = [
+  /^\/$/, // the front page: two links, nothing else (test/front-page.browser.test.ts)
   /^\/console/,
   /^\/healthz$/,
   /^\/readyz$/,
