@@ -189,7 +189,7 @@ export function scopeOf(tenant: Tenant): string {
 
 /**
  * A group's scoped id, `<account_id>/<environment>/<user_group_id>`, of `table`'s row (user_groups
- * or an alias of it): the expression migration 0017 indexes, written as there. A lookup or a
+ * or an alias of it): the expression migration 0019 indexes, written as there. A lookup or a
  * search by user_group_id reads that index, which no plain index an operator adds can serve,
  * where (account_id, environment, provided_id) can be served by any index that leads with
  * account_id (docs/operations.md, "Indexes you may add").

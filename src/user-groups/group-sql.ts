@@ -125,7 +125,7 @@ export function batchedWithAncestry<R>(
 
 /**
  * A group with its ancestry (withAncestry) by its scoped id (tenant.ts, scopedIdOf), held to its
- * tenant by `held` (ownedBy, sameTenant): one probe of the scoped id index (migration 0017).
+ * tenant by `held` (ownedBy, sameTenant): one probe of the scoped id index (migration 0019).
  * On PostgreSQL the probe is a subquery of one row (scopedIdProbe), and `held` filters what it
  * found; on SQLite, which plans the probe the same either way, `held` sits beside it.
  */

@@ -216,7 +216,7 @@ function otherFilters(filter: ListFilter, driver: Driver): RawBuilder<boolean> {
 interface SearchValues {
   accountId: number;
   environment: Environment;
-  /** The id range: the scoped ids (migration 0017) from the prefix's to its end's. */
+  /** The id range: the scoped ids (migration 0019) from the prefix's to its end's. */
   idFrom: string;
   idTo: string;
   afterTeamId: number;

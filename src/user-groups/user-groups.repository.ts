@@ -21,7 +21,7 @@ export interface GroupIdentity extends Tenant {
 export type NewUserGroup = Insertable<UserGroupsTable>;
 
 /**
- * A group by its identity, with its ancestors: its scoped id (migration 0017; group-sql.ts,
+ * A group by its identity, with its ancestors: its scoped id (migration 0019; group-sql.ts,
  * withAncestryByScopedId), held to the tenant. The batched form takes the calls' tenants and scoped ids
  * as `k`.
  */
