@@ -25,6 +25,8 @@ export interface LoadResult {
   non2xx: number;
   statusCodes: Record<string, number>;
   durationSeconds: number;
+  /** This load generator's own CPU time per request of the measurement (not its warm-up): the part of the machine it takes. */
+  cpuMsPerRequest: number;
 }
 
 async function run(job: LoadJob, durationSeconds: number): Promise<Result> {
@@ -52,7 +54,9 @@ const scenario = scenarioByName(job.scenario);
 const runner = scenario.make(job.data);
 
 if (job.warmupSeconds > 0) await run(job, job.warmupSeconds);
+const cpuBefore = process.cpuUsage();
 const result = await run(job, job.durationSeconds);
+const cpu = process.cpuUsage(cpuBefore);
 const statusCodes: Record<string, number> = {};
 for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = count;
 const out: LoadResult = {
@@ -66,5 +70,6 @@ const out: LoadResult = {
   non2xx: result.non2xx,
   statusCodes,
   durationSeconds: result.duration,
+  cpuMsPerRequest: (cpu.user + cpu.system) / 1000 / Math.max(1, result.requests.total),
 };
 process.stdout.write(JSON.stringify(out) + '\n');

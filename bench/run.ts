@@ -31,6 +31,7 @@ import {
   type RunningProcess,
 } from './processes.ts';
 import { SCENARIO_NAMES, benchLayout, scenarioByName, type ScenarioData } from './scenarios.ts';
+import { makePlainIndex, PLAIN_INDEX, startDatabaseCpu, statementsSent } from './database-cost.ts';
 import type { LoadResult } from './load.ts';
 
 const USAGE = `npm run bench -- [options]
@@ -53,6 +54,9 @@ const USAGE = `npm run bench -- [options]
   --log-level <level>   the server's LOG_LEVEL (default info; its stdout goes nowhere)
   --analyze             PostgreSQL: ANALYZE the tables after seeding (by default they are measured
                         as the API leaves them, without statistics)
+  --plain-index         make the index an operator adds first, (account_id, environment, team_id) on
+                        user_groups, on the live table once the server runs and is primed: what it
+                        does to the plans (docs/operations.md, "Indexes you may add")
   --no-prime            skip priming (by default every seeded group is asked for once before
                         measuring, as a long-running instance has: its opened-token cache is warm)
   --results-dir <dir>   where the JSON goes (default bench/results)`;
@@ -78,6 +82,7 @@ interface Options {
   resultsDir: string;
   prime: boolean;
   analyze: boolean;
+  plainIndex: boolean;
 }
 
 function parseOptions(): Options {
@@ -96,6 +101,7 @@ function parseOptions(): Options {
       'results-dir': { type: 'string', default: path.join(REPO_ROOT, 'bench/results') },
       'no-prime': { type: 'boolean', default: false },
       analyze: { type: 'boolean', default: false },
+      'plain-index': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -128,6 +134,7 @@ function parseOptions(): Options {
     resultsDir: path.resolve(values['results-dir']!),
     prime: !values['no-prime'],
     analyze: values.analyze!,
+    plainIndex: values['plain-index']!,
   };
 }
 
@@ -171,18 +178,34 @@ interface ServerCpu {
   msPerRequest: number;
   /** With several workers: the primary's part of that CPU time (it accepts connections and counts rate limits). */
   primaryShare: number;
+  /** PostgreSQL: the CPU time of the backends serving the server per request (null on SQLite, which runs inside the server, or a database on another machine). */
+  databaseMsPerRequest: number | null;
+  /** Statements the server sent per request: its round trips to the database (a batch counts once for all its requests). */
+  statementsPerRequest: number;
+  /** The ceiling's CPU time per request in the same round (warm-up included; its requests taken at the measurement's rate): rough. */
+  ceilingMsPerRequest?: number;
 }
 
-/** Runs `measure` and says how much CPU the server's processes spent per request it answered meanwhile. */
-async function withServerCpu<T>(server: RunningProcess, measure: () => Promise<T>): Promise<[T, ServerCpu]> {
+/** Runs `measure` and says how much CPU the server's processes (and the database's) spent per request it answered meanwhile. */
+async function withServerCpu<T>(server: RunningProcess, databaseUrl: string, measure: () => Promise<T>): Promise<[T, ServerCpu]> {
   const pids = processTree(server.pid);
-  const [cpuBefore, answeredBefore] = [cpuSeconds(pids), await requestsAnswered(server.url)];
+  const [cpuBefore, answeredBefore, statementsBefore] = [cpuSeconds(pids), await requestsAnswered(server.url), await statementsSent(server.url)];
+  const database = await startDatabaseCpu(databaseUrl);
   const result = await measure();
-  const [cpuAfter, answeredAfter] = [cpuSeconds(pids), await requestsAnswered(server.url)];
+  const databaseSeconds = await database.stop();
+  const [cpuAfter, answeredAfter, statementsAfter] = [cpuSeconds(pids), await requestsAnswered(server.url), await statementsSent(server.url)];
   const spent = (pid: number) => (cpuAfter.get(pid) ?? cpuBefore.get(pid) ?? 0) - (cpuBefore.get(pid) ?? 0);
   const total = pids.reduce((sum, pid) => sum + spent(pid), 0);
-  const requests = Math.max(1, answeredAfter - answeredBefore - 1); // less the first scrape itself
-  return [result, { msPerRequest: (total * 1000) / requests, primaryShare: pids.length > 1 && total > 0 ? spent(server.pid) / total : 0 }];
+  const requests = Math.max(1, answeredAfter - answeredBefore - 2); // less the scrapes themselves
+  return [
+    result,
+    {
+      msPerRequest: (total * 1000) / requests,
+      primaryShare: pids.length > 1 && total > 0 ? spent(server.pid) / total : 0,
+      databaseMsPerRequest: databaseSeconds === null ? null : (databaseSeconds * 1000) / requests,
+      statementsPerRequest: (statementsAfter - statementsBefore) / requests,
+    },
+  ];
 }
 
 /** Resident memory of the server's processes together (with several workers, the primary's and theirs). */
@@ -326,6 +349,13 @@ async function main() {
     log(`minted ${JWS_SAMPLE.toLocaleString('en-US')} ${algorithm} embed tokens`);
   }
 
+  // 2c. --plain-index: the operator's index, made on the live table while the server runs.
+  if (options.plainIndex) {
+    const started = performance.now();
+    await makePlainIndex(database.url);
+    log(`made the plain index on the live table in ${((performance.now() - started) / 1000).toFixed(1)} s: ${PLAIN_INDEX}`);
+  }
+
   // 3. One real response per scenario: what the ceiling will answer.
   const outcomes: ScenarioOutcome[] = [];
   const canned: Record<string, ProbeResponse> = {};
@@ -386,7 +416,12 @@ async function main() {
         durationSeconds: options.duration,
         warmupSeconds: options.warmup,
       };
+      const ceilingCpuBefore = cpuSeconds([ceiling.pid]).get(ceiling.pid) ?? 0;
       const ceilingResult = await runLoad(path.join(work, `${outcome.name}-${round}-ceiling.json`), { ...job, url: ceiling.url, data: dataFor('c', round) });
+      // Warm-up included, as for the server; its requests counted at the measurement's rate (the ceiling keeps no count).
+      const ceilingCpuMsPerRequest =
+        (((cpuSeconds([ceiling.pid]).get(ceiling.pid) ?? 0) - ceilingCpuBefore) * 1000) /
+        Math.max(1, ceilingResult.requestsPerSecond * (job.warmupSeconds + job.durationSeconds));
       const { signingAlgorithm, pagerLimit } = scenarioByName(outcome.name);
       if (signingAlgorithm) await signWith(signingAlgorithm);
       // A mixed load: the server alone first, then the same load while one client pages through every group.
@@ -395,7 +430,7 @@ async function main() {
           ? undefined
           : await runLoad(path.join(work, `${outcome.name}-${round}-alone.json`), { ...job, url: server.url, data: dataFor('s', round) });
       const pager = pagerLimit === undefined ? undefined : pageThroughEveryGroup(server.url, seed.apiToken, pagerLimit);
-      const [serverResult, cpu] = await withServerCpu(server, () =>
+      const [serverResult, cpu] = await withServerCpu(server, database.url, () =>
         runLoad(path.join(work, `${outcome.name}-${round}-server.json`), { ...job, url: server.url, data: dataFor('s', round) }),
       );
       const paged = await pager?.stop();
@@ -415,11 +450,17 @@ async function main() {
         throw new Error(`the server exited during ${outcome.name}:\n${server.stderrTail()}`);
       }
       const ratio = serverResult.requestsPerSecond / ceilingResult.requestsPerSecond;
-      measured.set(outcome, [...(measured.get(outcome) ?? []), { ceiling: ceilingResult, server: serverResult, ratio, cpu, paging }]);
+      measured.set(outcome, [
+        ...(measured.get(outcome) ?? []),
+        { ceiling: ceilingResult, server: serverResult, ratio, cpu: { ...cpu, ceilingMsPerRequest: ceilingCpuMsPerRequest }, paging },
+      ]);
       if (job.connections < options.connections) outcome.connections = job.connections;
       log(
         `  ${outcome.name}${options.rounds > 1 ? ` (round ${round + 1})` : ''}${job.connections < options.connections ? ` (${job.connections} connections)` : ''}: server ${fmt(serverResult.requestsPerSecond)} req/s ` +
-          `(p99 ${fmt(serverResult.latencyP99Ms)} ms, ${badCount(serverResult)} bad, CPU ${fmt(cpu.msPerRequest, 3)} ms/request), ceiling ${fmt(ceilingResult.requestsPerSecond)} req/s: ${(ratio * 100).toFixed(1)} %`,
+          `(p99 ${fmt(serverResult.latencyP99Ms)} ms, ${badCount(serverResult)} bad, CPU ${fmt(cpu.msPerRequest, 3)} ms/request, ` +
+          `${cpu.databaseMsPerRequest === null ? '' : `database CPU ${fmt(cpu.databaseMsPerRequest, 3)} ms/request, `}${fmt(cpu.statementsPerRequest, 2)} statements/request, ` +
+          `load generator CPU ${fmt(serverResult.cpuMsPerRequest, 3)} ms/request), ` +
+          `ceiling ${fmt(ceilingResult.requestsPerSecond)} req/s (CPU ${fmt(ceilingCpuMsPerRequest, 3)} ms/request, load generator ${fmt(ceilingResult.cpuMsPerRequest, 3)}): ${(ratio * 100).toFixed(1)} %`,
       );
       if (paging) log(`    ${pagingLine(paging)}`);
     }
@@ -473,6 +514,8 @@ async function main() {
     seedSeconds: Number(seed.seconds.toFixed(1)),
     /** PostgreSQL: whether user_groups had planner statistics at the end of the run (by --analyze or autovacuum). */
     plannerStatistics: statistics,
+    /** --plain-index: the index made on the live table before the probes, or null. */
+    plainIndex: options.plainIndex ? PLAIN_INDEX : null,
     primed: options.prime,
     primeSeconds: primeSeconds === null ? null : Number(primeSeconds.toFixed(1)),
     serverMemory: {
@@ -516,7 +559,7 @@ async function main() {
   fs.mkdirSync(options.resultsDir, { recursive: true });
   const file = path.join(
     options.resultsDir,
-    `${database.backend}${statistics?.analyzed ? '-analyzed' : ''}${options.workers > 1 ? `-${options.workers}workers` : ''}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`,
+    `${database.backend}${statistics?.analyzed ? '-analyzed' : ''}${options.plainIndex ? '-plain-index' : ''}${options.workers > 1 ? `-${options.workers}workers` : ''}-${options.groups}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`,
   );
   fs.writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
   console.log(`\nwritten: ${path.relative(process.cwd(), file)}`);
@@ -536,6 +579,8 @@ function printTable(outcomes: ScenarioOutcome[]) {
     'vs ceiling',
     'response B',
     'CPU ms/req',
+    'DB CPU ms/req',
+    'stmts/req',
   ];
   const rows = outcomes.map((o) =>
     o.skipped
@@ -552,6 +597,8 @@ function printTable(outcomes: ScenarioOutcome[]) {
           o.ratio === undefined ? '-' : `${(o.ratio * 100).toFixed(1)} %`,
           fmt(o.responseBytes),
           fmt(o.serverCpu?.msPerRequest, 3),
+          fmt(o.serverCpu?.databaseMsPerRequest ?? undefined, 3),
+          fmt(o.serverCpu?.statementsPerRequest, 2),
         ],
   );
   const widths = header.map((h, i) => Math.max(h.length, ...rows.filter((r) => r.length > 2).map((r) => r[i]?.length ?? 0)));
@@ -580,7 +627,7 @@ function printScaleComparison(dir: string, backend: string, workers: number) {
       const report = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
       // Only runs that measured a hit scenario say anything about scale; analyzed runs are another state.
       if (!report.scenarios?.some((s: ScenarioOutcome) => s.name.startsWith('hit') && s.server)) continue;
-      if (report.plannerStatistics?.analyzed) continue;
+      if (report.plannerStatistics?.analyzed || report.plainIndex) continue;
       if ((report.workers ?? 1) !== workers) continue; // more processes: another machine, in effect
       const known = latest.get(report.groups);
       if (!known || known.report.startedAt < report.startedAt) latest.set(report.groups, { file, report });

@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
-import { ownedBy, ownedByAccount, type Tenant } from '../db/tenant.ts';
+import { groupWithId, ownedBy, ownedByAccount, type Tenant } from '../db/tenant.ts';
 import { appendEvents, type ChangeEvent, type EventType } from '../events/outbox.ts';
 import type { Actor } from './actor.ts';
 
@@ -136,9 +136,7 @@ export async function userGroupHistory(db: Kysely<Database>, key: Tenant & { pro
   const group = await db
     .selectFrom('user_groups')
     .select('team_id')
-    .where('account_id', '=', key.accountId)
-    .where('environment', '=', key.environment)
-    .where('provided_id', '=', key.providedId)
+    .where(groupWithId('user_groups', key, key.providedId))
     .executeTakeFirst();
   if (group) {
     return db

@@ -37,6 +37,7 @@ import {
   type SchemaChange,
 } from './schema-changes.ts';
 import { secretKeys } from './migrations/0018-secret-keys.ts';
+import { scopedIds } from './migrations/0019-scoped-ids.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -74,6 +75,7 @@ export function expandChanges(dialect: Dialect): SchemaChange[] {
   return [
     { name: '0017-instance-registry', kind: 'expand', migration: instanceRegistry(dialect) },
     { name: '0018-secret-keys', kind: 'expand', migration: secretKeys() },
+    { name: '0019-scoped-ids', kind: 'expand', migration: scopedIds() },
   ];
 }
 

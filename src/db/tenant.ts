@@ -7,8 +7,9 @@
 // ownedBy (a filter on the rows an index found), ownedByAccount (the same for an account's
 // rows in every environment), sameTenant (a join by key), walkHeldToTenant (a page walked by
 // an index range, held to the tenant where each backend plans it well; heldToTenant is its
-// statement, walkLimit its limit). A statement whose index leads with (account_id,
-// environment) names them as plain columns: they are its range.
+// statement, walkLimit its limit, keyedWalk its range), groupWithId (a group by its
+// user_group_id). A statement whose index leads with (account_id, environment) names them as
+// plain columns: they are its range.
 import { sql } from './kysely.ts';
 import type { Compilable, Expression, Kysely, RawBuilder } from 'kysely';
 import { dialectOf } from './database.ts';
@@ -22,13 +23,17 @@ export interface Tenant {
 
 /**
  * The tenant's rows of `table` (or of its alias), as filters on the rows an index found:
- * `account_id + 0` is a value, not the column, so that no planner takes it for an index
- * condition and walks the identity index (account_id, environment, …) where another index
- * must drive, as it would without statistics (migration 0002). For statements whose index
- * leads with the account, write the plain condition instead (it is that index's range).
+ * `account_id + 0` and `environment || ''` are values, not the columns, so that no planner
+ * takes them for an index condition and walks an index that holds them (the identity key
+ * (account_id, environment, …), or any index an operator adds) where another index must
+ * drive, as it would without statistics (migration 0002). PostgreSQL also reads an index by a
+ * column that is not its first, in a bitmap: `environment = 'Customer'` alone made it read a
+ * whole index of (account_id, environment, …) beside a search's range (docs/operations.md,
+ * "Indexes you may add"). For statements whose index leads with the account, write the plain
+ * condition instead (it is that index's range).
  */
 export function ownedBy(table: string, tenant: Tenant): RawBuilder<boolean> {
-  return sql<boolean>`(${sql.ref(`${table}.account_id`)} + 0 = ${tenant.accountId} and ${sql.ref(`${table}.environment`)} = ${tenant.environment})`;
+  return sql<boolean>`(${sql.ref(`${table}.account_id`)} + 0 = ${tenant.accountId} and ${sql.ref(`${table}.environment`)} || '' = ${tenant.environment})`;
 }
 
 /**
@@ -38,7 +43,7 @@ export function ownedBy(table: string, tenant: Tenant): RawBuilder<boolean> {
  * PostgreSQL walk the whole tenant for each parent.
  */
 export function sameTenant(alias: string, of: string): RawBuilder<boolean> {
-  return sql<boolean>`${sql.ref(`${alias}.account_id`)} + 0 = ${sql.ref(`${of}.account_id`)} and ${sql.ref(`${alias}.environment`)} = ${sql.ref(`${of}.environment`)}`;
+  return sql<boolean>`${sql.ref(`${alias}.account_id`)} + 0 = ${sql.ref(`${of}.account_id`)} and ${sql.ref(`${alias}.environment`)} || '' = ${sql.ref(`${of}.environment`)}`;
 }
 
 /**
@@ -86,15 +91,77 @@ export function walkHeldToTenant<Row>(
   return rowsOf(db, heldToTenant(db, tenant, walked, walk));
 }
 
-/** The statement walkHeldToTenant runs, for a caller that prepares it once (a prepared read, db/prepared-read.ts). */
+/**
+ * The statement walkHeldToTenant runs, for a caller that prepares it once (a prepared read,
+ * db/prepared-read.ts). `orderBy`: the walk's order, by the columns it selects (a keyedWalk
+ * selects its key as `walk_key`, and is ordered by it, then team_id).
+ */
 export function heldToTenant<Row>(
   db: Kysely<Database>,
   tenant: Tenant,
-  { table, orderBy }: { table: string; orderBy: string },
+  { table, orderBy }: { table: string; orderBy: string | readonly string[] },
   walk: (tenantBesideRange: RawBuilder<boolean>) => RangeWalk<Row>,
 ): RangeWalk<Row> {
   if (dialectOf(db) === 'sqlite') return walk(ownedBy(table, tenant));
-  return sql<Row>`select page.* from ${asSubquery(walk(sql<boolean>`true`))} page where ${ownedBy('page', tenant)} order by ${sql.ref(`page.${orderBy}`)}`;
+  const order = sql.join((typeof orderBy === 'string' ? [orderBy] : orderBy).map((column) => sql.ref(`page.${column}`)));
+  return sql<Row>`select page.* from ${asSubquery(walk(sql<boolean>`true`))} page where ${ownedBy('page', tenant)} order by ${order}`;
+}
+
+/** An index of user_groups on (key, team_id) that a page walks (migrations 0002, 0003): its name, and its key as it writes it. */
+export interface KeyedIndex {
+  name: string;
+  key: RawBuilder<unknown>;
+}
+
+/** The parts of a walk of a KeyedIndex: the table to read it from, the range, the order, and (PostgreSQL) the key as a column `walk_key`. */
+export interface KeyedWalk {
+  from: RawBuilder<unknown>;
+  range: RawBuilder<boolean>;
+  orderBy: RawBuilder<unknown>;
+  /** `, <key> as walk_key` on PostgreSQL, for heldToTenant's order by walk_key, team_id; nothing on SQLite. */
+  walkKey: RawBuilder<unknown>;
+  /** The columns heldToTenant orders the walk's rows by. */
+  heldOrder: readonly string[];
+}
+
+/**
+ * The rows of `index` whose key is `value`, after `afterTeamId`, in team_id order, written so
+ * that only `index` can serve them, whatever other indexes exist and whatever the statistics
+ * say (docs/operations.md, "Indexes you may add"). Written as `key = value and team_id > after
+ * order by team_id`, the walk is open to the primary key too: the key is then one value to the
+ * planner, the order is team_id's, and the primary key has it, with the key as a filter. With
+ * statistics that say the key matches most rows (taken when the table was small, or with one
+ * large tenant), both backends walked the primary key, which crosses every other tenant's rows
+ * after the cursor (docs/performance.md, "Why the code is the way it is"). So:
+ *
+ * - PostgreSQL: a row comparison from (value, afterTeamId) on the index's two columns, up to
+ *   the key's end, ordered by both: no other index has that order.
+ * - SQLite: `indexed by` the index (a row comparison on an expression is no index range there).
+ *
+ * `valueAgain` is `value` once more (a prepared read takes each value once): the range's end.
+ */
+export function keyedWalk(
+  db: Kysely<Database>,
+  index: KeyedIndex,
+  { value, valueAgain, afterTeamId }: { value: unknown; valueAgain: unknown; afterTeamId: unknown },
+): KeyedWalk {
+  const end = sql<boolean>`${index.key} <= ${valueAgain}`;
+  if (dialectOf(db) === 'sqlite') {
+    return {
+      from: sql`user_groups indexed by ${sql.id(index.name)}`,
+      range: sql<boolean>`${index.key} = ${value} and user_groups.team_id > ${afterTeamId} and ${end}`,
+      orderBy: sql`user_groups.team_id`,
+      walkKey: sql``,
+      heldOrder: ['team_id'],
+    };
+  }
+  return {
+    from: sql`user_groups`,
+    range: sql<boolean>`(${index.key}, user_groups.team_id) > (${value}, ${afterTeamId}) and ${end}`,
+    orderBy: sql`${index.key}, user_groups.team_id`,
+    walkKey: sql`, ${index.key} as walk_key`,
+    heldOrder: ['walk_key', 'team_id'],
+  };
 }
 
 /**
@@ -118,4 +185,29 @@ async function rowsOf<Row>(db: Kysely<Database>, statement: RangeWalk<Row>): Pro
 /** The tenant as one text, `<account_id>/<environment>`: how the listing indexes and the tag table spell it (migrations 0002, 0003). */
 export function scopeOf(tenant: Tenant): string {
   return `${tenant.accountId}/${tenant.environment}`;
+}
+
+/**
+ * A group's scoped id, `<account_id>/<environment>/<user_group_id>`, of `table`'s row (user_groups
+ * or an alias of it): the expression migration 0019 indexes, written as there. A lookup or a
+ * search by user_group_id reads that index, which no plain index an operator adds can serve,
+ * where (account_id, environment, provided_id) can be served by any index that leads with
+ * account_id (docs/operations.md, "Indexes you may add").
+ */
+export function scopedIdOf(table = 'user_groups'): RawBuilder<string> {
+  const column = (name: string) => sql.ref(`${table}.${name}`);
+  return sql<string>`(cast(${column('account_id')} as text) || '/' || ${column('environment')} || '/' || ${column('provided_id')})`;
+}
+
+/** The scoped id of a user_group_id in a tenant (scopedIdOf): the value a lookup looks for. */
+export function scopedId(tenant: Tenant, providedId: string): string {
+  return `${scopeOf(tenant)}/${providedId}`;
+}
+
+/**
+ * The group of the tenant whose user_group_id is `providedId` (one at most): its scoped id, one
+ * probe of its index, held to the tenant by ownedBy.
+ */
+export function groupWithId(table: string, tenant: Tenant, providedId: string): RawBuilder<boolean> {
+  return sql<boolean>`${scopedIdOf(table)} = ${scopedId(tenant, providedId)} and ${ownedBy(table, tenant)}`;
 }

@@ -8,7 +8,7 @@ import { USER_GROUP_COLUMN_TYPES, type Database, type Environment, type UserGrou
 import type { BatchedRow, PreparedRead } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import { dialectOf } from '../db/database.ts';
-import { ownedBy, sameTenant } from '../db/tenant.ts';
+import { ownedBy, sameTenant, scopedIdOf } from '../db/tenant.ts';
 import { resolveAncestry, resolveChain, type Ancestry, type ChainRow, type ResolvedGroup } from './group-chain.ts';
 
 /** Every column, named: prepared statements must not depend on `select *` (see preparedRead). */
@@ -94,11 +94,15 @@ export function parentJoin(
  * "Why the code is the way it is"). A deeper hierarchy (UGS_MAX_HIERARCHY_DEPTH
  * above 3) shows in `beyond_team_id`, and its chain is then read whole.
  */
-export function withAncestry<R>(columns: readonly string[], where: RawBuilder<unknown>): RawBuilder<R & Ancestry> {
+export function withAncestry<R>(
+  columns: readonly string[],
+  where: RawBuilder<unknown>,
+  from: RawBuilder<unknown> = sql`user_groups`,
+): RawBuilder<R & Ancestry> {
   return sql<R & Ancestry>`select ${qualified('user_groups', columns)},
       p1.provided_id as parent_provided_id, p1.mapping as parent_mapping, p1.properties as parent_properties,
       p2.mapping as grandparent_mapping, p2.properties as grandparent_properties, p2.parent_team_id as beyond_team_id
-    from user_groups
+    from ${from}
     left join user_groups p1 on p1.team_id = user_groups.parent_team_id and ${sameTenant('p1', 'user_groups')}
     left join user_groups p2 on p2.team_id = p1.parent_team_id and ${sameTenant('p2', 'p1')}
     where ${where}`;
@@ -113,9 +117,40 @@ export function batchedWithAncestry<R>(
   columns: readonly string[],
   unnest: RawBuilder<unknown>,
   where: RawBuilder<unknown>,
+  from?: RawBuilder<unknown>,
 ): RawBuilder<BatchedRow<R & Ancestry>> {
   return sql<BatchedRow<R & Ancestry>>`select k.batch_index, g.* from ${unnest}
-    cross join lateral (${withAncestry(columns, where)} limit 1) g`;
+    cross join lateral (${withAncestry(columns, where, from)} limit 1) g`;
+}
+
+/**
+ * A group with its ancestry (withAncestry) by its scoped id (tenant.ts, scopedIdOf), held to its
+ * tenant by `held` (ownedBy, sameTenant): one probe of the scoped id index (migration 0019).
+ * On PostgreSQL the probe is a subquery of one row (scopedIdProbe), and `held` filters what it
+ * found; on SQLite, which plans the probe the same either way, `held` sits beside it.
+ */
+export function withAncestryByScopedId<R>(
+  db: Kysely<Database>,
+  columns: readonly string[],
+  scopedId: unknown,
+  held: RawBuilder<boolean>,
+): RawBuilder<R & Ancestry> {
+  if (dialectOf(db) === 'sqlite') return withAncestry<R>(columns, sql`${scopedIdOf()} = ${scopedId} and ${held}`);
+  return withAncestry<R>(columns, held, scopedIdProbe(columns, scopedId));
+}
+
+/**
+ * PostgreSQL: the group whose scoped id is `scopedId`, as a table `user_groups` of one row at
+ * most, with `columns` and what withAncestry joins by, for withAncestry's `from`. A scoped id
+ * names one group, so `limit 1` loses nothing; it is there for the planner, and so is the
+ * tenant's condition outside it: a table without statistics makes PostgreSQL expect a few rows
+ * in 200 for the index's value, and fewer again for each condition beside it, one row in all,
+ * and it then read the index into a bitmap before fetching that row; told that the first row
+ * is enough, it walks the index to it (docs/performance.md, "Why the code is the way it is").
+ */
+export function scopedIdProbe(columns: readonly string[], scopedId: unknown): RawBuilder<unknown> {
+  const carried = [...new Set([...withTenant(columns), 'parent_team_id'])];
+  return sql`(select ${qualified('user_groups', carried)} from user_groups where ${scopedIdOf()} = ${scopedId} limit 1) user_groups`;
 }
 
 /** A group's chain by its team_id, within its tenant (the seed of a prepared chain read). */

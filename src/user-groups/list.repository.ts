@@ -10,7 +10,19 @@ import type { Database, Environment } from '../db/schema.ts';
 import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import { dialectOf } from '../db/database.ts';
-import { asSubquery, heldToTenant, ownedBy, sameTenant, scopeOf, walkLimit, type RangeWalk, type Tenant } from '../db/tenant.ts';
+import {
+  asSubquery,
+  heldToTenant,
+  keyedWalk,
+  ownedBy,
+  sameTenant,
+  scopedIdOf,
+  scopeOf,
+  walkLimit,
+  type KeyedIndex,
+  type RangeWalk,
+  type Tenant,
+} from '../db/tenant.ts';
 import { prefixEnd } from '../db/code-point-order.ts';
 import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
 import { batchedChainStatement, chainStatement, LISTED_COLUMNS, teamIdInTenant, type ListedRow } from './group-sql.ts';
@@ -23,8 +35,15 @@ import { finishWrittenPage, lastShownTeamId, writtenRows, type ResolveChains, ty
  */
 const scope = sql<string>`(cast(account_id as text) || '/' || environment)`;
 const scopedName = sql<string>`(cast(account_id as text) || '/' || environment || '/' || name)`;
+/** provided_id as a value that no index holds (its collation stays the column's). */
+const unindexedId = sql<string>`(provided_id || '')`;
 /** The level index's expression (migration 0003). */
 const scopedLevel = sql<string>`(cast(account_id as text) || '/' || environment || '#' || hierarchy_level)`;
+
+/** The indexes a page walks in team_id order after its cursor (keyedWalk): the listing, a level, a parent's children. */
+const LISTING: KeyedIndex = { name: 'user_groups_listing', key: scope };
+const LEVEL: KeyedIndex = { name: 'user_groups_level', key: scopedLevel };
+const CHILDREN: KeyedIndex = { name: 'user_groups_children', key: sql`user_groups.parent_team_id` };
 
 /**
  * Above every scoped text of the tenant (`<scope>/…`): '0' is the code point after '/'. The
@@ -67,18 +86,26 @@ export async function listUserGroups(db: Kysely<Database>, reads: HotReads, filt
     return finishWrittenPage([{ rows, shown: filter.limit }], resolve);
   }
   if (filter.parentTeamId === undefined && filter.level === undefined && filter.tag === undefined) return listingInParts(reads, filter, resolve);
-  const walk = heldToTenant<ListedRow>(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => {
-    if (filter.tag !== undefined) return pageByTag(db, filter, filter.tag, tenant);
-    const page = db.selectFrom('user_groups').select(LISTED_COLUMNS).where(tenant);
-    const walked =
-      filter.parentTeamId !== undefined
-        ? page.where('parent_team_id', '=', filter.parentTeamId).where(otherFilters(filter, 'parent'))
-        : page.where(scopedLevel, '=', `${scopeOf(filter)}#${filter.level}`);
-    return walked
-      .where('team_id', '>', filter.afterTeamId)
-      .orderBy('team_id')
-      .limit(walkLimit(db, filter.limit + 1));
-  });
+  const limit = walkLimit(db, filter.limit + 1);
+  const walk =
+    filter.tag !== undefined
+      ? heldToTenant<ListedRow>(db, filter, { table: 'user_groups', orderBy: 'team_id' }, (tenant) => pageByTag(db, filter, filter.tag!, tenant))
+      : filter.parentTeamId !== undefined
+        ? keyedPage(
+            db,
+            filter,
+            CHILDREN,
+            { value: filter.parentTeamId, valueAgain: filter.parentTeamId, afterTeamId: filter.afterTeamId },
+            limit,
+            otherFilters(filter, 'parent'),
+          )
+        : keyedPage(
+            db,
+            filter,
+            LEVEL,
+            { value: `${scopeOf(filter)}#${filter.level}`, valueAgain: `${scopeOf(filter)}#${filter.level}`, afterTeamId: filter.afterTeamId },
+            limit,
+          );
   return finishWrittenPage([{ rows: await firstRow(db, writtenRows(dialectOf(db), walk)), shown: filter.limit }], resolve);
 }
 
@@ -101,7 +128,7 @@ async function listingInParts(reads: HotReads, filter: ListFilter, resolve: Reso
   let afterTeamId = filter.afterTeamId;
   for (let left = filter.limit; ; ) {
     const shown = Math.min(LISTING_PART, left);
-    const rows = (await reads.first(selectListingPage, filter.accountId, filter.environment, scopeOf(filter), afterTeamId, shown + 1))!;
+    const rows = (await reads.first(selectListingPage, filter.accountId, filter.environment, scopeOf(filter), afterTeamId, scopeOf(filter), shown + 1))!;
     parts.push({ rows, shown });
     left -= shown;
     if (Number(rows.walked) <= shown || left === 0) return finishWrittenPage(parts, resolve);
@@ -116,30 +143,46 @@ async function listingInParts(reads: HotReads, filter: ListFilter, resolve: Reso
  * column the planner cannot read, held to its tenant (sameTenant against the call's own values).
  */
 const selectListingPage = preparedRead(
-  (db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, limit: number) =>
+  (db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, scopeTextAgain: string, limit: number) =>
     writtenRows(
       dialectOf(db),
-      heldToTenant<ListedRow>(db, { accountId, environment }, { table: 'user_groups', orderBy: 'team_id' }, (tenant) =>
-        db
-          .selectFrom('user_groups')
-          .select(LISTED_COLUMNS)
-          .where(tenant)
-          .where(scope, '=', scopeText)
-          .where('team_id', '>', afterTeamId)
-          .orderBy('team_id')
-          .limit(walkLimit(db, limit)),
-      ),
+      keyedPage(db, { accountId, environment }, LISTING, { value: scopeText, afterTeamId, valueAgain: scopeTextAgain }, walkLimit(db, limit)),
     ),
   {
-    batched: (accountIds, environments, scopeTexts, afterTeamIds, limits) =>
-      batchedPages(
-        sql`unnest(${accountIds}::int8[], ${environments}::text[], ${scopeTexts}::text[], ${afterTeamIds}::int8[], ${limits}::int8[])
-          with ordinality as k(account_id, environment, scope, after_team_id, page_limit, batch_index)`,
-        sql`select ${columnsOf('user_groups')} from user_groups
-          where ${scope} = k.scope and user_groups.team_id > k.after_team_id order by user_groups.team_id limit k.page_limit`,
-      ),
+    batched: (accountIds, environments, scopeTexts, afterTeamIds, scopeTextsAgain, limits, db) => {
+      const walk = keyedWalk(db, LISTING, { value: sql`k.scope`, afterTeamId: sql`k.after_team_id`, valueAgain: sql`k.scope_again` });
+      return batchedPages(
+        sql`unnest(${accountIds}::int8[], ${environments}::text[], ${scopeTexts}::text[], ${afterTeamIds}::int8[], ${scopeTextsAgain}::text[], ${limits}::int8[])
+          with ordinality as k(account_id, environment, scope, after_team_id, scope_again, page_limit, batch_index)`,
+        sql`select ${columnsOf('user_groups')} from ${walk.from} where ${walk.range} order by ${walk.orderBy} limit k.page_limit`,
+      );
+    },
   },
 );
+
+/**
+ * A page walked by `index` (keyedWalk) after the cursor, up to `limit` (walkLimit), with the
+ * filters it does not walk by (`others`), held to the tenant.
+ */
+function keyedPage(
+  db: Kysely<Database>,
+  tenant: Tenant,
+  index: KeyedIndex,
+  bounds: Parameters<typeof keyedWalk>[2],
+  limit: RawBuilder<number>,
+  others: RawBuilder<boolean> = sql<boolean>`true`,
+): RangeWalk<ListedRow> {
+  const walk = keyedWalk(db, index, bounds);
+  return heldToTenant<ListedRow>(
+    db,
+    tenant,
+    { table: 'user_groups', orderBy: walk.heldOrder },
+    (tenantBesideRange) =>
+      sql<ListedRow>`select ${columnsOf('user_groups')}${walk.walkKey} from ${walk.from}
+      where ${walk.range} and ${tenantBesideRange} and ${others}
+      order by ${walk.orderBy} limit ${limit}`,
+  );
+}
 
 const columnsOf = (table: string) => sql.join(LISTED_COLUMNS.map((column) => sql.ref(`${table}.${column}`)));
 
@@ -173,36 +216,39 @@ function otherFilters(filter: ListFilter, driver: Driver): RawBuilder<boolean> {
 interface SearchValues {
   accountId: number;
   environment: Environment;
-  prefix: string;
-  /** prefixEnd(prefix); undefined when there is none. */
-  end: string | undefined;
+  /** The id range: the scoped ids (migration 0019) from the prefix's to its end's. */
+  idFrom: string;
+  idTo: string;
   afterTeamId: number;
-  scopedPrefix: string;
-  scopedEnd: string;
+  /** The name range, the same texts over the scoped names. */
+  nameFrom: string;
+  nameTo: string;
   accountId2: number;
   environment2: Environment;
   afterTeamId2: number;
-  /** The prefix again, and its end again: the rows the first range found. */
-  prefix2: string;
-  end2: string | undefined;
+  /** The prefix, and its end (prefixEnd; undefined when there is none): the rows the first range found. */
+  prefix: string;
+  end: string | undefined;
   /** The walk's limit: one more than the page shows. */
   limit: number;
 }
 
 function searchValues(filter: ListFilter, prefix: string, end: string | undefined): SearchValues {
+  const from = `${scopeOf(filter)}/${prefix}`;
+  const to = end === undefined ? scopeEnd(filter) : `${scopeOf(filter)}/${end}`;
   return {
     accountId: filter.accountId,
     environment: filter.environment,
-    prefix,
-    end,
+    idFrom: from,
+    idTo: to,
     afterTeamId: filter.afterTeamId,
-    scopedPrefix: `${scopeOf(filter)}/${prefix}`,
-    scopedEnd: end === undefined ? scopeEnd(filter) : `${scopeOf(filter)}/${end}`,
+    nameFrom: from,
+    nameTo: to,
     accountId2: filter.accountId,
     environment2: filter.environment,
     afterTeamId2: filter.afterTeamId,
-    prefix2: prefix,
-    end2: end,
+    prefix,
+    end,
     limit: filter.limit + 1,
   };
 }
@@ -227,16 +273,16 @@ const selectSearchPage = preparedRead(
       const types: Record<keyof SearchValues, string> = {
         accountId: 'int8',
         environment: 'text',
-        prefix: 'text',
-        end: 'text',
+        idFrom: 'text',
+        idTo: 'text',
         afterTeamId: 'int8',
-        scopedPrefix: 'text',
-        scopedEnd: 'text',
+        nameFrom: 'text',
+        nameTo: 'text',
         accountId2: 'int8',
         environment2: 'text',
         afterTeamId2: 'int8',
-        prefix2: 'text',
-        end2: 'text',
+        prefix: 'text',
+        end: 'text',
         limit: 'int8',
       };
       const arrays = SEARCH_ARGS.map((key, i) => sql`${columns[i]}::${sql.raw(types[key])}[]`);
@@ -254,7 +300,7 @@ function listByPrefix(db: Kysely<Database>, filter: ListFilter, prefix: string, 
 }
 
 /**
- * Two index ranges (the identity index, the name search index), in code-point order on both
+ * Two index ranges (the scoped id index, the name search index), in code-point order on both
  * backends, so a search costs what the groups it matches cost.
  */
 function searchPage(db: Kysely<Database>, v: SearchValues, others: RawBuilder<boolean>) {
@@ -264,22 +310,22 @@ function searchPage(db: Kysely<Database>, v: SearchValues, others: RawBuilder<bo
   const byId = db
     .selectFrom('user_groups')
     .select(LISTED_COLUMNS)
-    .where('account_id', '=', v.accountId)
-    .where('environment', '=', v.environment)
-    .where('provided_id', '>=', v.prefix)
-    .$if(v.end !== undefined, (q) => q.where('provided_id', '<', v.end!))
+    .where(scopedIdOf(), '>=', v.idFrom)
+    .where(scopedIdOf(), '<', v.idTo)
+    .where(ownedBy('user_groups', { accountId: v.accountId, environment: v.environment }))
     .where(sql<boolean>`team_id + 0 > ${v.afterTeamId}`)
     .where(others);
   const byName = db
     .selectFrom('user_groups')
     .select(LISTED_COLUMNS)
-    .where(scopedName, '>=', v.scopedPrefix)
-    .where(scopedName, '<', v.scopedEnd)
+    .where(scopedName, '>=', v.nameFrom)
+    .where(scopedName, '<', v.nameTo)
     .where(ownedBy('user_groups', { accountId: v.accountId2, environment: v.environment2 }))
     .where(sql<boolean>`team_id + 0 > ${v.afterTeamId2}`)
     .where(others)
-    // Those the first range found already: the two halves never share a row.
-    .where((eb) => eb.or([eb('provided_id', '<', v.prefix2), ...(v.end2 === undefined ? [] : [eb('provided_id', '>=', v.end2)])]));
+    // Those the first range found already: the two halves never share a row. A value, not the
+    // column: as a condition on the column, an index on provided_id was read beside the range.
+    .where((eb) => eb.or([eb(unindexedId, '<', v.prefix), ...(v.end === undefined ? [] : [eb(unindexedId, '>=', v.end)])]));
   return byId.unionAll(byName).orderBy('team_id').limit(v.limit);
 }
 

@@ -7,10 +7,10 @@ import { preparedRead } from '../db/prepared-read.ts';
 import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { Dialect } from '../db/database.ts';
-import { ownedBy, type Tenant } from '../db/tenant.ts';
+import { groupWithId, ownedBy, sameTenant, scopedId, scopedIdOf, type Tenant } from '../db/tenant.ts';
 import { sealingKeyId } from '../crypto/stored-keys.ts';
 import type { ResolvedGroup } from './group-chain.ts';
-import { batchedWithAncestry, chainStatement, resolveHotRow, teamIdInTenant, USER_GROUP_COLUMNS, withAncestry } from './group-sql.ts';
+import { batchedWithAncestry, chainStatement, resolveHotRow, scopedIdProbe, teamIdInTenant, USER_GROUP_COLUMNS, withAncestryByScopedId } from './group-sql.ts';
 
 /** A user group's identity: its tenant and the caller's user_group_id (the unique key). */
 export interface GroupIdentity extends Tenant {
@@ -20,19 +20,22 @@ export interface GroupIdentity extends Tenant {
 /** A group to insert: columns that may be null (and those with defaults) may be left out. */
 export type NewUserGroup = Insertable<UserGroupsTable>;
 
+/**
+ * A group by its identity, with its ancestors: its scoped id (migration 0019; group-sql.ts,
+ * withAncestryByScopedId), held to the tenant. The batched form takes the calls' tenants and scoped ids
+ * as `k`.
+ */
 const selectUserGroupByKey = preparedRead(
-  (_db, accountId: number, environment: Environment, providedId: string) =>
-    withAncestry<UserGroupRow>(
-      USER_GROUP_COLUMNS,
-      sql`user_groups.account_id = ${accountId} and user_groups.environment = ${environment} and user_groups.provided_id = ${providedId}`,
-    ),
+  (db, scopedIdValue: string, accountId: number, environment: Environment) =>
+    withAncestryByScopedId<UserGroupRow>(db, USER_GROUP_COLUMNS, scopedIdValue, ownedBy('user_groups', { accountId, environment })),
   {
-    batched: (accountIds, environments, providedIds) =>
+    batched: (scopedIds, accountIds, environments) =>
       batchedWithAncestry<UserGroupRow>(
         USER_GROUP_COLUMNS,
-        sql`unnest(${accountIds}::int8[], ${environments}::text[], ${providedIds}::text[])
-          with ordinality as k(account_id, environment, provided_id, batch_index)`,
-        sql`user_groups.account_id = k.account_id and user_groups.environment = k.environment and user_groups.provided_id = k.provided_id`,
+        sql`unnest(${scopedIds}::text[], ${accountIds}::int8[], ${environments}::text[])
+          with ordinality as k(scoped_id, account_id, environment, batch_index)`,
+        sameTenant('user_groups', 'k'),
+        scopedIdProbe(USER_GROUP_COLUMNS, sql`k.scoped_id`),
       ),
   },
 );
@@ -41,16 +44,15 @@ const selectUserGroupChainByTeamId = preparedRead((db, accountId: number, enviro
   chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
 );
 
-/** The hot path of get-or-create: the group by its identity (unique index) with its ancestors' values, committed rows. */
+/** The hot path of get-or-create: the group by its identity (its scoped id) with its ancestors' values, committed rows. */
 export async function findUserGroup(reads: HotReads, key: GroupIdentity): Promise<ResolvedGroup | undefined> {
-  const row = await reads.first(selectUserGroupByKey, key.accountId, key.environment, key.providedId);
+  const row = await reads.first(selectUserGroupByKey, scopedId(key, key.providedId), key.accountId, key.environment);
   return row && resolveHotRow(reads, row, selectUserGroupChainByTeamId);
 }
 
 /** A group and its ancestors by the group's identity, inside a transaction (a parent a write names); empty when there is none. */
 export async function findUserGroupChainByIdentity(db: Kysely<Database>, key: GroupIdentity): Promise<UserGroupRow[]> {
-  const seed = sql`user_groups.account_id = ${key.accountId} and user_groups.environment = ${key.environment} and user_groups.provided_id = ${key.providedId}`;
-  const { rows } = await chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, seed).execute(db);
+  const { rows } = await chainStatement<UserGroupRow>(db, USER_GROUP_COLUMNS, groupWithId('user_groups', key, key.providedId)).execute(db);
   return rows;
 }
 
@@ -78,9 +80,7 @@ export function findUserGroupForUpdate(
   return trx
     .selectFrom('user_groups')
     .select(USER_GROUP_COLUMNS)
-    .where('account_id', '=', key.accountId)
-    .where('environment', '=', key.environment)
-    .where('provided_id', '=', key.providedId)
+    .where(groupWithId('user_groups', key, key.providedId))
     .$if(dialect === 'postgres', (q) => (keyChange ? q.forUpdate() : q.forNoKeyUpdate()))
     .executeTakeFirst();
 }
@@ -131,9 +131,12 @@ export async function existingProvidedIds(db: Kysely<Database>, tenant: Tenant, 
     const rows = await db
       .selectFrom('user_groups')
       .select('provided_id')
-      .where('account_id', '=', tenant.accountId)
-      .where('environment', '=', tenant.environment)
-      .where('provided_id', 'in', providedIds.slice(start, start + INSERT_CHUNK))
+      .where(
+        scopedIdOf(),
+        'in',
+        providedIds.slice(start, start + INSERT_CHUNK).map((providedId) => scopedId(tenant, providedId)),
+      )
+      .where(ownedBy('user_groups', tenant))
       .execute();
     for (const row of rows) found.add(row.provided_id);
   }

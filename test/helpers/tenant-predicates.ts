@@ -136,13 +136,13 @@ export function tenantViolations(statement: Statement, caller: Caller): string[]
 function environmentViolations(statement: Statement, environment: string, batch: Map<string, unknown[]>): string[] {
   const sql = statement.sql;
   const values: unknown[] = [];
-  for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('(?:allowed_)?environment')}\s*=\s*${P}`, 'g')))
+  for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('(?:allowed_)?environment')}(?:\s*\|\|\s*'')?\s*=\s*${P}`, 'g')))
     values.push(parameterAt(statement, m.index!, m[1]));
   // The scope texts, `<account>/<environment>` and what follows it.
   for (const m of sql.matchAll(new RegExp(String.raw`${COLUMN('scope')}(?:\s*\|\|\s*'')?\s*=\s*${P}`, 'g'))) {
     values.push(String(parameterAt(statement, m.index!, m[1])).split('/')[1]);
   }
-  if (/environment"?\s*=\s*"?k"?\."?environment/.test(sql)) values.push(...(batch.get('environment') ?? []));
+  if (/environment"?(?:\s*\|\|\s*'')?\s*=\s*"?k"?\."?environment/.test(sql)) values.push(...(batch.get('environment') ?? []));
   for (const column of ['environment', 'allowed_environment', 'scope']) {
     const inserted = insertedValues(statement, column);
     if (inserted) values.push(...inserted.map((value) => (column === 'scope' ? String(value).split('/')[1] : value)));
