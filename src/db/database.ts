@@ -80,6 +80,7 @@ const INT8_OID = 20;
 const OPEN_LOCK_WAIT_MS = 5000;
 /** PostgreSQL: a statement running longer is cancelled by the server; the client gives up a second later. */
 const STATEMENT_TIMEOUT_MS = 5000;
+const LOCK_TIMEOUT_MS = 4000;
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
   if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
@@ -135,7 +136,9 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     // Bounded waits everywhere: a request never hangs on an unreachable database.
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
-    ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
+    // A lock wait ends before the statement timeout would cut it, as a lock timeout (55P03), which
+    // the API answers 429 lock_timeout rather than 503 (db/errors.ts, isLockTimeout).
+    ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS, lock_timeout: LOCK_TIMEOUT_MS }),
     query_timeout: STATEMENT_TIMEOUT_MS + 1000,
     // bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
     types: {

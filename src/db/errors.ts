@@ -34,6 +34,16 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_BUSY',
 ]);
 
+/**
+ * A wait for a lock that other transactions held ran out (PostgreSQL's lock_timeout, 55P03,
+ * set below the statement timeout: database.ts): contention on the caller's own rows, not an
+ * outage, answered 429 lock_timeout (docs/api.md, "Errors"). Background loops count it with
+ * isDatabaseUnavailable's codes, as a failure that passes.
+ */
+export function isLockTimeout(err: unknown): boolean {
+  return (err as DriverError)?.code === '55P03';
+}
+
 /** The database cannot be reached or is overloaded: the caller should come back later (503 unavailable). */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as DriverError;

@@ -43,6 +43,8 @@ export const errorStatus = {
   rate_limited: 429,
   too_many_streams: 429,
   webhook_endpoint_busy: 429,
+  too_many_heavy_operations: 429,
+  lock_timeout: 429,
   internal_error: 500,
   unavailable: 503,
   storage_unavailable: 503,

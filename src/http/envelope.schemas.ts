@@ -35,7 +35,7 @@ export const ErrorEnvelope = Type.Object(
  * along as `x-error-codes`, from which the OpenAPI document gets one example per code.
  */
 export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
-  const all: ErrorCode[] = [...new Set<ErrorCode>([...codes, 'internal_error', 'unavailable', 'storage_unavailable'])];
+  const all: ErrorCode[] = [...new Set<ErrorCode>([...codes, 'lock_timeout', 'internal_error', 'unavailable', 'storage_unavailable'])];
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of all) byStatus.set(errorStatus[code], [...(byStatus.get(errorStatus[code]) ?? []), code]);
   return Object.fromEntries(

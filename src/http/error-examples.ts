@@ -123,6 +123,15 @@ export const ERROR_EXAMPLES: Record<ErrorCode, ErrorExample> = {
   },
   unsupported_media_type: { summary: 'Not application/json', message: 'a request body must be sent as Content-Type: application/json' },
   rate_limited: { summary: 'Over the rate limit', message: 'this API token made more than 60000 requests in 60 s; retry in 12 s' },
+  too_many_heavy_operations: {
+    summary: "The account's heavy operations are all running",
+    message:
+      'this account already runs 2 heavy operations at once (bulk upserts, tag renames and deletes, exports), the most it may, and none ended within 15 s; nothing was changed: retry when one has ended',
+  },
+  lock_timeout: {
+    summary: 'Other requests held a lock too long',
+    message: 'other calls held these user groups for 15 s; nothing was changed: retry shortly',
+  },
   too_many_streams: {
     summary: 'Too many event streams open',
     message: 'this API token has 20 event streams open, the most one token may have (20): close one before opening another (one stream per process is enough)',

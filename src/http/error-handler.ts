@@ -3,7 +3,7 @@
 // generic 500 whose details go only to the log, under the request id.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../foundations/errors.ts';
-import { isDatabaseUnavailable, storageFault, type StorageFault } from '../db/errors.ts';
+import { isDatabaseUnavailable, isLockTimeout, storageFault, type StorageFault } from '../db/errors.ts';
 import { validationError } from './validation.ts';
 import { BODY_LIMIT_BYTES } from './json-body.ts';
 import { throttledWarning, type ThrottledWarning } from '../foundations/throttled-warning.ts';
@@ -34,6 +34,13 @@ const STORAGE_MESSAGES: Record<StorageFault, string> = {
 /** The answer while the data is out of reach (docs/api.md, "Errors"): the caller can only retry later. */
 export function storageUnavailable(fault: StorageFault): AppError {
   return new AppError('storage_unavailable', STORAGE_MESSAGES[fault], { headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) } });
+}
+
+/** The answer to a wait for a lock that ran out (docs/api.md, "Errors"): other requests are changing the same rows; nothing was changed. */
+export function lockTimeout(what = 'other requests held a lock this request needs (they change the same rows) for too long'): AppError {
+  return new AppError('lock_timeout', `${what}; nothing was changed: retry shortly`, {
+    headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+  });
 }
 
 export function errorBody(error: AppError, requestId: string) {
@@ -82,6 +89,7 @@ function translate(err: FastifyError, request: FastifyRequest, alarms: Alarms): 
     alarms.storage(err, STORAGE_ALARMS[fault], request);
     return storageUnavailable(fault);
   }
+  if (isLockTimeout(err)) return lockTimeout();
   if (isDatabaseUnavailable(err)) {
     alarms.unavailable(err, 'database unavailable: answering 503', request);
     return new AppError('unavailable', 'the database is unavailable; retry shortly', {

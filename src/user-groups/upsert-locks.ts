@@ -21,8 +21,7 @@
 import crypto from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { advisoryLocksInOrder } from '../db/advisory-locks.ts';
-import { AppError } from '../foundations/errors.ts';
-import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../http/error-handler.ts';
+import { lockTimeout } from '../http/error-handler.ts';
 import type { Database } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { scopeOf } from '../db/tenant.ts';
@@ -46,7 +45,7 @@ export interface UpsertTarget {
 
 /**
  * Takes, in the caller's transaction, every lock the targets' items may need, in the one order
- * every upsert uses; answers 503 unavailable when other calls hold them past the wait.
+ * every upsert uses; answers 429 lock_timeout when other calls hold them past the wait.
  */
 export async function lockUpsertTargets(trx: Kysely<Database>, dialect: Dialect, targets: readonly UpsertTarget[]): Promise<void> {
   if (dialect !== 'postgres' || targets.length === 0) return;
@@ -66,11 +65,7 @@ export async function lockUpsertTargets(trx: Kysely<Database>, dialect: Dialect,
   }
   const ascending = [...keys].sort((a, b) => a - b);
   if (!(await advisoryLocksInOrder(trx, IDENTITY_LOCK_CLASS, ascending, UPSERT_LOCK_WAIT_MS))) {
-    throw new AppError(
-      'unavailable',
-      `other calls have been changing these user groups for ${UPSERT_LOCK_WAIT_MS / 1000} s; nothing was changed: retry shortly`,
-      { headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } },
-    );
+    throw lockTimeout(`other calls held these user groups for ${UPSERT_LOCK_WAIT_MS / 1000} s`);
   }
 }
 
