@@ -22,6 +22,7 @@ import { registerEmbedRoutes, registerEmbedTokenRoute, registerIntrospectionRout
 import { EmbedSigningKeys } from './embed/signing-keys.ts';
 import { EmbedTokens } from './embed/embed-token.ts';
 import { AccountSlugs } from './accounts/accounts.repository.ts';
+import { HEAVY_OPERATION_WAIT_MS, HeavyOperations } from './accounts/heavy-operations.ts';
 import { finishOpenApiDocument, openApiInfo, showGetBodies } from './http/openapi.ts';
 import { userGroupCodeSamples } from './user-groups/user-groups.operations.ts';
 import { embedCodeSamples } from './embed/embed.operations.ts';
@@ -195,6 +196,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.addHook('onReady', async () => idempotencySweeper.start());
   app.addHook('onClose', async () => idempotencySweeper.stop());
 
+  // Each account's bulk upserts, tag renames and deletes, a few at a time on every instance together (accounts/heavy-operations.ts).
+  const heavyOperations = new HeavyOperations(
+    deps.database,
+    { perAccount: config.heavyOperationsPerAccount, waitMs: HEAVY_OPERATION_WAIT_MS },
+    reportOf('heavy operations').onError,
+  );
   const tokens = new OpenedTokenCache(deps.keyring, config.tokenCacheSize);
   const authenticator = new ApiTokenAuthenticator(deps.database.reads, now, config.apiTokenCacheMs);
   const signingKeys = new EmbedSigningKeys(deps.database, deps.keyring, now, config.embedSigningAlgorithm);
@@ -214,8 +221,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       events: metrics,
       maxHierarchyDepth: config.maxHierarchyDepth,
       maxTagsPerEnvironment: config.maxTagsPerEnvironment,
+      heavyOperations,
     });
-    registerGroupTagRoutes(api, { database: deps.database, now, batchSize: config.tagBatchSize, maxTagsPerEnvironment: config.maxTagsPerEnvironment });
+    registerGroupTagRoutes(api, {
+      database: deps.database,
+      now,
+      batchSize: config.tagBatchSize,
+      maxTagsPerEnvironment: config.maxTagsPerEnvironment,
+      heavyOperations,
+    });
     registerEmbedTokenRoute(api, embed);
     registerIntrospectionRoute(api, embed);
     registerApiTokenRoutes(api, { database: deps.database, accountSlugs: embed.accountSlugs, now });

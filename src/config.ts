@@ -53,6 +53,8 @@ export interface Config {
   tagBatchSize: number;
   /** The most distinct tags one environment of an account may have (docs/api.md, "Tags"): a write that would pass it is `409 tag_limit_reached`. */
   maxTagsPerEnvironment: number;
+  /** Heavy operations (bulk upserts, tag renames and deletes, exports) one account may run at once, on all instances together (docs/api.md, "Heavy operations"). */
+  heavyOperationsPerAccount: number;
   /** The service's public base URL: the `iss` of embed tokens, whose keys are at <publicUrl>/.well-known/jwks.json. */
   publicUrl: string;
   /** The `aud` of an embed token that is not bound to an embed_id. */
@@ -140,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxHierarchyDepth: integer(env, 'UGS_MAX_HIERARCHY_DEPTH', 3, 1, 10),
     tagBatchSize: integer(env, 'UGS_TAG_BATCH_SIZE', 500, 1, 10_000),
     maxTagsPerEnvironment: integer(env, 'UGS_MAX_TAGS_PER_ENVIRONMENT', 10_000, 1, 1_000_000),
+    heavyOperationsPerAccount: integer(env, 'UGS_HEAVY_OPERATIONS_PER_ACCOUNT', 2, 1, 1000),
     publicUrl: '',
     embedAudience: env.UGS_EMBED_AUDIENCE || 'ugs:embed',
     otlpTracesUrl: otlpTracesUrl(env),

@@ -30,6 +30,7 @@ import {
 } from './helpers/harness.ts';
 import { runEveryOperation } from './helpers/workload.ts';
 import { exportUserGroupLines } from '../src/user-groups/transfer.service.ts';
+import { HeavyOperations } from '../src/accounts/heavy-operations.ts';
 import { tenantViolations, type Caller, type Statement } from './helpers/tenant-predicates.ts';
 import type { Environment } from '../src/db/schema.ts';
 
@@ -210,7 +211,8 @@ forEachBackend('tenant isolation', (backend) => {
     capturing = true;
     const lines: string[] = [];
     try {
-      for await (const line of exportUserGroupLines(database.handle, { accountId: alpha.accountId, environment: 'Testing' })) lines.push(line);
+      const heavyOperations = new HeavyOperations(database.handle, { perAccount: 1, waitMs: 1000 });
+      for await (const line of exportUserGroupLines(database.handle, { accountId: alpha.accountId, environment: 'Testing' }, heavyOperations)) lines.push(line);
     } finally {
       capturing = false;
     }

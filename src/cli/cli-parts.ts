@@ -8,6 +8,7 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
+import type { HeavyOperations } from '../accounts/heavy-operations.ts';
 import { ACCOUNT_SLUG } from '../accounts/account-slug.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { parseDuration } from '../foundations/duration.ts';
@@ -44,6 +45,15 @@ export async function withDatabaseKeys<T>(work: (handle: DatabaseHandle, keyring
     }
     return work(handle, keyring);
   });
+}
+
+/**
+ * The account slots of heavy operations (docs/api.md, "Heavy operations") as the command-line
+ * tool takes them: under the same limit as the server's, waiting longer for one.
+ */
+export async function cliHeavyOperations(handle: DatabaseHandle): Promise<HeavyOperations> {
+  const { CLI_WAIT_MS, HeavyOperations } = await import('../accounts/heavy-operations.ts');
+  return new HeavyOperations(handle, { perAccount: loadConfig().heavyOperationsPerAccount, waitMs: CLI_WAIT_MS });
 }
 
 /** Prints the value as one JSON line with --json, else the text. */

@@ -16,6 +16,7 @@ import { readImportRows, type ImportFormat } from './import-file.ts';
 import { ImportFileError, type ImportRow } from './import-row.ts';
 import { ImportProgress } from './import-progress.ts';
 import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';
+import { cliHeavyOperations } from './cli-parts.ts';
 
 /** The bulk upsert's validator, as POST /api/users/upsert checks each item. */
 const validateUpsertItem = getBodyOf(UpsertItem);
@@ -42,6 +43,7 @@ export async function importFile(
     events: { userGroupTokenIssued: () => undefined },
     maxHierarchyDepth: loadConfig().maxHierarchyDepth,
     maxTagsPerEnvironment: loadConfig().maxTagsPerEnvironment,
+    heavyOperations: await cliHeavyOperations(handle),
   };
   const principal = operatorPrincipal(tenant);
   const counts: ImportCounts = { created: 0, updated: 0, unchanged: 0, failed: 0 };

@@ -8,7 +8,7 @@ import { AppError } from '../foundations/errors.ts';
 import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { GroupTagDeps } from '../group-tags/group-tags.service.ts';
-import { accountOption, environmentOption, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
+import { accountOption, cliHeavyOperations, environmentOption, jsonOption, print, UsageError, withDatabase } from './cli-parts.ts';
 
 interface TagOptions {
   account: string;
@@ -82,7 +82,14 @@ async function asOperator<T>(opts: TagOptions, work: (deps: GroupTagDeps, princi
     if (!tenant) throw new UsageError(`no account "${opts.account}"`);
     try {
       const { tagBatchSize, maxTagsPerEnvironment } = loadConfig();
-      return await work({ database: handle, now: () => new Date(), batchSize: tagBatchSize, maxTagsPerEnvironment }, operatorPrincipal(tenant));
+      const deps = {
+        database: handle,
+        now: () => new Date(),
+        batchSize: tagBatchSize,
+        maxTagsPerEnvironment,
+        heavyOperations: await cliHeavyOperations(handle),
+      };
+      return await work(deps, operatorPrincipal(tenant));
     } catch (err) {
       throw err instanceof AppError && err.status < 500 ? new UsageError(err.message) : err;
     }

@@ -103,13 +103,14 @@ function registerExportCommand(program: Command): void {
 async function exportCommand(opts: { account: string; env: Environment; output?: string }): Promise<void> {
   if (opts.output !== undefined && fs.existsSync(opts.output)) throw new UsageError(`${opts.output} exists: give a new file name`);
   const { exportUserGroupLines, findTenant } = await import('../user-groups/transfer.service.ts');
+  const { cliHeavyOperations } = await import('./cli-parts.ts');
   await withDatabase(async (handle) => {
     const tenant = await findTenant(handle, opts.account, opts.env);
     if (!tenant) throw new UsageError(`no account "${opts.account}"`);
     // The groups' fields are no secret like their tokens, but neither are they public.
     const out = opts.output === undefined ? process.stdout : fs.createWriteStream(opts.output, { flags: 'wx', mode: 0o600 });
     let count = 0;
-    for await (const line of exportUserGroupLines(handle, tenant)) {
+    for await (const line of exportUserGroupLines(handle, tenant, await cliHeavyOperations(handle))) {
       count++;
       if (!out.write(`${line}\n`)) await once(out, 'drain');
     }

@@ -25,6 +25,7 @@ import { webhookCursors } from './migrations/0009-webhook-cursors.ts';
 import { eventStreams } from './migrations/0010-event-streams.ts';
 import { auditActor } from './migrations/0012-audit-actor.ts';
 import { groupTagSet } from './migrations/0014-group-tag-set.ts';
+import { heavyOperations } from './migrations/0016-heavy-operations.ts';
 import { instanceRegistry } from './migrations/0017-instance-registry.ts';
 import { SERVICE_VERSION } from '../foundations/version.ts';
 import {
@@ -73,6 +74,7 @@ export const MIGRATION_NAMES = Object.keys(migrationsFor('sqlite'));
  */
 export function expandChanges(dialect: Dialect): SchemaChange[] {
   return [
+    { name: '0016-heavy-operations', kind: 'expand', migration: heavyOperations(dialect) },
     { name: '0017-instance-registry', kind: 'expand', migration: instanceRegistry(dialect) },
     { name: '0018-secret-keys', kind: 'expand', migration: secretKeys() },
     { name: '0019-scoped-ids', kind: 'expand', migration: scopedIds() },

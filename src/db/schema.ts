@@ -252,6 +252,22 @@ interface InstancesTable {
   seen_at: string;
 }
 
+/**
+ * The heavy operations an account runs (migration 0016; docs/api.md, "Heavy operations"): one
+ * row per slot, held by one operation while its lease lasts.
+ */
+interface HeavyOperationsTable {
+  account_id: number;
+  /** 0 to the per-account limit less one. */
+  slot: number;
+  /** The instance and the operation holding it (random), for compare-and-swap. */
+  holder: string;
+  /** What holds it: upsert, tag_rename, tag_delete, export. */
+  operation: string;
+  started_at: string;
+  lease_until: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_tokens: ApiTokensTable;
@@ -271,6 +287,7 @@ export interface Database {
   event_streams: EventStreamsTable;
   instances: InstancesTable;
   secret_keys: SecretKeysTable;
+  heavy_operations: HeavyOperationsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

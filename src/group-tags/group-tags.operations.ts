@@ -61,7 +61,7 @@ export const renameGroupTagOperation = {
   body: RenameGroupTagBody,
   response: {
     200: { ...RenamedGroupTagResponse, 'x-response-description': 'The tag under its new name, and how many groups changed.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_not_found', 'tag_limit_reached'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_not_found', 'tag_limit_reached', 'too_many_heavy_operations'),
   },
 };
 
@@ -79,7 +79,7 @@ export const deleteGroupTagOperation = {
   querystring: GroupTagKeyQuery,
   response: {
     200: { ...DeletedGroupTagResponse, 'x-response-description': 'The tag is gone; how many groups changed.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'group_tag_not_found'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'group_tag_not_found', 'too_many_heavy_operations'),
   },
 };
 

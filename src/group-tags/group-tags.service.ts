@@ -13,6 +13,7 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, UserGroupRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
 import type { Tenant } from '../db/tenant.ts';
+import type { HeavyOperationKind, HeavyOperations } from '../accounts/heavy-operations.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { AppError, validationFailed } from '../foundations/errors.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
@@ -42,6 +43,8 @@ export interface GroupTagDeps {
   batchSize: number;
   /** UGS_MAX_TAGS_PER_ENVIRONMENT (user-groups/tag-set.ts). */
   maxTagsPerEnvironment: number;
+  /** The slots of each account's heavy operations: a rename or a delete runs in one. */
+  heavyOperations: HeavyOperations;
 }
 
 function tenantOf(principal: Principal, environment: ListGroupTagsInput['api_environment_tag']): Tenant {
@@ -108,11 +111,17 @@ export async function deleteGroupTagEverywhere(
   return retag(deps, tenantOf(principal, input.api_environment_tag), actor, input.name, undefined);
 }
 
+/** A rename or a delete runs as one of its account's heavy operations (docs/api.md, "Heavy operations"). */
+function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, written: string, newName: string | undefined): Promise<RetagOutcome> {
+  const operation: HeavyOperationKind = newName === undefined ? 'tag_delete' : 'tag_rename';
+  return deps.heavyOperations.run(tenant.accountId, operation, () => retagInBatches(deps, tenant, actor, written, newName));
+}
+
 /**
  * Replaces the tag `written` names (tag-set.ts, tagNamed) with `newName` (a rename) or with
  * nothing (a delete) on every group, then takes it out of the set.
  */
-async function retag(deps: GroupTagDeps, tenant: Tenant, actor: Actor, written: string, newName: string | undefined): Promise<RetagOutcome> {
+async function retagInBatches(deps: GroupTagDeps, tenant: Tenant, actor: Actor, written: string, newName: string | undefined): Promise<RetagOutcome> {
   const { batchSize } = deps;
   const at = deps.now();
   const step: RetagStep = { name: written, newName, actor, at: at.toISOString(), when: at };

@@ -8,6 +8,7 @@ import type { Environment } from '../db/schema.ts';
 import type { Tenant } from '../db/tenant.ts';
 import { findAccountBySlug } from '../accounts/accounts.repository.ts';
 import type { Principal } from '../auth/principal.ts';
+import type { HeavyOperations } from '../accounts/heavy-operations.ts';
 import { exportPage, type ExportRow } from './transfer.repository.ts';
 import { MAX_CHAIN_DEPTH } from './group-sql.ts';
 import { groupWriter } from './user-groups.json.ts';
@@ -54,7 +55,17 @@ const exportLine = (row: ExportRow) => importableLine({ row, parentProvidedId: r
  * PostgreSQL) makes it a snapshot: the groups as they were when the export began, whatever
  * is written meanwhile.
  */
-export async function* exportUserGroupLines(handle: DatabaseHandle, tenant: Tenant): AsyncGenerator<string> {
+export async function* exportUserGroupLines(handle: DatabaseHandle, tenant: Tenant, heavyOperations: HeavyOperations): AsyncGenerator<string> {
+  // One of the account's heavy operations while it reads (docs/api.md, "Heavy operations").
+  const slot = await heavyOperations.acquire(tenant.accountId, 'export');
+  try {
+    yield* snapshotLines(handle, tenant);
+  } finally {
+    await heavyOperations.release(slot);
+  }
+}
+
+async function* snapshotLines(handle: DatabaseHandle, tenant: Tenant): AsyncGenerator<string> {
   const begin = handle.db.startTransaction();
   const trx = await (handle.dialect === 'postgres' ? begin.setIsolationLevel('repeatable read').setAccessMode('read only') : begin).execute();
   try {

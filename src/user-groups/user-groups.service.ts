@@ -27,6 +27,7 @@ import {
   type NewUserGroup,
 } from './user-groups.repository.ts';
 import type { Tenant } from '../db/tenant.ts';
+import type { HeavyOperations } from '../accounts/heavy-operations.ts';
 import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
 import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy.ts';
 import { checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
@@ -43,6 +44,8 @@ export interface UserGroupDeps {
   maxHierarchyDepth: number;
   /** UGS_MAX_TAGS_PER_ENVIRONMENT (tag-set.ts). */
   maxTagsPerEnvironment: number;
+  /** The slots of each account's heavy operations: a bulk upsert runs in one. */
+  heavyOperations: HeavyOperations;
 }
 
 /** The group with its token; only for committed rows (see OpenedTokenCache). The routes write it as JSON (user-groups.json.ts). */

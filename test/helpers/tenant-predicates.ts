@@ -34,9 +34,10 @@ const TENANT_TABLES = [
   'webhook_attempts',
   'idempotency_keys',
   'event_streams',
+  'heavy_operations',
 ];
 /** Tables whose rows belong to a whole account, not to one environment of it. */
-const ACCOUNT_TABLES = ['accounts', 'event_heads', 'idempotency_keys', 'event_streams'];
+const ACCOUNT_TABLES = ['accounts', 'event_heads', 'idempotency_keys', 'event_streams', 'heavy_operations'];
 const TABLE_REFERENCE = new RegExp(String.raw`\b(?:from|join|into|update)\s+"?(${TENANT_TABLES.join('|')})"?(?![\w.])`, 'gi');
 const P = String.raw`(\$\d+|\?)`;
 const COLUMN = (name: string) => String.raw`(?:"?\w+"?\.)?"?${name}"?`;
