@@ -75,6 +75,8 @@ const EXPECTED_INDEXES: { statement: RegExp; postgres: string; sqlite: string; h
   { statement: /select count\(\*\) from user_group_tags where user_group_tags\.scope = /, postgres: 'user_group_tags_filter', sqlite: '(scope=? AND tag=?' },
   { statement: /delete from "user_group_tags" where "scope" = /, postgres: 'user_group_tags_filter', sqlite: '(scope=? AND tag=?' },
   { statement: /update "user_groups" set "group_tags" = case team_id /, postgres: 'user_groups_pkey', sqlite: 'USING INTEGER PRIMARY KEY' },
+  // A bulk upsert's changes to existing groups: each group by primary key, never a walk of the tenant.
+  { statement: /^with v\("v_team_id"[\s\S]*\) update user_groups set /, postgres: 'user_groups_pkey', sqlite: 'USING INTEGER PRIMARY KEY' },
   { statement: /from "api_tokens" where "token_hash" = /, postgres: 'api_tokens_token_hash_key', sqlite: 'SEARCH api_tokens USING INDEX', hot: 'alone' },
   { statement: /from retired_tokens\s+where retired_tokens\.token_hash = /, postgres: 'retired_tokens_pkey', sqlite: 'SEARCH retired_tokens USING INDEX' },
   { statement: /delete from "retired_tokens" where "team_id" = /, postgres: 'retired_tokens_team', sqlite: 'USING INDEX retired_tokens_team' },

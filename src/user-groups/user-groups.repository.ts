@@ -5,6 +5,7 @@ import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, Environment, UserGroupRow, UserGroupsTable } from '../db/schema.ts';
 import { preparedRead } from '../db/prepared-read.ts';
 import { multiRowInsert } from '../db/multi-row-insert.ts';
+import { multiRowUpdate } from '../db/multi-row-update.ts';
 import type { HotReads } from '../db/hot-reads.ts';
 import type { Dialect } from '../db/database.ts';
 import { groupWithId, ownedBy, sameTenant, scopedId, scopedIdOf, type Tenant } from '../db/tenant.ts';
@@ -124,21 +125,31 @@ export async function insertUserGroupsIfAbsent(db: Kysely<Database>, values: rea
   return rows;
 }
 
-/** Which of these user_group_ids name a group of the tenant. */
-export async function existingProvidedIds(db: Kysely<Database>, tenant: Tenant, providedIds: readonly string[]): Promise<Set<string>> {
-  const found = new Set<string>();
+/**
+ * The groups of the tenant these user_group_ids name, by user_group_id, safe from concurrent
+ * writers until the transaction ends, as findUserGroupForUpdate's (FOR NO KEY UPDATE on
+ * PostgreSQL, taken in the identity index's order).
+ */
+export async function findUserGroupsForUpdate(
+  trx: Kysely<Database>,
+  dialect: Dialect,
+  tenant: Tenant,
+  providedIds: readonly string[],
+): Promise<Map<string, UserGroupRow>> {
+  const found = new Map<string, UserGroupRow>();
   for (let start = 0; start < providedIds.length; start += INSERT_CHUNK) {
-    const rows = await db
+    const rows = await trx
       .selectFrom('user_groups')
-      .select('provided_id')
+      .select(USER_GROUP_COLUMNS)
       .where(
         scopedIdOf(),
         'in',
         providedIds.slice(start, start + INSERT_CHUNK).map((providedId) => scopedId(tenant, providedId)),
       )
       .where(ownedBy('user_groups', tenant))
+      .$if(dialect === 'postgres', (q) => q.forNoKeyUpdate())
       .execute();
-    for (const row of rows) found.add(row.provided_id);
+    for (const row of rows) found.set(row.provided_id, row);
   }
   return found;
 }
@@ -193,6 +204,48 @@ export function replaceSealedToken(
 export async function accountHasCurrentToken(db: Kysely<Database>, accountId: number, tokenHash: string): Promise<boolean> {
   const row = await db.selectFrom('user_groups').select('team_id').where('account_id', '=', accountId).where('token_hash', '=', tokenHash).executeTakeFirst();
   return row !== undefined;
+}
+
+/** Groups per multi-row update (a parameter per group and per column set). */
+const UPDATE_CHUNK = 500;
+
+const updateGroups = multiRowUpdate<UserGroupRow>('user_groups', 'team_id', 3, ({ values, set, joined, shared: [updatedAt, accountId, environment] }) => {
+  // The shared values' placeholders stand in for the tenant: ownedBy writes its condition (its
+  // environment a value, not an index condition: without statistics PostgreSQL walked the
+  // identity index through the tenant's every row on it, instead of finding each key by the
+  // primary key's).
+  const tenant = { accountId: accountId as number, environment: environment as Environment };
+  return sql<UserGroupRow>`${values} update user_groups set ${set}, updated_at = ${updatedAt} from v
+    where ${joined} and ${ownedBy('user_groups', tenant)}
+    returning ${sql.join(USER_GROUP_COLUMNS.map((column) => sql.ref(column)))}`;
+});
+
+/**
+ * Gives each group of the tenant its own new values and `updatedAt`, in one statement per
+ * set of columns (and per UPDATE_CHUNK groups); answers the rows as updated, by team_id.
+ */
+export async function updateUserGroupsFields(
+  db: Kysely<Database>,
+  tenant: Tenant,
+  updates: readonly { teamId: number; fields: Updateable<UserGroupsTable> }[],
+  updatedAt: string,
+): Promise<Map<number, UserGroupRow>> {
+  const byColumns = new Map<string, { columns: string[]; rows: { key: number; values: Record<string, unknown> }[] }>();
+  for (const { teamId, fields } of updates) {
+    const columns = Object.keys(fields).filter((column) => (fields as Record<string, unknown>)[column] !== undefined);
+    const shape = columns.join(',');
+    let group = byColumns.get(shape);
+    if (!group) byColumns.set(shape, (group = { columns, rows: [] }));
+    group.rows.push({ key: teamId, values: fields as Record<string, unknown> });
+  }
+  const updated = new Map<number, UserGroupRow>();
+  for (const { columns, rows } of byColumns.values()) {
+    for (let start = 0; start < rows.length; start += UPDATE_CHUNK) {
+      const chunk = rows.slice(start, start + UPDATE_CHUNK);
+      for (const row of await updateGroups.run(db, columns, chunk, [updatedAt, tenant.accountId, tenant.environment])) updated.set(Number(row.team_id), row);
+    }
+  }
+  return updated;
 }
 
 export function updateUserGroupFields(

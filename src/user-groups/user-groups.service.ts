@@ -243,7 +243,7 @@ export async function updateIn(
   const current = await findUserGroupForUpdate(trx, deps.database.dialect, key, { keyChange: newId !== undefined });
   if (!current) throw notFound(key);
   const details: AuditDetails = {};
-  const changed: string[] = (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
+  const changed = changedFields(changes, current);
   let parentTeamId = current.parent_team_id;
   // The group and its ancestors as they are: the old parent, and the parent chain when it stays.
   const currentChain = reshapes ? await findUserGroupChain(trx, key, current.team_id) : undefined;
@@ -282,6 +282,11 @@ export async function updateIn(
   if (!updated) throw notFound(key);
   if (details.group_tags) await replaceTagRows(trx, key, updated.team_id, tagsOf(updated), deps);
   return { row: updated, audit: auditEntry(updated, 'user_group.update', actor, at, changed, details) };
+}
+
+/** The fields whose stored value a change replaces with another: the history's changed_fields (before parent and id). */
+export function changedFields(changes: ReturnType<typeof storedFields>, current: UserGroupRow): string[] {
+  return (Object.keys(changes) as (keyof typeof changes)[]).filter((field) => changes[field] !== current[field]);
 }
 
 /** The levels of a group's children, when its level changes to a named one (they must stay deeper). */

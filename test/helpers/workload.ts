@@ -124,13 +124,14 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   const created = await request('POST', '/api/api_tokens', { body: { scopes: ['read'], allowed_environment: env, name: id('token') } });
   await request('DELETE', `/api/api_tokens/${created.api_token.id}`);
   await request('GET', '/api/api_tokens/history');
-  // Bulk upsert: plain new groups (inserted at once), a change to an existing one, a child of a new one, a failure.
+  // Bulk upsert: plain new groups (inserted at once), changes to existing ones (updated at once), a child of a new one, a failure.
   await request('POST', '/api/users/upsert', {
     body: {
       user_groups: [
         { user_group_id: id('bulk-1'), api_environment_tag: env, group_tags: ['vip'] },
         { user_group_id: id('bulk-2'), api_environment_tag: env },
         { user_group_id: existing[0], api_environment_tag: env, properties: { bulk: true } },
+        ...existing.slice(1, 4).map((groupId) => ({ user_group_id: groupId, api_environment_tag: env, name: `bulk ${groupId}` })),
         { user_group_id: id('bulk-child'), api_environment_tag: env, parent_user_group_id: id('bulk-1') },
         { user_group_id: id('bulk-orphan'), api_environment_tag: env, parent_user_group_id: id('no-such-parent') },
       ],
