@@ -1,15 +1,22 @@
 // The SQL of the event feed (docs/api.md, "Change events"): the sequencer's moves from the
 // outbox into the feed, the feed's reads (each names its account, and the environment a
 // token is restricted to, docs/security.md "Tenant isolation"), and retention.
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { Database, Environment, EventRow } from '../db/schema.ts';
 import type { EventType } from './outbox.ts';
 
-/** The outbox rows committed so far, oldest first: a background read of every account's. */
-export function committedOutbox(db: Kysely<Database>, limit: number) {
-  return db.selectFrom('event_outbox').selectAll().orderBy('id').limit(limit).execute();
+/**
+ * The outbox rows committed so far, oldest first, at most `perAccount` of each account: a
+ * background read of every account's. The oldest rows alone were one account's whenever its
+ * bulk work had put thousands there, and another account's event waited behind them all.
+ */
+export async function committedOutbox(db: Kysely<Database>, limit: number, perAccount: number) {
+  const { rows } = await sql<Selectable<Database['event_outbox']>>`select id, account_id, environment, type, occurred_at, data from (
+      select event_outbox.*, row_number() over (partition by account_id order by id) as turn from event_outbox
+    ) ranked where turn <= ${perAccount} order by id limit ${limit}`.execute(db);
+  return rows;
 }
 
 export async function outboxIsEmpty(db: Kysely<Database>): Promise<boolean> {

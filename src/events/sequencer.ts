@@ -30,8 +30,13 @@ import { nextEventId } from './event-ids.ts';
 import { committedOutbox, deleteOutboxRows, insertEvents, lastSeqs, newestEventId, outboxIsEmpty, pruneEvents, setLastSeq } from './events.repository.ts';
 
 const SEQUENCER_LOCK_KEY = 726_415_006; // arbitrary, fixed: "ugs event sequencer"
-/** Outbox rows moved per transaction: a bulk upsert's 1,000 events in one (one commit, not two). */
+/** Outbox rows moved per transaction: few commits for a bulk upsert's events. */
 const BATCH = 1000;
+/**
+ * Of them, one account's at most: when one account's bulk work has filled the outbox, every
+ * other account's events still go in the next transaction instead of waiting behind them all.
+ */
+const BATCH_PER_ACCOUNT = 500;
 /** How soon to try again when another instance is sequencing. */
 const BUSY_RETRY_MS = 10;
 /** How often retention removes old events: every minute, or more often under a shorter retention. */
@@ -190,6 +195,9 @@ export class EventSequencer {
       this.notify(outcome.accounts);
       this.tellFound(outcome.accounts, outcome.count);
       if (this.stopped) break;
+      // A turn of the event loop between two batches: on SQLite a batch never waits for I/O,
+      // and a long backlog moved batch after batch held up every request of this process.
+      await new Promise((resolve) => setImmediate(resolve));
     }
     if (!this.watching) return;
     await this.watchOtherInstances(ownCount);
@@ -204,7 +212,7 @@ export class EventSequencer {
     if (await outboxIsEmpty(this.handle.db)) return { accounts: new Set(), count: 0 };
     return inTransaction(this.handle, async (trx) => {
       if (!(await this.lock(trx))) return 'busy';
-      const outbox = await committedOutbox(trx, BATCH);
+      const outbox = await committedOutbox(trx, BATCH, BATCH_PER_ACCOUNT);
       if (outbox.length === 0) return { accounts: new Set<number>(), count: 0 };
       const accounts = [...new Set(outbox.map((row) => Number(row.account_id)))];
       const seqs = await lastSeqs(trx, accounts);
