@@ -80,7 +80,12 @@ const INT8_OID = 20;
 const OPEN_LOCK_WAIT_MS = 5000;
 /** PostgreSQL: a statement running longer is cancelled by the server; the client gives up a second later. */
 const STATEMENT_TIMEOUT_MS = 5000;
-const LOCK_TIMEOUT_MS = 4000;
+/**
+ * PostgreSQL: a wait for a lock ends first, as a lock timeout (db/errors.ts, isLockTimeout). It
+ * applies to each lock a statement waits for, and a row lock is two (the row's place in line,
+ * then its holder): below half the statement timeout, so that both end before it.
+ */
+const LOCK_TIMEOUT_MS = 2000;
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
   if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);

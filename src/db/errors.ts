@@ -36,7 +36,7 @@ const UNAVAILABLE_CODES = new Set([
 
 /**
  * A wait for a lock that other transactions held ran out (PostgreSQL's lock_timeout, 55P03,
- * set below the statement timeout: database.ts): contention on the caller's own rows, not an
+ * set below half the statement timeout: database.ts): contention on the caller's own rows, not an
  * outage, answered 429 lock_timeout (docs/api.md, "Errors"). Background loops count it with
  * isDatabaseUnavailable's codes, as a failure that passes.
  */
