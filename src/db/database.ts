@@ -141,9 +141,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     // Bounded waits everywhere: a request never hangs on an unreachable database.
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
-    // A lock wait ends before the statement timeout would cut it, as a lock timeout (55P03), which
-    // the API answers 429 lock_timeout rather than 503 (db/errors.ts, isLockTimeout).
-    ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS, lock_timeout: LOCK_TIMEOUT_MS }),
+    ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
     query_timeout: STATEMENT_TIMEOUT_MS + 1000,
     // bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
     types: {
@@ -171,13 +169,18 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
 }
 
 /**
- * A connection whose session never JIT-compiles a statement. PostgreSQL compiles one whose
- * estimated cost passes jit_above_cost, and without statistics a batched page's estimate grows
- * with the table: on a large, never-analyzed table compiling took far longer than the statement
- * it compiled (docs/performance.md, "Why the code is the way it is"). The setting is made once
- * the connection is up, before the pool hands it out. Behind PgBouncer in transaction mode a
- * session setting would reach one server connection only: set it on the role there
- * (docs/operations.md, "PgBouncer").
+ * A connection whose session never JIT-compiles a statement, and whose waits for a lock end
+ * before the statement timeout.
+ * - JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost, and
+ *   without statistics a batched page's estimate grows with the table: on a large,
+ *   never-analyzed table compiling took far longer than the statement it compiled
+ *   (docs/performance.md, "Why the code is the way it is").
+ * - lock_timeout: a wait for another transaction's lock ends as 55P03, which the API answers
+ *   429 lock_timeout rather than 503 (db/errors.ts, isLockTimeout). Not a startup parameter,
+ *   as statement_timeout is: PgBouncer refuses one it was not told to ignore.
+ * The settings are made once the connection is up, before the pool hands it out. Behind
+ * PgBouncer in transaction mode a session setting would reach one server connection only: set
+ * them on the role there (docs/operations.md, "PgBouncer").
  */
 class ClientWithoutJit extends pg.Client {
   override connect(): Promise<pg.Client>;
@@ -185,7 +188,7 @@ class ClientWithoutJit extends pg.Client {
   override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | undefined {
     const ready = super
       .connect()
-      .then(() => this.query('set jit = off'))
+      .then(() => this.query(`set jit = off; set lock_timeout = ${LOCK_TIMEOUT_MS}`))
       .then(() => this);
     if (!callback) return ready;
     const done = callback as (err: Error | null, client?: pg.Client) => void;
