@@ -43,7 +43,8 @@ const USAGE = `npm run bench -- [options]
                         round visiting every scenario, and report the round with the median
                         ratio (default 1; 3 or 5 on a noisy machine, where one 10 s pair can
                         be off by 10 points either way)
-  --scenarios <list>    comma-separated, from: ${SCENARIO_NAMES.join(', ')} (default all)
+  --scenarios <list>    comma-separated, from: ${SCENARIO_NAMES.join(', ')} (default all);
+                        --scenarios fairness alone runs bench/fairness.ts instead (npm run bench:fairness)
   --workers <n>         the server's UGS_WORKERS: its processes sharing the port (default 1; the
                         ceiling stays one process)
   --rate-limited        count every request against a rate limit too high to refuse any (by
@@ -648,7 +649,20 @@ function printScaleComparison(dir: string, backend: string, workers: number) {
   }
 }
 
-main().catch(async (err) => {
+/**
+ * `--scenarios fairness` is not a scenario of this run (a load against the server and the
+ * ceiling) but a run of its own, bench/fairness.ts: the other options go to it.
+ */
+function fairnessArguments(argv: string[]): string[] | undefined {
+  const at = argv.findIndex((arg) => arg === '--scenarios' || arg.startsWith('--scenarios='));
+  if (at === -1) return undefined;
+  const value = argv[at].includes('=') ? argv[at].slice('--scenarios='.length) : argv[at + 1];
+  if (value !== 'fairness') return undefined;
+  return argv.filter((_, i) => i !== at && !(i === at + 1 && !argv[at].includes('=')));
+}
+
+const fairness = fairnessArguments(process.argv.slice(2));
+(fairness ? import('./fairness.ts').then((run) => run.main(fairness)) : main()).catch(async (err) => {
   if (!wasInterrupted()) console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
   await cleanUp();
   process.exit(wasInterrupted() ? 130 : 1);
