@@ -13,7 +13,10 @@
 // reads, holds at most a page of events, and is disconnected once stalled for stallMs.
 //
 // Each open stream holds a lease (stream-leases.ts): a token and an account may have only so
-// many streams open at once, on all instances together.
+// many streams open at once, on all instances together. And an account's streams read the
+// feed at most READS_PER_ACCOUNT at a time on this instance (the others wait their turn): one
+// account's many streams, woken at every batch of its events, held most of the database
+// connections (on SQLite, queued reads ahead of every other account's writes).
 import { Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -28,6 +31,8 @@ import { StreamLeases, type StreamLease, type StreamLimits } from './stream-leas
 
 /** Events read per query: also the most a stalled stream holds beyond its buffer. */
 const PAGE = 100;
+/** Reads of the feed one account's streams make at once on this instance. */
+const READS_PER_ACCOUNT = 2;
 /** Every stream reads its feed this often even without a wake-up. */
 const SAFETY_READ_MS = 1000;
 /** How long a shutdown waits for streams to flush their last frame before it cuts them. */
@@ -62,6 +67,7 @@ export function sseFrame(row: EventRow, accountSlug: string): string {
 /** Every open stream of this instance: wakes them, ticks them, and ends them on shutdown. */
 export class EventStreams {
   private readonly streams = new Set<AccountEventStream>();
+  private readonly readTurns = new ReadTurns(READS_PER_ACCOUNT);
   private readonly leases: StreamLeases;
   private readonly leaseOf = new WeakMap<AccountEventStream, StreamLease>();
   private readonly ticker: NodeJS.Timeout;
@@ -103,6 +109,7 @@ export class EventStreams {
       types,
       afterSeq: cursor === undefined ? start.lastSeq : start.afterSeq,
       response,
+      readTurns: this.readTurns,
       onError: this.options.onError,
       onSuccess: this.options.onSuccess,
     });
@@ -158,12 +165,43 @@ export class EventStreams {
   }
 }
 
+/** Each account's reads of the feed on this instance, a few at a time, the others waiting in line. */
+class ReadTurns {
+  private readonly running = new Map<number, number>();
+  private readonly waiting = new Map<number, (() => void)[]>();
+
+  constructor(private readonly perAccount: number) {}
+
+  async run<T>(accountId: number, read: () => Promise<T>): Promise<T> {
+    if ((this.running.get(accountId) ?? 0) >= this.perAccount) {
+      await new Promise<void>((resolve) => {
+        const line = this.waiting.get(accountId);
+        if (line) line.push(resolve);
+        else this.waiting.set(accountId, [resolve]);
+      });
+    }
+    this.running.set(accountId, (this.running.get(accountId) ?? 0) + 1);
+    try {
+      return await read();
+    } finally {
+      const left = this.running.get(accountId)! - 1;
+      if (left === 0) this.running.delete(accountId);
+      else this.running.set(accountId, left);
+      const line = this.waiting.get(accountId);
+      const next = line?.shift();
+      if (line?.length === 0) this.waiting.delete(accountId);
+      next?.();
+    }
+  }
+}
+
 interface StreamState {
   principal: Principal;
   accountSlug: string;
   types: EventType[] | null;
   afterSeq: number;
   response: ServerResponse;
+  readTurns: ReadTurns;
   onError: (err: unknown, what: string) => void;
   onSuccess?: () => void;
 }
@@ -264,13 +302,15 @@ class AccountEventStream extends Readable {
       while (this.pending && this.wanted && !this.ended) {
         this.pending = false;
         this.lastRead = Date.now();
-        const rows = await eventsAfter(this.database.db, {
-          accountId: this.state.principal.accountId,
-          environment: this.state.principal.allowedEnvironment,
-          afterSeq: this.cursor,
-          limit: PAGE,
-          types: this.state.types,
-        });
+        const rows = await this.state.readTurns.run(this.accountId, () =>
+          eventsAfter(this.database.db, {
+            accountId: this.state.principal.accountId,
+            environment: this.state.principal.allowedEnvironment,
+            afterSeq: this.cursor,
+            limit: PAGE,
+            types: this.state.types,
+          }),
+        );
         read = true;
         if (this.ended) return;
         for (const row of rows) {
