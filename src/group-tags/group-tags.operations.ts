@@ -1,6 +1,6 @@
 // The tag set's operations as the OpenAPI document describes them (docs/api.md, "Tags"), and
 // their code samples.
-import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
+import { AUTH_ERRORS, BODY_ERRORS, LOCK_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import {
   CreateGroupTagBody,
@@ -43,7 +43,7 @@ export const createGroupTagOperation = {
   body: CreateGroupTagBody,
   response: {
     201: { ...GroupTagResponse, 'x-response-description': 'The tag, with 0 groups.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_exists', 'tag_limit_reached'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'group_tag_exists', 'tag_limit_reached'),
   },
 };
 
@@ -61,7 +61,7 @@ export const renameGroupTagOperation = {
   body: RenameGroupTagBody,
   response: {
     200: { ...RenamedGroupTagResponse, 'x-response-description': 'The tag under its new name, and how many groups changed.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'group_tag_not_found', 'tag_limit_reached', 'too_many_heavy_operations'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'group_tag_not_found', 'tag_limit_reached', 'too_many_heavy_operations'),
   },
 };
 
@@ -79,7 +79,7 @@ export const deleteGroupTagOperation = {
   querystring: GroupTagKeyQuery,
   response: {
     200: { ...DeletedGroupTagResponse, 'x-response-description': 'The tag is gone; how many groups changed.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'group_tag_not_found', 'too_many_heavy_operations'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'ambiguous_request', 'group_tag_not_found', 'too_many_heavy_operations'),
   },
 };
 

@@ -35,7 +35,7 @@ export const ErrorEnvelope = Type.Object(
  * along as `x-error-codes`, from which the OpenAPI document gets one example per code.
  */
 export function errorResponses(...codes: ErrorCode[]): Record<number, unknown> {
-  const all: ErrorCode[] = [...new Set<ErrorCode>([...codes, 'lock_timeout', 'internal_error', 'unavailable', 'storage_unavailable'])];
+  const all: ErrorCode[] = [...new Set<ErrorCode>([...codes, 'internal_error', 'unavailable', 'storage_unavailable'])];
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of all) byStatus.set(errorStatus[code], [...(byStatus.get(errorStatus[code]) ?? []), code]);
   return Object.fromEntries(
@@ -52,5 +52,7 @@ export const AUTH_ERRORS: ErrorCode[] = [
   'environment_forbidden',
   'rate_limited',
 ];
+/** What a write of user groups or tags can answer on PostgreSQL when other requests hold what it needs (docs/api.md, "Errors"). */
+export const LOCK_ERRORS: ErrorCode[] = ['lock_timeout'];
 /** What any route that reads a JSON body can answer. */
 export const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'validation_failed', 'payload_too_large', 'unsupported_media_type', 'request_timeout'];

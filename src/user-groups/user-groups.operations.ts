@@ -2,7 +2,7 @@
 // describes them (docs/api.md, "Operations"): what each takes, answers and may refuse. The
 // routes (user-groups.routes.ts) attach them; validation, types and the document all come
 // from here and from the schemas beside it.
-import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
+import { AUTH_ERRORS, BODY_ERRORS, LOCK_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import {
   DeletedResponse,
@@ -41,7 +41,7 @@ const getOrCreateDescription = [
 const getOrCreateResponses = {
   200: { ...GetOrCreateResponse, 'x-response-description': 'The group exists: nothing was changed.' },
   201: { ...GetOrCreateResponse, 'x-response-description': 'The group was created from the given fields.' },
-  ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'parent_not_found', 'hierarchy_too_deep', 'tag_limit_reached'),
+  ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'ambiguous_request', 'parent_not_found', 'hierarchy_too_deep', 'tag_limit_reached'),
 };
 
 const getOrCreate = {
@@ -79,6 +79,7 @@ export const createOrRotateOperation = {
     ...errorResponses(
       ...AUTH_ERRORS,
       ...BODY_ERRORS,
+      ...LOCK_ERRORS,
       'ambiguous_request',
       'user_group_exists',
       'token_not_found',
@@ -105,6 +106,7 @@ export const updateOperation = {
     ...errorResponses(
       ...AUTH_ERRORS,
       ...BODY_ERRORS,
+      ...LOCK_ERRORS,
       'user_group_not_found',
       'user_group_exists',
       'parent_not_found',
@@ -126,7 +128,7 @@ export const deleteOperation = {
   querystring: UserGroupKeyQuery,
   response: {
     200: { ...DeletedResponse, 'x-response-description': 'The group was deleted; it is answered without its token.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'ambiguous_request', 'user_group_not_found', 'user_group_has_children'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'ambiguous_request', 'user_group_not_found', 'user_group_has_children'),
   },
 };
 
@@ -158,7 +160,7 @@ export const upsertOperation = {
   body: UpsertBody,
   response: {
     200: { ...UpsertResponse, 'x-response-description': 'One result per item, in order, and the counts.' },
-    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'too_many_heavy_operations'),
+    ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'too_many_heavy_operations'),
   },
 };
 

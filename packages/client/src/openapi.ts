@@ -377,7 +377,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update up to 1,000 user groups in one call
-         * @description Needs the `write` scope. Each item is created when missing, or else gets the fields it gives (absent fields stay, as in PUT), in order, in one transaction: an item may name as parent a group created by an earlier item. An item that breaks a rule fails alone (`status: "failed"`, with the `error` code a single call would answer) and changes nothing; the others go on. The answer is `200` whatever the items' outcomes. More than 1000 items, or a body over 4 MiB, is refused whole and changes nothing.
+         * @description Needs the `write` scope. Each item is created when missing, or else gets the fields it gives (absent fields stay, as in PUT), in order, committed in parts of 100 items: an item may name as parent a group created by an earlier item. An item that breaks a rule fails alone (`status: "failed"`, with the `error` code a single call would answer) and changes nothing; the others go on. A call is one of its account's heavy operations: when the account already runs as many as it may, it waits for one to end, then is refused with `429 too_many_heavy_operations`. The answer is `200` whatever the items' outcomes. More than 1000 items, or a body over 4 MiB, is refused whole and changes nothing.
          */
         post: operations["upsertUserGroups"];
         delete?: never;
@@ -942,7 +942,7 @@ export interface components {
                  * @description Stable machine-readable code; it alone decides the status. A later release may add codes: handle one you do not know by its status.
                  * @enum {unknown}
                  */
-                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "tag_limit_reached" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "internal_error" | "unavailable" | "storage_unavailable";
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "tag_limit_reached" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "too_many_heavy_operations" | "lock_timeout" | "internal_error" | "unavailable" | "storage_unavailable";
                 /** @description One entry per problem, for validation_failed and ambiguous_request. */
                 details?: {
                     /** @description The field, query parameter or header. */
@@ -3240,7 +3240,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, lock_timeout */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -3397,7 +3397,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, lock_timeout, too_many_heavy_operations */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -3591,7 +3591,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, lock_timeout, too_many_heavy_operations */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -3777,7 +3777,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, lock_timeout */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -3937,7 +3937,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, lock_timeout */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -4140,7 +4140,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, lock_timeout */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -4311,7 +4311,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, lock_timeout */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -4844,7 +4844,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: rate_limited */
+            /** @description Error: rate_limited, lock_timeout, too_many_heavy_operations */
             429: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
