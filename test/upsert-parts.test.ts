@@ -21,12 +21,16 @@ forEachBackend('bulk upsert: its cost and its parts', (backend) => {
   let token: string;
   let counting = false;
   let statements = 0;
+  /** The SQL of each statement the request sends, with how many turns of the event loop had passed (`turns`). */
+  let trace: { sql: string; turns: number }[] | undefined;
+  let turns = 0;
 
   before(async () => {
     database = await openTestDatabase(backend, {
-      onQuery: () => {
+      onQuery: (event) => {
         // What the request sends, not the service's background work (the sequencer, the dispatcher).
         if (counting && backgroundWork.getStore() === undefined) statements++;
+        if (trace && backgroundWork.getStore() === undefined) trace.push({ sql: event.query.sql, turns });
       },
     });
     built = await buildTestApp(database);
@@ -122,6 +126,34 @@ forEachBackend('bulk upsert: its cost and its parts', (backend) => {
     assert.equal(bulkAnswer.status, 200, bulkAnswer.text);
     assert.equal(singleAnswer.status, 201, singleAnswer.text);
     assert.deepEqual(order, ['create', 'upsert']);
+  });
+
+  it('upsert, SQLite: the event loop turns while a part runs, so that the process serves other work meanwhile', {
+    skip: backend !== 'sqlite' && "SQLite only: PostgreSQL's statements wait for the network, and the loop turns then anyway",
+  }, async () => {
+    assert.equal((await upsert([{ user_group_id: 'turns-parent' }])).status, 200);
+    let ticking = true;
+    const tick = () => {
+      turns++;
+      if (ticking) setImmediate(tick);
+    };
+    trace = [];
+    tick();
+    try {
+      // Items with a parent take the single writes' steps, several statements each: a long part.
+      const res = await upsert(Array.from({ length: 100 }, (_, i) => ({ user_group_id: `turns-${i}`, parent_user_group_id: 'turns-parent' })));
+      assert.equal(res.status, 200, res.text);
+    } finally {
+      ticking = false;
+    }
+    const statements = trace;
+    trace = undefined;
+    const begin = statements.findIndex((s) => /^begin immediate/.test(s.sql));
+    const commit = statements.findIndex((s, i) => i > begin && /^commit/.test(s.sql));
+    assert.ok(begin !== -1 && commit > begin + 100, `${commit - begin} statements in the part`);
+    const part = statements.slice(begin, commit + 1);
+    const turnsWithin = part.at(-1)!.turns - part[0].turns;
+    assert.ok(turnsWithin >= 1, `${part.length} statements of a part, and no turn of the event loop between them`);
   });
 
   it('upsert, PostgreSQL: a part whose group another transaction holds fails its items and the rest with 429 lock_timeout; the parts before it stay', {

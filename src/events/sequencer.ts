@@ -26,6 +26,7 @@ import { sql } from '../db/kysely.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, EventRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
+import { givingTurns } from '../db/between-statements.ts';
 import { nextEventId } from './event-ids.ts';
 import { committedOutbox, deleteOutboxRows, insertEvents, lastSeqs, newestEventId, outboxIsEmpty, pruneEvents, setLastSeq } from './events.repository.ts';
 
@@ -210,7 +211,9 @@ export class EventSequencer {
   /** Moves one batch: the accounts that got events and how many, or 'busy' when another instance is sequencing. */
   private async sequenceBatch(): Promise<{ accounts: Set<number>; count: number } | 'busy'> {
     if (await outboxIsEmpty(this.handle.db)) return { accounts: new Set(), count: 0 };
-    return inTransaction(this.handle, async (trx) => {
+    return inTransaction(this.handle, async (transaction) => {
+      // On SQLite, a turn of the event loop after each statement (db/between-statements.ts).
+      const trx = givingTurns(transaction, this.handle.dialect);
       if (!(await this.lock(trx))) return 'busy';
       const outbox = await committedOutbox(trx, BATCH, BATCH_PER_ACCOUNT);
       if (outbox.length === 0) return { accounts: new Set<number>(), count: 0 };

@@ -15,6 +15,7 @@ import type { Kysely } from 'kysely';
 import type { Tenant } from '../db/tenant.ts';
 import type { HeavyOperationKind, HeavyOperations } from '../accounts/heavy-operations.ts';
 import { inTransaction } from '../db/transaction.ts';
+import { givingTurns } from '../db/between-statements.ts';
 import { AppError, validationFailed } from '../foundations/errors.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { appendAudits, type Actor } from '../audit/audit.repository.ts';
@@ -130,7 +131,9 @@ async function retagInBatches(deps: GroupTagDeps, tenant: Tenant, actor: Actor, 
   let afterTeamId = 0;
   let started = performance.now();
   for (let first = true; ; first = false) {
-    const outcome = await inTransaction(deps.database, async (trx) => {
+    const outcome = await inTransaction(deps.database, async (transaction) => {
+      // On SQLite, a turn of the event loop after each statement (db/between-statements.ts).
+      const trx = givingTurns(transaction, deps.database.dialect);
       await lockHierarchy(trx, deps.database.dialect, tenant);
       if (first) {
         step.name = await tagNamed(trx, tenant, written);

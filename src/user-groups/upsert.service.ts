@@ -2,9 +2,11 @@
 // one call, each item in order, in parts of UPSERT_PART items, each part its own transaction
 // (upsert-chunk.ts). Short transactions let other writes in between: on SQLite, where one
 // transaction writes at a time, a call of 1,000 items held every other write of every account
-// for as long as it ran. Each item is all or nothing, and its outcome says what became of it.
+// for as long as it ran (and, statement after statement, the event loop: db/between-statements.ts).
+// Each item is all or nothing, and its outcome says what became of it.
 // The call runs as one of its account's heavy operations (accounts/heavy-operations.ts).
 import { inTransaction } from '../db/transaction.ts';
+import { givingTurns } from '../db/between-statements.ts';
 import { isDatabaseUnavailable, isLockTimeout, storageFault } from '../db/errors.ts';
 import { AppError } from '../foundations/errors.ts';
 import { lockTimeout, storageUnavailable } from '../http/error-handler.ts';
@@ -48,7 +50,7 @@ export async function upsertUserGroups(
       try {
         done = part.every((entry) => 'error' in entry)
           ? part.map((entry) => (entry as { failed: UpsertOutcome }).failed)
-          : await inTransaction(deps.database, (trx) => upsertChunk(trx, deps, part, actor, at));
+          : await inTransaction(deps.database, (trx) => upsertChunk(givingTurns(trx, deps.database.dialect), deps, part, actor, at));
       } catch (err) {
         const stop = committed ? stoppedBy(err) : undefined;
         if (!stop) throw err;
