@@ -11,6 +11,8 @@ import type { Database } from './schema.ts';
 import { SQLITE_LOCK_WAIT_MS, retryWhileLocked } from './sqlite-lock.ts';
 
 const MAX_ATTEMPTS = 5;
+/** SQLite: how long a BEGIN that finds another process's write lock tries again in its place in this process's line. */
+const BEGIN_IN_PLACE_MS = 250;
 
 export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   const result = await runTransaction(handle, work);
@@ -43,9 +45,13 @@ async function runTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Data
 function sqliteTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   // better-sqlite3 gives Kysely one connection guarded by a mutex: holding it keeps every
   // other query of this process out until the transaction ends. A BEGIN that finds the lock
-  // taken fails at once and releases the mutex, so this process goes on serving meanwhile.
+  // taken by another process tries again for a moment while it keeps the mutex: most such
+  // locks are held for a few milliseconds, and a write that let go of the mutex at once went
+  // back to the end of this process's line, behind every write queued meanwhile (under one
+  // account's bulk work, for seconds). Past that moment it fails and releases the mutex, so
+  // this process goes on serving while the other holds the lock longer.
   return handle.db.connection().execute(async (conn) => {
-    await sql`begin immediate`.execute(conn);
+    await retryWhileLocked(() => sql`begin immediate`.execute(conn), BEGIN_IN_PLACE_MS);
     try {
       const result = await work(conn);
       await sql`commit`.execute(conn);
