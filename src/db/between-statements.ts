@@ -13,7 +13,7 @@ import type { Dialect } from './database.ts';
 import type { Database } from './schema.ts';
 
 /** The longest a bulk transaction runs on without a turn of the event loop. */
-const WORK_BETWEEN_TURNS_MS = 10;
+const WORK_BETWEEN_TURNS_MS = 3;
 
 /** One per transaction: it gives the loop a turn after a statement once the work since the last turn reached WORK_BETWEEN_TURNS_MS. */
 class TurnsWhileWorking implements KyselyPlugin {
