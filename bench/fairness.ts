@@ -14,8 +14,9 @@
 //    streams, points 16 webhook endpoints at a receiver that never answers, and loops two
 //    upserts of 600 changed groups, a rename of the tag on every group, and an export. After
 //    --warmup seconds the victim is measured again exactly as in 3.
-// 5. The table: the victim's create and delivery p50 and p99, quiet and attacked, and what the
-//    attacker's loops did (how many ran, how many were refused, and with which code).
+// 5. The table: the victim's create and delivery latencies (median, 99th percentile), quiet and
+//    attacked, and what the attacker's loops did (how many ran, how many were refused, and with
+//    which code).
 import { cleanUp, gitDescription, onCleanUp, wasInterrupted } from './cleanup.ts';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
