@@ -1,7 +1,8 @@
-// The locks a bulk upsert takes before it touches any row, so that two upserts naming the same
-// groups in different orders (or one group's parent and the group) cannot deadlock
-// (docs/api.md, "POST /api/users/upsert"). Items are then done in the request's order, as
-// the API promises, but every lock they need is already held, or held by no other upsert.
+// The locks a part of a bulk upsert (upsert-chunk.ts) takes before it touches any row, so that
+// two upserts naming the same groups in different orders (or one group's parent and the group)
+// cannot deadlock (docs/api.md, "POST /api/users/upsert"). Items are then done in the request's
+// order, as the API promises, but every lock they need is already held, or held by no other
+// upsert. They are held until the part commits.
 //
 // Row locks cannot be taken in a canonical order for groups that do not exist yet, and two
 // calls that create the same new ids in opposite orders wait on each other's uncommitted
@@ -9,13 +10,13 @@
 // items' ids and the parents they name) with transaction advisory locks, in ascending key
 // order, after the hierarchy lock of each tenant where an item moves the hierarchy (taken
 // before any other lock, as every write does: hierarchy.repository.ts). Two upserts that
-// share an identity then run one after the other; no other lock order remains between them.
+// share an identity then take turns, part by part; no other lock order remains between them.
 // The later one waits by polling (db/advisory-locks.ts), up to UPSERT_LOCK_WAIT_MS.
 //
 // An identity's lock is one of IDENTITY_LOCK_BUCKETS per tenant, not one per id: advisory
 // locks live in PostgreSQL's shared lock table (max_locks_per_transaction × max_connections
-// entries, 6,400 by default), and 1,000-item calls on every connection would fill it and fail
-// every transaction of the server. A shared bucket only makes two calls wait for each other.
+// entries, 6,400 by default), and large parts on every connection would fill it and fail every
+// transaction of the server. A shared bucket only makes two calls wait for each other.
 //
 // SQLite needs none of this: BEGIN IMMEDIATE already runs one write transaction at a time.
 import crypto from 'node:crypto';
@@ -31,8 +32,9 @@ import type { GroupIdentity } from './user-groups.repository.ts';
 const IDENTITY_LOCK_CLASS = 726_415_003; // arbitrary, fixed: "ugs group identities" (…001 migrations, …002 hierarchy)
 const IDENTITY_LOCK_BUCKETS = 64;
 /**
- * How long a call waits for other calls on the same groups: several 1,000-item calls in a row,
- * and still within a client's usual 30 s timeout.
+ * How long a part waits for other calls' parts on the same groups (a tag's rename, holding the
+ * environment's lock batch after batch, among them), and still within a client's usual 30 s
+ * timeout.
  */
 const UPSERT_LOCK_WAIT_MS = 15_000;
 
