@@ -18,6 +18,7 @@ import { buildTestApp, openTestDatabase, type BuiltApp, type OpenDatabase } from
 import { issueTestToken } from './helpers/harness.ts';
 import { runEveryOperation } from './helpers/workload.ts';
 import { withUnaryPlusParameters } from '../src/db/sqlite-parameters.ts';
+import { eventually } from './helpers/wait.ts';
 
 /**
  * Which index a statement must use, recognised by its SQL: on PostgreSQL by the index's name,
@@ -379,12 +380,18 @@ for (const backend of BACKENDS) {
       const client = new pg.Client({ connectionString: database.url });
       await client.connect();
       try {
-        const { rows } = await client.query(
-          `select relname, last_analyze, last_autoanalyze, n_live_tup from pg_stat_user_tables where relname in ('user_group_tags', 'group_tag_set')`,
+        // A backend reports its transactions' counts to pg_stat_user_tables a second or so after
+        // they commit: the bulk upsert's last parts may not be counted yet.
+        const rows = await eventually(
+          () => `the tag tables' counts in pg_stat_user_tables (${TAGS} rows each)`,
+          async () => {
+            const { rows } = await client.query(
+              `select relname, last_analyze, last_autoanalyze, n_live_tup from pg_stat_user_tables where relname in ('user_group_tags', 'group_tag_set')`,
+            );
+            return rows.length === 2 && rows.every((row) => Number(row.n_live_tup) >= TAGS) ? rows : undefined;
+          },
         );
-        assert.equal(rows.length, 2);
         for (const row of rows) {
-          assert.ok(Number(row.n_live_tup) >= TAGS, `${row.relname} holds ${row.n_live_tup} rows`);
           assert.equal(row.last_analyze, null, `${row.relname} was analyzed`);
           assert.equal(row.last_autoanalyze, null, `${row.relname} was analyzed by autovacuum`);
         }
