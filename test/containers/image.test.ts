@@ -43,7 +43,7 @@ describe('the container image', () => {
   let first = { baseUrl: '', token: '' };
   let created: Record<string, unknown> = {};
 
-  it('image: the Dockerfile builds as it is, and docs/operations.md states its size and what it adds to its base within 10%', {
+  it('image: the Dockerfile builds as it is, and docs/deployment.md states its size and what it adds to its base within 10%', {
     timeout: 900_000,
   }, async () => {
     const build = await runTool('docker', ['build', '-t', IMAGE, '.'], { timeoutMs: 900_000 });
@@ -55,13 +55,13 @@ describe('the container image', () => {
     const base = /^FROM (\S+)/m.exec(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))![1];
     const added = size - (await inspect('image', base)).Size / 1e6;
     console.log(`image: ${size.toFixed(0)} MB, of which ${added.toFixed(0)} MB on top of ${base}; built in ${Math.round(build.ms / 1000)} s`);
-    const operations = fs.readFileSync(path.join(ROOT, 'docs/operations.md'), 'utf8');
-    const stated = Number(/image is about (\d+) MB/.exec(operations)?.[1]);
-    const statedAdded = Number(/adds to its base[^.]*? about (\d+) MB/.exec(operations)?.[1]);
-    assert.ok(Math.abs(stated - size) <= size * 0.1, `docs/operations.md says the image is about ${stated} MB; it is ${size.toFixed(0)} MB`);
+    const deployment = fs.readFileSync(path.join(ROOT, 'docs/deployment.md'), 'utf8');
+    const stated = Number(/image is about (\d+) MB/.exec(deployment)?.[1]);
+    const statedAdded = Number(/adds to its base[^.]*? about (\d+) MB/.exec(deployment)?.[1]);
+    assert.ok(Math.abs(stated - size) <= size * 0.1, `docs/deployment.md says the image is about ${stated} MB; it is ${size.toFixed(0)} MB`);
     assert.ok(
       Math.abs(statedAdded - added) <= added * 0.1,
-      `docs/operations.md says the Dockerfile adds about ${statedAdded} MB; it adds ${added.toFixed(0)} MB`,
+      `docs/deployment.md says the Dockerfile adds about ${statedAdded} MB; it adds ${added.toFixed(0)} MB`,
     );
   });
 
