@@ -16,7 +16,7 @@ FROM node:24-bookworm-slim
 # The release this image is: package.json's version, written here by `npm run release`
 # (test/containers.test.ts holds them equal; docs/operations.md, "Releases").
 LABEL org.opencontainers.image.title="User Group Service" \
-      org.opencontainers.image.version="0.2.0" \
+      org.opencontainers.image.version="0.3.0-dev" \
       org.opencontainers.image.licenses="MIT"
 WORKDIR /app
 # The key file of this SQLite database is /app/data/secret.key, beside it; with a PostgreSQL
