@@ -110,6 +110,8 @@ forEachBackend('scopes declared on the routes', (backend) => {
     assert.equal(res.status, 403, res.text);
     assert.equal(res.body.error.code, 'insufficient_scope');
     assert.equal(res.body.error.message, 'updating a user group needs an API token with the write scope');
+    // After the rate limit: the refusal counts against the token's budget, and says what is left.
+    assert.match(String(res.headers.ratelimit), /^"api-token";r=\d+;t=\d+$/);
     // A token with the scope gets the validation error.
     const writer = await t.request('PUT', '/api/user', { token: t.token, body: { user_group_id: 'x', no_such_field: true } });
     assert.equal(writer.status, 400, writer.text);

@@ -1,7 +1,7 @@
 // The management API's authentication hook: every route behind it sees request.principal,
 // and is refused before anything else of it runs when the token lacks the scope the route
 // declares (route-access.ts).
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyRequest, preParsingHookHandler, RouteOptions } from 'fastify';
 import type { Actor } from '../audit/audit.repository.ts';
 import { requireScope, type Principal, type Scope } from './principal.ts';
 import { accessOf } from './route-access.ts';
@@ -23,15 +23,20 @@ declare module 'fastify' {
 
 const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
 
-/** The route's scope check: the first of its own onRequest hooks, so after authentication (the plugin's hook) and before the rest. */
-function scopeCheck(scope: Scope, action: string): onRequestHookHandler {
-  return (request, _reply, done) => {
+/**
+ * The route's scope check: the first of its own preParsing hooks, so after authentication (the
+ * plugin's onRequest hook) and the rate limit (a root preParsing hook: a refused request spends
+ * its token's budget, as any other), and before the body is read, validated, or an
+ * Idempotency-Key looked at.
+ */
+function scopeCheck(scope: Scope, action: string): preParsingHookHandler {
+  return (request, _reply, payload, done) => {
     try {
       requireScope(principalOf(request), scope, action);
     } catch (err) {
       return done(err as Error);
     }
-    done();
+    done(null, payload);
   };
 }
 
@@ -43,7 +48,7 @@ export function registerApiTokenAuth(app: FastifyInstance, authenticator: Authen
     if (access?.token !== 'api') {
       throw new Error(`${[route.method].flat().join(',')} ${route.url} is behind API-token authentication: its operation must declare apiTokenAccess(…)`);
     }
-    if (access.scope !== null) route.onRequest = [scopeCheck(access.scope, access.action), ...asArray(route.onRequest)] as RouteOptions['onRequest'];
+    if (access.scope !== null) route.preParsing = [scopeCheck(access.scope, access.action), ...asArray(route.preParsing)] as RouteOptions['preParsing'];
   });
   // A callback hook: a token verified moments ago is answered synchronously, without the
   // promise an async hook costs on every request.

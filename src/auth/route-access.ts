@@ -1,8 +1,9 @@
 // What a route under /api needs of its caller, declared on the route's operation (the
 // *.operations.ts files) where a reader of the route sees it, and checked before anything
-// else of the route: the scope right after authentication, in an onRequest hook, so before
-// the body is read, validated, or an Idempotency-Key is claimed or replayed (docs/api.md,
-// "Scopes of the operations"). A route under /api without a declaration stops the app at start.
+// else of the route: the scope right after authentication and the rate limit, in the route's
+// first preParsing hook (auth/authenticate.ts), so before the body is read, validated, or an
+// Idempotency-Key is claimed or replayed (docs/api.md, "Scopes of the operations"). A route
+// under /api without a declaration stops the app at start.
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Scope } from './principal.ts';
 

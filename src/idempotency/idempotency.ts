@@ -11,7 +11,7 @@
 // operation. A token's scopes and environment never change, and a revoked or expired token is
 // refused before the preHandler, so the replay needs no scope or environment check of its
 // own. A token without the scope the route declares never gets here: it is refused right after
-// authentication (auth/route-access.ts), before the key is read. The environment, which the
+// authentication and the rate limit (auth/route-access.ts), before the key is read. The environment, which the
 // body or a row names, is the service's to check, after the claim: a key another token holds
 // is not this request's key, so a lesser token can neither receive nor block a more
 // privileged token's answer.
