@@ -8,6 +8,7 @@ import { DatabaseFileGone } from './db/sqlite-file-watch.ts';
 import type { Keyring } from './crypto/keyring.ts';
 import { ApiTokenAuthenticator } from './api-tokens/api-token-authenticator.ts';
 import { registerApiTokenAuth } from './auth/authenticate.ts';
+import { requireDeclaredAccess } from './auth/route-access.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { registerJsonBodyParsing } from './http/json-body.ts';
 import { methodOverrideStrategy, refuseOtherOverrides } from './http/method-override.ts';
@@ -98,6 +99,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     frameworkErrors: frameworkErrorHandler(requestEnd),
   });
 
+  // Every route under /api declares the token and the scope it needs, or the app does not start (auth/route-access.ts).
+  requireDeclaredAccess(app);
   registerValidation(app);
   registerErrorHandling(app);
   registerRequestContext(app, deps.tracing);

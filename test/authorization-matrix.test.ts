@@ -1,14 +1,18 @@
 // Every route of the app's route table (operational routes aside) against every way a caller
-// can be wrong about who it is or what it may do. Each cell answers the documented status
-// and code, changes nothing, and never shows another account's data. A new route fails this
-// suite until it has a row below. The replay column tries every route that takes an
-// Idempotency-Key with a key a more privileged token used before (and the reverse).
+// can be wrong about who it is or what it may do. Which token a route takes, the scope it
+// needs and its environment rule are what the route declares (auth/route-access.ts, read
+// from the app's routes); the rows below give each route a request to send. Each cell answers
+// the documented status and code, changes nothing, and never shows another account's data. A
+// new route fails this suite until it has a row below. The replay column tries every route
+// that takes an Idempotency-Key with a key a more privileged token used before (and the reverse).
 import { it, before, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { forEachBackend, injectRequest, parseBody, useTestApp } from './helpers/harness.ts';
 import { isOperational, routeTable } from './helpers/route-table.ts';
+import { declaredRoutes, type EnvironmentRule, type RouteAccess } from '../src/auth/route-access.ts';
+import type { Scope } from '../src/auth/principal.ts';
 import { generateToken } from '../src/auth/token-format.ts';
 import { decodeJwt } from 'jose';
 
@@ -37,23 +41,12 @@ interface Expect {
   code?: string;
 }
 interface RouteRow {
-  kind: 'api' | 'embed';
   /** A request this route answers, aimed at `target`. */
   probe(target: Target, fresh: string): Probe;
   /** Aimed at another account's object, with a valid token of this account. */
   otherAccount?: Expect;
-  /** The scope the probe needs beyond read. */
-  scope?: 'write' | 'admin';
-  /** Works on the account, in no environment: an environment-restricted token is not refused for that. */
-  noEnvironment?: boolean;
-  /** Reads the account's change events: an environment-restricted token reads only its environment's. */
-  eventsOfItsEnvironment?: boolean;
-  /** Works on API tokens: an environment-restricted admin sees only those restricted to its environment. */
-  tokensOfItsEnvironment?: boolean;
-  /** Answers a forbidden environment as `active: false` (RFC 7662 reveals nothing) instead of 403. */
-  inactiveWhenForbidden?: boolean;
-  /** Works on webhook endpoints: an environment-restricted admin reaches only those of its environment. */
-  endpointsOfItsEnvironment?: boolean;
+  /** The probe needs `write` though the route declares `read`: get-or-create of a group that does not exist creates it. */
+  probeNeedsWrite?: boolean;
   /** The requests the replay column sends with an Idempotency-Key, one per operation of the route (default: the probe). */
   idempotentProbes?(target: Target, fresh: string): Probe[];
 }
@@ -66,21 +59,17 @@ const endpointOf = (t: Target) => (t.id.startsWith('victim') ? webhookEndpoints.
 const QUIET_ENDPOINT = { url: 'http://93.184.216.34/hook', types: ['embed_key.retired'] };
 const ROUTES: Record<string, RouteRow> = {
   'GET /api/user': {
-    kind: 'api',
-    scope: 'write', // the probe names a group that does not exist in the caller's account: get-or-create creates
+    probeNeedsWrite: true, // the probe names a group that does not exist in the caller's account: get-or-create creates
     probe: (t, fresh) => ({ method: 'GET', url: '/api/user', query: { user_group_id: fresh, api_environment_tag: t.env } }),
     // The caller's own namesake is created: another account's group is never returned.
     otherAccount: { status: 201 },
   },
   'POST /api/user {"methodOverride":"GET"}': {
-    kind: 'api',
-    scope: 'write',
+    probeNeedsWrite: true,
     probe: (t, fresh) => ({ method: 'POST', url: '/api/user', headers: OVERRIDE, body: { user_group_id: fresh, api_environment_tag: t.env } }),
     otherAccount: { status: 201 },
   },
   'POST /api/user': {
-    kind: 'api',
-    scope: 'write',
     probe: (t) => ({ method: 'POST', url: '/api/user', body: { current_token: t.groupToken } }),
     otherAccount: { status: 404, code: 'token_not_found' },
     // Rotate, and create.
@@ -90,55 +79,40 @@ const ROUTES: Record<string, RouteRow> = {
     ],
   },
   'PUT /api/user': {
-    kind: 'api',
-    scope: 'write',
     probe: (t) => ({ method: 'PUT', url: '/api/user', body: { user_group_id: t.id, api_environment_tag: t.env, name: 'changed by a probe' } }),
     otherAccount: { status: 404, code: 'user_group_not_found' },
   },
   'DELETE /api/user': {
-    kind: 'api',
-    scope: 'write',
     probe: (t) => ({ method: 'DELETE', url: '/api/user', query: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 404, code: 'user_group_not_found' },
   },
   'POST /api/users/upsert': {
-    kind: 'api',
-    scope: 'write',
     // The item's environment decides: an item of a forbidden environment fails alone (200), so the probe names none.
     probe: (_t, fresh) => ({ method: 'POST', url: '/api/users/upsert', body: { user_groups: [{ user_group_id: fresh }] } }),
     otherAccount: { status: 200 }, // created in the caller's account: there is no way to name another
-    noEnvironment: true,
   },
   'GET /api/users': {
-    kind: 'api',
     probe: (t) => ({ method: 'GET', url: '/api/users', query: { api_environment_tag: t.env, q: t.id } }),
     otherAccount: { status: 200 },
   },
   'GET /api/user/lookup': {
-    kind: 'api',
     probe: (t) => ({ method: 'GET', url: '/api/user/lookup', query: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 404, code: 'user_group_not_found' },
   },
   'GET /api/user/history': {
-    kind: 'api',
     probe: (t) => ({ method: 'GET', url: '/api/user/history', query: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 200 },
   },
   // Each group of the suite carries a tag named after it (createGroup below).
   'GET /api/group_tags': {
-    kind: 'api',
     probe: (t) => ({ method: 'GET', url: '/api/group_tags', query: { api_environment_tag: t.env, q: `tag-${t.id}` } }),
     otherAccount: { status: 200 }, // the caller's own tags only
   },
   'POST /api/group_tags': {
-    kind: 'api',
-    scope: 'write',
     probe: (t, fresh) => ({ method: 'POST', url: '/api/group_tags', body: { name: `tag-${fresh}`, api_environment_tag: t.env } }),
     otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
   },
   'POST /api/group_tags/rename': {
-    kind: 'api',
-    scope: 'write',
     probe: (t, fresh) => ({
       method: 'POST',
       url: '/api/group_tags/rename',
@@ -147,119 +121,75 @@ const ROUTES: Record<string, RouteRow> = {
     otherAccount: { status: 404, code: 'group_tag_not_found' },
   },
   'DELETE /api/group_tags': {
-    kind: 'api',
-    scope: 'write',
     probe: (t) => ({ method: 'DELETE', url: '/api/group_tags', query: { name: `tag-${t.id}`, api_environment_tag: t.env } }),
     otherAccount: { status: 404, code: 'group_tag_not_found' },
   },
   'POST /api/embed_token': {
-    kind: 'api',
     probe: (t) => ({ method: 'POST', url: '/api/embed_token', body: { user_group_id: t.id, api_environment_tag: t.env } }),
     otherAccount: { status: 404, code: 'user_group_not_found' },
   },
   'POST /api/embed/introspect': {
-    kind: 'api',
     probe: (t) => ({ method: 'POST', url: '/api/embed/introspect', body: { token: t.embedToken } }),
     otherAccount: { status: 200 }, // active: false
-    inactiveWhenForbidden: true,
   },
   'GET /api/api_tokens': {
-    kind: 'api',
-    scope: 'admin',
-    tokensOfItsEnvironment: true,
     probe: () => ({ method: 'GET', url: '/api/api_tokens' }),
     otherAccount: { status: 200 }, // the caller's own tokens only
   },
   'GET /api/api_tokens/current': {
-    kind: 'api',
-    noEnvironment: true,
     probe: () => ({ method: 'GET', url: '/api/api_tokens/current' }),
     otherAccount: { status: 200 }, // the caller's own token
   },
   'POST /api/api_tokens': {
-    kind: 'api',
-    scope: 'admin',
     // A token restricted to one environment can create tokens for that environment only.
     probe: (t) => ({ method: 'POST', url: '/api/api_tokens', body: { scopes: ['read'], allowed_environment: t.env } }),
     otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
   },
   'DELETE /api/api_tokens/:id': {
-    kind: 'api',
-    scope: 'admin',
-    tokensOfItsEnvironment: true,
     probe: (t) => ({ method: 'DELETE', url: `/api/api_tokens/${t.apiTokenId}` }),
     otherAccount: { status: 404, code: 'api_token_not_found' },
   },
   'GET /api/api_tokens/history': {
-    kind: 'api',
-    scope: 'admin',
-    tokensOfItsEnvironment: true,
     probe: () => ({ method: 'GET', url: '/api/api_tokens/history' }),
     otherAccount: { status: 200 },
   },
   'GET /api/events': {
-    kind: 'api',
-    eventsOfItsEnvironment: true,
     probe: () => ({ method: 'GET', url: '/api/events' }),
     otherAccount: { status: 200 },
   },
   'GET /api/events/stream': {
-    kind: 'api',
-    noEnvironment: true, // a restricted token sees its environment's events (test/events-stream.test.ts)
     probe: () => ({ method: 'GET', url: '/api/events/stream', stream: true }),
     otherAccount: { status: 200 }, // the caller's own events from now on: there is no way to name another account
   },
   'GET /api/webhook_endpoints': {
-    kind: 'api',
-    scope: 'admin',
-    endpointsOfItsEnvironment: true,
     probe: () => ({ method: 'GET', url: '/api/webhook_endpoints' }),
     otherAccount: { status: 200 }, // the caller's own endpoints only
   },
   'POST /api/webhook_endpoints': {
-    kind: 'api',
-    scope: 'admin',
-    endpointsOfItsEnvironment: true,
     probe: () => ({ method: 'POST', url: '/api/webhook_endpoints', body: QUIET_ENDPOINT }),
     otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
   },
   'DELETE /api/webhook_endpoints/:id': {
-    kind: 'api',
-    scope: 'admin',
-    endpointsOfItsEnvironment: true,
     probe: (t) => ({ method: 'DELETE', url: `/api/webhook_endpoints/${endpointOf(t)}` }),
     otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
   },
   'POST /api/webhook_endpoints/:id/rotate_secret': {
-    kind: 'api',
-    scope: 'admin',
-    endpointsOfItsEnvironment: true,
     probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/rotate_secret` }),
     otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
   },
   'POST /api/webhook_endpoints/:id/enable': {
-    kind: 'api',
-    scope: 'admin',
-    endpointsOfItsEnvironment: true,
     probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/enable` }),
     otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
   },
   'GET /api/webhook_endpoints/:id/deliveries': {
-    kind: 'api',
-    scope: 'admin',
-    endpointsOfItsEnvironment: true,
     probe: (t) => ({ method: 'GET', url: `/api/webhook_endpoints/${endpointOf(t)}/deliveries` }),
     otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
   },
   'POST /api/webhook_endpoints/:id/test': {
-    kind: 'api',
-    scope: 'admin',
-    endpointsOfItsEnvironment: true,
     probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/test` }),
     otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
   },
   'GET /api/embed/context': {
-    kind: 'embed',
     probe: () => ({ method: 'GET', url: '/api/embed/context' }),
   },
 };
@@ -337,14 +267,16 @@ forEachBackend('authorization matrix', (backend) => {
 
   before(async () => {
     ({ token: victimToken, id: victimTokenId } = await t.issueToken({ account: 'victim', scopes: ['read', 'write', 'admin'] }));
-    // One victim group per API row of the table, alternating environments.
-    const apiRows = Object.values(ROUTES).filter((row) => row.kind === 'api').length;
+    for (const route of declaredRoutes(t.app)) declared.set(`${route.method} ${route.url}${route.constraints ? ` ${route.constraints}` : ''}`, route.access);
+    // One victim group per route that takes an API token, alternating environments.
+    const apiRows = Object.keys(ROUTES).filter((key) => declarationOf(key).token === 'api').length;
     for (let i = 0; i < apiRows; i++) victimGroups.push(await createGroup(victimToken, `victim-${i}`, i % 2 === 0 ? 'Customer' : 'Testing'));
     await t.request('PUT', '/api/user', { token: victimToken, body: { user_group_id: 'victim-0', name: 'history entry' } });
     // The caller's full token can do everything, admin included; the others lack one thing each.
     tokens.rw = (await t.issueToken({ account: 'caller', scopes: ['read', 'write', 'admin'] })).token;
     tokens.readOnly = (await t.issueToken({ account: 'caller', scopes: ['read'] })).token;
     tokens.noAdmin = (await t.issueToken({ account: 'caller', scopes: ['read', 'write'] })).token;
+    tokens.adminOnly = (await t.issueToken({ account: 'caller', scopes: ['admin'] })).token;
     tokens.testingOnly = (await t.issueToken({ account: 'caller', env: 'Testing', scopes: ['read', 'write', 'admin'] })).token;
     const revoked = await t.issueToken({ account: 'caller' });
     await t.handle.db.updateTable('api_tokens').set({ revoked_at: new Date().toISOString() }).where('id', '=', revoked.id).execute();
@@ -387,9 +319,51 @@ forEachBackend('authorization matrix', (backend) => {
     assert.deepEqual([...routes].sort(), Object.keys(ROUTES).sort());
   });
 
+  /** What each route declares (auth/route-access.ts), keyed as the route table keys it. */
+  const declared = new Map<string, RouteAccess>();
+  function declarationOf(key: string): RouteAccess {
+    const access = declared.get(key);
+    assert.ok(access, `${key} declares no access`);
+    return access;
+  }
+  /** The caller's tokens that lack a scope: `write` includes `read`, `admin` includes neither. */
+  const LACKING: Record<Scope, [string, string][]> = {
+    read: [['an admin-only API token', 'adminOnly']],
+    write: [
+      ['a read-only API token', 'readOnly'],
+      ['an admin-only API token', 'adminOnly'],
+    ],
+    admin: [
+      ['a read-only API token', 'readOnly'],
+      ['a read,write API token without admin', 'noAdmin'],
+    ],
+  };
+
+  /** The embed side: a user group or embed token, never an API token. */
+  async function userGroupTokenCells(c: TestContext, key: string, row: RouteRow): Promise<void> {
+    await c.test(`${key}: no, malformed, wrong-checksum, unknown, retired group token -> 401 invalid_token; API token -> 401 wrong_token_kind`, async () => {
+      const probe = row.probe(ownCustomer, '');
+      await assertRefused(probe, {}, 401, 'invalid_token');
+      await assertRefused(probe, { bearer: 'ugs_grp_not-a-token' }, 401, 'invalid_token');
+      await assertRefused(probe, { bearer: flipLast(ownCustomer.groupToken) }, 401, 'invalid_token');
+      await assertRefused(probe, { bearer: generateToken('user_group') }, 401, 'invalid_token');
+      await assertRefused(probe, { bearer: tokens.retiredGroupToken }, 401, 'invalid_token');
+      await assertRefused(probe, { bearer: tokens.rw }, 401, 'wrong_token_kind');
+      // A valid group token sees its own group and nothing else.
+      const res = await send(probe, { bearer: ownCustomer.groupToken });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.user_group.provided_id, ownCustomer.id);
+      assert.ok(!/ugs_(grp|api)_/.test(res.text), 'the embed context returned a token');
+    });
+  }
+
+  // One test per route; its cells are what the route's declaration calls for.
   for (const [key, row] of Object.entries(ROUTES)) {
-    if (row.kind === 'api') {
-      it(`${key}: no, malformed, wrong-checksum, unknown, revoked, expired API token -> 401; group token -> 401 wrong_token_kind`, async () => {
+    it(`${key}: the credentials, accounts, scopes and environments its declaration calls for`, async (c) => {
+      const access = declarationOf(key);
+      if (access.token === 'user_group') return userGroupTokenCells(c, key, row);
+
+      await c.test(`${key}: no, malformed, wrong-checksum, unknown, revoked, expired API token -> 401; group token -> 401 wrong_token_kind`, async () => {
         const probe = row.probe(ownCustomer, freshId());
         await assertRefused(probe, {}, 401, 'missing_api_token');
         await assertRefused(probe, { token: 'ugs_api_not-a-token' }, 401, 'invalid_api_token');
@@ -401,7 +375,7 @@ forEachBackend('authorization matrix', (backend) => {
         await assertRefused(probe, { bearer: ownCustomer.groupToken }, 401, 'wrong_token_kind');
       });
 
-      it(`${key}: another account's object is never reached and never shown`, async () => {
+      await c.test(`${key}: another account's object is never reached and never shown`, async () => {
         const victim = victimGroups.shift()!;
         const expected = row.otherAccount!;
         const before = await snapshot();
@@ -437,110 +411,61 @@ forEachBackend('authorization matrix', (backend) => {
         assert.equal(still.body.user_group.token, victim.groupToken);
       });
 
-      if (row.scope) {
-        it(`${key}: a read-only API token -> 403 insufficient_scope`, async () => {
-          await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.readOnly }, 403, 'insufficient_scope');
+      // The scope: the declared one, or write where the probe creates a group.
+      if (row.probeNeedsWrite) assert.equal(access.scope, 'read', `${key}: the probe needs write, beyond the declared scope`);
+      const scope = row.probeNeedsWrite ? 'write' : access.scope;
+      if (scope === null) {
+        await c.test(`${key}: declares no scope: a read-only and an admin-only API token are both answered`, async () => {
+          for (const name of ['readOnly', 'adminOnly']) {
+            const res = await send(row.probe(ownCustomer, freshId()), { token: tokens[name] });
+            assert.ok(res.status < 400, `${key} with ${name}: ${res.status} ${res.text}`);
+          }
+        });
+      }
+      for (const [lacking, name] of scope === null ? [] : LACKING[scope]) {
+        await c.test(`${key}: ${lacking} (the ${scope} scope is needed) -> 403 insufficient_scope`, async () => {
+          await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens[name] }, 403, 'insufficient_scope');
           if (key === 'POST /api/user') {
-            await assertRefused(
-              { method: 'POST', url: '/api/user', body: { user_group_id: freshId() } },
-              { token: tokens.readOnly },
-              403,
-              'insufficient_scope',
-            );
+            await assertRefused({ method: 'POST', url: '/api/user', body: { user_group_id: freshId() } }, { token: tokens[name] }, 403, 'insufficient_scope');
           }
         });
       }
-      if (row.scope === 'admin') {
-        it(`${key}: a read,write API token without admin -> 403 insufficient_scope`, async () => {
-          await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.noAdmin }, 403, 'insufficient_scope');
-        });
-      }
 
-      if (row.eventsOfItsEnvironment) {
-        it(`${key}: a token restricted to Testing reads only Testing's events`, async () => {
-          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
-          assert.equal(res.status, 200, res.text);
-          assert.ok(res.body.events.length > 0, 'the Testing events of the suite');
-          for (const event of res.body.events) assert.equal(event.data.api_environment_tag ?? event.data.allowed_environment, 'Testing', JSON.stringify(event));
-        });
-        continue;
-      }
+      await c.test(`${key}: a token restricted to Testing, as the route's environment rule (${access.environment}) says`, () =>
+        environmentCell(key, row, access.environment),
+      );
+    });
+  }
 
-      if (row.noEnvironment) {
-        it(`${key}: works on the account, so a token restricted to Testing is not refused for its environment`, async () => {
-          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
-          assert.ok(res.status < 400, `${key}: ${res.status} ${res.text}`);
-        });
-        continue;
+  /** A token restricted to Testing on a route, by the route's environment rule (auth/route-access.ts, EnvironmentRule). */
+  async function environmentCell(key: string, row: RouteRow, rule: EnvironmentRule): Promise<void> {
+    switch (rule) {
+      case 'items':
+      case 'none': {
+        // Works on the account, or each item names its environment: the token is not refused for its own.
+        const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
+        assert.ok(res.status < 400, `${key}: ${res.status} ${res.text}`);
+        return;
       }
-
-      if (row.tokensOfItsEnvironment) {
-        it(`${key}: an admin restricted to Testing reaches only the tokens restricted to Testing; others answer as another account's`, async () => {
-          const testingTokenIds = new Set(
-            (await t.handle.db.selectFrom('api_tokens').select('id').where('allowed_environment', '=', 'Testing').execute()).map((r) => Number(r.id)),
-          );
-          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
-          if (key === 'DELETE /api/api_tokens/:id') {
-            // The probe's token is unrestricted: not this admin's to see, so not found, and still active.
-            assert.equal(res.status, 404, res.text);
-            assert.equal(res.body.error.code, 'api_token_not_found');
-            const customerOnly = await t.issueToken({ account: 'caller', env: 'Customer', scopes: ['read'] });
-            await assertRefused({ method: 'DELETE', url: `/api/api_tokens/${customerOnly.id}` }, { token: tokens.testingOnly }, 404, 'api_token_not_found');
-            const testingOwn = await t.issueToken({ account: 'caller', env: 'Testing', scopes: ['read'] });
-            const revoked = await send({ method: 'DELETE', url: `/api/api_tokens/${testingOwn.id}` }, { token: tokens.testingOnly });
-            assert.equal(revoked.status, 200, revoked.text);
-            return;
-          }
-          assert.equal(res.status, 200, res.text);
-          const ids: number[] =
-            key === 'GET /api/api_tokens'
-              ? res.body.api_tokens.map((token: { id: number }) => token.id)
-              : res.body.entries.map((entry: { api_token_id: number }) => entry.api_token_id);
-          assert.ok(ids.length > 0, `${key} shows the Testing tokens`);
-          for (const id of ids) assert.ok(testingTokenIds.has(id), `${key} shows token ${id}, which is not restricted to Testing`);
-        });
-        continue;
+      case 'introspected': {
+        const before = await snapshot();
+        const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
+        assert.deepEqual(res.body, { success: 1, active: false });
+        assert.equal(await snapshot(), before);
+        const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
+        assert.equal(own.body.active, true, `${key} in Testing: ${own.text}`);
+        return;
       }
-
-      if (row.endpointsOfItsEnvironment) {
-        it(`${key}: an admin restricted to Testing reaches only the webhook endpoints of Testing; others answer as another account's`, async () => {
-          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
-          if (key.includes(':id')) {
-            assert.equal(res.status, 404, res.text);
-            assert.equal(res.body.error.code, 'webhook_endpoint_not_found');
-          } else if (key === 'GET /api/webhook_endpoints') {
-            assert.equal(res.status, 200, res.text);
-            const listed = res.body.webhook_endpoints.map((endpoint: { id: number; environment: string | null }) => [endpoint.id, endpoint.environment]);
-            assert.ok(listed.length > 0 && listed.every(([, environment]: unknown[]) => environment === 'Testing'), JSON.stringify(listed));
-          } else {
-            assert.equal(res.status, 201, res.text);
-            assert.equal(res.body.webhook_endpoint.environment, 'Testing', 'it receives only the events of Testing');
-          }
+      case 'token':
+        return tokenEnvironmentCell(key, row);
+      case 'request':
+        await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly }, 403, 'environment_forbidden');
+        {
+          // The same token does work in its own environment (so the refusal is about the environment).
           const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
           assert.ok(own.status < 400, `${key} in Testing: ${own.status} ${own.text}`);
-          if (key === 'DELETE /api/webhook_endpoints/:id') webhookEndpoints.testing = await insertWebhookEndpoint('caller', 'Testing');
-        });
-        continue;
-      }
-
-      if (row.inactiveWhenForbidden) {
-        it(`${key}: an API token restricted to Testing, used on Customer -> active: false`, async () => {
-          const before = await snapshot();
-          const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
-          assert.deepEqual(res.body, { success: 1, active: false });
-          assert.equal(await snapshot(), before);
-          const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
-          assert.equal(own.body.active, true, `${key} in Testing: ${own.text}`);
-        });
-        continue;
-      }
-
-      it(`${key}: an API token restricted to Testing, used on Customer -> 403 environment_forbidden`, async () => {
-        await assertRefused(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly }, 403, 'environment_forbidden');
-        // The same token does work in its own environment (so the refusal is about the environment).
-        const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
-        assert.ok(own.status < 400, `${key} in Testing: ${own.status} ${own.text}`);
-        if (key === 'POST /api/user') ownTesting.groupToken = own.body.user_group.token;
+          if (key === 'POST /api/user') ownTesting.groupToken = own.body.user_group.token;
+        }
         if (key === 'DELETE /api/user') ownTesting = await createGroup(tokens.rw, ownTesting.id, 'Testing');
         if (key === 'POST /api/group_tags/rename' || key === 'DELETE /api/group_tags') {
           const restored = await t.request('PUT', '/api/user', {
@@ -549,22 +474,59 @@ forEachBackend('authorization matrix', (backend) => {
           });
           assert.equal(restored.status, 200, restored.text);
         }
-      });
-    } else {
-      it(`${key}: no, malformed, wrong-checksum, unknown, retired group token -> 401 invalid_token; API token -> 401 wrong_token_kind`, async () => {
-        const probe = row.probe(ownCustomer, '');
-        await assertRefused(probe, {}, 401, 'invalid_token');
-        await assertRefused(probe, { bearer: 'ugs_grp_not-a-token' }, 401, 'invalid_token');
-        await assertRefused(probe, { bearer: flipLast(ownCustomer.groupToken) }, 401, 'invalid_token');
-        await assertRefused(probe, { bearer: generateToken('user_group') }, 401, 'invalid_token');
-        await assertRefused(probe, { bearer: tokens.retiredGroupToken }, 401, 'invalid_token');
-        await assertRefused(probe, { bearer: tokens.rw }, 401, 'wrong_token_kind');
-        // A valid group token sees its own group and nothing else.
-        const res = await send(probe, { bearer: ownCustomer.groupToken });
+        return;
+    }
+  }
+
+  /** The `token` rule: what the route reaches is limited to the token's environment; the rest answers as absent. */
+  async function tokenEnvironmentCell(key: string, row: RouteRow): Promise<void> {
+    const res = await send(row.probe(ownCustomer, freshId()), { token: tokens.testingOnly });
+    if (key === 'GET /api/events') {
+      assert.equal(res.status, 200, res.text);
+      assert.ok(res.body.events.length > 0, 'the Testing events of the suite');
+      for (const event of res.body.events) assert.equal(event.data.api_environment_tag ?? event.data.allowed_environment, 'Testing', JSON.stringify(event));
+    } else if (key === 'GET /api/events/stream') {
+      // Served; which events it writes: test/events-stream.test.ts.
+      assert.equal(res.status, 200, res.text);
+    } else if (key.startsWith('GET /api/api_tokens') || key.startsWith('DELETE /api/api_tokens')) {
+      const testingTokenIds = new Set(
+        (await t.handle.db.selectFrom('api_tokens').select('id').where('allowed_environment', '=', 'Testing').execute()).map((r) => Number(r.id)),
+      );
+      if (key === 'DELETE /api/api_tokens/:id') {
+        // The probe's token is unrestricted: not this admin's to see, so not found, and still active.
+        assert.equal(res.status, 404, res.text);
+        assert.equal(res.body.error.code, 'api_token_not_found');
+        const customerOnly = await t.issueToken({ account: 'caller', env: 'Customer', scopes: ['read'] });
+        await assertRefused({ method: 'DELETE', url: `/api/api_tokens/${customerOnly.id}` }, { token: tokens.testingOnly }, 404, 'api_token_not_found');
+        const testingOwn = await t.issueToken({ account: 'caller', env: 'Testing', scopes: ['read'] });
+        const revoked = await send({ method: 'DELETE', url: `/api/api_tokens/${testingOwn.id}` }, { token: tokens.testingOnly });
+        assert.equal(revoked.status, 200, revoked.text);
+        return;
+      }
+      assert.equal(res.status, 200, res.text);
+      const ids: number[] =
+        key === 'GET /api/api_tokens'
+          ? res.body.api_tokens.map((token: { id: number }) => token.id)
+          : res.body.entries.map((entry: { api_token_id: number }) => entry.api_token_id);
+      assert.ok(ids.length > 0, `${key} shows the Testing tokens`);
+      for (const id of ids) assert.ok(testingTokenIds.has(id), `${key} shows token ${id}, which is not restricted to Testing`);
+    } else if (key.includes('/api/webhook_endpoints')) {
+      if (key.includes(':id')) {
+        assert.equal(res.status, 404, res.text);
+        assert.equal(res.body.error.code, 'webhook_endpoint_not_found');
+      } else if (key === 'GET /api/webhook_endpoints') {
         assert.equal(res.status, 200, res.text);
-        assert.equal(res.body.user_group.provided_id, ownCustomer.id);
-        assert.ok(!/ugs_(grp|api)_/.test(res.text), 'the embed context returned a token');
-      });
+        const listed = res.body.webhook_endpoints.map((endpoint: { id: number; environment: string | null }) => [endpoint.id, endpoint.environment]);
+        assert.ok(listed.length > 0 && listed.every(([, environment]: unknown[]) => environment === 'Testing'), JSON.stringify(listed));
+      } else {
+        assert.equal(res.status, 201, res.text);
+        assert.equal(res.body.webhook_endpoint.environment, 'Testing', 'it receives only the events of Testing');
+      }
+      const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
+      assert.ok(own.status < 400, `${key} in Testing: ${own.status} ${own.text}`);
+      if (key === 'DELETE /api/webhook_endpoints/:id') webhookEndpoints.testing = await insertWebhookEndpoint('caller', 'Testing');
+    } else {
+      assert.fail(`${key} declares the token rule: say here what a token restricted to Testing sees of it`);
     }
   }
 

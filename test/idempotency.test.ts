@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from '../src/db/kysely.ts';
 import { ApiTokenAuthenticator } from '../src/api-tokens/api-token-authenticator.ts';
 import { registerApiTokenAuth } from '../src/auth/authenticate.ts';
+import { apiTokenAccess } from '../src/auth/route-access.ts';
 import { IdempotencySweeper } from '../src/idempotency/idempotency-sweeper.ts';
 import { canonicalJson } from '../src/idempotency/idempotency.ts';
 import { generateToken } from '../src/auth/token-format.ts';
@@ -33,7 +34,7 @@ function addTestRoute(app: FastifyInstance, database: OpenDatabase, now: () => D
   const state: TestRoute = { runs: 0, failNext: false, gate: undefined };
   app.register(async (api) => {
     registerApiTokenAuth(api, new ApiTokenAuthenticator(database.handle.reads, now, 0));
-    api.post('/test/effect', { config: { idempotent: true } }, async (_request, reply) => {
+    api.post('/test/effect', { schema: apiTokenAccess(null, 'none', 'the test effect'), config: { idempotent: true } }, async (_request, reply) => {
       state.runs++;
       const run = state.runs;
       if (state.gate) await state.gate;

@@ -19,6 +19,7 @@ import {
 import { httpRequest, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { redisAnswers } from './helpers/services.ts';
 import { hashToken } from '../src/auth/token-format.ts';
+import { userGroupTokenAccess } from '../src/auth/route-access.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 const EMBED_CONTEXT = '/api/embed/context';
@@ -47,7 +48,7 @@ async function deleteKeys(redis: Redis, prefix: string): Promise<string[]> {
 
 /** The embed route if it exists; otherwise a stand-in under /api/embed/, which the limit covers the same way. */
 function addEmbedProbe(built: BuiltApp): void {
-  built.app.get(EMBED_PROBE, async () => ({ success: 1 }));
+  built.app.get(EMBED_PROBE, { schema: userGroupTokenAccess() }, async () => ({ success: 1 }));
 }
 
 forEachBackend('rate limits on one instance', (backend) => {

@@ -1,5 +1,6 @@
 // API tokens over HTTP as the OpenAPI document describes them (docs/api.md, "API tokens over
 // HTTP"), and their code samples.
+import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import {
@@ -14,7 +15,6 @@ import {
 } from './api-tokens.schemas.ts';
 
 const tags = ['API tokens'];
-const security = [{ apiToken: [] }];
 const ADMIN = 'Needs an API token with the `admin` scope, and touches only its own account.';
 
 export const listApiTokensOperation = {
@@ -22,7 +22,7 @@ export const listApiTokensOperation = {
   operationId: 'listApiTokens',
   summary: "List the account's API tokens",
   description: `${ADMIN} Every token of the account, revoked and expired ones included, oldest first; never a token value.`,
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's API tokens"),
   response: {
     200: { ...ApiTokenListResponse, 'x-response-description': "The account's API tokens." },
     ...errorResponses(...AUTH_ERRORS),
@@ -34,7 +34,7 @@ export const currentApiTokenOperation = {
   operationId: 'getCurrentApiToken',
   summary: 'The calling API token: its account, scopes and environments',
   description: 'Any valid API token may ask about itself (no scope needed), e.g. to show only the controls it may use. Never its value.',
-  security,
+  ...apiTokenAccess(null, 'none', 'reading the calling API token'),
   response: {
     200: { ...CurrentApiTokenResponse, 'x-response-description': 'The calling token and its account.' },
     ...errorResponses('missing_api_token', 'invalid_api_token', 'wrong_token_kind', 'rate_limited'),
@@ -51,7 +51,7 @@ export const createApiTokenOperation = {
     'an environment restriction it has cannot be lifted or changed (`403 environment_forbidden`); and the new token cannot outlive it',
     '(`400 validation_failed` on `expires_in_seconds`). The value is in this answer only: the service keeps a hash. Audited as `api_token.issue`.',
   ].join(' '),
-  security,
+  ...apiTokenAccess('admin', 'request', "managing the account's API tokens"),
   body: CreateApiTokenBody,
   response: {
     201: { ...CreatedApiTokenResponse, 'x-response-description': 'The new token, with its value (shown once).' },
@@ -68,7 +68,7 @@ export const revokeApiTokenOperation = {
     'Every instance refuses the token within a second. A token of another account, or none, is `404 api_token_not_found`; one revoked before is `409 api_token_revoked`.',
     "The account's last active admin token cannot be revoked, by itself or another: `409 last_admin_token` (create another admin token first). Audited as `api_token.revoke`.",
   ].join(' '),
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's API tokens"),
   params: ApiTokenIdParams,
   response: {
     200: { ...RevokedApiTokenResponse, 'x-response-description': 'The token, now revoked.' },
@@ -81,7 +81,7 @@ export const apiTokenHistoryOperation = {
   operationId: 'getApiTokenHistory',
   summary: "The issues and revocations of the account's API tokens",
   description: `${ADMIN} Newest first, each with the API token that acted (null for the command-line tool and the first start).`,
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's API tokens"),
   querystring: ApiTokenHistoryQuery,
   response: {
     200: { ...ApiTokenHistoryResponse, 'x-response-description': 'The entries, newest first.' },

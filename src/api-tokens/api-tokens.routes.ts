@@ -5,7 +5,6 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { DatabaseHandle } from '../db/database.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
-import { requireScope, type Principal } from '../auth/principal.ts';
 import { apiTokenHistoryAs, createApiTokenAs, currentApiToken, listApiTokensAs, revokeApiTokenAs } from './api-tokens.service.ts';
 import {
   apiTokenHistoryOperation,
@@ -23,24 +22,18 @@ interface ApiTokenRouteDeps {
   now: () => Date;
 }
 
-function admin(request: Parameters<typeof principalOf>[0]): Principal {
-  const principal = principalOf(request);
-  requireScope(principal, 'admin', "managing the account's API tokens");
-  return principal;
-}
-
 export function registerApiTokenRoutes(app: FastifyInstance, deps: ApiTokenRouteDeps): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
   api.get('/api/api_tokens', { schema: listApiTokensOperation }, async (request) => {
-    const principal = admin(request);
+    const principal = principalOf(request);
     const now = deps.now();
     const tokens = await listApiTokensAs(deps.database, principal);
     return { success: 1 as const, api_tokens: tokens.map((token) => apiTokenJson(token, now)) };
   });
 
   api.post('/api/api_tokens', { schema: createApiTokenOperation, config: { idempotent: true } }, async (request, reply) => {
-    const principal = admin(request);
+    const principal = principalOf(request);
     const now = deps.now();
     const { body } = request;
     const created = await createApiTokenAs(
@@ -67,13 +60,13 @@ export function registerApiTokenRoutes(app: FastifyInstance, deps: ApiTokenRoute
   });
 
   api.get('/api/api_tokens/history', { schema: apiTokenHistoryOperation }, async (request) => {
-    const entries = await apiTokenHistoryAs(deps.database, admin(request), request.query.limit ?? 100);
+    const entries = await apiTokenHistoryAs(deps.database, principalOf(request), request.query.limit ?? 100);
 
     return { success: 1 as const, entries: entries.map(apiTokenHistoryEntryJson) };
   });
 
   api.delete('/api/api_tokens/:id', { schema: revokeApiTokenOperation }, async (request) => {
-    const principal = admin(request);
+    const principal = principalOf(request);
     const now = deps.now();
     const revoked = await revokeApiTokenAs(deps.database, principal, request.params.id, actorOf(request), now);
     return { success: 1 as const, api_token: apiTokenJson(revoked, now) };

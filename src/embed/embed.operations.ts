@@ -1,5 +1,6 @@
 // The embed side's operations as the OpenAPI document describes them (docs/api.md, "The
 // embed side"), and their code samples.
+import { apiTokenAccess, userGroupTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import {
@@ -31,7 +32,7 @@ export const embedContextOperation = {
     '`403 embed_id_forbidden` when the embed token is bound to an embed_id and the `embed_id` query parameter is missing or differs.',
     'CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.',
   ].join(' '),
-  security: [{ userGroupOrEmbedToken: [] }],
+  ...userGroupTokenAccess(),
   querystring: EmbedContextQuery,
   response: {
     200: { ...EmbedContextResponse, 'x-response-description': "The group's public fields and its dashboard variables." },
@@ -53,7 +54,7 @@ export const createEmbedTokenOperation = {
     "the next rotation of the group's token, or the group's deletion. With `origin`, only requests with that `Origin` header are accepted;",
     'with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.',
   ].join(' '),
-  security: [{ apiToken: [] }],
+  ...apiTokenAccess('read', 'request', 'issuing an embed token'),
   body: EmbedTokenBody,
   response: {
     200: { ...EmbedTokenResponse, 'x-response-description': 'The embed token and when it expires.' },
@@ -71,7 +72,7 @@ export const introspectOperation = {
     "Answers `active: true` with the token's claims while it is valid; otherwise only `active: false`: expired, altered, signed by a key that is no longer published,",
     'its group deleted or rotated since, or a token of another account or of an environment this API token may not use. Rate limited like every management call.',
   ].join(' '),
-  security: [{ apiToken: [] }],
+  ...apiTokenAccess('read', 'introspected', 'introspecting an embed token'),
   consumes: ['application/x-www-form-urlencoded', 'application/json'],
   body: IntrospectionBody,
   response: {

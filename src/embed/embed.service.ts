@@ -7,7 +7,7 @@ import type { DatabaseHandle } from '../db/database.ts';
 import type { ServiceEvents } from '../metrics/metrics.ts';
 import { AppError, validationFailed } from '../foundations/errors.ts';
 import { bareToken, credentialFromAuthorization, hashToken, looksLikeJws, MAX_EMBED_TOKEN_BYTES, tokenKind } from '../auth/token-format.ts';
-import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import { resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
@@ -131,7 +131,6 @@ async function legacyGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<Reso
 
 export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, input: EmbedTokenInput): Promise<EmbedTokenView> {
   if (input.viewer?.attributes !== undefined) refuseReservedAttributeKeys(input.viewer.attributes);
-  requireScope(principal, 'read', 'issuing an embed token');
   const environment = resolveEnvironment(principal, input.api_environment_tag);
   const providedId = normalizeUserGroupId(input.user_group_id);
   if (input.origin !== undefined) assertBrowserOrigin(input.origin);
@@ -183,7 +182,6 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
  * use, is answered as inactive: the caller learns nothing about it.
  */
 export async function introspectEmbedToken(deps: EmbedDeps, principal: Principal, token: string): Promise<EmbedClaims | undefined> {
-  requireScope(principal, 'read', 'introspecting an embed token');
   const claims = await deps.embedTokens.verify(token, deps.now());
   if (!claims) return undefined;
   const named = namedTenant(claims);
@@ -195,7 +193,7 @@ export async function introspectEmbedToken(deps: EmbedDeps, principal: Principal
   return claims;
 }
 
-/** A rule of the body, so it answers as validation does: before scope and existence (docs/api.md, "Errors", precedence). */
+/** A rule of the body, so it answers as validation does: after the route's scope, before the environment and existence (docs/api.md, "Errors", precedence). */
 function refuseReservedAttributeKeys(attributes: Record<string, unknown>): void {
   const reserved = reservedAttributeKeys(attributes);
   if (reserved.length === 0) return;

@@ -1,6 +1,7 @@
 // The stream of change events as the OpenAPI document describes it (docs/api.md, "Change
 // events", "The stream"), its request declared once (validation and the document), and its
 // code samples.
+import { apiTokenAccess } from '../auth/route-access.ts';
 import { Type } from 'typebox';
 import { AUTH_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
@@ -41,7 +42,7 @@ export const eventStreamOperation = {
     'A cursor older than retention is `410 cursor_expired` before the stream starts. On shutdown the server writes `event: shutdown` and ends the stream: reconnect, with Last-Event-ID.',
     'A token may have 20 streams open at once and an account 100 (UGS_EVENT_STREAMS_PER_TOKEN, UGS_EVENT_STREAMS_PER_ACCOUNT), on all instances together: one more is `429 too_many_streams`.',
   ].join(' '),
-  security: [{ apiToken: [] }],
+  ...apiTokenAccess('read', 'token', 'reading change events'),
   querystring: EventStreamQuery,
   headers: EventStreamHeaders,
   response: {

@@ -22,7 +22,7 @@ import type { ServerResponse } from 'node:http';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { EventRow } from '../db/schema.ts';
 import type { EventType } from './outbox.ts';
-import { requireScope, type Principal } from '../auth/principal.ts';
+import type { Principal } from '../auth/principal.ts';
 import { eventJson } from './events.json.ts';
 import { parseEventTypes, startingPoint } from './events.service.ts';
 import { eventsAfter } from './events.repository.ts';
@@ -92,13 +92,12 @@ export class EventStreams {
   }
 
   /**
-   * The rules first, while an error can still be an HTTP answer: the `read` scope, known
-   * types, a cursor still kept (410 otherwise), then a free slot under the limits (429
-   * too_many_streams otherwise). Without a cursor the stream starts at the head: only events
-   * sequenced from now on.
+   * The rules first, while an error can still be an HTTP answer (the `read` scope is the
+   * route's, checked before: auth/route-access.ts): known types, a cursor still kept (410
+   * otherwise), then a free slot under the limits (429 too_many_streams otherwise). Without a
+   * cursor the stream starts at the head: only events sequenced from now on.
    */
   async open(principal: Principal, accountSlug: string, input: StreamRequest, response: ServerResponse): Promise<Readable> {
-    requireScope(principal, 'read', 'reading change events');
     const types = parseEventTypes(input.types);
     const cursor = input.lastEventId ?? input.after;
     const start = await startingPoint(this.database, principal, cursor);

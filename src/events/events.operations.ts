@@ -1,11 +1,11 @@
 // Change events as the OpenAPI document describes them (docs/api.md, "Change events"), and
 // their code samples.
+import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import { EventFeedQuery, EventFeedResponse } from './events.schemas.ts';
 
 const tags = ['Change events'];
-const security = [{ apiToken: [] }];
 
 export const eventFeedOperation = {
   tags,
@@ -16,7 +16,7 @@ export const eventFeedOperation = {
     "a token restricted to one environment sees only that environment's events. Poll with `after` = the `next_cursor` of the last answer.",
     'Events are kept for `UGS_EVENT_RETENTION` (7 days by default): a cursor older than that is `410 cursor_expired`, and the consumer should resynchronise.',
   ].join(' '),
-  security,
+  ...apiTokenAccess('read', 'token', 'reading change events'),
   querystring: EventFeedQuery,
   response: {
     200: { ...EventFeedResponse, 'x-response-description': 'The next events, and where to go on.' },

@@ -1,9 +1,9 @@
-// The rules of reading change events (docs/api.md, "Change events"): the `read` scope, the
+// The rules of reading change events (docs/api.md, "Change events"), behind the route's `read` scope: the
 // caller's account only, and only the environment its token is restricted to; a cursor whose
 // events retention removed is refused (410) so that the consumer knows to resync. Where the
 // events come from: docs/architecture.md, "The path of a change".
 import type { DatabaseHandle } from '../db/database.ts';
-import { requireScope, type Principal } from '../auth/principal.ts';
+import type { Principal } from '../auth/principal.ts';
 import { AppError } from '../foundations/errors.ts';
 import { EVENT_TYPES, type EventType } from './outbox.ts';
 import type { EventRow } from '../db/schema.ts';
@@ -58,7 +58,6 @@ export async function startingPoint(database: DatabaseHandle, principal: Princip
 }
 
 export async function readEventFeed(database: DatabaseHandle, principal: Principal, input: FeedInput): Promise<FeedPage> {
-  requireScope(principal, 'read', 'reading change events');
   const types = parseEventTypes(input.types);
   const limit = input.limit ?? 100;
   const start = await startingPoint(database, principal, input.after);

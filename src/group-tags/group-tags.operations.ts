@@ -1,5 +1,6 @@
 // The tag set's operations as the OpenAPI document describes them (docs/api.md, "Tags"), and
 // their code samples.
+import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, LOCK_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import {
@@ -15,7 +16,6 @@ import {
 } from './group-tags.schemas.ts';
 
 const tags = ['Tags'];
-const security = [{ apiToken: [] }];
 const BATCHES =
   'Each group that changes gets a history entry and a `user_group.updated` event with `changes.group_tags`. The groups change `UGS_TAG_BATCH_SIZE` (500) at a time, each batch in its own transaction: a PUT running meanwhile is never overwritten, and the tag leaves the set only once no group carries it.';
 
@@ -25,7 +25,7 @@ export const listGroupTagsOperation = {
   summary: "List the environment's tags, with how many groups carry each",
   description:
     "Every tag of the environment (`api_environment_tag`, else the API token's default): those groups carry, and those created with `POST /api/group_tags` or dropped by their last group (0 groups). In code-point order of their names, a page at a time (`limit`, `cursor`: keyset pagination); `q` keeps the tags that start with it. The `read` scope suffices.",
-  security,
+  ...apiTokenAccess('read', 'request', 'listing tags'),
   querystring: ListGroupTagsQuery,
   response: {
     200: { ...GroupTagList, 'x-response-description': 'One page of tags.' },
@@ -39,7 +39,7 @@ export const createGroupTagOperation = {
   summary: 'Create a tag that no group carries yet',
   description:
     "The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`; one past the environment's bound (`UGS_MAX_TAGS_PER_ENVIRONMENT`, 10,000) is `409 tag_limit_reached`. The name is stored in Unicode NFC. Needs the `write` scope.",
-  security,
+  ...apiTokenAccess('write', 'request', 'creating a tag'),
   body: CreateGroupTagBody,
   response: {
     201: { ...GroupTagResponse, 'x-response-description': 'The tag, with 0 groups.' },
@@ -57,7 +57,7 @@ export const renameGroupTagOperation = {
     "An unknown `name` is `404 group_tag_not_found`; `new_name` equal to `name` is `400 validation_failed`. `new_name` is stored in Unicode NFC, and counts against the environment's bound of tags in the place of `name`. Needs the `write` scope.",
     BATCHES,
   ].join(' '),
-  security,
+  ...apiTokenAccess('write', 'request', 'renaming a tag'),
   body: RenameGroupTagBody,
   response: {
     200: { ...RenamedGroupTagResponse, 'x-response-description': 'The tag under its new name, and how many groups changed.' },
@@ -74,7 +74,7 @@ export const deleteGroupTagOperation = {
     'An unknown tag is `404 group_tag_not_found`. Needs the `write` scope.',
     BATCHES,
   ].join(' '),
-  security,
+  ...apiTokenAccess('write', 'request', 'deleting a tag'),
   body: GroupTagKey,
   querystring: GroupTagKeyQuery,
   response: {

@@ -17,7 +17,7 @@ import type { HeavyOperationKind, HeavyOperations } from '../accounts/heavy-oper
 import { inTransaction } from '../db/transaction.ts';
 import { givingTurns } from '../db/between-statements.ts';
 import { AppError, validationFailed } from '../foundations/errors.ts';
-import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import { resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { appendAudits, type Actor } from '../audit/audit.repository.ts';
 import { lockHierarchy } from '../user-groups/hierarchy.repository.ts';
 import { addToTagSets, checkTagBound, tagNamed } from '../user-groups/tag-set.ts';
@@ -57,7 +57,6 @@ export async function listGroupTagsPage(
   principal: Principal,
   query: ListGroupTagsInput,
 ): Promise<{ tags: GroupTagCount[]; nextCursor: string | null }> {
-  requireScope(principal, 'read', 'listing tags');
   const tenant = tenantOf(principal, query.api_environment_tag);
   const limit = query.limit ?? 100;
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
@@ -73,7 +72,6 @@ export async function listGroupTagsPage(
  * that adds to the set, so that the bound holds across processes.
  */
 export async function createGroupTag(deps: GroupTagDeps, principal: Principal, input: CreateGroupTagInput): Promise<GroupTagCount> {
-  requireScope(principal, 'write', 'creating a tag');
   const tenant = tenantOf(principal, input.api_environment_tag);
   const name = normalizeTag(input.name);
   // The set holds every tag a group carries (addToTagSets), so a tag not in it is on no group;
@@ -98,7 +96,6 @@ export interface RetagOutcome {
 }
 
 export async function renameGroupTag(deps: GroupTagDeps, principal: Principal, actor: Actor, input: RenameGroupTagInput): Promise<RetagOutcome> {
-  requireScope(principal, 'write', 'renaming a tag');
   return retag(deps, tenantOf(principal, input.api_environment_tag), actor, input.name, normalizeTag(input.new_name));
 }
 
@@ -108,7 +105,6 @@ export async function deleteGroupTagEverywhere(
   actor: Actor,
   input: GroupTagKeyInput & { name: string },
 ): Promise<RetagOutcome> {
-  requireScope(principal, 'write', 'deleting a tag');
   return retag(deps, tenantOf(principal, input.api_environment_tag), actor, input.name, undefined);
 }
 

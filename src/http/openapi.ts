@@ -7,7 +7,8 @@
 //   - GET and DELETE /api/user and DELETE /api/group_tags take their JSON body as optional, as the server does;
 //   - POST /api/user declares X-HTTP-Method-Override and the answer it then gives;
 //   - operations that take an Idempotency-Key declare it, and Idempotent-Replayed (idempotency/idempotency.ts);
-//   - each operation carries code samples (x-codeSamples), from the features' docs.
+//   - each operation carries code samples (x-codeSamples), from the features' docs;
+//   - each operation's security requirement names the scope it needs, or is empty (public).
 import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from '@fastify/swagger';
 import { ERROR_EXAMPLES } from './error-examples.ts';
 import type { ErrorCode } from '../foundations/errors.ts';
@@ -157,8 +158,10 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
   const operationId = operation.operationId as string | undefined;
   if (operationId && codeSamples[operationId]) operation['x-codeSamples'] = codeSamples[operationId];
   // The document has no root-level security: an operation that names none (the probes,
-  // metrics, the JWKS) needs no token, and says so rather than leaving readers to guess.
+  // metrics, the JWKS) needs no token, and says so rather than leaving readers to guess. One
+  // that takes an API token names the scope it needs (auth/route-access.ts).
   operation.security ??= [];
+  delete operation['x-access'];
 
   const optionalBody = OPTIONAL_BODIES[`${method} ${path}`];
   if (optionalBody) {

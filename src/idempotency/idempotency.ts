@@ -10,9 +10,11 @@
 // authenticated again, and another token of the account sending the same key makes another
 // operation. A token's scopes and environment never change, and a revoked or expired token is
 // refused before the preHandler, so the replay needs no scope or environment check of its
-// own. That is also why the claim may come before the route's own checks (its service decides
-// the scope and the environment): a key another token holds is not this request's key, so a
-// lesser token can neither receive nor block a more privileged token's answer.
+// own. A token without the scope the route declares never gets here: it is refused right after
+// authentication and the rate limit (auth/route-access.ts), before the key is read. The environment, which the
+// body or a row names, is the service's to check, after the claim: a key another token holds
+// is not this request's key, so a lesser token can neither receive nor block a more
+// privileged token's answer.
 //
 // What is stored: the answers of the operation, 2xx and 4xx, so a retry sees what the first
 // request saw (the token it was given, or why it was refused). Not stored, the key released:

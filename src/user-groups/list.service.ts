@@ -3,7 +3,7 @@
 import type { Environment } from '../db/schema.ts';
 import type { Tenant } from '../db/tenant.ts';
 import { AppError } from '../foundations/errors.ts';
-import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import { resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { listUserGroups } from './list.repository.ts';
 import { findUserGroup } from './user-groups.repository.ts';
 import { tagNamed } from './tag-set.ts';
@@ -24,7 +24,6 @@ export async function listUserGroupsPage(
   principal: Principal,
   query: ListInput,
 ): Promise<{ objects: string; nextCursor: string | null }> {
-  requireScope(principal, 'read', 'listing user groups');
   const tenant: Tenant = { accountId: principal.accountId, environment: resolveEnvironment(principal, query.api_environment_tag) };
   const limit = query.limit ?? 100;
   const afterTeamId = query.cursor === undefined ? 0 : decodeCursor(query.cursor);

@@ -6,7 +6,7 @@ import type { Tenant } from '../db/tenant.ts';
 import { AppError } from '../foundations/errors.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenKind } from '../auth/token-format.ts';
-import { environmentForbidden, requireScope, type Principal } from '../auth/principal.ts';
+import { environmentForbidden, type Principal } from '../auth/principal.ts';
 import {
   accountHasCurrentToken,
   dropRetiredTokens,
@@ -25,7 +25,6 @@ export async function rotateUserGroupToken(
   actor: Actor,
   input: { current_token: string; grace_period_seconds?: number },
 ): Promise<GroupWithToken> {
-  requireScope(principal, 'write', 'rotating a user group token');
   const tokenNotFound = new AppError('token_not_found', 'current_token is not the current token of any user group of this account');
   if (tokenKind(input.current_token) !== 'user_group') throw tokenNotFound;
   const oldHash = hashToken(input.current_token);

@@ -12,7 +12,7 @@ import { AppError } from '../foundations/errors.ts';
 import { lockTimeout, storageUnavailable } from '../http/error-handler.ts';
 import type { UserGroupInput } from './user-groups.schemas.ts';
 import type { Actor } from '../audit/audit.repository.ts';
-import { requireScope, type Principal } from '../auth/principal.ts';
+import type { Principal } from '../auth/principal.ts';
 import { checkProperties } from './user-group-fields.ts';
 import { keyFor, type UserGroupDeps } from './user-groups.service.ts';
 import { upsertChunk, type CheckResult, type UpsertOutcome } from './upsert-chunk.ts';
@@ -38,7 +38,6 @@ export async function upsertUserGroups(
   items: readonly unknown[],
   validateItem: (item: unknown) => UserGroupInput,
 ): Promise<UpsertOutcome[]> {
-  requireScope(principal, 'write', 'upserting user groups');
   const at = deps.now();
   const checked = items.map((raw) => checkItem(principal, raw, validateItem));
   return deps.heavyOperations.run(principal.accountId, 'upsert', async () => {
@@ -101,7 +100,6 @@ export function precheckUpsertItems(
   items: readonly unknown[],
   validateItem: (item: unknown) => UserGroupInput,
 ): (UpsertOutcome | undefined)[] {
-  requireScope(principal, 'write', 'upserting user groups');
   return items.map((raw) => {
     const checked = checkItem(principal, raw, validateItem);
     return 'error' in checked ? checked.failed : undefined;

@@ -1,5 +1,5 @@
 // Reading a user group's history (docs/api.md, "GET /api/user/history").
-import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
+import { resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { actorOfEntry, userGroupHistory, type AuditDetails } from '../audit/audit.repository.ts';
 import type { Environment } from '../db/schema.ts';
 import type { UserGroupDeps } from './user-groups.service.ts';
@@ -9,7 +9,6 @@ export async function userGroupHistoryEntries(
   principal: Principal,
   query: { user_group_id: string; api_environment_tag?: Environment; limit?: number },
 ) {
-  requireScope(principal, 'read', 'reading history');
   const environment = resolveEnvironment(principal, query.api_environment_tag);
   const rows = await userGroupHistory(deps.database.db, { accountId: principal.accountId, environment, providedId: query.user_group_id }, query.limit ?? 100);
   return {

@@ -2,6 +2,7 @@
 // describes them (docs/api.md, "Operations"): what each takes, answers and may refuse. The
 // routes (user-groups.routes.ts) attach them; validation, types and the document all come
 // from here and from the schemas beside it.
+import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, LOCK_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import {
@@ -27,7 +28,6 @@ import {
 } from './user-groups.schemas.ts';
 
 const tags = ['User groups'];
-const security = [{ apiToken: [] }];
 
 const getOrCreateDescription = [
   'Identify the group by query string (`?user_group_id=…&name=…&api_environment_tag=…`), by JSON body,',
@@ -49,7 +49,7 @@ const getOrCreate = {
   operationId: 'getOrCreateUserGroup',
   summary: 'Get a user group, creating it if it does not exist',
   description: getOrCreateDescription,
-  security,
+  ...apiTokenAccess('read', 'request', 'looking up a user group'),
   querystring: GetUserQuery,
   response: getOrCreateResponses,
 };
@@ -71,7 +71,7 @@ export const createOrRotateOperation = {
     '`200` with the new token, or `404 token_not_found` if the token is unknown, of another account, or no longer current.',
     'During the grace period the old token still works on the embed side only; a rotation without grace ends every earlier token at once.',
   ].join(' '),
-  security,
+  ...apiTokenAccess('write', 'request', 'creating a user group or rotating its token'),
   body: PostUserBody,
   response: {
     200: { ...UserGroupResponse, 'x-response-description': 'The token was rotated (or, with X-HTTP-Method-Override: GET, the group exists).' },
@@ -99,7 +99,7 @@ export const updateOperation = {
     `Give at least one of ${UPDATABLE_FIELDS.map((field) => `\`${field}\``).join(', ')}:`,
     'given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
   ].join(' '),
-  security,
+  ...apiTokenAccess('write', 'request', 'updating a user group'),
   body: PutUserBody,
   response: {
     200: { ...UserGroupResponse, 'x-response-description': 'The group, updated.' },
@@ -123,7 +123,7 @@ export const deleteOperation = {
   summary: 'Delete a user group',
   description:
     'Identified by JSON body or query string (`user_group_id`, `api_environment_tag`). Its tokens stop working at once. Answers the deleted group without its token, and `deleted_count`. A group with children is `409 user_group_has_children` unless `cascade=true`, which deletes the whole subtree in one transaction. Creating the same id later gives a new team_id and token.',
-  security,
+  ...apiTokenAccess('write', 'request', 'deleting a user group'),
   body: UserGroupKey,
   querystring: UserGroupKeyQuery,
   response: {
@@ -138,7 +138,7 @@ export const listOperation = {
   summary: 'List user groups',
   description:
     'One environment at a time, in creation order (keyset pagination on team_id: stable under concurrent inserts, the same cost at any depth). Tokens are not included: fetch a group to get its token. `q` keeps the groups whose user_group_id or name starts with it; `parent_user_group_id` the children of that group, `tag` the groups with that tag, `hierarchy_level` those of that level. Filters combine, with each other and with the cursor.',
-  security,
+  ...apiTokenAccess('read', 'request', 'listing user groups'),
   querystring: ListQuery,
   response: {
     200: { ...ListResponse, 'x-response-description': 'One page of groups, without tokens.' },
@@ -156,7 +156,7 @@ export const upsertOperation = {
     "A call is one of its account's heavy operations: when the account already runs as many as it may, it waits for one to end, then is refused with `429 too_many_heavy_operations`.",
     `The answer is \`200\` whatever the items' outcomes. More than ${UPSERT_MAX_ITEMS} items, or a body over ${UPSERT_BODY_LIMIT_BYTES / 1024 / 1024} MiB, is refused whole and changes nothing.`,
   ].join(' '),
-  security,
+  ...apiTokenAccess('write', 'items', 'upserting user groups'),
   body: UpsertBody,
   response: {
     200: { ...UpsertResponse, 'x-response-description': 'One result per item, in order, and the counts.' },
@@ -170,7 +170,7 @@ export const lookupOperation = {
   summary: 'Look a user group up, never creating it',
   description:
     "The group with this user_group_id in the environment (`api_environment_tag`, else the API token's default), with its current token: `200`, or `404 user_group_not_found`. Unlike `GET /api/user` it never creates: the read scope is always enough, and a group deleted meanwhile stays deleted.",
-  security,
+  ...apiTokenAccess('read', 'request', 'reading a user group'),
   querystring: LookupQuery,
   response: {
     200: { ...UserGroupResponse, 'x-response-description': 'The group and its current token.' },
@@ -184,7 +184,7 @@ export const historyOperation = {
   summary: 'The change history of a user group, newest first',
   description:
     'Every create, update (with the changed fields and, for renames, parent and tag changes, their old and new values), rotate and delete of the group with this user_group_id, from before any rename; for a deleted group, of the groups that last had this id. Never holds a token.',
-  security,
+  ...apiTokenAccess('read', 'request', 'reading history'),
   querystring: HistoryQuery,
   response: { 200: { ...HistoryResponse, 'x-response-description': 'The entries, newest first.' }, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
 };

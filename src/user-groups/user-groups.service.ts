@@ -144,7 +144,6 @@ export async function insertNewIn(
 }
 
 export async function createUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: UserGroupInput): Promise<GroupWithToken> {
-  requireScope(principal, 'write', 'creating a user group');
   checkProperties(input.properties);
   const key = keyFor(principal, input);
   const group = await insertNew(deps, key, input, actor);
@@ -159,7 +158,6 @@ export async function getOrCreateUserGroup(
   actor: Actor,
   input: UserGroupInput,
 ): Promise<{ created: boolean; group: GroupWithToken }> {
-  requireScope(principal, 'read', 'looking up a user group');
   checkProperties(input.properties); // the field rules hold whether or not the group exists
   const key = keyFor(principal, input);
   // The hot path (the group exists) is one indexed read, its ancestors in the same statement, and no write.
@@ -183,7 +181,6 @@ export async function lookupUserGroup(
   principal: Principal,
   input: { user_group_id: string; api_environment_tag?: Environment },
 ): Promise<GroupWithToken> {
-  requireScope(principal, 'read', 'reading a user group');
   const key = keyFor(principal, input);
   const group = await findUserGroup(deps.database.reads, key);
   if (!group) throw notFound(key);
@@ -191,7 +188,6 @@ export async function lookupUserGroup(
 }
 
 export async function updateUserGroup(deps: UserGroupDeps, principal: Principal, actor: Actor, input: PutUser): Promise<GroupWithToken> {
-  requireScope(principal, 'write', 'updating a user group');
   const key = keyFor(principal, input);
   checkProperties(input.properties);
   const changes = storedFields(input);
@@ -307,7 +303,6 @@ export async function removeUserGroup(
   actor: Actor,
   input: { user_group_id: string | number; api_environment_tag?: Environment; cascade?: boolean },
 ): Promise<{ group: ResolvedGroup; deletedCount: number }> {
-  requireScope(principal, 'write', 'deleting a user group');
   const key = keyFor(principal, input);
   const at = deps.now();
   return inTransaction(deps.database, async (trx) => {

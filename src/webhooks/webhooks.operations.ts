@@ -1,5 +1,6 @@
 // Webhook endpoints as the OpenAPI document describes them (docs/api.md, "Webhooks"), and
 // their code samples.
+import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
 import {
@@ -15,7 +16,6 @@ import {
 } from './webhooks.schemas.ts';
 
 const tags = ['Webhooks'];
-const security = [{ apiToken: [] }];
 const ADMIN =
   "Needs an API token with the `admin` scope, and touches only its own account's endpoints; a token restricted to one environment only the endpoints of that environment (others are `404 webhook_endpoint_not_found`).";
 
@@ -24,7 +24,7 @@ export const listWebhookEndpointsOperation = {
   operationId: 'listWebhookEndpoints',
   summary: "List the account's webhook endpoints",
   description: `${ADMIN} Oldest first, each with its status (a disabled endpoint failed for 3 days); never a secret.`,
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
   response: {
     200: { ...WebhookEndpointListResponse, 'x-response-description': "The account's webhook endpoints." },
     ...errorResponses(...AUTH_ERRORS),
@@ -44,7 +44,7 @@ export const createWebhookEndpointOperation = {
     "At most `UGS_WEBHOOK_MAX_ENDPOINTS` (16) endpoints receive one environment's events (an endpoint of no environment counts for both): one more is `409 webhook_endpoint_limit_reached`.",
     'The secret is in this answer only: the service keeps it sealed.',
   ].join(' '),
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
   body: CreateWebhookEndpointBody,
   response: {
     201: { ...CreatedWebhookEndpointResponse, 'x-response-description': 'The new endpoint, with its secret (shown once).' },
@@ -57,7 +57,7 @@ export const deleteWebhookEndpointOperation = {
   operationId: 'deleteWebhookEndpoint',
   summary: 'Delete a webhook endpoint',
   description: `${ADMIN} Nothing more is sent to it; its pending deliveries and their history go with it.`,
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
   params: WebhookEndpointIdParams,
   response: {
     200: { ...DeletedWebhookEndpointResponse, 'x-response-description': 'The endpoint as it was.' },
@@ -70,7 +70,7 @@ export const rotateWebhookSecretOperation = {
   operationId: 'rotateWebhookSecret',
   summary: "Rotate a webhook endpoint's secret; the new one is shown once",
   description: `${ADMIN} For 24 hours the old secret also signs: each delivery carries both signatures, space-separated in \`webhook-signature\`, so the receiver can switch at any time.`,
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
   params: WebhookEndpointIdParams,
   response: {
     200: { ...CreatedWebhookEndpointResponse, 'x-response-description': 'The endpoint, with its new secret (shown once).' },
@@ -83,7 +83,7 @@ export const enableWebhookEndpointOperation = {
   operationId: 'enableWebhookEndpoint',
   summary: 'Enable a webhook endpoint that was disabled',
   description: `${ADMIN} For an endpoint disabled after 3 days of failures, once its receiver works again: the deliveries still pending are sent again at once, and new events go to it. The events made while it was disabled were not queued for it: read them from the feed (\`GET /api/events?after=\`). An enabled endpoint is answered as it is.`,
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
   params: WebhookEndpointIdParams,
   response: {
     200: { ...EnabledWebhookEndpointResponse, 'x-response-description': 'The endpoint, enabled.' },
@@ -96,7 +96,7 @@ export const webhookDeliveriesOperation = {
   operationId: 'listWebhookDeliveries',
   summary: "A webhook endpoint's latest deliveries and their attempts",
   description: `${ADMIN} Newest first: each event's delivery, its status, and every attempt with the status code, duration and error. Finished deliveries are kept as long as events (\`UGS_EVENT_RETENTION\`).`,
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
   params: WebhookEndpointIdParams,
   querystring: WebhookDeliveriesQuery,
   response: {
@@ -110,7 +110,7 @@ export const testWebhookEndpointOperation = {
   operationId: 'testWebhookEndpoint',
   summary: 'Send a test event to a webhook endpoint',
   description: `${ADMIN} Sends one signed \`webhook_endpoint.test\` event now (event id 0, not in the feed, never retried) and answers how it went. It counts against the account's webhook requests in flight, like deliveries, one test at a time per endpoint: beyond, \`429 webhook_endpoint_busy\` with \`Retry-After\`.`,
-  security,
+  ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
   params: WebhookEndpointIdParams,
   response: {
     200: { ...WebhookTestResponse, 'x-response-description': "The attempt's outcome (delivered: the endpoint answered 2xx)." },
