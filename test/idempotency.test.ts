@@ -14,9 +14,9 @@ import { registerApiTokenAuth } from '../src/auth/authenticate.ts';
 import { IdempotencySweeper } from '../src/idempotency/idempotency-sweeper.ts';
 import { canonicalJson } from '../src/idempotency/idempotency.ts';
 import { generateToken } from '../src/auth/token-format.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { buildTestApp, forEachBackend, issueTestToken, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/harness.ts';
-import { httpRequest, issueTokenWithCli, spawnServers, type ServerProcess } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
+import { httpRequest, useServerProcesses } from './helpers/processes.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const newKey = () => crypto.randomUUID();
@@ -223,7 +223,7 @@ forEachBackend('idempotent retries', (backend) => {
     let open!: () => void;
     route.gate = new Promise((resolve) => (open = resolve));
     const first = post('/test/effect', {}, key);
-    while (route.runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await eventually('the first request runs its route', () => route.runs > 0);
     const during = await post('/test/effect', {}, key);
     assert.equal(during.status, 409, during.text);
     assert.equal(during.body.error.code, 'idempotency_key_in_use');
@@ -241,7 +241,7 @@ forEachBackend('idempotent retries', (backend) => {
     let open!: () => void;
     route.gate = new Promise((resolve) => (open = resolve));
     const stuck = post('/test/effect', {}, key);
-    while (route.runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await eventually('the first request runs its route', () => route.runs > 0);
     route.gate = undefined;
     clock += 31_000; // past the lock (UGS_REQUEST_TIMEOUT_MS, 30 s)
     const takeover = await post('/test/effect', {}, key);
@@ -339,7 +339,7 @@ forEachBackend('idempotent retries', (backend) => {
     let open!: () => void;
     route.gate = new Promise((resolve) => (open = resolve));
     const first = post('/test/effect', {}, key);
-    while (route.runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await eventually('the first request runs its route', () => route.runs > 0);
     route.gate = undefined;
     const whileRunning = await post('/test/effect', {}, key, adminToken);
     assert.equal(whileRunning.status, 201, `not 409 idempotency_key_in_use: ${whileRunning.text}`);
@@ -457,20 +457,7 @@ describe('canonical JSON', () => {
 });
 
 forEachBackend('idempotent retries across two server processes', (backend) => {
-  let database: TestDatabase;
-  let servers: ServerProcess[] = [];
-  let token: string;
-
-  before(async () => {
-    database = await createTestDatabase(backend);
-    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-    servers = await spawnServers(2, env);
-    token = (await issueTokenWithCli({ DATABASE_URL: database.url })).token;
-  });
-  after(async () => {
-    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
-    await database?.drop();
-  });
+  const two = useServerProcesses(backend);
 
   for (const [what, body] of [
     ['a create', (id: string) => ({ user_group_id: id })],
@@ -481,12 +468,14 @@ forEachBackend('idempotent retries across two server processes', (backend) => {
       let request: unknown;
       if (body) request = body(id);
       else {
-        const created = await httpRequest(servers[0].baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id } });
+        const created = await httpRequest(two.servers[0].baseUrl, 'POST', '/api/user', { token: two.token, body: { user_group_id: id } });
         request = { current_token: created.body.user_group.token };
       }
       const key = crypto.randomUUID();
       const answers = await Promise.all(
-        Array.from({ length: 30 }, (_, i) => httpRequest(servers[i % 2].baseUrl, 'POST', '/api/user', { token, body: request, headers: withKey(key) })),
+        Array.from({ length: 30 }, (_, i) =>
+          httpRequest(two.servers[i % 2].baseUrl, 'POST', '/api/user', { token: two.token, body: request, headers: withKey(key) }),
+        ),
       );
       const success = body ? 201 : 200;
       const fresh = answers.filter((a) => a.status === success && a.headers['idempotent-replayed'] === undefined);
@@ -495,13 +484,13 @@ forEachBackend('idempotent retries across two server processes', (backend) => {
         if (a.status === success) assert.equal(a.body.user_group.token, fresh[0].body.user_group.token);
         else assert.equal(a.body.error.code, 'idempotency_key_in_use', a.text);
       }
-      for (const server of servers) {
-        const retry = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: request, headers: withKey(key) });
+      for (const server of two.servers) {
+        const retry = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: two.token, body: request, headers: withKey(key) });
         assert.equal(retry.status, success);
         assert.equal(retry.headers['idempotent-replayed'], 'true');
         assert.equal(retry.body.user_group.token, fresh[0].body.user_group.token);
       }
-      const history = await httpRequest(servers[1].baseUrl, 'GET', `/api/user/history?user_group_id=${encodeURIComponent(id)}`, { token });
+      const history = await httpRequest(two.servers[1].baseUrl, 'GET', `/api/user/history?user_group_id=${encodeURIComponent(id)}`, { token: two.token });
       assert.deepEqual(
         history.body.entries.map((e: { action: string }) => e.action),
         body ? ['user_group.create'] : ['user_group.rotate', 'user_group.create'],
