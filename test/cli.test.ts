@@ -3,12 +3,11 @@
 import { it, before, after } from 'node:test';
 import { decodeProtectedHeader } from 'jose';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import type { Command } from 'commander';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { TEST_BUILD, httpRequest, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
+import { TEST_BUILD, httpRequest, runCommand, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
 import { buildCli } from '../src/cli/main.ts';
 import { eventually } from './helpers/wait.ts';
 
@@ -22,15 +21,7 @@ function commandPaths(command: Command, prefix: string[] = []): string[][] {
 
 /** Runs a command line (npx, npm) from the root of the tests' own build, a tree shaped like the checkout. */
 function runIn(command: string, args: string[], env: Record<string, string>): Promise<CommandResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: TEST_BUILD, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCommand(command, args, { cwd: TEST_BUILD, env: { ...process.env, ...env } });
 }
 
 /** The random body of a token: what must never be shown in full. */

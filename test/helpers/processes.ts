@@ -247,10 +247,17 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Runs `node <args>` in the repository (or in `cwd`); resolves on 'close', when all its output has been read. */
-export function runNode(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<CommandResult> {
+/**
+ * Runs `command <args>` in `cwd` with `env` as its whole environment (this process's unless
+ * told), with nothing on its stdin; resolves on 'close', when all its output has been read.
+ */
+export function runCommand(
+  command: string,
+  args: string[],
+  { cwd = ROOT, env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env } });
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -258,6 +265,11 @@ export function runNode(args: string[], env: Record<string, string> = {}, cwd = 
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** Runs `node <args>` in the repository (or in `cwd`); resolves on 'close', when all its output has been read. */
+export function runNode(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<CommandResult> {
+  return runCommand(process.execPath, args, { cwd, env: { ...process.env, ...env } });
 }
 
 /**
