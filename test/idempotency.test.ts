@@ -95,6 +95,17 @@ forEachBackend('idempotent retries', (backend) => {
     return keyed;
   }
 
+  /** A request with `key` that runs the test route and waits in it until `open()`; resolves once it runs (the route's next runs do not wait). */
+  async function runningRequest(key: string) {
+    route.runs = 0;
+    let open!: () => void;
+    route.gate = new Promise((resolve) => (open = resolve));
+    const answer = post('/test/effect', {}, key);
+    await eventually('the first request runs its route', () => route.runs > 0);
+    route.gate = undefined;
+    return { answer, open };
+  }
+
   it('create: a retry with the same key and body gets the first answer (same token, Idempotent-Replayed) and creates nothing more', async () => {
     const key = newKey();
     const body = { user_group_id: `idem-${key}`, name: 'First', properties: { b: 1, a: [1, { y: 2, x: 1 }] } };
@@ -219,15 +230,10 @@ forEachBackend('idempotent retries', (backend) => {
 
   it('a retry while the first still runs: 409 idempotency_key_in_use; after it answers, the replay', async () => {
     const key = newKey();
-    route.runs = 0;
-    let open!: () => void;
-    route.gate = new Promise((resolve) => (open = resolve));
-    const first = post('/test/effect', {}, key);
-    await eventually('the first request runs its route', () => route.runs > 0);
+    const { answer: first, open } = await runningRequest(key);
     const during = await post('/test/effect', {}, key);
     assert.equal(during.status, 409, during.text);
     assert.equal(during.body.error.code, 'idempotency_key_in_use');
-    route.gate = undefined;
     open();
     assert.equal((await first).status, 201);
     const after = await post('/test/effect', {}, key);
@@ -237,12 +243,7 @@ forEachBackend('idempotent retries', (backend) => {
 
   it('a running key whose lock lapsed (its process died) is taken over by a retry; the first, if it ever ends, stores nothing', async () => {
     const key = newKey();
-    route.runs = 0;
-    let open!: () => void;
-    route.gate = new Promise((resolve) => (open = resolve));
-    const stuck = post('/test/effect', {}, key);
-    await eventually('the first request runs its route', () => route.runs > 0);
-    route.gate = undefined;
+    const { answer: stuck, open } = await runningRequest(key);
     clock += 31_000; // past the lock (UGS_REQUEST_TIMEOUT_MS, 30 s)
     const takeover = await post('/test/effect', {}, key);
     assert.equal(takeover.status, 201, takeover.text);
@@ -335,12 +336,7 @@ forEachBackend('idempotent retries', (backend) => {
 
   it("keys are per API token: another token of the account sending the same key runs its own request, never 409 or 422 against the first token's key", async () => {
     const key = newKey();
-    route.runs = 0;
-    let open!: () => void;
-    route.gate = new Promise((resolve) => (open = resolve));
-    const first = post('/test/effect', {}, key);
-    await eventually('the first request runs its route', () => route.runs > 0);
-    route.gate = undefined;
+    const { answer: first, open } = await runningRequest(key);
     const whileRunning = await post('/test/effect', {}, key, adminToken);
     assert.equal(whileRunning.status, 201, `not 409 idempotency_key_in_use: ${whileRunning.text}`);
     assert.equal((whileRunning.body as unknown as { run: number }).run, 2);
