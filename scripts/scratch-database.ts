@@ -32,18 +32,18 @@ export async function createScratchDatabase(backend: Backend, { prefix, adminUrl
   }
   if (!adminUrl) throw new Error('a PostgreSQL scratch database needs the URL of an existing database to create it next to');
   const name = `${prefix}_${process.pid}_${crypto.randomBytes(4).toString('hex')}`;
-  await onAdminConnection(adminUrl, `create database ${name}`);
+  await onConnection(adminUrl, `create database ${name}`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    drop: () => onAdminConnection(adminUrl, `drop database if exists ${name} with (force)`),
+    drop: () => onConnection(adminUrl, `drop database if exists ${name} with (force)`),
   };
 }
 
-/** Runs one statement on a connection of its own (a database cannot be dropped from a connection to it). */
-async function onAdminConnection(adminUrl: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
+/** Runs one statement on a PostgreSQL connection of its own to `url` (a database cannot be dropped from a connection to it). */
+export async function onConnection(url: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query(statement);

@@ -15,8 +15,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { eventually } from './helpers/wait.ts';
 
 /**
  * A webhook receiver that deduplicates by webhook-id, as docs/api.md ("Webhooks") advises: the
@@ -62,11 +61,7 @@ class DeduplicatingReceiver {
   }
 
   async until(done: () => boolean, ms = 30_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!done()) {
-      if (Date.now() > deadline) throw new Error(`the receiver has ${this.receivedGroups.size} groups' events`);
-      await sleep(20);
-    }
+    await eventually(() => `the receiver has ${this.receivedGroups.size} groups' events`, done, { timeoutMs: ms });
   }
 
   async stop(): Promise<void> {
@@ -109,13 +104,13 @@ describe('[sqlite] ugs backup', () => {
       }
     };
     const writers = Array.from({ length: 8 }, writer);
-    while (acknowledged.length < 300) await new Promise((resolve) => setTimeout(resolve, 10));
+    await eventually('300 writes acknowledged', () => acknowledged.length >= 300);
 
     const copy = path.join(dir, 'copy.sqlite');
     const began = performance.now();
     const backup = await runUgs(['backup', copy], env);
     const afterBackup = acknowledged.length;
-    while (acknowledged.length < afterBackup + 50) await new Promise((resolve) => setTimeout(resolve, 10));
+    await eventually('50 more writes acknowledged after the backup', () => acknowledged.length >= afterBackup + 50);
     stop = true;
     await Promise.all(writers);
 
@@ -185,12 +180,12 @@ describe('[sqlite] ugs backup', () => {
         }
       };
       const writers = Array.from({ length: 4 }, writer);
-      while (acknowledged.length < 40) await sleep(10);
+      await eventually('40 writes acknowledged', () => acknowledged.length >= 40);
       const copy = path.join(dir, 'feed-copy.sqlite');
       const backup = await runUgs(['backup', copy], env);
       assert.equal(backup.code, 0, backup.stderr);
       const afterBackup = acknowledged.length;
-      while (acknowledged.length < afterBackup + 40) await sleep(10);
+      await eventually('40 more writes acknowledged after the backup', () => acknowledged.length >= afterBackup + 40);
       stop = true;
       await Promise.all(writers);
       await receiver.until(() => acknowledged.every((id) => receiver.hasGroup(id)));

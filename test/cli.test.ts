@@ -3,14 +3,13 @@
 import { it, before, after } from 'node:test';
 import { decodeProtectedHeader } from 'jose';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import type { Command } from 'commander';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { TEST_BUILD, httpRequest, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
+import { TEST_BUILD, httpRequest, runCommand, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
 import { buildCli } from '../src/cli/main.ts';
-import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
+import { eventually } from './helpers/wait.ts';
 
 const API_TOKEN = /ugs_api_[0-9A-Za-z]{49}/g;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -22,15 +21,7 @@ function commandPaths(command: Command, prefix: string[] = []): string[][] {
 
 /** Runs a command line (npx, npm) from the root of the tests' own build, a tree shaped like the checkout. */
 function runIn(command: string, args: string[], env: Record<string, string>): Promise<CommandResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: TEST_BUILD, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCommand(command, args, { cwd: TEST_BUILD, env: { ...process.env, ...env } });
 }
 
 /** The random body of a token: what must never be shown in full. */
@@ -386,12 +377,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.equal(algorithm, 'RS256');
     assert.ok(Math.abs(Date.parse(activates_at) - Date.now()) < 60_000);
     // Within the server's one-second copy of the key table: published, then signing.
-    let signedBy = before;
-    for (let waited = 0; signedBy !== kid && waited < GENEROUS_WAIT_MS; waited += 250) {
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      signedBy = decodeProtectedHeader(await embedToken()).kid;
-    }
-    assert.equal(signedBy, kid, 'the server signs with the new key');
+    await eventually(`the server signs with the new key ${kid}`, async () => decodeProtectedHeader(await embedToken()).kid === kid);
     assert.equal(decodeProtectedHeader(await embedToken()).alg, 'RS256');
     const jwks = await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json');
     assert.deepEqual(jwks.body.keys.map((key: { kid: string }) => key.kid).sort(), [before, kid].sort(), 'the old key stays published while its tokens live');

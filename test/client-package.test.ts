@@ -2,16 +2,14 @@
 // into a fresh project outside this repository (strict, NodeNext), compiled there, and run
 // against a live server, every operation. The package ships JavaScript and .d.ts and imports
 // nothing outside itself; its types are the ones generated from the current OpenAPI document.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, runNode, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, runNode, useServerProcesses } from './helpers/processes.ts';
 import { CLIENT_TYPES_FILE, clientTypesSource } from '../scripts/generate-client-types.ts';
 
 const exec = promisify(execFile);
@@ -56,21 +54,9 @@ console.log(JSON.stringify(seen));
 
 describe('@ugs/client, packed and installed outside this repository', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-client-consumer-'));
-  let database: TestDatabase;
-  let server: ServerProcess;
-  let token: string;
+  const served = useServerProcesses('sqlite', { count: 1 });
 
-  before(async () => {
-    database = await createTestDatabase('sqlite');
-    const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
-    token = issued.token;
-    server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
-  });
-  after(async () => {
-    await server?.stop();
-    await database?.drop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('client package: its types are the ones generated from the current OpenAPI document (npm run generate:client)', async () => {
     assert.equal(
@@ -119,7 +105,7 @@ describe('@ugs/client, packed and installed outside this repository', () => {
     const compiled = await runNode([path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', project]);
     assert.equal(compiled.code, 0, `tsc in the consumer:\n${compiled.stdout}${compiled.stderr}`);
 
-    const ran = await runNode([path.join(project, 'dist/main.js')], { UGS: server.baseUrl, TOKEN: token });
+    const ran = await runNode([path.join(project, 'dist/main.js')], { UGS: served.on(0), TOKEN: served.token });
     assert.equal(ran.code, 0, ran.stderr);
     assert.deepEqual(JSON.parse(ran.stdout), {
       created: 'packed-1',

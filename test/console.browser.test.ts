@@ -18,7 +18,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { ARTIFACTS, README_IMAGES, launchChromium, missingBrowser } from './helpers/browser.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/pages/console.routes.ts';
-import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
+import { GENEROUS_WAIT_MS, eventually } from './helpers/wait.ts';
 import { UserGroupPublic } from '../src/user-groups/user-groups.schemas.ts';
 
 const skip = missingBrowser('the console browser test');
@@ -597,12 +597,11 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
 
       // A change is delivered, and listed with its attempt.
       assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token: adminToken, body: { user_group_id: 'webhook-console' } })).status, 201);
-      const deadline = Date.now() + GENEROUS_WAIT_MS;
-      const delivered = async () =>
+      await eventually('the change delivered', async () =>
         (await httpRequest(server.baseUrl, 'GET', `/api/webhook_endpoints/${id}/deliveries`, { token: adminToken })).body.deliveries.some(
           (d: { status: string }) => d.status === 'delivered',
-        );
-      while (!(await delivered()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+        ),
+      );
       await row.getByRole('link', { name: `Deliveries of endpoint ${id}` }).click();
       await page.getByRole('heading', { name: `Deliveries of endpoint ${id}` }).waitFor();
       const delivery = page.locator('table.deliveries tbody tr', { hasText: 'user_group.created' });

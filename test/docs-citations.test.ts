@@ -9,19 +9,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './helpers/processes.ts';
-import { commentsOf, markdownTitles, plainHeading, sourceFiles } from './helpers/source-text.ts';
+import { commentsOf, markdownTitles, plainHeading, sourceFiles, userDocFiles } from './helpers/source-text.ts';
 import { openApiDocument } from '../scripts/openapi-document.ts';
 
 const CODE_DIRS = ['src', 'test', 'bench', 'scripts', 'console/src', 'packages/client/src'];
 /** What users and contributors read. CHANGELOG.md is history: it names sections as they were. */
-const DOCS = [
-  'README.md',
-  'CONTRIBUTING.md',
-  ...fs
-    .readdirSync(path.join(ROOT, 'docs'))
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
-];
+const DOCS = userDocFiles();
 
 /**
  * `docs/api.md, "A"`, `docs/api.md ("A")`, `docs/api.md, "A", "B"`, `README, "A"`, and in

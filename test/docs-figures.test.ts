@@ -7,18 +7,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './helpers/processes.ts';
+import { userDocFiles } from './helpers/source-text.ts';
 import { CONSOLE_BUDGET_GZIPPED_KIB, PRODUCTION_MAX_PACKAGES } from './helpers/budgets.ts';
 
 /** README.md, CONTRIBUTING.md and docs/*.md, each as one line (a figure may be split over two). */
 function userDocs(): { file: string; text: string }[] {
-  const files = [
-    'README.md',
-    'CONTRIBUTING.md',
-    ...fs
-      .readdirSync(path.join(ROOT, 'docs'))
-      .filter((f) => f.endsWith('.md'))
-      .map((f) => `docs/${f}`),
-  ];
+  const files = userDocFiles();
   return files.map((file) => ({ file, text: fs.readFileSync(path.join(ROOT, file), 'utf8').replace(/\s+/g, ' ') }));
 }
 

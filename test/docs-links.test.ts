@@ -7,15 +7,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './helpers/processes.ts';
+import { userDocFiles } from './helpers/source-text.ts';
 
-const PAGES = [
-  'README.md',
-  'CONTRIBUTING.md',
-  ...fs
-    .readdirSync(path.join(ROOT, 'docs'))
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
-];
+const PAGES = userDocFiles();
 
 /** The lines of a Markdown text outside fenced code blocks, with inline code spans blanked. */
 function proseLines(text: string): string[] {

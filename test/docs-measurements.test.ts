@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './helpers/processes.ts';
-import { commentsOf, sourceFiles } from './helpers/source-text.ts';
+import { commentsOf, sourceFiles, userDocFiles } from './helpers/source-text.ts';
 
 /** What a measured figure looks like in prose. Inline code (`…`) is left out before matching. */
 const MEASUREMENTS: [what: string, pattern: RegExp][] = [
@@ -115,14 +115,7 @@ describe('measured figures', () => {
 
 describe('figures that drift', () => {
   it('docs: no document states how many lines the code has', () => {
-    const docs = [
-      'README.md',
-      'CONTRIBUTING.md',
-      ...fs
-        .readdirSync(path.join(ROOT, 'docs'))
-        .filter((f) => f.endsWith('.md'))
-        .map((f) => `docs/${f}`),
-    ];
+    const docs = userDocFiles();
     const found = docs.flatMap((file) => {
       const text = fs.readFileSync(path.join(ROOT, file), 'utf8').replace(/\s+/g, ' ');
       return [

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import SQLite from 'better-sqlite3';
 import { forEachBackend, useTestApp } from './helpers/harness.ts';
-import { openSse, type SseStream } from './helpers/sse.ts';
+import { openSse, useStreams, type SseStream } from './helpers/sse.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { issueTokenWithCli, spawnServers, type ServerProcess } from './helpers/processes.ts';
 
@@ -23,10 +23,10 @@ function assertRefused(refused: SseStream, limit: RegExp): void {
 }
 
 /** Opens a stream, trying again while a slot is not yet free (the server learns of a closed stream a moment after the client closed it). */
-async function openOnceFree(baseUrl: string, token: string): Promise<SseStream> {
+async function openOnceFree(open: () => Promise<SseStream>): Promise<SseStream> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const stream = await openSse(baseUrl, '/api/events/stream', { token });
+    const stream = await open();
     if (stream.status !== 429 || Date.now() > deadline) return stream;
     await sleep(50);
   }
@@ -34,20 +34,8 @@ async function openOnceFree(baseUrl: string, token: string): Promise<SseStream> 
 
 forEachBackend('change events: limits on open streams', (backend) => {
   const t = useTestApp(backend, { config: { eventStreamsPerToken: 2, eventStreamsPerAccount: 3 } });
-  let baseUrl: string;
-  const open: SseStream[] = [];
-  const stream = async (token: string) => {
-    const opened = await openSse(baseUrl, '/api/events/stream', { token });
-    open.push(opened);
-    return opened;
-  };
-
-  before(async () => {
-    baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  });
-  after(() => {
-    for (const s of open) s.close();
-  });
+  const streams = useStreams(t);
+  const stream = (token: string) => streams.open('/api/events/stream', { token });
 
   it('stream limits: a token holds 2 streams and its account 3; the next is 429 too_many_streams with the limit, closing one frees a slot, another account is not counted', async () => {
     const { token: first } = await t.issueToken({ account: 'limits-a' });
@@ -60,8 +48,7 @@ forEachBackend('change events: limits on open streams', (backend) => {
     assertRefused(await stream(first), /this API token has 2 event streams open, the most one token may have \(2\)/);
 
     a1.close();
-    const again = await openOnceFree(baseUrl, first);
-    open.push(again);
+    const again = await openOnceFree(() => stream(first));
     assert.equal(again.status, 200, 'a closed stream frees its slot');
 
     const ofSecond = await stream(second);
@@ -93,8 +80,7 @@ forEachBackend('change events: limits on open streams', (backend) => {
       other.close();
     }
     // The lease lasts 30 s: a slot that frees within 10 s was given back when the lock was let go.
-    const again = await openOnceFree(baseUrl, token);
-    open.push(again);
+    const again = await openOnceFree(() => stream(token));
     assert.equal(again.status, 200, again.text);
   });
 });
@@ -124,7 +110,7 @@ forEachBackend('change events: limits on open streams across instances', (backen
     open.push(onB);
     assertRefused(onB, /the most one token may have \(1\)/);
     onA.close();
-    const later = await openOnceFree(b.baseUrl, token);
+    const later = await openOnceFree(() => openSse(b.baseUrl, '/api/events/stream', { token }));
     open.push(later);
     assert.equal(later.status, 200, later.text);
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { forEachBackend, useTestApp, createGroup, LogCapture, type SuiteApp } from './helpers/harness.ts';
 import type { ChangeEventJson } from '../src/events/events.schemas.ts';
-import { openSse, type SseStream } from './helpers/sse.ts';
+import { openSse, useStreams } from './helpers/sse.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { spawn } from 'node:child_process';
 import { ROOT, UGS_ENTRY, httpRequest, reapOnExit, issueTokenWithCli, spawnServer, spawnServers, type ServerProcess } from './helpers/processes.ts';
@@ -30,20 +30,7 @@ async function feedUntil(t: Pick<SuiteApp, 'request'>, token: string, count: num
 forEachBackend('change events: the stream', (backend) => {
   const log = new LogCapture();
   const t = useTestApp(backend, { config: { eventHeartbeatMs: 100, requestTimeoutMs: 1000, headersTimeoutMs: 1000 }, log });
-  let baseUrl: string;
-  const open: SseStream[] = [];
-  const stream = async (path: string, options: { token?: string; lastEventId?: string } = {}) => {
-    const opened = await openSse(baseUrl, path, options);
-    open.push(opened);
-    return opened;
-  };
-
-  before(async () => {
-    baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  });
-  after(() => {
-    for (const s of open) s.close();
-  });
+  const { open: stream } = useStreams(t);
 
   it('stream: four changes to a group arrive in order, as id / event / data frames holding the event object', async () => {
     const { token } = await t.issueToken({ account: 'stream-four' });

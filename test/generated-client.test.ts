@@ -2,15 +2,14 @@
 // (openapi-typescript for the types, openapi-fetch for the calls) compiles under --strict
 // with no cast, and performs every operation against a live server, on each backend: GET
 // and DELETE with a query string only, as the README and docs/api.md call them.
-import { describe, it, before, after } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { astToString, openapiTS } from '@ugs/openapi-codegen';
-import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
-import { ROOT, runNode, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { BACKENDS } from './helpers/backends.ts';
+import { ROOT, runNode, useServerProcesses } from './helpers/processes.ts';
 
 const PROGRAM = `import createClient from 'openapi-fetch';
 import type { paths } from './schema.js';
@@ -79,25 +78,13 @@ console.log(JSON.stringify(statuses));
 
 for (const backend of BACKENDS) {
   describe(`[${backend}] a client generated from the OpenAPI document`, () => {
-    let database: TestDatabase;
-    let server: ServerProcess;
-    let token: string;
+    const served = useServerProcesses(backend, { count: 1 });
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-generated-client-'));
 
-    before(async () => {
-      database = await createTestDatabase(backend);
-      const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
-      token = issued.token;
-      server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
-    });
-    after(async () => {
-      await server?.stop();
-      await database?.drop();
-      fs.rmSync(dir, { recursive: true, force: true });
-    });
+    after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
     it('generated client: openapi-typescript + openapi-fetch compile under --strict and perform every operation', { timeout: 120_000 }, async () => {
-      const spec = await (await fetch(`${server.baseUrl}/openapi.json`)).json();
+      const spec = await (await fetch(`${served.on(0)}/openapi.json`)).json();
       fs.writeFileSync(path.join(dir, 'schema.ts'), astToString(await openapiTS(JSON.stringify(spec))));
       fs.writeFileSync(path.join(dir, 'main.ts'), PROGRAM);
       fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
@@ -122,7 +109,7 @@ for (const backend of BACKENDS) {
       const compiled = await runNode([path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir]);
       assert.equal(compiled.code, 0, `tsc --strict:\n${compiled.stdout}${compiled.stderr}`);
 
-      const ran = await runNode([path.join(dir, 'dist/main.js')], { UGS: server.baseUrl, TOKEN: token });
+      const ran = await runNode([path.join(dir, 'dist/main.js')], { UGS: served.on(0), TOKEN: served.token });
       assert.equal(ran.code, 0, ran.stderr);
       assert.deepEqual(JSON.parse(ran.stdout), {
         create: 201,

@@ -6,13 +6,11 @@
 // server processes, and a set over it (the setting lowered) keeps every read.
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { buildTestApp, forEachBackend, useTestApp, type AnyAnswer, type HttpResult } from './helpers/harness.ts';
-import { httpRequest, issueTokenWithCli, runUgs, spawnServers, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, issueTokenWithCli, runUgs, useServerProcesses } from './helpers/processes.ts';
 
 const BOUND = 5;
 const tags = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}${i + 1}`);
@@ -196,33 +194,26 @@ forEachBackend('tags: the bound of an environment', (backend) => {
 
 forEachBackend('tags: the bound across two server processes and ugs import', (backend) => {
   const PROCESS_BOUND = 12;
-  let database: TestDatabase;
-  let servers: ServerProcess[] = [];
-  let env: Record<string, string>;
+  const two = useServerProcesses(backend, { env: { UGS_MAX_TAGS_PER_ENVIRONMENT: String(PROCESS_BOUND) }, issueToken: false });
   let dir: string;
 
   before(async () => {
-    database = await createTestDatabase(backend);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-tag-bound-'));
-    env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'), UGS_MAX_TAGS_PER_ENVIRONMENT: String(PROCESS_BOUND) };
-    servers = await spawnServers(2, env);
   });
 
   after(async () => {
-    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
-    await database?.drop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('tags: 60 concurrent writes on two processes, each adding a new tag (creates, PUTs, POST /api/group_tags): exactly the bound succeed, the others 409 tag_limit_reached, and the set lists what the groups carry', async () => {
-    const { token } = await issueTokenWithCli(env, ['--account', 'racing']);
-    const seeded = await httpRequest(servers[0].baseUrl, 'POST', '/api/users/upsert', {
+    const { token } = await issueTokenWithCli(two.env, ['--account', 'racing']);
+    const seeded = await httpRequest(two.servers[0].baseUrl, 'POST', '/api/users/upsert', {
       token,
       body: { user_groups: Array.from({ length: 10 }, (_, i) => ({ user_group_id: `put-${i}` })) },
     });
     assert.equal(seeded.status, 200, seeded.text);
     const writes = Array.from({ length: 60 }, (_, i) => {
-      const base = servers[i % 2].baseUrl;
+      const base = two.servers[i % 2].baseUrl;
       const tag = `race-${i}`;
       if (i % 4 < 2) return httpRequest(base, 'POST', '/api/group_tags', { token, body: { name: tag } });
       if (i % 4 === 2) return httpRequest(base, 'PUT', '/api/user', { token, body: { user_group_id: `put-${i % 10}`, group_tags: [tag] } });
@@ -234,10 +225,10 @@ forEachBackend('tags: the bound across two server processes and ugs import', (ba
     for (const answer of refused) assert.equal(answer.body.error.code, 'tag_limit_reached', answer.text);
     assert.equal(answers.length - refused.length, PROCESS_BOUND, 'writes that succeeded');
 
-    const list = await httpRequest(servers[1].baseUrl, 'GET', '/api/group_tags?limit=500', { token });
+    const list = await httpRequest(two.servers[1].baseUrl, 'GET', '/api/group_tags?limit=500', { token });
     assert.equal(list.status, 200, list.text);
     assert.equal(list.body.group_tags.length, PROCESS_BOUND);
-    const groups = await httpRequest(servers[0].baseUrl, 'GET', '/api/users?limit=500', { token });
+    const groups = await httpRequest(two.servers[0].baseUrl, 'GET', '/api/users?limit=500', { token });
     const carried = new Map<string, number>();
     for (const group of groups.body.user_groups) for (const tag of group.group_tags) carried.set(tag, (carried.get(tag) ?? 0) + 1);
     for (const { name, user_group_count } of list.body.group_tags) assert.equal(user_group_count, carried.get(name) ?? 0, name);
@@ -248,13 +239,13 @@ forEachBackend('tags: the bound across two server processes and ugs import', (ba
   });
 
   it('ugs import: the rows whose tags would pass the bound fail with tag_limit_reached (in the errors file); the others are imported', async () => {
-    assert.equal((await runUgs(['account', 'create', 'importer'], env)).code, 0);
+    assert.equal((await runUgs(['account', 'create', 'importer'], two.env)).code, 0);
     // Every row brings a tag of its own, every third one too many: rows past the bound fail, rows reusing a tag go on.
     const rows = Array.from({ length: 20 }, (_, i) => ({ user_group_id: `row-${i}`, group_tags: i % 3 === 2 ? ['tag-0'] : [`tag-${i}`] }));
     const input = path.join(dir, 'tags.ndjson');
     fs.writeFileSync(input, `${rows.map((row) => JSON.stringify(row)).join('\n')}\n`);
     const errors = path.join(dir, 'tags.errors.ndjson');
-    const imported = await runUgs(['import', input, '--account', 'importer', '--env', 'Customer', '--errors', errors, '--json'], env);
+    const imported = await runUgs(['import', input, '--account', 'importer', '--env', 'Customer', '--errors', errors, '--json'], two.env);
     assert.equal(imported.code, 1, imported.stderr);
     const distinct = rows.filter((_, i) => i % 3 !== 2).map((row) => row.group_tags[0]);
     const failed = distinct.slice(PROCESS_BOUND).map((tag) => Number(tag.slice('tag-'.length)));

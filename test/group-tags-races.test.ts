@@ -4,12 +4,10 @@
 // groups: each group ends as some order of the operations would leave it (a PUT is never
 // overwritten by a batch that read the group before it, and no tag comes back), and the set
 // lists exactly the tags the groups carry, with their counts.
-import { it, before, after } from 'node:test';
+import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, spawnServers, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, useServerProcesses } from './helpers/processes.ts';
 
 const ROUNDS = 4;
 const GROUPS = 60;
@@ -36,26 +34,12 @@ function reachable(start: Tags, operations: ((tags: Tags) => Tags)[]): Set<strin
 }
 
 forEachBackend('tags under races across two server processes', (backend) => {
-  let database: TestDatabase;
-  let servers: ServerProcess[] = [];
-  let token: string;
-  const on = (i: number) => servers[i % 2].baseUrl;
-
-  before(async () => {
-    database = await createTestDatabase(backend);
-    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'), UGS_TAG_BATCH_SIZE: '7' };
-    servers = await spawnServers(2, env);
-    token = (await issueTokenWithCli({ DATABASE_URL: database.url })).token;
-  });
-
-  after(async () => {
-    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
-    await database?.drop();
-  });
+  const two = useServerProcesses(backend, { env: { UGS_TAG_BATCH_SIZE: '7' } });
+  const { on } = two;
 
   async function createGroups(prefix: string, initial: (i: number) => string[]) {
     const res = await httpRequest(on(0), 'POST', '/api/users/upsert', {
-      token,
+      token: two.token,
       body: { user_groups: Array.from({ length: GROUPS }, (_, i) => ({ user_group_id: `${prefix}${i}`, group_tags: initial(i) })) },
     });
     assert.equal(res.status, 200, res.text);
@@ -64,7 +48,7 @@ forEachBackend('tags under races across two server processes', (backend) => {
 
   /** Every group of the round, by its index, as the service answers it. */
   async function tagsOfGroups(prefix: string): Promise<string[][]> {
-    const res = await httpRequest(on(1), 'GET', `/api/users?q=${encodeURIComponent(prefix)}&limit=500`, { token });
+    const res = await httpRequest(on(1), 'GET', `/api/users?q=${encodeURIComponent(prefix)}&limit=500`, { token: two.token });
     assert.equal(res.status, 200, res.text);
     const tags: string[][] = [];
     for (const group of res.body.user_groups) tags[Number(group.provided_id.slice(prefix.length))] = group.group_tags;
@@ -74,7 +58,7 @@ forEachBackend('tags under races across two server processes', (backend) => {
 
   /** The set as listed (the round's tags), against what the groups carry: same counts, and a tag with no group only where `mayBeEmpty` says. */
   async function assertSetMatchesGroups(prefix: string, groups: string[][], mayBeEmpty: (tag: string) => boolean) {
-    const res = await httpRequest(on(0), 'GET', `/api/group_tags?q=${encodeURIComponent(prefix)}&limit=500`, { token });
+    const res = await httpRequest(on(0), 'GET', `/api/group_tags?q=${encodeURIComponent(prefix)}&limit=500`, { token: two.token });
     assert.equal(res.status, 200, res.text);
     const listed = new Map(res.body.group_tags.map((tag) => [tag.name, tag.user_group_count]));
     const carried = new Map<string, number>();
@@ -97,10 +81,10 @@ forEachBackend('tags under races across two server processes', (backend) => {
 
       const puts = Array.from({ length: GROUPS }, (_, i) => i)
         .filter((i) => putOf(i) !== undefined)
-        .map((i) => httpRequest(on(i / 2), 'PUT', '/api/user', { token, body: { user_group_id: `${prefix}${i}`, group_tags: putOf(i) } }));
+        .map((i) => httpRequest(on(i / 2), 'PUT', '/api/user', { token: two.token, body: { user_group_id: `${prefix}${i}`, group_tags: putOf(i) } }));
       const [rename, remove, ...answers] = await Promise.all([
-        httpRequest(on(round), 'POST', '/api/group_tags/rename', { token, body: { name: old, new_name: fresh } }),
-        httpRequest(on(round + 1), 'DELETE', `/api/group_tags?name=${encodeURIComponent(gone)}`, { token }),
+        httpRequest(on(round), 'POST', '/api/group_tags/rename', { token: two.token, body: { name: old, new_name: fresh } }),
+        httpRequest(on(round + 1), 'DELETE', `/api/group_tags?name=${encodeURIComponent(gone)}`, { token: two.token }),
         ...puts,
       ]);
       assert.equal(rename.status, 200, rename.text);
@@ -135,10 +119,10 @@ forEachBackend('tags under races across two server processes', (backend) => {
 
       const puts = Array.from({ length: GROUPS }, (_, i) => i)
         .filter((i) => putOf(i) !== undefined)
-        .map((i) => httpRequest(on(i), 'PUT', '/api/user', { token, body: { user_group_id: `${prefix}${i}`, group_tags: putOf(i) } }));
+        .map((i) => httpRequest(on(i), 'PUT', '/api/user', { token: two.token, body: { user_group_id: `${prefix}${i}`, group_tags: putOf(i) } }));
       const [forth, back, ...answers] = await Promise.all([
-        httpRequest(on(round), 'POST', '/api/group_tags/rename', { token, body: { name: a, new_name: b } }),
-        httpRequest(on(round + 1), 'POST', '/api/group_tags/rename', { token, body: { name: b, new_name: a } }),
+        httpRequest(on(round), 'POST', '/api/group_tags/rename', { token: two.token, body: { name: a, new_name: b } }),
+        httpRequest(on(round + 1), 'POST', '/api/group_tags/rename', { token: two.token, body: { name: b, new_name: a } }),
         ...puts,
       ]);
       assert.equal(forth.status, 200, forth.text);

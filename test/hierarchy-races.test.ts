@@ -2,44 +2,27 @@
 // (two PostgreSQL instances; two processes on one SQLite file): two moves that would together
 // form a cycle never both succeed, two renames to one id give one winner, and a parent's change
 // shows in its child's computed values on the other instance at once (docs/api.md, "Hierarchy").
-import { it, before, after } from 'node:test';
+import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, spawnServers, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, useServerProcesses } from './helpers/processes.ts';
 import { openMigratedDatabase } from '../src/process/runtime.ts';
 import { declareAccountLevels } from '../src/user-groups/account-levels.service.ts';
 
 const ROUNDS = 15;
 
 forEachBackend('hierarchy races across two server processes', (backend) => {
-  let database: TestDatabase;
-  let servers: ServerProcess[] = [];
-  let token: string;
+  const two = useServerProcesses(backend);
 
-  const on = (i: number) => servers[i % 2].baseUrl;
-  const put = (i: number, body: Record<string, unknown>) => httpRequest(on(i), 'PUT', '/api/user', { token, body });
+  const { on } = two;
+  const put = (i: number, body: Record<string, unknown>) => httpRequest(on(i), 'PUT', '/api/user', { token: two.token, body });
   const create = async (i: number, body: Record<string, unknown>) => {
-    const res = await httpRequest(on(i), 'POST', '/api/user', { token, body });
+    const res = await httpRequest(on(i), 'POST', '/api/user', { token: two.token, body });
     assert.equal(res.status, 201, res.text);
     return res.body.user_group;
   };
   const parentOf = async (i: number, id: string) =>
-    (await httpRequest(on(i), 'GET', '/api/user', { token, body: { user_group_id: id } })).body.user_group.parent_user_group_id;
-
-  before(async () => {
-    database = await createTestDatabase(backend);
-    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-    servers = await spawnServers(2, env);
-    const issued = await issueTokenWithCli({ DATABASE_URL: database.url });
-    token = issued.token;
-  });
-
-  after(async () => {
-    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
-    await database?.drop();
-  });
+    (await httpRequest(on(i), 'GET', '/api/user', { token: two.token, body: { user_group_id: id } })).body.user_group.parent_user_group_id;
 
   it(`hierarchy_cycle under races: A under B and B under A at once, on two instances, never both succeed (${ROUNDS} rounds)`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
@@ -88,7 +71,7 @@ forEachBackend('hierarchy races across two server processes', (backend) => {
       const results = await Promise.all([put(0, { user_group_id: a, new_user_group_id: target }), put(1, { user_group_id: b, new_user_group_id: target })]);
       assert.deepEqual(results.map((r) => r.status).sort(), [200, 409], results.map((r) => r.text).join(' / '));
       assert.equal(results.find((r) => r.status === 409)!.body.error.code, 'user_group_exists');
-      const list = await httpRequest(on(round), 'GET', `/api/users?q=ren-&limit=500`, { token });
+      const list = await httpRequest(on(round), 'GET', `/api/users?q=ren-&limit=500`, { token: two.token });
       assert.equal(list.body.user_groups.filter((g) => g.provided_id === target).length, 1);
     }
   });
@@ -101,7 +84,7 @@ forEachBackend('hierarchy races across two server processes', (backend) => {
       const changed = await put(writer, { user_group_id: parent.provided_id, properties: { region: 'emea', version } });
       assert.equal(changed.status, 200, changed.text);
       const reader = 1 - writer;
-      const read = await httpRequest(on(reader), 'GET', '/api/user', { token, body: { user_group_id: child.provided_id } });
+      const read = await httpRequest(on(reader), 'GET', '/api/user', { token: two.token, body: { user_group_id: child.provided_id } });
       assert.deepEqual(read.body.user_group.computed_properties, { region: 'emea', version, seat: 1 }, `version ${version} on instance ${reader}`);
       const ctx = await httpRequest(on(reader), 'GET', '/api/embed/context', { headers: { authorization: `Bearer ${child.token}` } });
       assert.equal(ctx.body.variables.version, version);
@@ -110,7 +93,7 @@ forEachBackend('hierarchy races across two server processes', (backend) => {
 
   it(`ugs account levels under races: dropping a level while a create or a PUT sets it on two instances never leaves a group at an undeclared level (${ROUNDS} rounds)`, async () => {
     // What the CLI runs (its service), in this process on a connection of its own: a third process beside the two servers.
-    const { handle } = await openMigratedDatabase({ databaseUrl: database.url });
+    const { handle } = await openMigratedDatabase({ databaseUrl: two.database.url });
     try {
       const declare = (levels: string[]) => declareAccountLevels(handle, 'acme', levels);
       for (let round = 0; round < ROUNDS; round++) {
@@ -118,11 +101,13 @@ forEachBackend('hierarchy races across two server processes', (backend) => {
         const [created, existing] = [`lv-new-${round}`, `lv-put-${round}`];
         await create(round, { user_group_id: existing, hierarchy_level: 'L1' });
         const [post, change, drop] = await Promise.all([
-          httpRequest(on(round), 'POST', '/api/user', { token, body: { user_group_id: created, hierarchy_level: 'X' } }),
+          httpRequest(on(round), 'POST', '/api/user', { token: two.token, body: { user_group_id: created, hierarchy_level: 'X' } }),
           put(round + 1, { user_group_id: existing, hierarchy_level: 'X' }),
           declare(['L1', 'L2']),
         ]);
-        const atX = (await httpRequest(on(round), 'GET', '/api/users?hierarchy_level=X&limit=500', { token })).body.user_groups.map((g) => g.provided_id);
+        const atX = (await httpRequest(on(round), 'GET', '/api/users?hierarchy_level=X&limit=500', { token: two.token })).body.user_groups.map(
+          (g) => g.provided_id,
+        );
         const why = `round ${round}: POST ${post.status}, PUT ${change.status}, levels ${drop.outcome}; groups at X: ${atX}`;
         if (drop.outcome === 'declared') {
           // The declaration won: every write that set X either ran before it (and then the drop would have been refused) or was refused after it.
@@ -133,7 +118,7 @@ forEachBackend('hierarchy races across two server processes', (backend) => {
           assert.equal(drop.outcome, 'in_use', why);
           assert.ok(atX.length > 0, why);
         }
-        for (const id of [created, existing]) await httpRequest(on(round), 'DELETE', `/api/user?user_group_id=${id}`, { token });
+        for (const id of [created, existing]) await httpRequest(on(round), 'DELETE', `/api/user?user_group_id=${id}`, { token: two.token });
       }
     } finally {
       await handle.close();

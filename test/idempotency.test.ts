@@ -15,9 +15,9 @@ import { apiTokenAccess } from '../src/auth/route-access.ts';
 import { IdempotencySweeper } from '../src/idempotency/idempotency-sweeper.ts';
 import { canonicalJson } from '../src/idempotency/idempotency.ts';
 import { generateToken } from '../src/auth/token-format.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { buildTestApp, forEachBackend, issueTestToken, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/harness.ts';
-import { httpRequest, issueTokenWithCli, spawnServers, type ServerProcess } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
+import { httpRequest, useServerProcesses } from './helpers/processes.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const newKey = () => crypto.randomUUID();
@@ -94,6 +94,17 @@ forEachBackend('idempotent retries', (backend) => {
     assert.equal(keyed.status, plain.status, keyed.text);
     assert.equal(keyed.body.error?.code, plain.body.error?.code);
     return keyed;
+  }
+
+  /** A request with `key` that runs the test route and waits in it until `open()`; resolves once it runs (the route's next runs do not wait). */
+  async function runningRequest(key: string) {
+    route.runs = 0;
+    let open!: () => void;
+    route.gate = new Promise((resolve) => (open = resolve));
+    const answer = post('/test/effect', {}, key);
+    await eventually('the first request runs its route', () => route.runs > 0);
+    route.gate = undefined;
+    return { answer, open };
   }
 
   it('create: a retry with the same key and body gets the first answer (same token, Idempotent-Replayed) and creates nothing more', async () => {
@@ -220,15 +231,10 @@ forEachBackend('idempotent retries', (backend) => {
 
   it('a retry while the first still runs: 409 idempotency_key_in_use; after it answers, the replay', async () => {
     const key = newKey();
-    route.runs = 0;
-    let open!: () => void;
-    route.gate = new Promise((resolve) => (open = resolve));
-    const first = post('/test/effect', {}, key);
-    while (route.runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const { answer: first, open } = await runningRequest(key);
     const during = await post('/test/effect', {}, key);
     assert.equal(during.status, 409, during.text);
     assert.equal(during.body.error.code, 'idempotency_key_in_use');
-    route.gate = undefined;
     open();
     assert.equal((await first).status, 201);
     const after = await post('/test/effect', {}, key);
@@ -238,12 +244,7 @@ forEachBackend('idempotent retries', (backend) => {
 
   it('a running key whose lock lapsed (its process died) is taken over by a retry; the first, if it ever ends, stores nothing', async () => {
     const key = newKey();
-    route.runs = 0;
-    let open!: () => void;
-    route.gate = new Promise((resolve) => (open = resolve));
-    const stuck = post('/test/effect', {}, key);
-    while (route.runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    route.gate = undefined;
+    const { answer: stuck, open } = await runningRequest(key);
     clock += 31_000; // past the lock (UGS_REQUEST_TIMEOUT_MS, 30 s)
     const takeover = await post('/test/effect', {}, key);
     assert.equal(takeover.status, 201, takeover.text);
@@ -336,12 +337,7 @@ forEachBackend('idempotent retries', (backend) => {
 
   it("keys are per API token: another token of the account sending the same key runs its own request, never 409 or 422 against the first token's key", async () => {
     const key = newKey();
-    route.runs = 0;
-    let open!: () => void;
-    route.gate = new Promise((resolve) => (open = resolve));
-    const first = post('/test/effect', {}, key);
-    while (route.runs === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    route.gate = undefined;
+    const { answer: first, open } = await runningRequest(key);
     const whileRunning = await post('/test/effect', {}, key, adminToken);
     assert.equal(whileRunning.status, 201, `not 409 idempotency_key_in_use: ${whileRunning.text}`);
     assert.equal((whileRunning.body as unknown as { run: number }).run, 2);
@@ -458,20 +454,7 @@ describe('canonical JSON', () => {
 });
 
 forEachBackend('idempotent retries across two server processes', (backend) => {
-  let database: TestDatabase;
-  let servers: ServerProcess[] = [];
-  let token: string;
-
-  before(async () => {
-    database = await createTestDatabase(backend);
-    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-    servers = await spawnServers(2, env);
-    token = (await issueTokenWithCli({ DATABASE_URL: database.url })).token;
-  });
-  after(async () => {
-    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
-    await database?.drop();
-  });
+  const two = useServerProcesses(backend);
 
   for (const [what, body] of [
     ['a create', (id: string) => ({ user_group_id: id })],
@@ -482,12 +465,14 @@ forEachBackend('idempotent retries across two server processes', (backend) => {
       let request: unknown;
       if (body) request = body(id);
       else {
-        const created = await httpRequest(servers[0].baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id } });
+        const created = await httpRequest(two.servers[0].baseUrl, 'POST', '/api/user', { token: two.token, body: { user_group_id: id } });
         request = { current_token: created.body.user_group.token };
       }
       const key = crypto.randomUUID();
       const answers = await Promise.all(
-        Array.from({ length: 30 }, (_, i) => httpRequest(servers[i % 2].baseUrl, 'POST', '/api/user', { token, body: request, headers: withKey(key) })),
+        Array.from({ length: 30 }, (_, i) =>
+          httpRequest(two.servers[i % 2].baseUrl, 'POST', '/api/user', { token: two.token, body: request, headers: withKey(key) }),
+        ),
       );
       const success = body ? 201 : 200;
       const fresh = answers.filter((a) => a.status === success && a.headers['idempotent-replayed'] === undefined);
@@ -496,13 +481,13 @@ forEachBackend('idempotent retries across two server processes', (backend) => {
         if (a.status === success) assert.equal(a.body.user_group.token, fresh[0].body.user_group.token);
         else assert.equal(a.body.error.code, 'idempotency_key_in_use', a.text);
       }
-      for (const server of servers) {
-        const retry = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: request, headers: withKey(key) });
+      for (const server of two.servers) {
+        const retry = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: two.token, body: request, headers: withKey(key) });
         assert.equal(retry.status, success);
         assert.equal(retry.headers['idempotent-replayed'], 'true');
         assert.equal(retry.body.user_group.token, fresh[0].body.user_group.token);
       }
-      const history = await httpRequest(servers[1].baseUrl, 'GET', `/api/user/history?user_group_id=${encodeURIComponent(id)}`, { token });
+      const history = await httpRequest(two.servers[1].baseUrl, 'GET', `/api/user/history?user_group_id=${encodeURIComponent(id)}`, { token: two.token });
       assert.deepEqual(
         history.body.entries.map((e: { action: string }) => e.action),
         body ? ['user_group.create'] : ['user_group.rotate', 'user_group.create'],

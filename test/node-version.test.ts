@@ -6,11 +6,11 @@
 // Node, as a real process.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, SERVER_ENTRY, TEST_BUILD, UGS_ENTRY, requireTestBuild } from './helpers/processes.ts';
+import { ROOT, SERVER_ENTRY, TEST_BUILD, UGS_ENTRY, requireTestBuild, runCommand } from './helpers/processes.ts';
 
 /** The machine's own Node.js, where Debian (or NodeSource) installs it. */
 const OLD_NODE = '/usr/bin/node';
@@ -25,18 +25,9 @@ const skip = !oldVersion
 
 /** Runs a command with the old Node first on PATH (so npm, and what npm starts, run on it). */
 function runOnOldNode(command: string, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd ?? ROOT,
-      env: { ...process.env, PATH: `${path.dirname(OLD_NODE)}:${process.env.PATH}`, npm_config_nodedir: '', ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return runCommand(command, args, {
+    cwd: options.cwd ?? ROOT,
+    env: { ...process.env, PATH: `${path.dirname(OLD_NODE)}:${process.env.PATH}`, npm_config_nodedir: '', ...options.env },
   });
 }
 

@@ -5,8 +5,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import pg from 'pg';
 import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { onConnection } from '../scripts/scratch-database.ts';
 import { httpRequest, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 import { openSse } from './helpers/sse.ts';
@@ -133,14 +133,8 @@ describe('[postgres] database outage', { skip: POSTGRES_URL ? false : 'TEST_POST
 });
 
 /** One statement on a connection of its own to the server's first database (a database cannot be dropped from a connection to it). */
-async function onAdminConnection(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
+function onAdminConnection(statement: string): Promise<void> {
+  return onConnection(POSTGRES_URL, statement);
 }
 
 describe('[postgres] the database is dropped under a running server', { skip: POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set' }, () => {

@@ -14,6 +14,7 @@ import pg from 'pg';
 import { sql } from 'kysely';
 import SQLite from 'better-sqlite3';
 import { BACKENDS, type Backend } from './helpers/backends.ts';
+import { onConnection } from '../scripts/scratch-database.ts';
 import { buildTestApp, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/harness.ts';
 import { issueTestToken } from './helpers/harness.ts';
 import { runEveryOperation } from './helpers/workload.ts';
@@ -482,13 +483,7 @@ async function onDatabase(url: string, statement: string): Promise<void> {
     }
     return;
   }
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
+  await onConnection(url, statement);
 }
 
 for (const backend of BACKENDS) {

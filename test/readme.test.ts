@@ -18,7 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { POSTGRES_URL } from './helpers/backends.ts';
-import { ROOT, TEST_BUILD, UGS_ENTRY, httpRequest, reapOnExit, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, TEST_BUILD, UGS_ENTRY, httpRequest, reapOnExit, runCommand, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { userDocFiles } from './helpers/source-text.ts';
 import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 
 /**
@@ -96,15 +97,7 @@ function run(command: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ co
     `npx() { if [ "$1" = ugs ]; then shift; node ${JSON.stringify(UGS_ENTRY)} "$@"; else command npx "$@"; fi; }`,
     command,
   ].join('\n');
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script], { cwd, env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCommand('bash', ['-c', script], { cwd, env });
 }
 
 /** The newest string value, in the answers so far (newest first), that starts with `prefix`. */
@@ -119,14 +112,7 @@ function latestValue(answers: string[], prefix: string): string | undefined {
 
 describe('the examples of the manual', () => {
   it('docs: every sh example that calls the service ($UGS) or runs ugs is on a page the walk-through runs', () => {
-    const pages = [
-      'README.md',
-      'CONTRIBUTING.md',
-      ...fs
-        .readdirSync(path.join(ROOT, 'docs'))
-        .filter((f) => f.endsWith('.md'))
-        .map((f) => `docs/${f}`),
-    ];
+    const pages = userDocFiles();
     const outside = pages
       .filter((page) => !WALK_THROUGH.includes(page))
       .flatMap((page) =>

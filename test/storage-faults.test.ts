@@ -11,8 +11,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
+import { onConnection } from '../scripts/scratch-database.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
 
@@ -54,10 +54,10 @@ forEachBackend('a full disk under the database', (backend) => {
       database = await createTestDatabase('postgres');
       execFileSync('chown', ['postgres', mountPoint]);
       tablespace = `ugs_full_${crypto.randomBytes(4).toString('hex')}`;
-      await onDatabase(process.env.TEST_POSTGRES_URL!, `create tablespace ${tablespace} location '${mountPoint}'`);
+      await onConnection(process.env.TEST_POSTGRES_URL!, `create tablespace ${tablespace} location '${mountPoint}'`);
     }
     token = (await issueTokenWithCli({ DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey })).token;
-    if (tablespace) await onDatabase(database.url, `alter table user_groups set tablespace ${tablespace}`);
+    if (tablespace) await onConnection(database.url, `alter table user_groups set tablespace ${tablespace}`);
     fs.writeFileSync(filler(), crypto.randomBytes(1024 * 1024)); // the room that deleting it gives back
     server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: secretKey });
   });
@@ -66,7 +66,7 @@ forEachBackend('a full disk under the database', (backend) => {
     if (skip) return;
     await server?.stop('SIGTERM');
     await database?.drop();
-    if (tablespace) await onDatabase(process.env.TEST_POSTGRES_URL!, `drop tablespace if exists ${tablespace}`);
+    if (tablespace) await onConnection(process.env.TEST_POSTGRES_URL!, `drop tablespace if exists ${tablespace}`);
     try {
       execFileSync('umount', [mountPoint]);
     } catch {
@@ -131,13 +131,3 @@ forEachBackend('a full disk under the database', (backend) => {
     assert.equal(after.status, 201, after.text);
   });
 });
-
-async function onDatabase(url: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}

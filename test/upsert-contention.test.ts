@@ -5,39 +5,29 @@
 // connection, so every call answers 200.
 import { it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, spawnServers, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, useServerProcesses } from './helpers/processes.ts';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.ts';
 
 const CALLS = 48;
 const ITEMS = 200;
 
 forEachBackend('many concurrent upserts of the same groups on two processes', (backend) => {
-  let database: TestDatabase;
-  let servers: ServerProcess[] = [];
-  let token: string;
+  const two = useServerProcesses(backend, { env: { UGS_RATE_LIMIT_MAX: '0' } });
   let observer: DatabaseHandle;
 
   before(async () => {
-    database = await createTestDatabase(backend);
-    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'), UGS_RATE_LIMIT_MAX: '0' };
-    servers = await spawnServers(2, env);
-    token = (await issueTokenWithCli({ DATABASE_URL: database.url })).token;
-    observer = openDatabase(database.url);
+    observer = openDatabase(two.database.url);
   });
 
   after(async () => {
     await observer?.close();
-    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
-    await database?.drop();
   });
 
   it(`upsert: ${CALLS} concurrent ${ITEMS}-item calls on two processes, half in reverse order, all answer 200 and every group ends as one of them left it`, async () => {
     const ids = Array.from({ length: ITEMS }, (_, i) => `contention-${String(i).padStart(3, '0')}`);
-    const seeded = await httpRequest(servers[0].baseUrl, 'POST', '/api/users/upsert', {
-      token,
+    const seeded = await httpRequest(two.servers[0].baseUrl, 'POST', '/api/users/upsert', {
+      token: two.token,
       body: { user_groups: ids.map((id) => ({ user_group_id: id })) },
     });
     assert.equal(seeded.status, 200, seeded.text);
@@ -59,7 +49,10 @@ forEachBackend('many concurrent upserts of the same groups on two processes', (b
       Array.from({ length: CALLS }, (_, call) => {
         const order = call % 2 === 0 ? ids : [...ids].reverse();
         const items = order.map((id) => ({ user_group_id: id, name: `call ${call}`, properties: { call } }));
-        return httpRequest(servers[call % 2].baseUrl, 'POST', '/api/users/upsert', { token, body: { user_groups: items } }).then((res) => ({ res, order }));
+        return httpRequest(two.servers[call % 2].baseUrl, 'POST', '/api/users/upsert', { token: two.token, body: { user_groups: items } }).then((res) => ({
+          res,
+          order,
+        }));
       }),
     );
     running = false;
@@ -80,7 +73,7 @@ forEachBackend('many concurrent upserts of the same groups on two processes', (b
     }
     // Each group's name and properties come from one and the same call: no call's write was torn.
     for (const id of ids.slice(0, 10)) {
-      const group = await httpRequest(servers[1].baseUrl, 'GET', `/api/user/lookup?user_group_id=${id}`, { token });
+      const group = await httpRequest(two.servers[1].baseUrl, 'GET', `/api/user/lookup?user_group_id=${id}`, { token: two.token });
       assert.equal(group.status, 200, group.text);
       assert.equal(group.body.user_group.name, `call ${group.body.user_group.properties?.call}`);
     }

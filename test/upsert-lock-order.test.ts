@@ -2,43 +2,30 @@
 // processes sharing one database: each takes its rows' locks in one canonical order
 // (docs/api.md, "POST /api/users/upsert"), so none deadlocks, none answers 500, and every
 // call answers 200 with one result per item in the order of its request.
-import { it, before, after } from 'node:test';
+import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, spawnServers, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, useServerProcesses } from './helpers/processes.ts';
 
 forEachBackend('concurrent upserts of the same groups in different orders', (backend) => {
-  let database: TestDatabase;
-  let servers: ServerProcess[] = [];
-  let token: string;
-
-  before(async () => {
-    database = await createTestDatabase(backend);
-    const env = { DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
-    servers = await spawnServers(2, env);
-    token = (await issueTokenWithCli({ DATABASE_URL: database.url })).token;
-  });
-
-  after(async () => {
-    await Promise.all(servers.map((s) => s.stop('SIGTERM')));
-    await database?.drop();
-  });
+  const two = useServerProcesses(backend);
 
   it('upsert: 4 concurrent calls on two processes with the same 250 ids, half reversed, all answer 200 with per-item results in request order', async () => {
     for (let round = 0; round < 3; round++) {
       const ids = Array.from({ length: 250 }, (_, i) => `lock-order-${round}-${String(i).padStart(3, '0')}`);
       // Some exist before the round (updated), the rest are new (created by whichever call comes first).
-      const seeded = await httpRequest(servers[0].baseUrl, 'POST', '/api/users/upsert', {
-        token,
+      const seeded = await httpRequest(two.servers[0].baseUrl, 'POST', '/api/users/upsert', {
+        token: two.token,
         body: { user_groups: ids.filter((_, i) => i % 3 === 0).map((id) => ({ user_group_id: id })) },
       });
       assert.equal(seeded.status, 200, seeded.text);
       const calls = Array.from({ length: 4 }, (_, call) => {
         const order = call % 2 === 0 ? ids : [...ids].reverse();
         const items = order.map((id) => ({ user_group_id: id, name: `call ${call}`, properties: { call } }));
-        return httpRequest(servers[call % 2].baseUrl, 'POST', '/api/users/upsert', { token, body: { user_groups: items } }).then((res) => ({ res, order }));
+        return httpRequest(two.servers[call % 2].baseUrl, 'POST', '/api/users/upsert', { token: two.token, body: { user_groups: items } }).then((res) => ({
+          res,
+          order,
+        }));
       });
       for (const { res, order } of await Promise.all(calls)) {
         assert.equal(res.status, 200, `round ${round}: ${res.status} ${res.text.slice(0, 300)}`);
@@ -61,15 +48,17 @@ forEachBackend('concurrent upserts of the same groups in different orders', (bac
   it('single writes that lock two groups (a move under a parent, a create under one) beside upserts of both in either order: none answers 500', async () => {
     const parents = Array.from({ length: 6 }, (_, i) => `two-rows-parent-${i}`);
     const children = Array.from({ length: 30 }, (_, i) => `two-rows-child-${i}`);
-    const seeded = await httpRequest(servers[0].baseUrl, 'POST', '/api/users/upsert', {
-      token,
+    const seeded = await httpRequest(two.servers[0].baseUrl, 'POST', '/api/users/upsert', {
+      token: two.token,
       body: { user_groups: [...parents, ...children].map((id) => ({ user_group_id: id })) },
     });
     assert.equal(seeded.status, 200, seeded.text);
     const named = [...parents, ...children];
     const calls: Promise<{ what: string; status: number; text: string }>[] = [];
     const call = (what: string, i: number, method: string, path: string, body: unknown) =>
-      calls.push(httpRequest(servers[i % 2].baseUrl, method, path, { token, body }).then((res) => ({ what, status: res.status, text: res.text })));
+      calls.push(
+        httpRequest(two.servers[i % 2].baseUrl, method, path, { token: two.token, body }).then((res) => ({ what, status: res.status, text: res.text })),
+      );
     for (let round = 0; round < 3; round++) {
       for (const [i, order] of [named, [...named].reverse()].entries()) {
         call(`upsert ${round}/${i}`, i, 'POST', '/api/users/upsert', {

@@ -39,10 +39,10 @@ export const csvFieldsOf = (kind: CellKind) => CSV_FIELDS.filter((field) => CSV_
 
 const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
 
-type Delimiter = ',' | ';' | '\t';
+export type Delimiter = ',' | ';' | '\t';
 const DELIMITER_NAMES: Record<Delimiter, string> = { ',': 'commas (",")', ';': 'semicolons (";")', '\t': 'tabs' };
 
-/** The header line's separator: a comma, unless it has none but has semicolons, or else tabs. */
+/** The file's separator: the one of its header line (the file's first 64 KiB at most, up to its first newline). */
 function delimiterOf(file: string): Delimiter {
   const start = Buffer.alloc(64 * 1024);
   const fd = fs.openSync(file, 'r');
@@ -53,7 +53,11 @@ function delimiterOf(file: string): Delimiter {
     fs.closeSync(fd);
   }
   const newline = start.subarray(0, length).indexOf(0x0a);
-  const header = start.subarray(0, newline === -1 ? length : newline).toString('utf8');
+  return delimiterOfHeader(start.subarray(0, newline === -1 ? length : newline).toString('utf8'));
+}
+
+/** A header line's separator: a comma, unless it has none but has semicolons, or else tabs. */
+export function delimiterOfHeader(header: string): Delimiter {
   if (header.includes(',')) return ',';
   if (header.includes(';')) return ';';
   return header.includes('\t') ? '\t' : ',';

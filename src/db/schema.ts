@@ -291,6 +291,7 @@ export interface Database {
 }
 
 export type AccountRow = Selectable<AccountsTable>;
+export type InstanceRow = Selectable<InstancesTable>;
 export type ApiTokenRow = Selectable<ApiTokensTable>;
 export type UserGroupRow = Selectable<UserGroupsTable>;
 export type AuditLogRow = Selectable<AuditLogTable>;

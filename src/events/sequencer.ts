@@ -19,8 +19,7 @@
 // With several workers (process/cluster/), only one of them watches and polls (setWatching): the
 // others sequence right after their own commits, and learn of new events from the workers
 // that numbered them or watched them come (onEventsFound, expectEvents).
-import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../foundations/background-work.ts';
+import { BackgroundLoop } from '../foundations/background-loop.ts';
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -78,24 +77,35 @@ export class EventSequencer {
   /** Events other workers of this instance numbered since the last watch: no news to it. */
   private expected = 0;
   private readonly hooks: SequencedHook[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  /** Runs a pass after each kick, and every pollMs while watching. */
+  private readonly loop: BackgroundLoop;
+  /** The last pass found another instance sequencing: the next comes soon. */
   private busy = false;
-  private stopped = true;
   private newestSeen = 0;
   private lastPrune = 0;
   private readonly onCommit = () => this.kick();
-  /**
-   * The sequencer's own async context: a kick comes from a request's commit, and work it
-   * started there would otherwise belong to that request (its trace, its request id).
-   */
-  private readonly scope = new AsyncResource('EventSequencer');
 
   constructor(
     private readonly handle: DatabaseHandle,
     private readonly options: SequencerOptions,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop({
+      name: 'event sequencer',
+      what: 'sequencing events',
+      pass: () => this.pass(),
+      next: () => {
+        const delay = this.busy ? BUSY_RETRY_MS : this.watching ? this.options.pollMs : undefined;
+        this.busy = false;
+        return delay;
+      },
+      onError: options.onError,
+      onSuccess: options.onSuccess,
+    });
+  }
+
+  private get stopped(): boolean {
+    return this.loop.stopped;
+  }
 
   private get pruneEveryMs(): number {
     return Math.min(PRUNE_EVERY_MS, Math.max(this.options.retentionMs / 2, this.options.pollMs));
@@ -131,55 +141,26 @@ export class EventSequencer {
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
+    if (!this.loop.stopped) return;
     this.lastPrune = Date.now() - this.pruneEveryMs + Math.min(1000, this.pruneEveryMs); // a first pass soon after start
     this.handle.onCommit.add(this.onCommit);
-    this.schedule(0);
+    this.loop.start(0);
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     this.handle.onCommit.delete(this.onCommit);
-    clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Sequence soon: a write committed. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) this.again = true;
-    else this.schedule(0);
+    this.loop.wake();
   }
 
   /** One pass now (tests, and `ugs events` on a stopped service). */
   async runOnce(): Promise<void> {
-    await this.running;
+    await this.loop.idle();
     await this.pass();
-  }
-
-  private schedule(delayMs: number): void {
-    this.scope.runInAsyncScope(() => backgroundWork.run('event sequencer', () => this.setTimer(delayMs)));
-  }
-
-  private setTimer(delayMs: number): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.running = this.pass()
-        .then(
-          () => this.options.onSuccess?.(),
-          (err) => this.options.onError(err, 'sequencing events'),
-        )
-        .finally(() => {
-          this.running = undefined;
-          if (this.stopped) return;
-          const delay = this.again ? 0 : this.busy ? BUSY_RETRY_MS : this.watching ? this.options.pollMs : undefined;
-          this.again = false;
-          this.busy = false;
-          if (delay !== undefined) this.schedule(delay);
-        });
-    }, delayMs);
-    this.timer.unref();
   }
 
   private async pass(): Promise<void> {

@@ -8,8 +8,7 @@
 // until its lease lapses, LEASE_MS at most. Renewals and deletions are single statements that
 // wait for SQLite's write lock as transactions do (singleWrite): failing at once while another
 // process writes, a closed stream's slot stayed taken until its lease lapsed.
-import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../foundations/background-work.ts';
+import { BackgroundLoop } from '../foundations/background-loop.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction, singleWrite } from '../db/transaction.ts';
 import { AppError } from '../foundations/errors.ts';
@@ -44,15 +43,23 @@ export class StreamLeases {
   /** account → the ids of its leases this instance holds. */
   private readonly held = new Map<number, Set<number>>();
   private readonly releasing = new Set<Promise<void>>();
-  private timer: NodeJS.Timeout | undefined;
-  /** Its own async context: renewals belong to no request. */
-  private readonly scope = new AsyncResource('StreamLeases');
+  /** Renews the leases every RENEW_MS. */
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly database: DatabaseHandle,
     private readonly limits: StreamLimits,
     private readonly options: StreamLeaseOptions,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop({
+      name: 'event streams',
+      what: 'renewing the leases of event streams',
+      pass: () => this.renew(),
+      next: () => RENEW_MS,
+      onError: options.onError,
+      onSuccess: options.onSuccess,
+    });
+  }
 
   /** A lease for one more stream of the principal's token, or 429 too_many_streams when a limit is reached. */
   async acquire(principal: Principal): Promise<StreamLease> {
@@ -88,28 +95,18 @@ export class StreamLeases {
   }
 
   start(): void {
-    this.scope.runInAsyncScope(() =>
-      backgroundWork.run('event streams', () => {
-        this.timer = setInterval(() => void this.renew(), RENEW_MS);
-        this.timer.unref();
-      }),
-    );
+    this.loop.start(RENEW_MS);
   }
 
-  /** Stops renewing, and waits for the leases being given back (the streams end first). */
+  /** Stops renewing, and waits for the renewal running and the leases being given back (the streams end first). */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    await this.loop.stop();
     await Promise.all(this.releasing);
   }
 
   private async renew(): Promise<void> {
     const leaseUntil = leaseFrom(new Date());
-    try {
-      for (const [accountId, ids] of this.held) await singleWrite(this.database, () => renewStreams(this.database.db, accountId, [...ids], leaseUntil));
-      this.options.onSuccess?.();
-    } catch (err) {
-      this.options.onError(err, 'renewing the leases of event streams');
-    }
+    for (const [accountId, ids] of this.held) await singleWrite(this.database, () => renewStreams(this.database.db, accountId, [...ids], leaseUntil));
   }
 }
 

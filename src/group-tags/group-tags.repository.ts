@@ -70,17 +70,6 @@ export async function insertGroupTag(db: Kysely<Database>, tenant: Tenant, name:
   return inserted !== undefined;
 }
 
-export async function groupTagExists(db: Kysely<Database>, tenant: Tenant, name: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('group_tag_set')
-    .select('name')
-    .where('account_id', '=', tenant.accountId)
-    .where('environment', '=', tenant.environment)
-    .where('name', '=', name)
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
 export async function deleteGroupTag(db: Kysely<Database>, tenant: Tenant, name: string): Promise<void> {
   await db
     .deleteFrom('group_tag_set')

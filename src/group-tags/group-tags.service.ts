@@ -20,14 +20,13 @@ import { AppError, validationFailed } from '../foundations/errors.ts';
 import { resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { appendAudits, type Actor } from '../audit/audit.repository.ts';
 import { lockHierarchy } from '../user-groups/hierarchy.repository.ts';
-import { addToTagSets, checkTagBound, tagNamed } from '../user-groups/tag-set.ts';
+import { addToTagSets, checkTagBound, tagInSet, tagNamed } from '../user-groups/tag-set.ts';
 import { normalizeTag, normalizeTags } from '../user-groups/group-fields.ts';
 import { auditEntry } from '../user-groups/user-groups.service.ts';
 import {
   countCarriers,
   deleteGroupTag,
   deleteTagRows,
-  groupTagExists,
   groupsCarrying,
   insertGroupTag,
   insertTagRows,
@@ -134,8 +133,8 @@ async function retagInBatches(deps: GroupTagDeps, tenant: Tenant, actor: Actor, 
       if (first) {
         step.name = await tagNamed(trx, tenant, written);
         if (newName === step.name) throw validationFailed('new_name', 'same_as_current', 'new_name is the current name: give a different one to rename');
-        if (!(await groupTagExists(trx, tenant, step.name))) throw new AppError('group_tag_not_found', `no tag "${written}" in ${tenant.environment}`);
-        if (newName !== undefined) merged = await groupTagExists(trx, tenant, newName);
+        if (!(await tagInSet(trx, tenant, step.name))) throw new AppError('group_tag_not_found', `no tag "${written}" in ${tenant.environment}`);
+        if (newName !== undefined) merged = await tagInSet(trx, tenant, newName);
       }
       const { name } = step;
       // In every batch, not only the first: a delete of newName may have taken it out meanwhile.

@@ -2,8 +2,7 @@
 // past its expiry is already treated as unknown when it is sent again; this only keeps the
 // table to the last day's keys. Every instance sweeps (a delete of rows already gone costs
 // nothing), in batches, each its own short transaction.
-import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../foundations/background-work.ts';
+import { BackgroundLoop } from '../foundations/background-loop.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { sweepExpiredKeys } from './idempotency-keys.repository.ts';
@@ -20,27 +19,28 @@ export interface SweeperOptions {
 }
 
 export class IdempotencySweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = true;
-  /** Its own async context: started from the app's onReady, it belongs to no request (its trace, its request id). */
-  private readonly scope = new AsyncResource('IdempotencySweeper');
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly handle: DatabaseHandle,
     private readonly options: SweeperOptions,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop({
+      name: 'idempotency sweeper',
+      what: 'sweeping expired idempotency keys',
+      pass: async () => void (await this.sweepOnce()),
+      next: () => options.everyMs,
+      onError: options.onError,
+      onSuccess: options.onSuccess,
+    });
+  }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.schedule(Math.min(1000, this.options.everyMs)); // a first sweep soon after start
+    this.loop.start(Math.min(1000, this.options.everyMs)); // a first sweep soon after start
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Deletes every expired key now; how many. */
@@ -50,27 +50,7 @@ export class IdempotencySweeper {
     for (;;) {
       const batch = await inTransaction(this.handle, (trx) => sweepExpiredKeys(trx, cutoff, BATCH));
       removed += batch;
-      if (batch < BATCH || this.stopped) return removed;
+      if (batch < BATCH || this.loop.stopped) return removed;
     }
-  }
-
-  private schedule(delayMs: number): void {
-    this.scope.runInAsyncScope(() => backgroundWork.run('idempotency sweeper', () => this.setTimer(delayMs)));
-  }
-
-  private setTimer(delayMs: number): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.running = this.sweepOnce()
-        .then(
-          () => this.options.onSuccess?.(),
-          (err) => this.options.onError(err, 'sweeping expired idempotency keys'),
-        )
-        .finally(() => {
-          this.running = undefined;
-          if (!this.stopped) this.schedule(this.options.everyMs);
-        });
-    }, delayMs);
-    this.timer.unref();
   }
 }

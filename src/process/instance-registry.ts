@@ -18,7 +18,7 @@ import type { Database } from '../db/schema.ts';
 import { lastKnownChange, SchemaRefused } from '../db/migrate.ts';
 import { singleWrite } from '../db/transaction.ts';
 import type { SchemaChange } from '../db/schema-changes.ts';
-import { backgroundWork } from '../foundations/background-work.ts';
+import { BackgroundLoop } from '../foundations/background-loop.ts';
 import { SERVICE_VERSION } from '../foundations/version.ts';
 import { deleteInstance, deleteInstancesSeenBefore, insertInstance, instancesSeenSince, touchInstance, type InstanceRow } from './instances.repository.ts';
 
@@ -84,7 +84,8 @@ export function disagreements(mine: SharedSettings, others: InstanceRow[]): stri
 /** This process's row in the registry, from its start to its shutdown. */
 export class InstanceRegistry {
   readonly id = crypto.randomUUID();
-  private timer: NodeJS.Timeout | undefined;
+  /** The heartbeat: every HEARTBEAT_MS. */
+  private readonly loop: BackgroundLoop;
   private warned = '';
   private readonly row: InstanceRow;
 
@@ -92,8 +93,9 @@ export class InstanceRegistry {
     private readonly database: DatabaseHandle,
     settings: SharedSettings,
     private readonly log: Pick<FastifyBaseLogger, 'warn'>,
-    private readonly onError: (err: unknown, what: string) => void,
+    onError: (err: unknown, what: string) => void,
   ) {
+    this.loop = new BackgroundLoop({ name: 'instance registry', what: 'instance heartbeat', pass: () => this.beat(), next: () => HEARTBEAT_MS, onError });
     const at = new Date().toISOString();
     this.row = {
       id: this.id,
@@ -110,28 +112,23 @@ export class InstanceRegistry {
   async start(): Promise<void> {
     await singleWrite(this.database, () => insertInstance(this.database.db, this.row));
     await this.compare();
-    this.timer = backgroundWork.run('instance registry', () => setInterval(() => void this.beat(), HEARTBEAT_MS));
-    this.timer.unref();
+    this.loop.start(HEARTBEAT_MS);
   }
 
+  /** Stops the heartbeat (waiting for one running: it could write the row again) and deletes the row. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    await this.loop.stop();
     await singleWrite(this.database, () => deleteInstance(this.database.db, this.id)).catch(() => undefined); // a database that is gone forgets it anyway
   }
 
   private async beat(): Promise<void> {
-    try {
-      const now = new Date();
-      this.row.seen_at = now.toISOString();
-      const db = this.database.db;
-      if (!(await singleWrite(this.database, () => touchInstance(db, this.id, this.row.seen_at))))
-        await singleWrite(this.database, () => insertInstance(db, this.row));
-      await singleWrite(this.database, () => deleteInstancesSeenBefore(db, new Date(now.getTime() - FORGET_AFTER_MS).toISOString()));
-      await this.compare();
-    } catch (err) {
-      this.onError(err, 'instance heartbeat');
-    }
+    const now = new Date();
+    this.row.seen_at = now.toISOString();
+    const db = this.database.db;
+    if (!(await singleWrite(this.database, () => touchInstance(db, this.id, this.row.seen_at))))
+      await singleWrite(this.database, () => insertInstance(db, this.row));
+    await singleWrite(this.database, () => deleteInstancesSeenBefore(db, new Date(now.getTime() - FORGET_AFTER_MS).toISOString()));
+    await this.compare();
   }
 
   /** Warns when the disagreement changes (once at start, then only when another instance joins it or it ends). */

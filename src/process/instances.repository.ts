@@ -1,17 +1,8 @@
 // The SQL of the instance registry (migration 0017; instance-registry.ts says what it is for).
 import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.ts';
+import type { Database, InstanceRow } from '../db/schema.ts';
 
-export interface InstanceRow {
-  id: string;
-  host: string;
-  pid: number;
-  version: string;
-  schema: string;
-  settings: string;
-  started_at: string;
-  seen_at: string;
-}
+export type { InstanceRow };
 
 export async function insertInstance(db: Kysely<Database>, row: InstanceRow): Promise<void> {
   await db.insertInto('instances').values(row).execute();

@@ -142,7 +142,7 @@ async function listingInParts(reads: HotReads, filter: ListFilter, resolve: Reso
  * statement (prepared-read.ts, `batched`): each call's walk is a lateral subquery, its limit a
  * column the planner cannot read, held to its tenant (sameTenant against the call's own values).
  */
-const selectListingPage = preparedRead(
+export const selectListingPage = preparedRead(
   (db, accountId: number, environment: Environment, scopeText: string, afterTeamId: number, scopeTextAgain: string, limit: number) =>
     writtenRows(
       dialectOf(db),
@@ -255,13 +255,13 @@ function searchValues(filter: ListFilter, prefix: string, end: string | undefine
 
 const SEARCH_ARGS = Object.keys(searchValues({ accountId: 0, environment: 'Customer', afterTeamId: 0, limit: 0 }, '', '')) as (keyof SearchValues)[];
 type SearchArgs = [number, Environment, string, string, number, string, string, number, Environment, number, string, string, number];
-const searchArgs = (filter: ListFilter, prefix: string, end: string): SearchArgs => {
+export const searchArgs = (filter: ListFilter, prefix: string, end: string): SearchArgs => {
   const values = searchValues(filter, prefix, end);
   return SEARCH_ARGS.map((key) => values[key]) as SearchArgs;
 };
 
 /** A search by prefix alone, prepared and written: searchPage with one placeholder per value; on PostgreSQL, batched as the listing is. */
-const selectSearchPage = preparedRead(
+export const selectSearchPage = preparedRead(
   (db, ...args: SearchArgs) => {
     const values = Object.fromEntries(SEARCH_ARGS.map((key, i) => [key, args[i]])) as unknown as SearchValues;
     return writtenRows(dialectOf(db), searchPage(db, values, sql<boolean>`true`));
@@ -351,7 +351,7 @@ const CHAIN_COLUMNS = ['team_id', 'provided_id', 'parent_team_id', 'mapping', 'p
  * The chain above a page's group (from its parent up), prepared once: a statement Kysely
  * prepared anew for each page cost more than the page's own query (docs/performance.md).
  */
-const selectAncestors = preparedRead(
+export const selectAncestors = preparedRead(
   (db, accountId: number, environment: Environment, teamId: number) =>
     chainStatement<ChainRow>(db, CHAIN_COLUMNS, teamIdInTenant(accountId, environment, teamId)),
   {

@@ -74,7 +74,8 @@ async function tagSetSize(trx: Kysely<Database>, tenant: Tenant, upTo: number): 
   return Number(row.size);
 }
 
-async function tagInSet(db: Kysely<Database>, tenant: Tenant, name: string): Promise<boolean> {
+/** Whether the tenant's set of tags has `name`, written exactly so. */
+export async function tagInSet(db: Kysely<Database>, tenant: Tenant, name: string): Promise<boolean> {
   const row = await db
     .selectFrom('group_tag_set')
     .select('name')

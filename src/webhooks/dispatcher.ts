@@ -19,8 +19,7 @@
 // endpoints at once, and on a bounded number of one account's; the due endpoints it picks are
 // the longest due, a few per account, leaving out the accounts it has as many of as it may.
 // When endpoints wait for room, one that has sent a batch goes to the back of the line.
-import { AsyncResource } from 'node:async_hooks';
-import { backgroundWork } from '../foundations/background-work.ts';
+import { BackgroundLoop } from '../foundations/background-loop.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
 import { inTransaction } from '../db/transaction.ts';
@@ -81,23 +80,12 @@ export class WebhookDispatcher {
   private readonly leases: EndpointLeases;
   /** The endpoints this instance is working on, by id. */
   private readonly active = new Map<number, Promise<void>>();
-  private timer: NodeJS.Timeout | undefined;
-  /** Wakes the dispatcher when a retry sooner than the next poll is due. */
-  private retryTimer: NodeJS.Timeout | undefined;
-  private stopped = true;
+  /** Runs a pass when woken (new events, a retry due, an endpoint handed back), and every POLL_MS while polling. */
+  private readonly loop: BackgroundLoop;
   /** Looks for due deliveries every POLL_MS; off in all workers of an instance but one (process/cluster/). */
   private polling = true;
-  private running: Promise<void> | undefined;
-  /** When the next pass is due (Infinity: none is scheduled, or it is running). */
-  private dueAt = Infinity;
-  private again = false;
   private lastPrune = 0;
   private unsubscribe: (() => void) | undefined;
-  /**
-   * The dispatcher's own async context: start() runs in the request that made the app ready,
-   * and work it started there would otherwise belong to that request (its trace, its request id).
-   */
-  private readonly scope = new AsyncResource('WebhookDispatcher');
   /** Aborted by stop(): attempts in flight end at once instead of waiting for their receiver. */
   private shutdown = new AbortController();
 
@@ -109,6 +97,19 @@ export class WebhookDispatcher {
     private readonly options: DispatcherOptions,
   ) {
     this.leases = new EndpointLeases(handle, options.now);
+    this.loop = new BackgroundLoop({
+      name: 'webhook dispatcher',
+      what: 'dispatching webhooks',
+      pass: () => this.pass(),
+      next: () => (this.polling ? POLL_MS : undefined),
+      wakeMs: COALESCE_MS,
+      onError: options.onError,
+      onSuccess: options.onSuccess,
+    });
+  }
+
+  private get stopped(): boolean {
+    return this.loop.stopped;
   }
 
   /** Registers the hook that wakes the endpoints new events are for, and wakes on new events. */
@@ -118,21 +119,18 @@ export class WebhookDispatcher {
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
+    if (!this.loop.stopped) return;
     this.shutdown = new AbortController();
     this.lastPrune = Date.now() - PRUNE_EVERY_MS + 5000;
-    this.schedule(0);
+    this.loop.start(0);
   }
 
   /** Stops taking endpoints, cuts the attempts in flight short (they stay pending), and hands the endpoints back. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    const stopping = this.loop.stop();
     this.shutdown.abort();
     this.unsubscribe?.();
-    clearTimeout(this.timer);
-    clearTimeout(this.retryTimer);
-    await this.running;
+    await stopping;
     await Promise.allSettled(this.active.values());
     this.traffic.close();
   }
@@ -144,42 +142,15 @@ export class WebhookDispatcher {
     if (started) this.kick();
   }
 
+  /** A pass soon (after COALESCE_MS, unless one is due sooner). */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) this.again = true;
-    // A pass due sooner is not pushed back: under a stream of wake-ups it would never come.
-    else if (this.dueAt > Date.now() + COALESCE_MS) this.schedule(COALESCE_MS);
+    this.loop.wake();
   }
 
   /** The age in seconds of the oldest event still waiting for an enabled endpoint (0 when none waits): a metric. */
   async oldestPendingAgeSeconds(): Promise<number> {
     const oldest = await oldestWaitingEvent(this.handle.db);
     return oldest === null ? 0 : Math.max(0, (this.options.now().getTime() - Date.parse(oldest)) / 1000);
-  }
-
-  private schedule(delayMs: number): void {
-    this.scope.runInAsyncScope(() => backgroundWork.run('webhook dispatcher', () => this.setTimer(delayMs)));
-  }
-
-  private setTimer(delayMs: number): void {
-    clearTimeout(this.timer);
-    this.dueAt = Date.now() + delayMs;
-    this.timer = setTimeout(() => {
-      this.dueAt = Infinity;
-      this.running = this.pass()
-        .then(
-          () => this.options.onSuccess?.(),
-          (err) => this.options.onError(err, 'dispatching webhooks'),
-        )
-        .finally(() => {
-          this.running = undefined;
-          if (this.stopped) return;
-          const delay = this.again ? COALESCE_MS : this.polling ? POLL_MS : undefined;
-          this.again = false;
-          if (delay !== undefined) this.schedule(delay);
-        });
-    }, delayMs);
-    this.timer.unref();
   }
 
   /** Takes the due endpoints it has room for, fairly between accounts, and starts delivering to each. */
@@ -278,10 +249,7 @@ export class WebhookDispatcher {
 
   private wakeAt(at: string): void {
     const delay = Date.parse(at) - this.options.now().getTime();
-    if (delay >= POLL_MS || this.stopped) return;
-    clearTimeout(this.retryTimer);
-    this.retryTimer = this.scope.runInAsyncScope(() => backgroundWork.run('webhook dispatcher', () => setTimeout(() => this.kick(), Math.max(0, delay) + 5)));
-    this.retryTimer.unref();
+    if (delay < POLL_MS) this.loop.wakeIn(Math.max(0, delay) + 5);
   }
 
   /**

@@ -7,6 +7,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fs from 'node:fs';
+import crypto from 'node:crypto';
+import { after, before } from 'node:test';
+import { createTestDatabase, type Backend, type TestDatabase } from './backends.ts';
 import { parseBody, type ResponseBody } from './harness.ts';
 import { GENEROUS_WAIT_MS, eventually } from './wait.ts';
 
@@ -186,6 +189,49 @@ function waitForOutput(child: ChildProcess, output: () => string, pattern: RegEx
   });
 }
 
+/** What useServerProcesses starts: its fields are filled in by its before hook. */
+export interface ServerProcesses {
+  /** The new database they share. */
+  database: TestDatabase;
+  /** Their environment: DATABASE_URL, a UGS_SECRET_KEY of their own, and what was asked for. */
+  env: Record<string, string>;
+  servers: ServerProcess[];
+  /** An API token of the default account, issued by `ugs` (unless asked not to). */
+  token: string;
+  /** The base URL of server i, round the servers: spreads calls over every process. */
+  on(i: number): string;
+}
+
+/**
+ * `count` server processes (2 by default) on one new database of `backend`, started at once
+ * (on the empty database: they race to migrate it as well) before the current describe's
+ * first test, stopped with SIGTERM and the database dropped after its last. `env`: more of
+ * their environment; `issueToken: false`: no token (the suite issues its own).
+ */
+export function useServerProcesses(
+  backend: Backend,
+  { count = 2, env = {}, issueToken = true }: { count?: number; env?: Record<string, string>; issueToken?: boolean } = {},
+): ServerProcesses {
+  const processes: ServerProcesses = {
+    database: undefined as unknown as TestDatabase, // filled in below, before the first test runs
+    env: {},
+    servers: [],
+    token: '',
+    on: (i) => processes.servers[i % processes.servers.length].baseUrl,
+  };
+  before(async () => {
+    processes.database = await createTestDatabase(backend);
+    processes.env = { DATABASE_URL: processes.database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64'), ...env };
+    processes.servers = await spawnServers(count, processes.env);
+    if (issueToken) processes.token = (await issueTokenWithCli({ DATABASE_URL: processes.database.url })).token;
+  });
+  after(async () => {
+    await Promise.all(processes.servers.map((server) => server.stop('SIGTERM')));
+    await processes.database?.drop();
+  });
+  return processes;
+}
+
 /** Starts `count` servers at once; if one fails to start, the others are stopped before the error is thrown. */
 export async function spawnServers(count: number, env: Record<string, string>): Promise<ServerProcess[]> {
   const started = await Promise.allSettled(Array.from({ length: count }, () => spawnServer(env)));
@@ -201,10 +247,17 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Runs `node <args>` in the repository (or in `cwd`); resolves on 'close', when all its output has been read. */
-export function runNode(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<CommandResult> {
+/**
+ * Runs `command <args>` in `cwd` with `env` as its whole environment (this process's unless
+ * told), with nothing on its stdin; resolves on 'close', when all its output has been read.
+ */
+export function runCommand(
+  command: string,
+  args: string[],
+  { cwd = ROOT, env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env } });
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -212,6 +265,11 @@ export function runNode(args: string[], env: Record<string, string> = {}, cwd = 
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** Runs `node <args>` in the repository (or in `cwd`); resolves on 'close', when all its output has been read. */
+export function runNode(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<CommandResult> {
+  return runCommand(process.execPath, args, { cwd, env: { ...process.env, ...env } });
 }
 
 /**

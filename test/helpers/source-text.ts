@@ -1,5 +1,5 @@
-// What the docs tests read of the repository's own text: the comments of its source files
-// and the headings of its Markdown documents.
+// What the docs tests read of the repository's own text: the comments of its source files,
+// its user docs, and the headings of its Markdown documents.
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './processes.ts';
@@ -15,6 +15,18 @@ export function sourceFiles(...dirs: string[]): string[] {
       return SOURCE.test(entry.name) ? [relative] : [];
     });
   return dirs.flatMap(walk);
+}
+
+/** What users and contributors read: README.md, CONTRIBUTING.md and docs/*.md, as repository-relative paths. */
+export function userDocFiles(): string[] {
+  return [
+    'README.md',
+    'CONTRIBUTING.md',
+    ...fs
+      .readdirSync(path.join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
 }
 
 /** A comment, or a run of comments on consecutive lines, as one line of prose. */

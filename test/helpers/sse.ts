@@ -1,6 +1,8 @@
 // A reader of Server-Sent Events over a real socket (node:http), for the event stream's
 // suites: each frame as it comes (events with their id, type and parsed data; comments).
 import http from 'node:http';
+import { after, before } from 'node:test';
+import type { FastifyInstance } from 'fastify';
 import type { ChangeEventJson } from '../../src/events/events.schemas.ts';
 
 export interface SseEvent {
@@ -22,6 +24,32 @@ export interface SseStream {
   waitForEvents(count: number, timeoutMs?: number): Promise<SseEvent[]>;
   waitForComment(text: string, timeoutMs?: number): Promise<void>;
   close(): void;
+}
+
+/**
+ * The suite's app (useTestApp) on a real socket from before the current describe's first test,
+ * and the streams opened on it, each closed after its last test. `baseUrl()`: where it listens.
+ */
+export function useStreams(t: { app: FastifyInstance }): {
+  baseUrl(): string;
+  open(path: string, options?: { token?: string; lastEventId?: string }): Promise<SseStream>;
+} {
+  let baseUrl = '';
+  const open: SseStream[] = [];
+  before(async () => {
+    baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
+  });
+  after(() => {
+    for (const stream of open) stream.close();
+  });
+  return {
+    baseUrl: () => baseUrl,
+    async open(path, options = {}) {
+      const opened = await openSse(baseUrl, path, options);
+      open.push(opened);
+      return opened;
+    },
+  };
 }
 
 /** Opens `path` (with its query) as an SSE stream; resolves once the answer's headers (and, for a refusal, its body) are in. */
