@@ -20,6 +20,7 @@ import crypto from 'node:crypto';
 import { backgroundWork } from '../foundations/background-work.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import { singleWrite } from '../db/transaction.ts';
+import { asBulkWork } from '../db/sqlite-write-line.ts';
 import { AppError } from '../foundations/errors.ts';
 import { heldSlots, releaseSlot, renewSlot, takeSlot } from './heavy-operations.repository.ts';
 
@@ -78,7 +79,8 @@ export class HeavyOperations {
   async run<T>(accountId: number, operation: HeavyOperationKind, work: () => Promise<T>, waitMs = this.limits.waitMs): Promise<T> {
     const slot = await this.acquire(accountId, operation, waitMs);
     try {
-      return await work();
+      // On SQLite its statements let every other write of this process go first (db/sqlite-write-line.ts).
+      return await asBulkWork(work);
     } finally {
       await this.release(slot);
     }

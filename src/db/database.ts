@@ -11,6 +11,7 @@ import { BoundedMap } from '../foundations/bounded-map.ts';
 import { postgresHotReads, sqliteHotReads, type HotReads } from './hot-reads.ts';
 import { withUnaryPlusParameters } from './sqlite-parameters.ts';
 import { retryWhileLockedSync } from './sqlite-lock.ts';
+import { SqliteDialectWithWriteLine } from './sqlite-write-line.ts';
 import { watchSqliteFile, type FileProblem, type SqliteFileWatch } from './sqlite-file-watch.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
 
@@ -26,6 +27,12 @@ export interface DatabaseHandle {
   db: Kysely<Database>;
   /** The hot reads (hot-reads.ts): committed rows, batched per event-loop turn. */
   reads: HotReads;
+  /**
+   * Long reads of committed rows outside any transaction (an event stream's pages of the
+   * feed). On SQLite a read-only connection of their own: `db`'s one connection is every
+   * write's, and reads queued there held it from them (openSqlite). On PostgreSQL, `db`.
+   */
+  committedReads: Kysely<Database>;
   dialect: Dialect;
   /** A redacted description for logs (never a password). */
   description: string;
@@ -115,11 +122,18 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   connection.pragma('synchronous = FULL');
   connection.pragma('busy_timeout = 0');
   connection.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(connection, watch) }), log: queryLog(options) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialectWithWriteLine({ database: withStatementCache(connection, watch) }), log: queryLog(options) });
   const reads = sqliteHotReads(db, file, options.onQuery, options.tracing);
+  // An account's event streams each read every one of its events, a page at a time: on `db`,
+  // under that account's bulk work, those reads held the write connection most of the time,
+  // and every other account's writes waited behind them (docs/performance.md, "Why the code is
+  // the way it is"). In WAL mode a connection of their own reads what is committed beside the
+  // writer, and neither waits for the other.
+  const committedReads = new Kysely<Database>({ dialect: new SqliteDialect({ database: readOnlyConnection(file) }), log: queryLog(options) });
   return {
     db,
     reads,
+    committedReads,
     dialect: 'sqlite',
     description: `sqlite:${file}`,
     lockWaitMs: options.lockWaitMs,
@@ -128,6 +142,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
     close: async () => {
       watch.close();
       await reads.close();
+      await committedReads.destroy();
       await db.destroy();
     },
   };
@@ -160,12 +175,21 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   return {
     db,
     reads: postgresHotReads(db, pool, options.onQuery, options.tracing, { namedStatements: !options.pgbouncerTransactionMode }),
+    committedReads: db,
     dialect: 'postgres',
     description: redactUrl(url),
     pool,
     onCommit: new Set(),
     close: () => db.destroy(),
   };
+}
+
+/** SQLite: a connection that only reads, and never waits for a lock (in WAL mode a read waits for no writer). */
+function readOnlyConnection(file: string): SQLite.Database {
+  const connection = new SQLite(file);
+  connection.pragma('busy_timeout = 0');
+  connection.pragma('query_only = ON');
+  return connection;
 }
 
 /**

@@ -16,7 +16,9 @@
 // many streams open at once, on all instances together. And an account's streams read the
 // feed at most READS_PER_ACCOUNT at a time on this instance (the others wait their turn): one
 // account's many streams, woken at every batch of its events, held most of the database
-// connections (on SQLite, queued reads ahead of every other account's writes).
+// connections. The streams that read the same page share one read of it (SharedPages), and
+// they read committed rows only (DatabaseHandle.committedReads: on SQLite a connection of
+// their own, never the one every write of the process waits for).
 import { Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -27,6 +29,7 @@ import { eventJson } from './events.json.ts';
 import { parseEventTypes, startingPoint } from './events.service.ts';
 import { eventsAfter } from './events.repository.ts';
 import type { NewEventsListener } from './sequencer.ts';
+import { BoundedMap } from '../foundations/bounded-map.ts';
 import { StreamLeases, type StreamLease, type StreamLimits } from './stream-leases.ts';
 
 /** Events read per query: also the most a stalled stream holds beyond its buffer. */
@@ -68,6 +71,7 @@ export function sseFrame(row: EventRow, accountSlug: string): string {
 export class EventStreams {
   private readonly streams = new Set<AccountEventStream>();
   private readonly readTurns = new ReadTurns(READS_PER_ACCOUNT);
+  private readonly pages = new SharedPages();
   private readonly leases: StreamLeases;
   private readonly leaseOf = new WeakMap<AccountEventStream, StreamLease>();
   private readonly ticker: NodeJS.Timeout;
@@ -109,6 +113,7 @@ export class EventStreams {
       afterSeq: cursor === undefined ? start.lastSeq : start.afterSeq,
       response,
       readTurns: this.readTurns,
+      pages: this.pages,
       onError: this.options.onError,
       onSuccess: this.options.onSuccess,
     });
@@ -194,6 +199,50 @@ class ReadTurns {
   }
 }
 
+/** A page of the feed as a stream writes it: its frames, and the seq of its last event. */
+interface Page {
+  /** The page's events as SSE frames, one string. */
+  text: string;
+  count: number;
+  lastSeq: number;
+}
+
+/** Full pages kept for the streams that read the same stretch of the feed after the first. */
+const SHARED_PAGES = 64;
+
+/**
+ * Pages of the feed read once for every stream of this instance that reads the same one (same
+ * account, environment, types and cursor). One account's streams all read its events, a page
+ * at a time, and each read and wrote out every page for itself: under that account's bulk work,
+ * its streams' reads and frames took a large share of a SQLite process's time while another
+ * account's requests waited (docs/performance.md, "Why the code is the way it is").
+ * A page being read is shared by the streams that ask for it meanwhile; a full page is kept
+ * (it never changes: an account's events are numbered in order, and one below a seq already
+ * read never appears later; sequencer.ts), a page that is not full is not (the next event
+ * may join it).
+ */
+class SharedPages {
+  private readonly reading = new Map<string, Promise<Page>>();
+  private readonly full = new BoundedMap<string, Page>(SHARED_PAGES);
+
+  async read(key: string, read: () => Promise<Page>): Promise<Page> {
+    const kept = this.full.get(key);
+    if (kept) return kept;
+    let pending = this.reading.get(key);
+    if (!pending) {
+      pending = read().finally(() => this.reading.delete(key));
+      this.reading.set(key, pending);
+      pending.then(
+        (page) => {
+          if (page.count === PAGE) this.full.set(key, page);
+        },
+        () => undefined,
+      );
+    }
+    return pending;
+  }
+}
+
 interface StreamState {
   principal: Principal;
   accountSlug: string;
@@ -201,6 +250,7 @@ interface StreamState {
   afterSeq: number;
   response: ServerResponse;
   readTurns: ReadTurns;
+  pages: SharedPages;
   onError: (err: unknown, what: string) => void;
   onSuccess?: () => void;
 }
@@ -301,22 +351,21 @@ class AccountEventStream extends Readable {
       while (this.pending && this.wanted && !this.ended) {
         this.pending = false;
         this.lastRead = Date.now();
-        const rows = await this.state.readTurns.run(this.accountId, () =>
-          eventsAfter(this.database.db, {
-            accountId: this.state.principal.accountId,
-            environment: this.state.principal.allowedEnvironment,
-            afterSeq: this.cursor,
-            limit: PAGE,
-            types: this.state.types,
-          }),
-        );
+        const page = await this.readPage();
         read = true;
         if (this.ended) return;
-        for (const row of rows) {
-          this.cursor = Number(row.seq);
-          this.write(sseFrame(row, this.state.accountSlug));
+        if (page.count > 0) {
+          this.cursor = page.lastSeq;
+          this.write(page.text);
         }
-        if (rows.length === PAGE) this.pending = true;
+        if (page.count === PAGE) {
+          this.pending = true;
+          // A turn of the event loop before the next page. On SQLite a read never waits for
+          // I/O, and the streams handed the reads to each other in microtasks: streams catching
+          // up on one account's bulk work held the event loop for seconds (docs/performance.md,
+          // "Why the code is the way it is").
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       }
       if (read) this.state.onSuccess?.();
     } catch (err) {
@@ -325,5 +374,19 @@ class AccountEventStream extends Readable {
     } finally {
       this.reading = false;
     }
+  }
+
+  /** The page after the cursor, shared with the instance's other streams that read the same one. */
+  private readPage(): Promise<Page> {
+    const { principal, accountSlug, types } = this.state;
+    const environment = principal.allowedEnvironment;
+    const afterSeq = this.cursor;
+    const key = JSON.stringify([principal.accountId, accountSlug, environment, types, afterSeq]);
+    return this.state.pages.read(key, async () => {
+      const rows = await this.state.readTurns.run(this.accountId, () =>
+        eventsAfter(this.database.committedReads, { accountId: principal.accountId, environment, afterSeq, limit: PAGE, types }),
+      );
+      return { text: rows.map((row) => sseFrame(row, accountSlug)).join(''), count: rows.length, lastSeq: Number(rows.at(-1)?.seq ?? afterSeq) };
+    });
   }
 }

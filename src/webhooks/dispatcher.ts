@@ -19,6 +19,10 @@
 // endpoints at once, and on a bounded number of one account's; the due endpoints it picks are
 // the longest due, a few per account, leaving out the accounts it has as many of as it may.
 // When endpoints wait for room, one that has sent a batch goes to the back of the line.
+//
+// Its reads outside a transaction (the due endpoints, an endpoint's pending deliveries, their
+// events) read committed rows on DatabaseHandle.committedReads: on SQLite they do not wait for
+// the connection every write of the process waits for, another account's bulk parts included.
 import { BackgroundLoop } from '../foundations/background-loop.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow } from '../db/schema.ts';
@@ -149,7 +153,7 @@ export class WebhookDispatcher {
 
   /** The age in seconds of the oldest event still waiting for an enabled endpoint (0 when none waits): a metric. */
   async oldestPendingAgeSeconds(): Promise<number> {
-    const oldest = await oldestWaitingEvent(this.handle.db);
+    const oldest = await oldestWaitingEvent(this.handle.committedReads);
     return oldest === null ? 0 : Math.max(0, (this.options.now().getTime() - Date.parse(oldest)) / 1000);
   }
 
@@ -158,7 +162,7 @@ export class WebhookDispatcher {
     if (this.traffic.free > 0) {
       const now = this.options.now();
       const { perAccount, total } = this.traffic.limits;
-      const candidates = await dueEndpoints(this.handle.db, {
+      const candidates = await dueEndpoints(this.handle.committedReads, {
         now: now.toISOString(),
         perAccount,
         skipAccounts: this.traffic.accountsAtLimit(),
@@ -207,7 +211,7 @@ export class WebhookDispatcher {
     try {
       for (;;) {
         if (this.stopped) return;
-        const pending = await headDeliveries(this.handle.db, endpointId, BATCH);
+        const pending = await headDeliveries(this.handle.committedReads, endpointId, BATCH);
         if (pending.length === 0) {
           // Walking a long stretch of events it does not take: the lease must outlive it.
           if (Date.now() - renewed > LEASE_MS / 3) {
@@ -227,7 +231,7 @@ export class WebhookDispatcher {
         const due = pending.filter((delivery) => delivery.next_attempt_at <= now);
         if (!(await this.leases.renew(endpointId))) return; // deleted, or taken over
         renewed = Date.now();
-        const endpoint = await endpointById(this.handle.db, endpointId);
+        const endpoint = await endpointById(this.handle.committedReads, endpointId);
         if (!endpoint || endpoint.disabled_at !== null) return;
         const retryAt = await this.deliverBatch(endpoint, due);
         if (retryAt !== undefined) {
@@ -261,7 +265,7 @@ export class WebhookDispatcher {
   private async deliverBatch(endpoint: WebhookEndpointRow, deliveries: WebhookDeliveryRow[]): Promise<string | undefined> {
     const accountId = Number(endpoint.account_id);
     const events = await eventsOf(
-      this.handle.db,
+      this.handle.committedReads,
       accountId,
       deliveries.map((delivery) => Number(delivery.event_seq)),
     );
