@@ -39,6 +39,7 @@ import {
 } from './schema-changes.ts';
 import { secretKeys } from './migrations/0018-secret-keys.ts';
 import { scopedIds } from './migrations/0019-scoped-ids.ts';
+import { outboxByAccount } from './migrations/0020-outbox-by-account.ts';
 
 const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
@@ -78,6 +79,7 @@ export function expandChanges(dialect: Dialect): SchemaChange[] {
     { name: '0017-instance-registry', kind: 'expand', migration: instanceRegistry(dialect) },
     { name: '0018-secret-keys', kind: 'expand', migration: secretKeys() },
     { name: '0019-scoped-ids', kind: 'expand', migration: scopedIds() },
+    { name: '0020-outbox-by-account', kind: 'expand', migration: outboxByAccount() },
   ];
 }
 

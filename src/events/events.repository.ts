@@ -7,16 +7,44 @@ import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { Database, Environment, EventRow } from '../db/schema.ts';
 import type { EventType } from './outbox.ts';
 
+type OutboxRow = Selectable<Database['event_outbox']>;
+
+/** At most this many accounts' ranges are read in one batch when one account's rows crowd the oldest. */
+const ACCOUNTS_PER_BATCH = 100;
+
 /**
- * The outbox rows committed so far, oldest first, at most `perAccount` of each account: a
- * background read of every account's. The oldest rows alone were one account's whenever its
- * bulk work had put thousands there, and another account's event waited behind them all.
+ * The outbox rows committed so far, at most `perAccount` of each account, oldest first within
+ * an account, `limit` in all: a background read of every account's. The oldest rows alone were
+ * one account's whenever its bulk work had put thousands there, and another account's event
+ * waited behind them all.
+ * Usually the oldest `limit` rows hold no more than `perAccount` of any account, and they are
+ * the answer. When one account crowds them, each account's rows are read as one range of the
+ * index (account_id, id) (migration 0020): first the accounts among the oldest rows, then the
+ * others, found by skipping through that index from one account to the next. Nothing reads or
+ * sorts the whole outbox: ranking it all by account took 50-190 ms at 20,000 rows on SQLite,
+ * inside the write transaction.
  */
-export async function committedOutbox(db: Kysely<Database>, limit: number, perAccount: number) {
-  const { rows } = await sql<Selectable<Database['event_outbox']>>`select id, account_id, environment, type, occurred_at, data from (
-      select event_outbox.*, row_number() over (partition by account_id order by id) as turn from event_outbox
-    ) ranked where turn <= ${perAccount} order by id limit ${limit}`.execute(db);
-  return rows;
+export async function committedOutbox(db: Kysely<Database>, limit: number, perAccount: number): Promise<OutboxRow[]> {
+  const columns = ['id', 'account_id', 'environment', 'type', 'occurred_at', 'data'] as const;
+  const oldest = await db.selectFrom('event_outbox').select(columns).orderBy('id').limit(limit).execute();
+  const counts = new Map<number, number>();
+  for (const row of oldest) counts.set(Number(row.account_id), (counts.get(Number(row.account_id)) ?? 0) + 1);
+  if ([...counts.values()].every((count) => count <= perAccount)) return oldest;
+
+  const { rows: waiting } = await sql<{ account_id: number | string }>`with recursive waiting(account_id) as (
+      select min(account_id) from event_outbox
+      union all
+      select (select min(account_id) from event_outbox where account_id > waiting.account_id) from waiting where waiting.account_id is not null
+    ) select account_id from waiting where account_id is not null`.execute(db);
+  const accounts = [...new Set([...counts.keys(), ...waiting.map((row) => Number(row.account_id))])].slice(0, ACCOUNTS_PER_BATCH);
+  const ranges: OutboxRow[][] = [];
+  for (const accountId of accounts) {
+    const range = await db.selectFrom('event_outbox').select(columns).where('account_id', '=', accountId).orderBy('id').limit(perAccount).execute();
+    if (range.length > 0) ranges.push(range);
+  }
+  // The account whose oldest row waited longest first; each account's rows stay in their order.
+  ranges.sort((a, b) => Number(a[0]!.id) - Number(b[0]!.id));
+  return ranges.flat().slice(0, limit);
 }
 
 export async function outboxIsEmpty(db: Kysely<Database>): Promise<boolean> {
