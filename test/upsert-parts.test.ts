@@ -171,16 +171,12 @@ forEachBackend('bulk upsert: its cost and its parts', (backend) => {
     items[250] = { user_group_id: 'runs-child', parent_user_group_id: 'runs-parent' };
     items[900] = { user_group_id: 'runs-existing', name: 'changed' };
     trace = [];
-    let res;
-    try {
-      res = await upsert(items);
-    } finally {
-      const statements = trace;
-      trace = undefined;
-      // Items 0-249 (new), 250-349 (a parent), 350-849 (new), 850-949 (a change among them), 950-999 (new, fewer than 100).
-      assert.equal(statements.filter((s) => /^commit/.test(s.sql)).length, 5, 'five parts');
-    }
+    const res = await upsert(items);
+    const statements = trace;
+    trace = undefined;
     assert.equal(res.status, 200, res.text);
+    // Items 0-249 (new), 250-349 (a parent), 350-849 (new), 850-949 (a change among them), 950-999 (new, fewer than 100).
+    assert.equal(statements.filter((s) => /^commit/.test(s.sql)).length, 5, 'five parts');
     assert.deepEqual(res.body.counts, { created: 999, updated: 1, unchanged: 0, failed: 0 });
   });
 
