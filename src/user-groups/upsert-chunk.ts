@@ -180,6 +180,8 @@ async function insertPlainGroupsWithinTagBound(
   actor: Actor,
 ): Promise<Awaited<ReturnType<typeof insertPlainGroups>> | undefined> {
   if (items.length === 0) return [];
+  // Without tags the bound cannot be passed: nothing to roll back to.
+  if (!items.some(({ item }) => (item.group_tags?.length ?? 0) > 0)) return insertPlainGroups(trx, deps, items, at, actor);
   await sql`savepoint upsert_run`.execute(trx);
   try {
     const inserted = await insertPlainGroups(trx, deps, items, at, actor);

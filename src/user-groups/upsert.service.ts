@@ -16,11 +16,21 @@ import type { Principal } from '../auth/principal.ts';
 import { checkProperties } from './user-group-fields.ts';
 import { keyFor, type UserGroupDeps } from './user-groups.service.ts';
 import { upsertChunk, type CheckResult, type UpsertOutcome } from './upsert-chunk.ts';
+import { existingProvidedIds } from './user-groups.repository.ts';
 
 export type { UpsertOutcome } from './upsert-chunk.ts';
 
 /** Items per transaction: long enough that a commit is a small part of its cost, short enough that other writes wait little. */
 export const UPSERT_PART = 100;
+/**
+ * PostgreSQL: items per transaction when each of them creates a new group without parent, level
+ * or tags (partsOf). Such a part locks no existing row and no tenant's hierarchy: what it holds
+ * meanwhile is its new ids (and the buckets of identities of its account, which only the
+ * account's own upserts, two at most, take), so a longer part makes no other write wait, and
+ * its cost is in the rows rather than in each part's statements, commit and sequencing: 500
+ * rows are one insert of groups and one batch of the event sequencer.
+ */
+export const UPSERT_CREATE_PART = 500;
 
 /**
  * Creates each item that is missing and gives each existing one the fields it names (absent
@@ -43,8 +53,10 @@ export async function upsertUserGroups(
   return deps.heavyOperations.run(principal.accountId, 'upsert', async () => {
     const outcomes: UpsertOutcome[] = [];
     let committed = false;
-    for (let start = 0; start < checked.length; start += UPSERT_PART) {
-      const part = checked.slice(start, start + UPSERT_PART);
+    const ends = deps.database.dialect === 'postgres' ? partsOf(checked, await plainCreates(deps, checked)) : fixedParts(checked.length);
+    let start = 0;
+    for (const end of ends) {
+      const part = checked.slice(start, end);
       let done: UpsertOutcome[];
       try {
         done = part.every((entry) => 'error' in entry)
@@ -60,10 +72,65 @@ export async function upsertUserGroups(
       outcomes.push(...done);
       for (const outcome of done) if (outcome.status === 'created') deps.events.userGroupTokenIssued('upsert');
       // Other writes waiting for the database (on SQLite, for its one write lock) go first.
-      if (start + UPSERT_PART < checked.length) await new Promise((resolve) => setImmediate(resolve));
+      if (end < checked.length) await new Promise((resolve) => setImmediate(resolve));
+      start = end;
     }
     return outcomes;
   });
+}
+
+/** Where each part of `count` items ends: every UPSERT_PART items. */
+function fixedParts(count: number): number[] {
+  const ends: number[] = [];
+  for (let end = UPSERT_PART; end < count + UPSERT_PART; end += UPSERT_PART) ends.push(Math.min(end, count));
+  return ends;
+}
+
+/**
+ * PostgreSQL: where each part ends. A run of at least UPSERT_PART items that each create a
+ * plain group (`plain`, read before the parts) is one part of up to UPSERT_CREATE_PART; any
+ * other part has UPSERT_PART items at most. A group another call creates meanwhile only makes
+ * its item an update inside its part, as in any part.
+ */
+function partsOf(checked: readonly CheckResult[], plain: readonly boolean[]): number[] {
+  const ends: number[] = [];
+  for (let start = 0; start < checked.length; ) {
+    let end = start;
+    while (end < checked.length && end - start < UPSERT_CREATE_PART && plain[end]) end++;
+    if (end - start < UPSERT_PART) end = Math.min(checked.length, start + UPSERT_PART);
+    ends.push(end);
+    start = end;
+  }
+  return ends;
+}
+
+/**
+ * Per item, whether it creates a group without parent, level or tags, as far as a read without
+ * locks of which ids exist tells (an item that failed its checks writes nothing: it counts as
+ * one). One statement per environment the items name.
+ */
+async function plainCreates(deps: UserGroupDeps, checked: readonly CheckResult[]): Promise<boolean[]> {
+  const existing = new Map<string, Set<string>>();
+  for (const environment of ['Customer', 'Testing'] as const) {
+    const ofEnvironment = checked.flatMap((entry) => ('error' in entry || entry.key.environment !== environment ? [] : [entry.key]));
+    if (ofEnvironment.length === 0) continue;
+    existing.set(
+      environment,
+      await existingProvidedIds(
+        deps.database.db,
+        { accountId: ofEnvironment[0].accountId, environment },
+        ofEnvironment.map((key) => key.providedId),
+      ),
+    );
+  }
+  return checked.map(
+    (entry) =>
+      'error' in entry ||
+      (!existing.get(entry.key.environment)?.has(entry.key.providedId) &&
+        (entry.item.parent_user_group_id ?? null) === null &&
+        (entry.item.hierarchy_level ?? null) === null &&
+        entry.item.group_tags === undefined),
+  );
 }
 
 /**

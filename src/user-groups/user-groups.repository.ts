@@ -128,7 +128,14 @@ export async function insertUserGroupsIfAbsent(db: Kysely<Database>, values: rea
 /**
  * The groups of the tenant these user_group_ids name, by user_group_id, safe from concurrent
  * writers until the transaction ends, as findUserGroupForUpdate's (FOR NO KEY UPDATE on
- * PostgreSQL, taken in the identity index's order).
+ * PostgreSQL, taken in the scoped ids' order).
+ *
+ * On PostgreSQL each id is its own probe of the scoped id index (a lateral subquery of one row,
+ * as the batched lookups': group-sql.ts): a list of ids in one condition was read as a scan of
+ * the whole table whenever it had no statistics (PostgreSQL expects a few rows in 200 for each
+ * value, so half the table for a hundred), about 0.2 ms a thousand groups, every part of every
+ * bulk upsert (docs/performance.md, "Why the code is the way it is"). SQLite, which holds a
+ * transaction's rows by its one write lock, reads them by the same index.
  */
 export async function findUserGroupsForUpdate(
   trx: Kysely<Database>,
@@ -137,21 +144,40 @@ export async function findUserGroupsForUpdate(
   providedIds: readonly string[],
 ): Promise<Map<string, UserGroupRow>> {
   const found = new Map<string, UserGroupRow>();
+  if (dialect === 'postgres') {
+    if (providedIds.length === 0) return found;
+    const scopedIds = [...new Set(providedIds)].map((providedId) => scopedId(tenant, providedId)).sort();
+    const { rows } = await sql<UserGroupRow>`select g.* from unnest(${scopedIds}::text[]) as k(scoped_id)
+      cross join lateral (select ${sql.join(USER_GROUP_COLUMNS.map((column) => sql.ref(`user_groups.${column}`)))} from user_groups
+        where ${scopedIdOf()} = k.scoped_id limit 1 for no key update) g
+      where ${ownedBy('g', tenant)}`.execute(trx);
+    for (const row of rows) found.set(row.provided_id, row);
+    return found;
+  }
+  // SQLite: `indexed by` the scoped id index, which a table analyzed when it was small made it scan instead.
   for (let start = 0; start < providedIds.length; start += INSERT_CHUNK) {
-    const rows = await trx
-      .selectFrom('user_groups')
-      .select(USER_GROUP_COLUMNS)
-      .where(
-        scopedIdOf(),
-        'in',
-        providedIds.slice(start, start + INSERT_CHUNK).map((providedId) => scopedId(tenant, providedId)),
-      )
-      .where(ownedBy('user_groups', tenant))
-      .$if(dialect === 'postgres', (q) => q.forNoKeyUpdate())
-      .execute();
+    const scopedIds = providedIds.slice(start, start + INSERT_CHUNK).map((providedId) => scopedId(tenant, providedId));
+    const { rows } = await sql<UserGroupRow>`select ${sql.join(USER_GROUP_COLUMNS.map((column) => sql.ref(`user_groups.${column}`)))}
+      from user_groups indexed by user_groups_scoped_id
+      where ${scopedIdOf()} in (${sql.join(scopedIds)}) and ${ownedBy('user_groups', tenant)}`.execute(trx);
     for (const row of rows) found.set(row.provided_id, row);
   }
   return found;
+}
+
+/**
+ * PostgreSQL: which of these user_group_ids of the tenant name a group now, read without
+ * locks (what a bulk upsert sizes its parts by; each part reads its groups again under its
+ * locks). One probe of the scoped id index per id, as findUserGroupsForUpdate's.
+ */
+export async function existingProvidedIds(db: Kysely<Database>, tenant: Tenant, providedIds: readonly string[]): Promise<Set<string>> {
+  if (providedIds.length === 0) return new Set();
+  const scopedIds = [...new Set(providedIds)].map((providedId) => scopedId(tenant, providedId));
+  const { rows } = await sql<{ provided_id: string }>`select g.provided_id from unnest(${scopedIds}::text[]) as k(scoped_id)
+    cross join lateral (select user_groups.provided_id, user_groups.account_id, user_groups.environment from user_groups
+      where ${scopedIdOf()} = k.scoped_id limit 1) g
+    where ${ownedBy('g', tenant)}`.execute(db);
+  return new Set(rows.map((row) => row.provided_id));
 }
 
 /**

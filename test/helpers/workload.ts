@@ -134,6 +134,8 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
         ...existing.slice(1, 4).map((groupId) => ({ user_group_id: groupId, api_environment_tag: env, name: `bulk ${groupId}` })),
         { user_group_id: id('bulk-child'), api_environment_tag: env, parent_user_group_id: id('bulk-1') },
         { user_group_id: id('bulk-orphan'), api_environment_tag: env, parent_user_group_id: id('no-such-parent') },
+        // A run of new groups long enough to be a part of its own on PostgreSQL, whose read of 120 ids must still probe the index.
+        ...Array.from({ length: 120 }, (_, i) => ({ user_group_id: id(`bulk-run-${i}`), api_environment_tag: env, name: `Run ${i}` })),
       ],
     },
   });

@@ -377,7 +377,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update up to 1,000 user groups in one call
-         * @description Needs the `write` scope. Each item is created when missing, or else gets the fields it gives (absent fields stay, as in PUT), in order, committed in parts of 100 items: an item may name as parent a group created by an earlier item. An item that breaks a rule fails alone (`status: "failed"`, with the `error` code a single call would answer) and changes nothing; the others go on. A call is one of its account's heavy operations: when the account already runs as many as it may, it waits for one to end, then is refused with `429 too_many_heavy_operations`. The answer is `200` whatever the items' outcomes. More than 1000 items, or a body over 4 MiB, is refused whole and changes nothing.
+         * @description Needs the `write` scope. Each item is created when missing, or else gets the fields it gives (absent fields stay, as in PUT), in order, committed in parts of 100 items (on PostgreSQL, a run of new groups without parent, level or tags in parts of up to 500): an item may name as parent a group created by an earlier item. An item that breaks a rule fails alone (`status: "failed"`, with the `error` code a single call would answer) and changes nothing; the others go on. A call is one of its account's heavy operations: when the account already runs as many as it may, it waits for one to end, then is refused with `429 too_many_heavy_operations`. The answer is `200` whatever the items' outcomes. More than 1000 items, or a body over 4 MiB, is refused whole and changes nothing.
          */
         post: operations["upsertUserGroups"];
         delete?: never;
