@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GetUserQuery, UpsertItem } from '../src/user-groups/user-groups.schemas.ts';
+import { CLEARED_BY_NULL, GetUserQuery, UpsertItem } from '../src/user-groups/user-groups.schemas.ts';
 import { requestFieldSchemas } from '../src/user-groups/group-fields.ts';
 import { EmbedUserGroup } from '../src/embed/embed.schemas.ts';
 import { CSV_FIELDS, csvFieldsOf } from '../src/cli/import-csv.ts';
@@ -17,9 +17,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const FIELD_DOCS = ['docs/api.md', 'docs/security.md', 'docs/cli.md'];
 
 const code = (field: string) => `\`${field}\``;
-/** `a`, `b` and `c`. */
-const listed = (fields: readonly string[]) =>
-  fields.length <= 1 ? fields.map(code).join('') : `${fields.slice(0, -1).map(code).join(', ')} and ${code(fields[fields.length - 1])}`;
+/** `a`, `b` and `c` (or `a`, `b` or `c`). */
+const listed = (fields: readonly string[], last = 'and') =>
+  fields.length <= 1 ? fields.map(code).join('') : `${fields.slice(0, -1).map(code).join(', ')} ${last} ${code(fields[fields.length - 1])}`;
 
 const queryFields = Object.keys(GetUserQuery.properties);
 const bodyOnly = Object.keys(requestFieldSchemas).filter((field) => !queryFields.includes(field));
@@ -31,6 +31,8 @@ const LISTS: Record<string, () => string> = {
   'get-or-create-query': () => `\`?${queryFields.map((field) => `${field}=…`).join('&')}\``,
   /** docs/api.md, "GET /api/user": those that need a body. */
   'get-or-create-body-only': () => listed(bodyOnly),
+  /** docs/api.md, "PUT /api/user: update": the fields `null` clears. */
+  'put-null-clears': () => listed(CLEARED_BY_NULL, 'or'),
   /** docs/api.md, "POST /api/users/upsert": an item's fields beside its id. */
   'upsert-item': () => listed(Object.keys(UpsertItem.properties).filter((field) => field !== 'user_group_id')),
   /** docs/api.md, "The embed side", and docs/security.md: what a dashboard sees of the group. */

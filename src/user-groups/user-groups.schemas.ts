@@ -96,6 +96,10 @@ export const PutUserBody = Type.Object(
 export type PutUser = Static<typeof PutUserBody>;
 /** What a PUT may change: every field of its body but those that name the group. */
 export const UPDATABLE_FIELDS = Object.keys(PutUserBody.properties).filter((field) => field !== 'user_group_id' && field !== 'api_environment_tag');
+/** What a PUT clears with `null`: the updatable fields whose request schema takes null, in the declaration's order. */
+export const CLEARED_BY_NULL = UPDATABLE_FIELDS.filter((field) =>
+  ((PutUserBody.properties as Record<string, { anyOf?: { type?: string }[] }>)[field].anyOf ?? []).some((branch) => branch.type === 'null'),
+);
 
 /** Identifies one user group (DELETE, history): by body or by query string. */
 const Cascade = Type.Boolean({

@@ -288,7 +288,7 @@ export interface paths {
         get: operations["getOrCreateUserGroup"];
         /**
          * Update a user group
-         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `new_user_group_id`, `name`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `mapping`, `properties`, `is_demo_group`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
+         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `new_user_group_id`, `name`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `mapping`, `properties`, `is_demo_group`: given fields replace the stored ones (`null` clears `parent_user_group_id`, `hierarchy_level`, `mapping`, `properties`; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
          */
         put: operations["updateUserGroup"];
         /**
