@@ -1,8 +1,7 @@
 // The embed side's schemas, declared once: validation, response allow-lists (no token can
 // reach a response that is serialized from these) and the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, UNDIRECTED_TEXT } from '../http/text.schemas.ts';
-import { FormattedString } from '../http/formats.ts';
+import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, Text, UNDIRECTED_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
 import { dashboardFieldSchemas } from '../user-groups/group-fields.ts';
 
@@ -59,13 +58,14 @@ export const EmbedViewer = Type.Object(
       description: 'Your id for the person: 1-255 characters, no control characters, not only white space. Becomes the `viewer_id` variable.',
       examples: ['user_8812'],
     }),
-    email: Type.Optional(FormattedString('email', { maxLength: 254, description: 'At most 254 characters.', examples: ['ada@example.com'] })),
+    email: Type.Optional(Text({ maxLength: 254, format: 'email', description: 'At most 254 characters.', examples: ['ada@example.com'] })),
     name: Type.Optional(
       Type.String({ minLength: 1, maxLength: 256, pattern: PLAIN_TEXT, description: 'Display name: 1-256 characters.', examples: ['Ada Lovelace'] }),
     ),
     time_zone: Type.Optional(
-      FormattedString('iana-time-zone', {
+      Text({
         maxLength: 64,
+        format: 'iana-time-zone',
         description: 'An IANA time zone name, spelled as the database spells it (`Europe/Paris`, `UTC`); an offset such as `+01:00` is refused.',
         examples: ['Europe/London'],
       }),

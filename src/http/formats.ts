@@ -1,10 +1,9 @@
 // The string formats request schemas may name (`format: 'email'`, `format: 'iana-time-zone'`),
 // checked by the body validator (validation.ts) and described in the OpenAPI document by the
-// same keyword. Each comes with the words a refusal uses (docs/api.md, "Requests"). A schema
-// names one through `FormattedString`, whose name tsc checks against this registry; a name it
-// does not hold (in a schema written by hand) stops the start: the validator refuses to compile
-// it (validation.ts) rather than take every string.
-import { Type, type TString, type TStringOptions } from 'typebox';
+// same keyword. Each comes with the words a refusal uses (docs/api.md, "Requests"). A request
+// schema names one through `Text` (text.schemas.ts), whose `format` tsc holds to this
+// registry's names; a name it does not hold, in a schema written otherwise, stops the start:
+// the validator refuses to compile it (validation.ts) rather than take every string.
 
 /**
  * An address as senders write it: a local part of the characters RFC 5322 allows unquoted,
@@ -48,8 +47,3 @@ export const STRING_FORMATS = {
 } as const;
 
 export type StringFormat = keyof typeof STRING_FORMATS;
-
-/** A string of one of the formats above: tsc takes only their names. */
-export function FormattedString<F extends StringFormat>(format: F, options: Omit<TStringOptions, 'format'> = {}): TString & { format: F } {
-  return Type.String({ ...options, format }) as TString & { format: F };
-}

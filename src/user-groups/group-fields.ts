@@ -9,11 +9,12 @@
 // group", is the checklist.
 import { Type, type Static, type TOptional, type TSchema } from 'typebox';
 import type { UserGroupsTable } from '../db/schema.ts';
-import { LABEL_TEXT, NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT } from '../http/text.schemas.ts';
+import { LABEL_TEXT, NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, Text } from '../http/text.schemas.ts';
 import type { InheritedFields } from './group-chain.ts';
 
 // The values. Text is plain (text.schemas.ts); an id must also hold something other than
-// white space. Lengths count Unicode code points; ids are never trimmed.
+// white space. Lengths count Unicode code points; ids are never trimmed. A request's text is
+// `Text`, whose `format` tsc holds to the names of src/http/formats.ts.
 
 export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
   title: 'EnvironmentTag',
@@ -21,7 +22,7 @@ export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
   description: "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.",
 });
 
-export const UserGroupIdString = Type.String({
+export const UserGroupIdString = Text({
   minLength: 1,
   maxLength: 256,
   pattern: NOT_BLANK_PLAIN_TEXT,
@@ -37,7 +38,7 @@ export const UserGroupId = Type.Union([UserGroupIdString, UserGroupIdInteger], {
   description: 'Your id for this user group. A JSON integer is accepted and stored as its decimal string.',
 });
 
-export const Name = Type.String({
+export const Name = Text({
   minLength: 1,
   maxLength: 256,
   pattern: PLAIN_TEXT,
@@ -45,7 +46,7 @@ export const Name = Type.String({
   examples: ['Example 1'],
 });
 
-const MappingValue = Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Integer({ minimum: 0 })]);
+const MappingValue = Type.Union([Text({ minLength: 1, maxLength: 256 }), Type.Integer({ minimum: 0 })]);
 
 export const Mapping = Type.Unsafe<Record<string, string | number>>({
   title: 'Mapping',
@@ -76,7 +77,7 @@ export const ParentUserGroupId = Type.Union([UserGroupIdString, UserGroupIdInteg
   examples: ['acme'],
 });
 
-export const HierarchyLevelName = Type.String({
+export const HierarchyLevelName = Text({
   minLength: 1,
   maxLength: 64,
   pattern: NOT_BLANK_PLAIN_TEXT,
@@ -85,7 +86,7 @@ export const HierarchyLevelName = Type.String({
 });
 
 /** A tag given to a group or to the tag set (docs/api.md, "Tags"): a label listed among others, so no bidirectional control and never only invisible characters. */
-export const Tag = Type.String({
+export const Tag = Text({
   minLength: 1,
   maxLength: 64,
   pattern: LABEL_TEXT,
@@ -99,7 +100,7 @@ export const Tag = Type.String({
  * tags before they had to be labels, so that a tag stored then can still be found, renamed
  * and deleted.
  */
-export const TagReference = Type.String({
+export const TagReference = Text({
   minLength: 1,
   maxLength: 64,
   pattern: PLAIN_TEXT,
