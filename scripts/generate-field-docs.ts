@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLEARED_BY_NULL, GetUserQuery, UpsertItem } from '../src/user-groups/user-groups.schemas.ts';
+import { CLEARED_BY_NULL, GetUserQuery, UpsertItem, UserGroup } from '../src/user-groups/user-groups.schemas.ts';
 import { requestFieldSchemas } from '../src/user-groups/group-fields.ts';
 import { EmbedUserGroup } from '../src/embed/embed.schemas.ts';
 import { CSV_FIELDS, csvFieldsOf } from '../src/cli/import-csv.ts';
@@ -25,8 +25,19 @@ const queryFields = Object.keys(GetUserQuery.properties);
 const bodyOnly = Object.keys(requestFieldSchemas).filter((field) => !queryFields.includes(field));
 const is = (fields: readonly string[]) => (fields.length === 1 ? 'is' : 'are');
 
+/** An answer's example: each field's first example, one line a field. */
+function exampleOf(properties: Record<string, { examples?: unknown[] }>): string {
+  const lines = Object.entries(properties).map(([field, schema]) => {
+    if (!schema.examples?.length) throw new Error(`the answer's field ${field} has no example: give its response schema one (group-fields.ts)`);
+    return `  "${field}": ${JSON.stringify(schema.examples[0])}`;
+  });
+  return `\n\`\`\`json\n{\n${lines.join(',\n')}\n}\n\`\`\`\n`;
+}
+
 /** Each list, by the name its markers carry. */
 const LISTS: Record<string, () => string> = {
+  /** docs/api.md, "The user group": the example answer. */
+  'user-group-example': () => exampleOf(UserGroup.properties as Record<string, { examples?: unknown[] }>),
   /** docs/api.md, "GET /api/user": the fields get-or-create takes by query string. */
   'get-or-create-query': () => `\`?${queryFields.map((field) => `${field}=…`).join('&')}\``,
   /** docs/api.md, "GET /api/user": those that need a body. */

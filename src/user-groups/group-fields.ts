@@ -20,6 +20,7 @@ export const EnvironmentTag = Type.Enum(['Customer', 'Testing'], {
   title: 'EnvironmentTag',
   type: 'string',
   description: "The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.",
+  examples: ['Customer'],
 });
 
 export const UserGroupIdString = Text({
@@ -66,7 +67,7 @@ export const Properties = Type.Unsafe<Record<string, unknown>>({
   examples: [{ region: 'emea', plan: 'pro' }],
 });
 
-const IsDemoGroup = Type.Boolean({ description: 'A demo user group: its dashboards show a watermark.' });
+const IsDemoGroup = Type.Boolean({ description: 'A demo user group: its dashboards show a watermark.', examples: [false] });
 
 const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -137,7 +138,8 @@ export function normalizeTags(tags: readonly string[]): string[] {
 
 const jsonOrNull = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
 
-const JsonObjectOrNull = <T>(description: string) => Type.Union([Type.Unsafe<T>({ type: 'object', additionalProperties: true }), Type.Null()], { description });
+const JsonObjectOrNull = <T>(description: string, example: T) =>
+  Type.Union([Type.Unsafe<T>({ type: 'object', additionalProperties: true }), Type.Null()], { description, examples: [example] });
 
 /** What one field of a group is. */
 export interface FieldDeclaration {
@@ -234,14 +236,14 @@ export const GROUP_FIELDS = declareGroupFields({
   // Answered as stored: any key is kept (an allow-list of keys would drop data here).
   mapping: {
     request: nullable(Mapping),
-    response: JsonObjectOrNull<Record<string, string | number>>("The group's own mapping."),
+    response: JsonObjectOrNull<Record<string, string | number>>("The group's own mapping.", { '40': '213' }),
     stored: jsonOrNull,
     dashboards: true,
     inherited: 'computed_mapping',
   },
   properties: {
     request: nullable(Properties),
-    response: JsonObjectOrNull<Record<string, unknown>>("The group's own properties."),
+    response: JsonObjectOrNull<Record<string, unknown>>("The group's own properties.", { region: 'emea' }),
     stored: jsonOrNull,
     dashboards: true,
     inherited: 'computed_properties',
@@ -249,12 +251,14 @@ export const GROUP_FIELDS = declareGroupFields({
   computed_mapping: {
     response: JsonObjectOrNull<Record<string, string | number>>(
       "The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one.",
+      { '40': '213' },
     ),
     dashboards: true,
   },
   computed_properties: {
     response: JsonObjectOrNull<Record<string, unknown>>(
       "The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables.",
+      { region: 'emea' },
     ),
     dashboards: true,
   },
@@ -272,8 +276,8 @@ export const GROUP_FIELDS = declareGroupFields({
     dashboards: true,
     byQuery: true,
   },
-  created_at: { response: Type.String({ format: 'date-time' }), dashboards: false },
-  updated_at: { response: Type.String({ format: 'date-time' }), dashboards: false },
+  created_at: { response: Type.String({ format: 'date-time', examples: ['2026-11-22T10:00:00.000Z'] }), dashboards: false },
+  updated_at: { response: Type.String({ format: 'date-time', examples: ['2026-11-22T10:00:00.000Z'] }), dashboards: false },
 });
 
 // What follows from the declaration: each list of fields, in the declaration's order.

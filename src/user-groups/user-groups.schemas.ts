@@ -168,7 +168,10 @@ export const UserGroupPublic = Type.Object(responseFieldSchemas, {
 export const UserGroup = Type.Object(
   {
     team_id: responseFieldSchemas.team_id,
-    token: Type.String({ description: 'The user group token: hand it to the embedded dashboard. Never accepted by the management API.' }),
+    token: Type.String({
+      description: 'The user group token: hand it to the embedded dashboard. Never accepted by the management API.',
+      examples: ['ugs_grp_…'],
+    }),
     ...Object.fromEntries(Object.entries(responseFieldSchemas).filter(([k]) => k !== 'team_id')),
   } as typeof responseFieldSchemas & { token: ReturnType<typeof Type.String> },
   { title: 'UserGroup', additionalProperties: false, description: 'A user group and its current token.' },
