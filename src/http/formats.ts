@@ -41,9 +41,21 @@ export function isIanaTimeZone(name: string): boolean {
   return true;
 }
 
+/**
+ * Each format: its check, the words a refusal uses, and valid values of every shape the check
+ * takes (the tests' random groups draw from them: test/helpers/declared-groups.ts).
+ */
 export const STRING_FORMATS = {
-  email: { validate: (value: string) => EMAIL.test(value), described: 'email address (name@example.com)' },
-  'iana-time-zone': { validate: isIanaTimeZone, described: 'IANA time zone name, spelled as the database spells it (Europe/Paris, America/New_York, UTC)' },
-} as const;
+  email: {
+    validate: (value: string) => EMAIL.test(value),
+    described: 'email address (name@example.com)',
+    examples: ['ada@example.com', "o'brien+dash.boards@mail.example.co.uk", 'X_9@a-b.io'],
+  },
+  'iana-time-zone': {
+    validate: isIanaTimeZone,
+    described: 'IANA time zone name, spelled as the database spells it (Europe/Paris, America/New_York, UTC)',
+    examples: ['Europe/Paris', 'UTC', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5', 'US/Pacific'],
+  },
+} as const satisfies Record<string, { validate: (value: string) => boolean; described: string; examples: readonly string[] }>;
 
 export type StringFormat = keyof typeof STRING_FORMATS;
