@@ -1,13 +1,13 @@
 // `npm run generate:docs`: writes the lists of a user group's fields that docs/api.md,
 // docs/security.md and docs/cli.md give in their prose, from the declaration
-// (src/user-groups/group-fields.ts) and what follows from it. Each list stands between
+// (src/user-groups/declared-fields.ts) and what follows from it. Each list stands between
 // `<!-- fields: <name> -->` and `<!-- /fields -->`; everything else is written by hand.
 // test/docs-fields.test.ts fails while a file is out of date.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CLEARED_BY_NULL, GetUserQuery, UpsertItem, UserGroup } from '../src/user-groups/user-groups.schemas.ts';
-import { requestFieldSchemas } from '../src/user-groups/group-fields.ts';
+import { requestFieldSchemas } from '../src/user-groups/declared-fields.ts';
 import { EmbedUserGroup } from '../src/embed/embed.schemas.ts';
 import { CSV_FIELDS, csvFieldsOf } from '../src/cli/import-csv.ts';
 
@@ -28,7 +28,7 @@ const is = (fields: readonly string[]) => (fields.length === 1 ? 'is' : 'are');
 /** An answer's example: each field's first example, one line a field. */
 function exampleOf(properties: Record<string, { examples?: unknown[] }>): string {
   const lines = Object.entries(properties).map(([field, schema]) => {
-    if (!schema.examples?.length) throw new Error(`the answer's field ${field} has no example: give its response schema one (group-fields.ts)`);
+    if (!schema.examples?.length) throw new Error(`the answer's field ${field} has no example: give its response schema one (declared-fields.ts)`);
     return `  "${field}": ${JSON.stringify(schema.examples[0])}`;
   });
   return `\n\`\`\`json\n{\n${lines.join(',\n')}\n}\n\`\`\`\n`;

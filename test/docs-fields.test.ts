@@ -1,6 +1,6 @@
 // The docs name a user group's fields where a reader looks for them: the field table and the
 // example answer of docs/api.md's "The user group", written by hand, are held here to the
-// declaration (src/user-groups/group-fields.ts): a field added there and not in the docs, or
+// declaration (src/user-groups/declared-fields.ts): a field added there and not in the docs, or
 // the other way round, fails this test. The lists in prose (docs/api.md, docs/security.md,
 // docs/cli.md) are written by `npm run generate:docs`, and held here to what it writes. A
 // field the last release did not have is named in CHANGELOG.md's "Unreleased".

@@ -3,7 +3,7 @@
 import { Type, type Static } from 'typebox';
 import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, Text, UNDIRECTED_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
-import { dashboardFieldSchemas } from '../user-groups/group-fields.ts';
+import { dashboardFieldSchemas } from '../user-groups/declared-fields.ts';
 
 const EMBED_TOKEN_MIN_SECONDS = 60;
 export const EMBED_TOKEN_MAX_SECONDS = 2_592_000;
@@ -25,7 +25,7 @@ export const EmbedContextQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** The fields of the group declared `dashboards: true` (GROUP_FIELDS, user-groups/group-fields.ts), in their order. */
+/** The fields of the group declared `dashboards: true` (GROUP_FIELDS, user-groups/declared-fields.ts), in their order. */
 export const EmbedUserGroup = Type.Object(dashboardFieldSchemas, {
   title: 'EmbedUserGroup',
   additionalProperties: false,

@@ -12,12 +12,12 @@ import {
   queryFieldSchemas,
   requestFieldSchemas,
   responseFieldSchemas,
-} from './group-fields.ts';
+} from './declared-fields.ts';
 import { ACTOR_KINDS } from '../audit/actor.ts';
 
-// A group's fields and their values are declared in group-fields.ts; the bodies and answers
+// A group's fields and their values are declared in declared-fields.ts; the bodies and answers
 // below compose them.
-export { EnvironmentTag, GroupTags, Mapping, Name, ParentUserGroupId, Properties, Tag, TagReference, UserGroupId } from './group-fields.ts';
+export { EnvironmentTag, GroupTags, Mapping, Name, ParentUserGroupId, Properties, Tag, TagReference, UserGroupId } from './declared-fields.ts';
 
 /** Who acted, in a history entry (docs/api.md, "GET /api/user/history"). */
 export const ActorField = Type.Enum([...ACTOR_KINDS], {

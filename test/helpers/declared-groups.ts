@@ -1,6 +1,6 @@
 // Groups with every declared field set to random valid values, for property-based tests, and
 // the CSV file `ugs import` reads, written from the same declaration. The values of each field
-// come from its request schema (src/user-groups/group-fields.ts, through UpsertItem): text
+// come from its request schema (src/user-groups/declared-fields.ts, through UpsertItem): text
 // with Unicode (astral characters, combining marks, emoji sequences, right-to-left scripts),
 // numbers, booleans, nulls, objects of any JSON and arrays, each within the schema's limits.
 // Only what a schema cannot say is written here: parents (a hierarchy of at most three levels)

@@ -1,11 +1,11 @@
 // What the schemas cannot say about a group's fields: the depth and serialized size of
 // properties, the one spelling of an id given as a JSON integer, and the columns a request's
 // fields become (for create and update alike), as each field's declaration says
-// (GROUP_FIELDS, group-fields.ts): a plain field is stored as given and needs no code here.
+// (GROUP_FIELDS, declared-fields.ts): a plain field is stored as given and needs no code here.
 import { AppError } from '../foundations/errors.ts';
 import type { UserGroupsTable } from '../db/schema.ts';
 import type { UserGroupInput } from './user-groups.schemas.ts';
-import { DECLARED_FIELDS } from './group-fields.ts';
+import { DECLARED_FIELDS } from './declared-fields.ts';
 import { USER_GROUP_COLUMNS } from './group-sql.ts';
 
 /** The fields a request may set that are columns of their own (declared with a request schema, and a column of the same name). */
