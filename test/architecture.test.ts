@@ -14,8 +14,8 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['foundations', ['foundations/', 'config.ts', 'tracing/']],
   ['database', ['db/']],
   ['keys', ['crypto/']],
-  // The outbox lives beside the sequencer that reads it, below every write that appends to it.
-  ['records', ['accounts/', 'audit/', 'events/outbox.ts', 'events/event-types.ts', 'metrics/']],
+  // The outbox (outbox/) is below the audit log, whose every entry appends to it, and below events/, whose sequencer reads it.
+  ['records', ['accounts/', 'outbox/', 'audit/', 'metrics/']],
   ['auth', ['auth/']],
   ['http', ['http/']],
   ['idempotency', ['idempotency/']],

@@ -1,7 +1,7 @@
 // The transactional outbox of change events (docs/api.md, "Change events"). Every history
 // entry writes its event here in the same transaction (appendAudits, audit/audit.repository.ts),
 // so a committed change always has one and a change that rolls back has none; the sequencer
-// (sequencer.ts) moves them into the feed. An event never holds a token or a key. The whole
+// (events/sequencer.ts) moves them into the feed. An event never holds a token or a key. The whole
 // path, from the change to the webhook attempt: docs/architecture.md, "The path of a change".
 import type { Insertable, Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
