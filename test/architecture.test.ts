@@ -26,7 +26,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['api tokens', ['api-tokens/']],
   ['events', ['events/']],
   ['webhooks', ['webhooks/']],
-  ['composition', ['app.ts', 'server.ts', 'process/', 'cli/']],
+  ['composition', ['app.ts', 'server.ts', 'server-process.ts', 'process/', 'cli/']],
 ];
 
 function layerOf(file: string): number {

@@ -2,17 +2,17 @@
 // on SIGTERM stop accepting, finish in-flight requests, close the database and exit 0. Alone
 // (UGS_WORKERS=1), or as one worker of several, told so by `workers`: then the primary
 // (cluster/primary.ts) made the start's checks, migrated, and prints the banner.
-import type { Config } from '../config.ts';
-import { buildApp } from '../app.ts';
-import { openMigratedDatabase } from './runtime.ts';
-import { bootstrapBanner, bootstrapIfEmpty } from './bootstrap.ts';
-import { createMetrics } from '../metrics/metrics.ts';
-import { createLogStream } from './log-stream.ts';
-import { keysForStart, startWarnings } from './startup.ts';
-import { SERVICE_VERSION } from '../foundations/version.ts';
-import { trackConnections } from './connections.ts';
-import type { Tracing } from '../tracing/trace-context.ts';
-import type { SharedAcrossWorkers } from './cluster/worker-link.ts';
+import type { Config } from './config.ts';
+import { buildApp } from './app.ts';
+import { openMigratedDatabase } from './process/runtime.ts';
+import { bootstrapBanner, bootstrapIfEmpty } from './process/bootstrap.ts';
+import { createMetrics } from './metrics/metrics.ts';
+import { createLogStream } from './process/log-stream.ts';
+import { keysForStart, startWarnings } from './process/startup.ts';
+import { SERVICE_VERSION } from './foundations/version.ts';
+import { trackConnections } from './process/connections.ts';
+import type { Tracing } from './tracing/trace-context.ts';
+import type { SharedAcrossWorkers } from './process/cluster/worker-link.ts';
 
 /** How long the exit waits for buffered log lines to be written. */
 const LOG_FLUSH_AT_EXIT_MS = 2000;
@@ -45,7 +45,7 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
   process.on('unhandledRejection', crash('unhandled rejection'));
   // Loaded only when an OTLP endpoint is configured: with tracing off, nothing of OpenTelemetry is.
   if (config.otlpTracesUrl) {
-    const { startTracing } = await import('../tracing/otel.ts');
+    const { startTracing } = await import('./tracing/otel.ts');
     tracing = startTracing({ ...config, serviceVersion: SERVICE_VERSION, dbSystem: config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql' });
   }
   let log: { warn: (obj: object | string, msg?: string) => void; error: (obj: object, msg: string) => void } = {
