@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { CLEARED_BY_NULL, GetUserQuery, UpsertItem, UserGroup } from '../src/user-groups/user-groups.schemas.ts';
 import { requestFieldSchemas } from '../src/user-groups/declared-fields.ts';
 import { EmbedUserGroup } from '../src/embed/embed.schemas.ts';
-import { CSV_FIELDS, csvFieldsOf } from '../src/cli/import-csv.ts';
+import { CSV_FIELDS, csvFieldsOf } from '../src/user-groups/transfer/import-csv.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { RateLimitCounters } from '../src/process/cluster/shared-rate-limits.ts';
-import { delimiterOfHeader } from '../src/cli/import-csv.ts';
+import { delimiterOfHeader } from '../src/user-groups/transfer/import-csv.ts';
 import { nextEventId } from '../src/events/event-ids.ts';
 
 describe('rate-limit counters', () => {

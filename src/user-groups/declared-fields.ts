@@ -3,7 +3,7 @@
 // by query string, and whether children inherit it. Everything that lists a group's fields
 // reads this: the request bodies and answers (user-groups.schemas.ts), storing
 // (stored-fields.ts), the embed view (embed/embed.schemas.ts), the export and the import
-// (transfer.service.ts, cli/import-csv.ts), the console's forms and group page (through the
+// (transfer/transfer.service.ts, transfer/import-csv.ts), the console's forms and group page (through the
 // OpenAPI document and `npm run generate:client`), and the lists of docs/api.md, docs/cli.md
 // and docs/security.md (`npm run generate:docs`). docs/architecture.md, "Adding a field to a user
 // group", is the checklist.

@@ -14,7 +14,7 @@ import type { UserGroupInput } from './user-groups.schemas.ts';
 import type { Actor } from '../audit/audit.repository.ts';
 <<<<<<< HEAD
 import type { Principal } from '../auth/principal.ts';
-import { checkProperties } from './user-group-fields.ts';
+import { checkProperties } from './stored-fields.ts';
 =======
 import { requireScope, type Principal } from '../auth/principal.ts';
 import { checkProperties } from './stored-fields.ts';

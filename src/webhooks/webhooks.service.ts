@@ -13,7 +13,7 @@ import { AppError } from '../foundations/errors.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 <<<<<<< HEAD
 import type { Principal } from '../auth/principal.ts';
-import type { EventType } from '../events/outbox.ts';
+import type { EventType } from '../outbox/outbox.ts';
 =======
 import { requireScope, type Principal } from '../auth/principal.ts';
 import type { EventType } from '../outbox/outbox.ts';

@@ -10,7 +10,7 @@ import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { Ajv } from 'ajv';
 import { UpsertItem } from '../../src/user-groups/user-groups.schemas.ts';
-import { CSV_CELLS, CSV_FIELDS } from '../../src/cli/import-csv.ts';
+import { CSV_CELLS, CSV_FIELDS } from '../../src/user-groups/transfer/import-csv.ts';
 import { findUnrepresentableNumber } from '../../src/http/json-numbers.ts';
 import { STRING_FORMATS, type StringFormat } from '../../src/http/formats.ts';
 

@@ -1,13 +1,13 @@
 // The listing (docs/api.md, "GET /api/users"): a page of the caller's groups, filtered, in
 // team_id order, with an opaque cursor to the next page. Its reads are in list.repository.ts.
-import type { Environment } from '../db/schema.ts';
-import type { Tenant } from '../db/tenant.ts';
-import { AppError } from '../foundations/errors.ts';
-import { resolveEnvironment, type Principal } from '../auth/principal.ts';
+import type { Environment } from '../../db/schema.ts';
+import type { Tenant } from '../../db/tenant.ts';
+import { AppError } from '../../foundations/errors.ts';
+import { resolveEnvironment, type Principal } from '../../auth/principal.ts';
 import { listUserGroups } from './list.repository.ts';
-import { findUserGroup } from './user-groups.repository.ts';
-import { tagNamed } from './tag-set.ts';
-import type { UserGroupDeps } from './user-groups.service.ts';
+import { findUserGroup } from '../user-groups.repository.ts';
+import { tagNamed } from '../tag-set.ts';
+import type { UserGroupDeps } from '../user-groups.service.ts';
 
 interface ListInput {
   api_environment_tag?: Environment;

@@ -3,10 +3,10 @@
 // one transaction under the hierarchy lock of both environments, the lock every write that
 // sets a level takes: a PUT that sets a level and a declaration that drops it run one after
 // the other, on every instance, and the second sees the first.
-import type { DatabaseHandle } from '../db/database.ts';
-import type { Environment } from '../db/schema.ts';
-import { inTransaction } from '../db/transaction.ts';
-import { findAccountBySlug } from '../accounts/accounts.repository.ts';
+import type { DatabaseHandle } from '../../db/database.ts';
+import type { Environment } from '../../db/schema.ts';
+import { inTransaction } from '../../db/transaction.ts';
+import { findAccountBySlug } from '../../accounts/accounts.repository.ts';
 import { accountLevels, levelsInUseOutside, lockHierarchy, setAccountLevels } from './hierarchy.repository.ts';
 
 type LevelsOutcome =

@@ -3,16 +3,16 @@
 // (upsertUserGroups) a batch at a time, acting for the operator in one account and
 // environment; an export writes each group's own fields, parents before children, from one
 // read snapshot, page by page.
-import type { DatabaseHandle } from '../db/database.ts';
-import type { Environment } from '../db/schema.ts';
-import type { Tenant } from '../db/tenant.ts';
-import { findAccountBySlug } from '../accounts/accounts.repository.ts';
-import type { Principal } from '../auth/principal.ts';
-import type { HeavyOperations } from '../accounts/heavy-operations.ts';
+import type { DatabaseHandle } from '../../db/database.ts';
+import type { Environment } from '../../db/schema.ts';
+import type { Tenant } from '../../db/tenant.ts';
+import { findAccountBySlug } from '../../accounts/accounts.repository.ts';
+import type { Principal } from '../../auth/principal.ts';
+import type { HeavyOperations } from '../../accounts/heavy-operations.ts';
 import { exportPage, type ExportRow } from './transfer.repository.ts';
-import { MAX_CHAIN_DEPTH } from './group-sql.ts';
-import { groupWriter } from './user-groups.json.ts';
-import { UpsertItem } from './user-groups.schemas.ts';
+import { MAX_CHAIN_DEPTH } from '../group-sql.ts';
+import { groupWriter } from '../user-groups.json.ts';
+import { UpsertItem } from '../user-groups.schemas.ts';
 
 /** Groups per upsert transaction, as POST /api/users/upsert takes at most. */
 export const IMPORT_BATCH_SIZE = 1000;

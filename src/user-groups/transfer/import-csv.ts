@@ -11,7 +11,7 @@ import { parse, type CsvError } from 'csv-parse';
 import { MAX_ROW_BYTES, Utf8LineCheck } from './import-lines.ts';
 import { ImportFileError, parseJson, rowNotUtf8, type ImportRow } from './import-row.ts';
 import type { TSchema } from 'typebox';
-import { UpsertItem } from '../user-groups/user-groups.schemas.ts';
+import { UpsertItem } from '../user-groups.schemas.ts';
 
 /**
  * How a CSV cell holds a field's value, read from the field's request schema: text where the

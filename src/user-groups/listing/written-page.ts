@@ -3,12 +3,12 @@
 // a next page exists, the chains of the children). The children's resolved fields are
 // written here, from their chains, over the markers the database left.
 import type { RawBuilder } from 'kysely';
-import { asSubquery, type RangeWalk } from '../db/tenant.ts';
-import { sql } from '../db/kysely.ts';
-import type { Dialect } from '../db/database.ts';
-import type { ChainRow, ResolvedGroup } from './group-chain.ts';
-import { groupObjectSql, MARKER, OBJECT_START, RESOLVED_FIELDS } from './user-groups.json-sql.ts';
-import { resolvedFieldJson } from './user-groups.json.ts';
+import { asSubquery, type RangeWalk } from '../../db/tenant.ts';
+import { sql } from '../../db/kysely.ts';
+import type { Dialect } from '../../db/database.ts';
+import type { ChainRow, ResolvedGroup } from '../group-chain.ts';
+import { groupObjectSql, MARKER, OBJECT_START, RESOLVED_FIELDS } from '../user-groups.json-sql.ts';
+import { resolvedFieldJson } from '../user-groups.json.ts';
 
 /** What a page's statement answers: one row, whatever the walk found. */
 export interface WrittenRows {

@@ -1,11 +1,11 @@
 // The reads of `ugs export` (transfer.service.ts): a tenant's groups one depth at a time,
 // each depth in team_id order, page by page (keyset), so that a parent is always written
 // before its children and memory stays flat however many groups there are.
-import { sql } from '../db/kysely.ts';
+import { sql } from '../../db/kysely.ts';
 import type { Kysely } from 'kysely';
-import type { Database, UserGroupRow } from '../db/schema.ts';
-import { scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../db/tenant.ts';
-import { parentJoin, USER_GROUP_COLUMNS } from './group-sql.ts';
+import type { Database, UserGroupRow } from '../../db/schema.ts';
+import { scopeOf, walkHeldToTenant, walkLimit, type Tenant } from '../../db/tenant.ts';
+import { parentJoin, USER_GROUP_COLUMNS } from '../group-sql.ts';
 
 /** What an exported line needs of a group: its columns but its token's, and its parent's user_group_id. */
 export type ExportRow = Omit<UserGroupRow, 'token_hash' | 'token_ciphertext'> & { parent_provided_id: string | null };

@@ -2,7 +2,7 @@
 // either the item (checked later by the bulk upsert's own validator) or why it could not be
 // read.
 import secureJson from 'secure-json-parse';
-import { findUnrepresentableNumber, numberRefused } from '../http/json-numbers.ts';
+import { findUnrepresentableNumber, numberRefused } from '../../http/json-numbers.ts';
 import { MAX_ROW_BYTES } from './import-lines.ts';
 
 export interface ImportRow {

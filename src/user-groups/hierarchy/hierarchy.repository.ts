@@ -10,13 +10,13 @@
 // set only in a transaction that saw no group carry it, and no write adds a carrier meanwhile;
 // and a write that adds to the set counts it against its bound (tag-set.ts) with no other
 // write adding to it meanwhile.
-import { sql } from '../db/kysely.ts';
+import { sql } from '../../db/kysely.ts';
 import type { Kysely } from 'kysely';
-import type { Database, UserGroupRow } from '../db/schema.ts';
-import type { Dialect } from '../db/database.ts';
-import { ownedBy, scopeOf, type Tenant } from '../db/tenant.ts';
-import { CHAIN_GUARD } from './group-sql.ts';
-import { addToTagSets, type TagBound } from './tag-set.ts';
+import type { Database, UserGroupRow } from '../../db/schema.ts';
+import type { Dialect } from '../../db/database.ts';
+import { ownedBy, scopeOf, type Tenant } from '../../db/tenant.ts';
+import { CHAIN_GUARD } from '../group-sql.ts';
+import { addToTagSets, type TagBound } from '../tag-set.ts';
 
 const HIERARCHY_LOCK_CLASS = 726_415_002; // arbitrary, fixed: "ugs hierarchy" (726_415_001 is the migrations')
 

@@ -4,9 +4,9 @@
 // UGS_MAX_HIERARCHY_DEPTH levels deep, and, when the account declared its levels, each
 // group's level is one of them and deeper than its parent's.
 import type { Kysely } from 'kysely';
-import type { Database, UserGroupRow } from '../db/schema.ts';
-import { AppError, validationFailed } from '../foundations/errors.ts';
-import { findUserGroupChainByIdentity, type GroupIdentity } from './user-groups.repository.ts';
+import type { Database, UserGroupRow } from '../../db/schema.ts';
+import { AppError, validationFailed } from '../../foundations/errors.ts';
+import { findUserGroupChainByIdentity, type GroupIdentity } from '../user-groups.repository.ts';
 import { accountLevels } from './hierarchy.repository.ts';
 
 /** What a request says about the parent: nothing (keep it), null (none) or a user_group_id. */

@@ -4,12 +4,12 @@
 // pages a backend asks for most, the plain listing and a search by prefix alone, are prepared
 // reads (db/prepared-read.ts): built and compiled once, they run on the hot reads' connection
 // and skip Kysely's per-query work, which cost more than the page's own statement.
-import { sql } from '../db/kysely.ts';
+import { sql } from '../../db/kysely.ts';
 import type { Kysely, RawBuilder } from 'kysely';
-import type { Database, Environment } from '../db/schema.ts';
-import { preparedRead, type BatchedRow } from '../db/prepared-read.ts';
-import type { HotReads } from '../db/hot-reads.ts';
-import { dialectOf } from '../db/database.ts';
+import type { Database, Environment } from '../../db/schema.ts';
+import { preparedRead, type BatchedRow } from '../../db/prepared-read.ts';
+import type { HotReads } from '../../db/hot-reads.ts';
+import { dialectOf } from '../../db/database.ts';
 import {
   asSubquery,
   heldToTenant,
@@ -22,10 +22,10 @@ import {
   type KeyedIndex,
   type RangeWalk,
   type Tenant,
-} from '../db/tenant.ts';
-import { prefixEnd } from '../db/code-point-order.ts';
-import { resolveEach, type ChainRow, type ResolvedGroup } from './group-chain.ts';
-import { batchedChainStatement, chainStatement, LISTED_COLUMNS, teamIdInTenant, type ListedRow } from './group-sql.ts';
+} from '../../db/tenant.ts';
+import { prefixEnd } from '../../db/code-point-order.ts';
+import { resolveEach, type ChainRow, type ResolvedGroup } from '../group-chain.ts';
+import { batchedChainStatement, chainStatement, LISTED_COLUMNS, teamIdInTenant, type ListedRow } from '../group-sql.ts';
 import { finishWrittenPage, lastShownTeamId, writtenRows, type ResolveChains, type WrittenPage, type WrittenPart, type WrittenRows } from './written-page.ts';
 
 /**
