@@ -1,7 +1,8 @@
 // `npm run generate:docs`: writes the lists of a user group's fields that docs/api.md,
-// docs/security.md and docs/cli.md give in their prose, from the declaration
-// (src/user-groups/declared-fields.ts) and what follows from it. Each list stands between
-// `<!-- fields: <name> -->` and `<!-- /fields -->`; everything else is written by hand.
+// docs/security.md and docs/cli.md give in their prose, and docs/api.md's example answer of a
+// group, from the declaration (src/user-groups/declared-fields.ts) and what follows from it.
+// Each stands between `<!-- fields: <name> -->` and `<!-- /fields -->`; everything else is
+// written by hand.
 // test/docs-fields.test.ts fails while a file is out of date.
 import fs from 'node:fs';
 import path from 'node:path';
