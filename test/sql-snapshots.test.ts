@@ -18,7 +18,14 @@ import { Kysely, sql } from '../src/db/kysely.ts';
 import type { Database } from '../src/db/schema.ts';
 import type { Dialect } from '../src/db/database.ts';
 import { asSubquery, heldToTenant, keyedWalk, ownedBy, ownedByAccount, sameTenant, scopedIdOf, walkLimit, type Tenant } from '../src/db/tenant.ts';
-import { listUserGroups, searchArgs, selectAncestors, selectListingPage, selectSearchPage, type ListFilter } from '../src/user-groups/listing/list.repository.ts';
+import {
+  listUserGroups,
+  searchArgs,
+  selectAncestors,
+  selectListingPage,
+  selectSearchPage,
+  type ListFilter,
+} from '../src/user-groups/listing/list.repository.ts';
 import type { HotReads } from '../src/db/hot-reads.ts';
 import { ROOT } from './helpers/processes.ts';
 

@@ -12,13 +12,8 @@ import { AppError } from '../foundations/errors.ts';
 import { lockTimeout, storageUnavailable } from '../http/error-handler.ts';
 import type { UserGroupInput } from './user-groups.schemas.ts';
 import type { Actor } from '../audit/audit.repository.ts';
-<<<<<<< HEAD
 import type { Principal } from '../auth/principal.ts';
 import { checkProperties } from './stored-fields.ts';
-=======
-import { requireScope, type Principal } from '../auth/principal.ts';
-import { checkProperties } from './stored-fields.ts';
->>>>>>> 7e4425c (user-groups: the two fields files say which is which: declared-fields.ts (GROUP_FIELDS, the declaration) and stored-fields.ts (what a request's fields become as columns, and the checks no schema says))
 import { keyFor, type UserGroupDeps } from './user-groups.service.ts';
 import { upsertChunk, type CheckResult, type UpsertOutcome } from './upsert-chunk.ts';
 

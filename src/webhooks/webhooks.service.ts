@@ -11,13 +11,8 @@ import type { Database, Environment, WebhookAttemptRow, WebhookDeliveryRow, Webh
 import { inTransaction } from '../db/transaction.ts';
 import { AppError } from '../foundations/errors.ts';
 import type { Keyring } from '../crypto/keyring.ts';
-<<<<<<< HEAD
 import type { Principal } from '../auth/principal.ts';
 import type { EventType } from '../outbox/outbox.ts';
-=======
-import { requireScope, type Principal } from '../auth/principal.ts';
-import type { EventType } from '../outbox/outbox.ts';
->>>>>>> dadb8d6 (Outbox: src/outbox/ (the outbox and the events' types), below both the audit log that appends to it and events/, whose sequencer reads it, so no import runs back up from audit/ to events/)
 import type { Actor } from '../audit/audit.repository.ts';
 import { auditEndpoint } from './webhook-audit.ts';
 import { parseWebhookUrl, WebhookAddressError } from './webhook-address.ts';
