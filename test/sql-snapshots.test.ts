@@ -1,5 +1,5 @@
 // The SQL of the tenant helpers (src/db/tenant.ts) and of the listing's statements
-// (src/user-groups/list.repository.ts), compiled for PostgreSQL and for SQLite without a
+// (src/user-groups/listing/list.repository.ts), compiled for PostgreSQL and for SQLite without a
 // database (a driver that connects to nothing), against the text stored in
 // test/sql-snapshots/<dialect>.sql: a change to either dialect's statements shows on any
 // machine, PostgreSQL or not. How they must read: docs/security.md, "Tenant isolation", and
