@@ -2,6 +2,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Type } from 'typebox';
+import { apiTokenAccess } from '../src/auth/route-access.ts';
 import { buildTestApp, forEachBackend, openTestDatabase, useTestApp, type AnyAnswer, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
 
 /** An object nested `levels` deep (the top object is level 1). */
@@ -422,7 +423,11 @@ forEachBackend('string formats of request schemas', (backend) => {
     const database = await openTestDatabase(backend);
     try {
       const { app } = await buildTestApp(database);
-      app.post('/api/with-locale', { schema: { body: Type.Object({ locale: Type.String({ format: 'bcp-47' }) }) } }, async () => ({ success: 1 }));
+      app.post(
+        '/api/with-locale',
+        { schema: { ...apiTokenAccess('write', 'none', 'setting a locale'), body: Type.Object({ locale: Type.String({ format: 'bcp-47' }) }) } },
+        async () => ({ success: 1 }),
+      );
       await assert.rejects(async () => await app.ready(), /unknown format "bcp-47".*src\/http\/formats\.ts \(email, iana-time-zone\)/);
       await app.close().catch(() => {});
     } finally {
