@@ -135,7 +135,7 @@ function openStream(url: string): http.ClientRequest {
 
 async function exportLoop(report: LoopReport & { times: number[] }): Promise<DatabaseHandle> {
   const { handle } = await openMigratedDatabase({ databaseUrl: plan!.databaseUrl });
-  const transfer = await import('../src/user-groups/transfer.service.ts');
+  const transfer = await import('../src/user-groups/transfer/transfer.service.ts');
   // The account's heavy operations, as `ugs export` takes one (absent in a tree before them).
   const heavy = await import('../src/accounts/heavy-operations.ts' as string).catch(() => undefined);
   const operations = heavy && new heavy.HeavyOperations(handle, { perAccount: Number(process.env.UGS_HEAVY_OPERATIONS_PER_ACCOUNT || 2), waitMs: 15_000 });

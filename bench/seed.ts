@@ -11,7 +11,7 @@ import { issueApiToken } from '../src/api-tokens/api-tokens.service.ts';
 import { generateToken, hashToken } from '../src/auth/token-format.ts';
 import type { Keyring } from '../src/crypto/keyring.ts';
 import type { NewUserGroup } from '../src/user-groups/user-groups.repository.ts';
-import { insertTagRowsOfNewGroups } from '../src/user-groups/hierarchy.repository.ts';
+import { insertTagRowsOfNewGroups } from '../src/user-groups/hierarchy/hierarchy.repository.ts';
 import { loadConfig } from '../src/config.ts';
 import { createScratchDatabase, type Backend } from '../scripts/scratch-database.ts';
 import { benchLayout, treeParent } from './scenarios.ts';

@@ -1,5 +1,5 @@
 // The process `npm start` runs. With UGS_WORKERS=1 (the default) it is the server itself
-// (process/server-process.ts); above 1 it is the primary that starts that many workers sharing the port
+// (server-process.ts); above 1 it is the primary that starts that many workers sharing the port
 // (process/cluster/primary.ts), and each worker runs this same file. Each path loads only its own
 // modules: the primary serves no request and needs neither Fastify nor the app.
 // First, before any other module is evaluated: on an unsupported Node.js, say so and stop.
@@ -14,7 +14,7 @@ async function main(): Promise<void> {
     const { runPrimary } = await import('./process/cluster/primary.ts');
     return runPrimary(config);
   }
-  const { serve } = await import('./process/server-process.ts');
+  const { serve } = await import('./server-process.ts');
   if (config.workers === 1) return serve(config);
   const { linkToPrimary } = await import('./process/cluster/worker-link.ts');
   return serve(config, linkToPrimary());

@@ -14,8 +14,8 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['foundations', ['foundations/', 'config.ts', 'tracing/']],
   ['database', ['db/']],
   ['keys', ['crypto/']],
-  // The outbox lives beside the sequencer that reads it, below every write that appends to it.
-  ['records', ['accounts/', 'audit/', 'events/outbox.ts', 'events/event-types.ts', 'metrics/']],
+  // The outbox (outbox/) is below the audit log, whose every entry appends to it, and below events/, whose sequencer reads it.
+  ['records', ['accounts/', 'outbox/', 'audit/', 'metrics/']],
   ['auth', ['auth/']],
   ['http', ['http/']],
   ['idempotency', ['idempotency/']],
@@ -26,7 +26,7 @@ const LAYERS: [layer: string, prefixes: string[]][] = [
   ['api tokens', ['api-tokens/']],
   ['events', ['events/']],
   ['webhooks', ['webhooks/']],
-  ['composition', ['app.ts', 'server.ts', 'process/', 'cli/']],
+  ['composition', ['app.ts', 'server.ts', 'server-process.ts', 'process/', 'cli/']],
 ];
 
 function layerOf(file: string): number {
@@ -93,6 +93,26 @@ describe('architecture of src/', () => {
     };
     for (const file of files) visit(file, []);
     assert.deepEqual(cycles, []);
+  });
+
+  it('architecture: each job folder of user-groups/ (hierarchy/, listing/, transfer/) is one piece: no chain of imports leaves it and comes back', () => {
+    const features = path.join(SRC, 'user-groups');
+    /** A file of a job folder stands for its folder; any other file for itself. */
+    const pieceOf = (file: string) => {
+      const [first, ...rest] = path.relative(features, file).split(path.sep);
+      return first.startsWith('..') || rest.length === 0 ? file : path.join(features, first);
+    };
+    const pieces = new Map<string, Set<string>>();
+    for (const [file, imports] of graph) {
+      const from = pieceOf(file);
+      if (!pieces.has(from)) pieces.set(from, new Set());
+      for (const imported of imports) if (pieceOf(imported) !== from) pieces.get(from)!.add(pieceOf(imported));
+    }
+    const reaches = (start: string, goal: string, seen = new Set<string>()): boolean =>
+      [...(pieces.get(start) ?? [])].some((next) => next === goal || (!seen.has(next) && (seen.add(next), reaches(next, goal, seen))));
+    const folders = [...pieces.keys()].filter((piece) => path.dirname(piece) === features && fs.statSync(piece).isDirectory());
+    assert.deepEqual(folders.map(name).sort(), ['src/user-groups/hierarchy', 'src/user-groups/listing', 'src/user-groups/transfer']);
+    assert.deepEqual(folders.filter((folder) => reaches(folder, folder)).map(name), []);
   });
 });
 

@@ -22,7 +22,7 @@ const lines = (text: string) =>
 
 /**
  * Exported lines as expected: each carries exactly the fields an import takes (an upsert
- * item's, from the declaration in src/user-groups/group-fields.ts), and the values given here.
+ * item's, from the declaration in src/user-groups/declared-fields.ts), and the values given here.
  */
 function assertExported(exportedLines: Record<string, unknown>[], expected: Record<string, unknown>[]) {
   for (const line of exportedLines) assert.deepEqual(Object.keys(line).sort(), Object.keys(UpsertItem.properties).sort());

@@ -77,7 +77,7 @@ describe('embed context JSON written from stored rows', () => {
       const written = embedContextJson(group);
       const parsed = JSON.parse(written);
       assert.ok(validate(parsed), JSON.stringify(validate.errors));
-      // Each field declared for dashboards (src/user-groups/group-fields.ts): the ones written otherwise, else its column.
+      // Each field declared for dashboards (src/user-groups/declared-fields.ts): the ones written otherwise, else its column.
       const writtenOtherwise: Record<string, unknown> = {
         api_environment_tag: r.environment,
         is_demo_group: r.is_demo_group === 1,

@@ -60,7 +60,7 @@ forEachBackend('embed context with user group tokens', (backend) => {
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, {
       success: 1,
-      // The fields declared for dashboards (src/user-groups/group-fields.ts), as the management API answers them.
+      // The fields declared for dashboards (src/user-groups/declared-fields.ts), as the management API answers them.
       user_group: Object.fromEntries(Object.keys(EmbedUserGroup.properties).map((field) => [field, group[field as keyof typeof group]])),
       variables: { user_group_id: 'ctx-1', user_group_name: 'Context One', region: 'emea', plan: { tier: 'pro' } },
     });

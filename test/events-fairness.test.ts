@@ -4,7 +4,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildTestApp, forEachBackend, issueTestToken, openTestDatabase } from './helpers/harness.ts';
-import { appendEvents } from '../src/events/outbox.ts';
+import { appendEvents } from '../src/outbox/outbox.ts';
 import { inTransaction } from '../src/db/transaction.ts';
 import { eventually } from './helpers/wait.ts';
 

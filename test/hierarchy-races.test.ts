@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './helpers/harness.ts';
 import { httpRequest, useServerProcesses } from './helpers/processes.ts';
 import { openMigratedDatabase } from '../src/process/runtime.ts';
-import { declareAccountLevels } from '../src/user-groups/account-levels.service.ts';
+import { declareAccountLevels } from '../src/user-groups/hierarchy/account-levels.service.ts';
 
 const ROUNDS = 15;
 

@@ -5,7 +5,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachBackend, useTestApp, type AnyAnswer, type HttpResult, createGroup } from './helpers/harness.ts';
 import { findAccountBySlug } from '../src/accounts/accounts.repository.ts';
-import { setAccountLevels } from '../src/user-groups/hierarchy.repository.ts';
+import { setAccountLevels } from '../src/user-groups/hierarchy/hierarchy.repository.ts';
 
 forEachBackend('hierarchy of user groups', (backend) => {
   const t = useTestApp(backend);

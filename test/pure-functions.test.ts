@@ -1,12 +1,12 @@
 // Unit tests of small pure functions whose rules the HTTP suites reach only through long
 // set-ups: the rate-limit counters the primary keeps for its workers
 // (src/process/cluster/shared-rate-limits.ts), the separator of a CSV file to import
-// (src/cli/import-csv.ts; docs/cli.md, "Import and export"), and the event ids (src/events/event-ids.ts;
+// (src/user-groups/transfer/import-csv.ts; docs/cli.md, "Import and export"), and the event ids (src/events/event-ids.ts;
 // docs/api.md, "Change events").
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { RateLimitCounters } from '../src/process/cluster/shared-rate-limits.ts';
-import { delimiterOfHeader } from '../src/cli/import-csv.ts';
+import { delimiterOfHeader } from '../src/user-groups/transfer/import-csv.ts';
 import { nextEventId } from '../src/events/event-ids.ts';
 
 describe('rate-limit counters', () => {

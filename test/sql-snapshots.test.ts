@@ -1,5 +1,5 @@
 // The SQL of the tenant helpers (src/db/tenant.ts) and of the listing's statements
-// (src/user-groups/list.repository.ts), compiled for PostgreSQL and for SQLite without a
+// (src/user-groups/listing/list.repository.ts), compiled for PostgreSQL and for SQLite without a
 // database (a driver that connects to nothing), against the text stored in
 // test/sql-snapshots/<dialect>.sql: a change to either dialect's statements shows on any
 // machine, PostgreSQL or not. How they must read: docs/security.md, "Tenant isolation", and
@@ -18,7 +18,14 @@ import { Kysely, sql } from '../src/db/kysely.ts';
 import type { Database } from '../src/db/schema.ts';
 import type { Dialect } from '../src/db/database.ts';
 import { asSubquery, heldToTenant, keyedWalk, ownedBy, ownedByAccount, sameTenant, scopedIdOf, walkLimit, type Tenant } from '../src/db/tenant.ts';
-import { listUserGroups, searchArgs, selectAncestors, selectListingPage, selectSearchPage, type ListFilter } from '../src/user-groups/list.repository.ts';
+import {
+  listUserGroups,
+  searchArgs,
+  selectAncestors,
+  selectListingPage,
+  selectSearchPage,
+  type ListFilter,
+} from '../src/user-groups/listing/list.repository.ts';
 import type { HotReads } from '../src/db/hot-reads.ts';
 import { ROOT } from './helpers/processes.ts';
 

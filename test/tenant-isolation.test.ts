@@ -29,7 +29,7 @@ import {
   type HttpResult,
 } from './helpers/harness.ts';
 import { runEveryOperation } from './helpers/workload.ts';
-import { exportUserGroupLines } from '../src/user-groups/transfer.service.ts';
+import { exportUserGroupLines } from '../src/user-groups/transfer/transfer.service.ts';
 import { HeavyOperations } from '../src/accounts/heavy-operations.ts';
 import { tenantViolations, type Caller, type Statement } from './helpers/tenant-predicates.ts';
 import type { Environment } from '../src/db/schema.ts';

@@ -2,7 +2,7 @@
 // export"), as a property: groups with every declared field set to random valid values
 // (test/helpers/declared-groups.ts: Unicode, nulls, numbers, nested JSON, parents, levels,
 // tags) come back into another account with every field equal. The fields are those of the
-// declaration (src/user-groups/group-fields.ts), so a field added there is checked here with
+// declaration (src/user-groups/declared-fields.ts), so a field added there is checked here with
 // no change, and one the export or the import misses fails here. The commands run in this
 // process, through the command-line tool's own entry (runCli), on the database the app serves.
 // A failure prints fast-check's seed and path; FC_SEED=<seed> runs another sequence, FC_RUNS=<n> more runs.
@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { runCli } from '../src/cli/main.ts';
-import { requestFieldSchemas } from '../src/user-groups/group-fields.ts';
+import { requestFieldSchemas } from '../src/user-groups/declared-fields.ts';
 import { forEachBackend, useTestApp } from './helpers/harness.ts';
 import { csvOf, declaredGroups, type AnsweredGroup } from './helpers/declared-groups.ts';
 

@@ -36,7 +36,7 @@ forEachBackend('POST /api/user creates a user group', (backend) => {
     assert.equal(res.status, 201);
     assert.equal(res.body.success, 1);
     const g = res.body.user_group;
-    // Every field the declaration gives an answer (src/user-groups/group-fields.ts), and the token.
+    // Every field the declaration gives an answer (src/user-groups/declared-fields.ts), and the token.
     assert.deepEqual(Object.keys(g).sort(), Object.keys(UserGroup.properties).sort());
     assert.ok('token' in g && 'team_id' in g);
     assert.equal(typeof g.team_id, 'number');

@@ -1,7 +1,9 @@
 // Field rules and limits of request bodies (docs/api.md, "The user group"), through HTTP.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp, type AnyAnswer, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
+import { Type } from 'typebox';
+import { apiTokenAccess } from '../src/auth/route-access.ts';
+import { buildTestApp, forEachBackend, openTestDatabase, useTestApp, type AnyAnswer, type HttpResult, BODY_METHODS } from './helpers/harness.ts';
 
 /** An object nested `levels` deep (the top object is level 1). */
 function nested(levels: number, leaf: unknown = 1): Record<string, unknown> {
@@ -413,5 +415,23 @@ forEachBackend('integers in query strings and paths', (backend) => {
     }
     const still = await t.request('GET', '/api/users', { token: other.token });
     assert.equal(still.status, 200, 'the token is still active');
+  });
+});
+
+forEachBackend('string formats of request schemas', (backend) => {
+  it('a request schema naming a format src/http/formats.ts does not hold stops the start, rather than taking every string', async () => {
+    const database = await openTestDatabase(backend);
+    try {
+      const { app } = await buildTestApp(database);
+      app.post(
+        '/api/with-locale',
+        { schema: { ...apiTokenAccess('write', 'none', 'setting a locale'), body: Type.Object({ locale: Type.String({ format: 'bcp-47' }) }) } },
+        async () => ({ success: 1 }),
+      );
+      await assert.rejects(async () => await app.ready(), /unknown format "bcp-47".*src\/http\/formats\.ts \(email, iana-time-zone\)/);
+      await app.close().catch(() => {});
+    } finally {
+      await database.close();
+    }
   });
 });

@@ -1,6 +1,6 @@
 // The append-only history of changes. Entries are written in the same transaction as the
 // change they describe, so a failed request leaves none; they never hold a token value.
-// Each entry also writes the change's event to the outbox (events/outbox.ts): whatever is in
+// Each entry also writes the change's event to the outbox (outbox/outbox.ts): whatever is in
 // the history is in the event feed, by construction (docs/architecture.md, "The path of a
 // change").
 import type { Kysely } from 'kysely';
@@ -8,7 +8,7 @@ import { sql } from '../db/kysely.ts';
 import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
 import { groupWithId, ownedBy, ownedByAccount, type Tenant } from '../db/tenant.ts';
-import { appendEvents, type ChangeEvent, type EventType } from '../events/outbox.ts';
+import { appendEvents, type ChangeEvent, type EventType } from '../outbox/outbox.ts';
 import type { Actor } from './actor.ts';
 
 export interface AuditEntry {

@@ -36,7 +36,7 @@ export function registerAccountCommands(program: Command): void {
 
 async function showOrDeclareLevels(name: string, levels: string[] | undefined, opts: { clear?: boolean; json?: boolean }): Promise<void> {
   if (levels && opts.clear) throw new UsageError('give levels or --clear, not both');
-  const { declareAccountLevels, readAccountLevels } = await import('../user-groups/account-levels.service.ts');
+  const { declareAccountLevels, readAccountLevels } = await import('../user-groups/hierarchy/account-levels.service.ts');
   const done = await withDatabase((h) =>
     levels === undefined && !opts.clear ? readAccountLevels(h, name) : declareAccountLevels(h, name, opts.clear ? null : levels!),
   );

@@ -76,7 +76,7 @@ async function deleteTag(name: string, opts: TagOptions): Promise<void> {
 
 /** Runs `work` as the operator of the account's environment; a refusal of the service (an unknown tag, a bad name) is a usage error. */
 async function asOperator<T>(opts: TagOptions, work: (deps: GroupTagDeps, principal: Principal) => Promise<T>): Promise<T> {
-  const { findTenant, operatorPrincipal } = await import('../user-groups/transfer.service.ts');
+  const { findTenant, operatorPrincipal } = await import('../user-groups/transfer/transfer.service.ts');
   return withDatabase(async (handle) => {
     const tenant = await findTenant(handle, opts.account, opts.env);
     if (!tenant) throw new UsageError(`no account "${opts.account}"`);

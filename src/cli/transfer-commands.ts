@@ -13,7 +13,7 @@ import { loadConfig } from '../config.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
-import type { ImportFormat } from './import-file.ts';
+import type { ImportFormat } from '../user-groups/transfer/import-file.ts';
 import { accountOption, environmentOption, jsonOption, UsageError, withDatabase, withDatabaseKeys } from './cli-parts.ts';
 
 export function registerTransferCommands(program: Command): void {
@@ -57,7 +57,7 @@ function registerImportCommand(program: Command): void {
 
 async function importCommand(file: string, opts: ImportOptions): Promise<void> {
   if (!fs.existsSync(file) || !fs.statSync(file).isFile()) throw new UsageError(`no file ${file}`);
-  const { importFormatOf } = await import('./import-file.ts');
+  const { importFormatOf } = await import('../user-groups/transfer/import-file.ts');
   let format: ImportFormat;
   try {
     format = importFormatOf(file, opts.format);
@@ -67,7 +67,7 @@ async function importCommand(file: string, opts: ImportOptions): Promise<void> {
   const errorsFile = opts.errors ?? `${file}.errors.ndjson`;
   if (path.resolve(errorsFile) === path.resolve(file)) throw new UsageError('--errors names the input file');
   const dryRun = !!opts.dryRun;
-  const { findTenant } = await import('../user-groups/transfer.service.ts');
+  const { findTenant } = await import('../user-groups/transfer/transfer.service.ts');
   const { importFile } = await import('./import-batches.ts');
   const work = async (handle: DatabaseHandle, keyring?: Keyring) => {
     const tenant = await findTenant(handle, opts.account, opts.env);
@@ -102,7 +102,7 @@ function registerExportCommand(program: Command): void {
 
 async function exportCommand(opts: { account: string; env: Environment; output?: string }): Promise<void> {
   if (opts.output !== undefined && fs.existsSync(opts.output)) throw new UsageError(`${opts.output} exists: give a new file name`);
-  const { exportUserGroupLines, findTenant } = await import('../user-groups/transfer.service.ts');
+  const { exportUserGroupLines, findTenant } = await import('../user-groups/transfer/transfer.service.ts');
   const { cliHeavyOperations } = await import('./cli-parts.ts');
   await withDatabase(async (handle) => {
     const tenant = await findTenant(handle, opts.account, opts.env);

@@ -5,7 +5,7 @@ import { loadConfig } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Environment } from '../db/schema.ts';
 import { COMMAND_LINE_ACTOR } from '../audit/actor.ts';
-import { EVENT_TYPES, type EventType } from '../events/event-types.ts';
+import { EVENT_TYPES, type EventType } from '../outbox/event-types.ts';
 import { accountOption, environmentOption, integerIn, jsonOption, print, UsageError, withDatabase, withDatabaseKeys } from './cli-parts.ts';
 
 interface CreateOptions {

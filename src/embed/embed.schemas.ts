@@ -1,9 +1,9 @@
 // The embed side's schemas, declared once: validation, response allow-lists (no token can
 // reach a response that is serialized from these) and the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, UNDIRECTED_TEXT } from '../http/text.schemas.ts';
+import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, Text, UNDIRECTED_TEXT } from '../http/text.schemas.ts';
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
-import { dashboardFieldSchemas } from '../user-groups/group-fields.ts';
+import { dashboardFieldSchemas } from '../user-groups/declared-fields.ts';
 
 const EMBED_TOKEN_MIN_SECONDS = 60;
 export const EMBED_TOKEN_MAX_SECONDS = 2_592_000;
@@ -25,7 +25,7 @@ export const EmbedContextQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** The fields of the group declared `dashboards: true` (GROUP_FIELDS, user-groups/group-fields.ts), in their order. */
+/** The fields of the group declared `dashboards: true` (GROUP_FIELDS, user-groups/declared-fields.ts), in their order. */
 export const EmbedUserGroup = Type.Object(dashboardFieldSchemas, {
   title: 'EmbedUserGroup',
   additionalProperties: false,
@@ -58,12 +58,12 @@ export const EmbedViewer = Type.Object(
       description: 'Your id for the person: 1-255 characters, no control characters, not only white space. Becomes the `viewer_id` variable.',
       examples: ['user_8812'],
     }),
-    email: Type.Optional(Type.String({ maxLength: 254, format: 'email', description: 'At most 254 characters.', examples: ['ada@example.com'] })),
+    email: Type.Optional(Text({ maxLength: 254, format: 'email', description: 'At most 254 characters.', examples: ['ada@example.com'] })),
     name: Type.Optional(
       Type.String({ minLength: 1, maxLength: 256, pattern: PLAIN_TEXT, description: 'Display name: 1-256 characters.', examples: ['Ada Lovelace'] }),
     ),
     time_zone: Type.Optional(
-      Type.String({
+      Text({
         maxLength: 64,
         format: 'iana-time-zone',
         description: 'An IANA time zone name, spelled as the database spells it (`Europe/Paris`, `UTC`); an offset such as `+01:00` is refused.',

@@ -9,7 +9,7 @@ import { AppError, validationFailed } from '../foundations/errors.ts';
 import { bareToken, credentialFromAuthorization, hashToken, looksLikeJws, MAX_EMBED_TOKEN_BYTES, tokenKind } from '../auth/token-format.ts';
 import { resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
-import { normalizeUserGroupId } from '../user-groups/user-group-fields.ts';
+import { normalizeUserGroupId } from '../user-groups/stored-fields.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import {
   findGroupByCurrentTokenHash,

@@ -15,7 +15,7 @@ import type { EmbedSigningAlgorithm } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, EmbedSigningKeyRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
-import { appendEventForEveryAccount } from '../events/outbox.ts';
+import { appendEventForEveryAccount } from '../outbox/outbox.ts';
 import { inTransaction, singleWrite } from '../db/transaction.ts';
 import {
   countSigningKeys,

@@ -23,7 +23,7 @@ import { Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { EventRow } from '../db/schema.ts';
-import type { EventType } from './outbox.ts';
+import type { EventType } from '../outbox/outbox.ts';
 import type { Principal } from '../auth/principal.ts';
 import { eventJson } from './events.json.ts';
 import { parseEventTypes, startingPoint } from './events.service.ts';

@@ -1,7 +1,7 @@
 // An event as the feed, the stream and a webhook delivery all carry it (docs/api.md,
 // "Change events"): the one place that turns a row into it.
 import type { EventRow } from '../db/schema.ts';
-import type { EventType } from './outbox.ts';
+import type { EventType } from '../outbox/outbox.ts';
 import type { ChangeEventJson } from './events.schemas.ts';
 
 export function eventJson(row: EventRow, accountSlug: string): ChangeEventJson {

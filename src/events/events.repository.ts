@@ -5,7 +5,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import { multiRowInsert } from '../db/multi-row-insert.ts';
 import type { Database, Environment, EventRow } from '../db/schema.ts';
-import type { EventType } from './outbox.ts';
+import type { EventType } from '../outbox/outbox.ts';
 
 type OutboxRow = Selectable<Database['event_outbox']>;
 

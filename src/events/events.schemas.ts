@@ -1,7 +1,7 @@
 // Change events over HTTP, declared once: validation, the response allow-list and the
 // OpenAPI document (docs/api.md, "Change events").
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from './outbox.ts';
+import { EVENT_TYPES } from '../outbox/outbox.ts';
 
 // A later release may add types (docs/api.md, "Change events"): not a breaking change for npm run check:api.
 export const EventTypeName = Type.Enum([...EVENT_TYPES], { title: 'EventType', type: 'string', 'x-ugs-open-enum': true });

@@ -5,7 +5,7 @@
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Principal } from '../auth/principal.ts';
 import { AppError } from '../foundations/errors.ts';
-import { EVENT_TYPES, type EventType } from './outbox.ts';
+import { EVENT_TYPES, type EventType } from '../outbox/outbox.ts';
 import type { EventRow } from '../db/schema.ts';
 import { eventHead, eventsAfter } from './events.repository.ts';
 

@@ -19,9 +19,9 @@ import { givingTurns } from '../db/between-statements.ts';
 import { AppError, validationFailed } from '../foundations/errors.ts';
 import { resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { appendAudits, type Actor } from '../audit/audit.repository.ts';
-import { lockHierarchy } from '../user-groups/hierarchy.repository.ts';
+import { lockHierarchy } from '../user-groups/hierarchy/hierarchy.repository.ts';
 import { addToTagSets, checkTagBound, tagInSet, tagNamed } from '../user-groups/tag-set.ts';
-import { normalizeTag, normalizeTags } from '../user-groups/group-fields.ts';
+import { normalizeTag, normalizeTags } from '../user-groups/declared-fields.ts';
 import { auditEntry } from '../user-groups/user-groups.service.ts';
 import {
   countCarriers,

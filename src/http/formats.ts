@@ -1,6 +1,9 @@
 // The string formats request schemas may name (`format: 'email'`, `format: 'iana-time-zone'`),
 // checked by the body validator (validation.ts) and described in the OpenAPI document by the
-// same keyword. Each comes with the words a refusal uses (docs/api.md, "Requests").
+// same keyword. Each comes with the words a refusal uses (docs/api.md, "Requests"). A request
+// schema names one through `Text` (text.schemas.ts), whose `format` tsc holds to this
+// registry's names; a name it does not hold, in a schema written otherwise, stops the start:
+// the validator refuses to compile it (validation.ts) rather than take every string.
 
 /**
  * An address as senders write it: a local part of the characters RFC 5322 allows unquoted,
@@ -38,9 +41,21 @@ export function isIanaTimeZone(name: string): boolean {
   return true;
 }
 
+/**
+ * Each format: its check, the words a refusal uses, and valid values of every shape the check
+ * takes (the tests' random groups draw from them: test/helpers/declared-groups.ts).
+ */
 export const STRING_FORMATS = {
-  email: { validate: (value: string) => EMAIL.test(value), described: 'email address (name@example.com)' },
-  'iana-time-zone': { validate: isIanaTimeZone, described: 'IANA time zone name, spelled as the database spells it (Europe/Paris, America/New_York, UTC)' },
-} as const;
+  email: {
+    validate: (value: string) => EMAIL.test(value),
+    described: 'email address (name@example.com)',
+    examples: ['ada@example.com', "o'brien+dash.boards@mail.example.co.uk", 'X_9@a-b.io'],
+  },
+  'iana-time-zone': {
+    validate: isIanaTimeZone,
+    described: 'IANA time zone name, spelled as the database spells it (Europe/Paris, America/New_York, UTC)',
+    examples: ['Europe/Paris', 'UTC', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5', 'US/Pacific'],
+  },
+} as const satisfies Record<string, { validate: (value: string) => boolean; described: string; examples: readonly string[] }>;
 
 export type StringFormat = keyof typeof STRING_FORMATS;

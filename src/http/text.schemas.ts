@@ -7,6 +7,9 @@
 // PostgreSQL's driver turns it into U+FFFD), so two ids could name one group on one backend
 // and two on the other. Ajv compiles patterns with the `u` flag: a surrogate pair is one code
 // point there, and only a lone surrogate is in the class.
+import { Type, type TString, type TStringOptions } from 'typebox';
+import type { StringFormat } from './formats.ts';
+
 const CONTROLS = '\\u0000-\\u001F\\u007F\\uD800-\\uDFFF';
 /**
  * The bidirectional controls: embeddings and overrides (U+202A-U+202E), isolates
@@ -33,3 +36,11 @@ export const TEXT_RULES: Record<string, string> = {
   [LABEL_TEXT]:
     'must be plain text: no control characters, bidirectional controls or unpaired surrogates, and something visible (not only white space or zero-width characters)',
 };
+
+/**
+ * A request's text: a string schema whose `format`, if it has one, is a name of formats.ts's
+ * registry (tsc checks it; the validator knows no other).
+ */
+export function Text(options: Omit<TStringOptions, 'format'> & { format?: StringFormat } = {}): TString {
+  return Type.String(options);
+}

@@ -8,7 +8,22 @@ import { AppError, type ErrorDetail } from '../foundations/errors.ts';
 import { STRING_FORMATS, type StringFormat } from './formats.ts';
 import { TEXT_RULES } from './text.schemas.ts';
 
-const common = { strict: false, allErrors: true, useDefaults: false, removeAdditional: false } as const;
+/**
+ * Ajv, when a schema names a format it was not given, warns and takes every string. Here that
+ * warning is an error: the schema does not compile, so the route, and the start, fail with
+ * the format's name (the names are STRING_FORMATS', formats.ts).
+ */
+const logger = {
+  log: console.log,
+  error: console.error,
+  warn: (message: unknown, ...rest: unknown[]) => {
+    if (typeof message === 'string' && message.startsWith('unknown format')) {
+      throw new Error(`${message}: a request schema names only the formats of src/http/formats.ts (${Object.keys(STRING_FORMATS).join(', ')})`);
+    }
+    console.warn(message, ...rest);
+  },
+};
+const common = { strict: false, allErrors: true, useDefaults: false, removeAdditional: false, logger } as const;
 const bodyAjv = new Ajv({ ...common, coerceTypes: false });
 const queryAjv = new Ajv({ ...common, coerceTypes: true });
 for (const ajv of [bodyAjv, queryAjv]) {

@@ -8,7 +8,7 @@ import { BoundedMap } from '../foundations/bounded-map.ts';
 
 /**
  * The fields children inherit, each with the answer's field that holds it merged over the
- * ancestors' (docs/api.md, "Hierarchy"). The declaration of each (GROUP_FIELDS, group-fields.ts)
+ * ancestors' (docs/api.md, "Hierarchy"). The declaration of each (GROUP_FIELDS, declared-fields.ts)
  * says so, and tsc holds the two together: inheriting another field is code here first.
  */
 export interface InheritedFields {

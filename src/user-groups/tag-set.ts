@@ -13,7 +13,7 @@ import { sql } from '../db/kysely.ts';
 import type { Database, Environment } from '../db/schema.ts';
 import { scopeOf, type Tenant } from '../db/tenant.ts';
 import { AppError } from '../foundations/errors.ts';
-import { normalizeTag } from './group-fields.ts';
+import { normalizeTag } from './declared-fields.ts';
 
 export interface TagBound {
   /** UGS_MAX_TAGS_PER_ENVIRONMENT. */

@@ -23,8 +23,8 @@ import {
   updateUserGroupsFields,
   type GroupIdentity,
 } from './user-groups.repository.ts';
-import { insertTagRowsOfNewGroups } from './hierarchy.repository.ts';
-import { storedFields } from './user-group-fields.ts';
+import { insertTagRowsOfNewGroups } from './hierarchy/hierarchy.repository.ts';
+import { storedFields } from './stored-fields.ts';
 import { lockUpsertTargets, type UpsertTarget } from './upsert-locks.ts';
 import { auditEntry, changedFields, insertNewIn, newGroupRow, parentChoice, tagsOf, updateIn, type UserGroupDeps } from './user-groups.service.ts';
 

@@ -26,7 +26,7 @@ import { lockTimeout } from '../http/error-handler.ts';
 import type { Database } from '../db/schema.ts';
 import type { Dialect } from '../db/database.ts';
 import { scopeOf } from '../db/tenant.ts';
-import { lockHierarchy } from './hierarchy.repository.ts';
+import { lockHierarchy } from './hierarchy/hierarchy.repository.ts';
 import type { GroupIdentity } from './user-groups.repository.ts';
 
 const IDENTITY_LOCK_CLASS = 726_415_003; // arbitrary, fixed: "ugs group identities" (…001 migrations, …002 hierarchy)

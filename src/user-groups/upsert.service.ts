@@ -13,7 +13,7 @@ import { lockTimeout, storageUnavailable } from '../http/error-handler.ts';
 import type { UserGroupInput } from './user-groups.schemas.ts';
 import type { Actor } from '../audit/audit.repository.ts';
 import type { Principal } from '../auth/principal.ts';
-import { checkProperties } from './user-group-fields.ts';
+import { checkProperties } from './stored-fields.ts';
 import { keyFor, type UserGroupDeps } from './user-groups.service.ts';
 import { upsertChunk, type CheckResult, type UpsertOutcome } from './upsert-chunk.ts';
 import { existingProvidedIds } from './user-groups.repository.ts';

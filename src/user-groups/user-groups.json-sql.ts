@@ -1,7 +1,7 @@
 // A group's object of the listing (the UserGroupPublic schema), written by the database in
 // the statement that reads the page, as user-groups.json.ts writes it in JavaScript: the same
 // fields in the same order, composed from the same schema field list, so that a field is
-// still declared once (group-fields.ts). A page then leaves the database as one text instead
+// still declared once (declared-fields.ts). A page then leaves the database as one text instead
 // of a hundred rows of a dozen values each, which the driver turned into JavaScript values
 // and the writer back into text (docs/performance.md, "Why the code is the way it is").
 // test/user-groups.json.test.ts holds the two writers to the same bytes.
@@ -13,7 +13,7 @@ import type { RawBuilder } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import type { Dialect } from '../db/database.ts';
 import type { InheritedFields } from './group-chain.ts';
-import { GROUP_FIELDS } from './group-fields.ts';
+import { GROUP_FIELDS } from './declared-fields.ts';
 import { USER_GROUP_COLUMNS } from './group-sql.ts';
 import { WRITTEN_FIELDS } from './user-groups.json.ts';
 import { UserGroupPublic } from './user-groups.schemas.ts';

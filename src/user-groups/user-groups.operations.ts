@@ -18,6 +18,7 @@ import {
   PostUserBody,
   PutUserBody,
   UPDATABLE_FIELDS,
+  CLEARED_BY_NULL,
   UserGroupKey,
   UserGroupKeyQuery,
   UserGroupResponse,
@@ -97,7 +98,8 @@ export const updateOperation = {
   description: [
     'Identified by `user_group_id` (and `api_environment_tag`).',
     `Give at least one of ${UPDATABLE_FIELDS.map((field) => `\`${field}\``).join(', ')}:`,
-    'given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
+    `given fields replace the stored ones (\`null\` clears ${CLEARED_BY_NULL.map((field) => `\`${field}\``).join(', ')}; \`group_tags\` replaces the set), absent fields stay.`,
+    '`new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
   ].join(' '),
   ...apiTokenAccess('write', 'request', 'updating a user group'),
   body: PutUserBody,

@@ -31,7 +31,7 @@ import {
 } from './user-groups.operations.ts';
 import { createUserGroup, getOrCreateUserGroup, lookupUserGroup, removeUserGroup, updateUserGroup, type UserGroupDeps } from './user-groups.service.ts';
 import { upsertUserGroups } from './upsert.service.ts';
-import { listUserGroupsPage } from './list.service.ts';
+import { listUserGroupsPage } from './listing/list.service.ts';
 import { rotateUserGroupToken } from './token-rotation.service.ts';
 import { userGroupHistoryEntries } from './user-group-history.service.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';

@@ -12,12 +12,12 @@ import {
   queryFieldSchemas,
   requestFieldSchemas,
   responseFieldSchemas,
-} from './group-fields.ts';
+} from './declared-fields.ts';
 import { ACTOR_KINDS } from '../audit/actor.ts';
 
-// A group's fields and their values are declared in group-fields.ts; the bodies and answers
+// A group's fields and their values are declared in declared-fields.ts; the bodies and answers
 // below compose them.
-export { EnvironmentTag, GroupTags, Mapping, Name, ParentUserGroupId, Properties, Tag, TagReference, UserGroupId } from './group-fields.ts';
+export { EnvironmentTag, GroupTags, Mapping, Name, ParentUserGroupId, Properties, Tag, TagReference, UserGroupId } from './declared-fields.ts';
 
 /** Who acted, in a history entry (docs/api.md, "GET /api/user/history"). */
 export const ActorField = Type.Enum([...ACTOR_KINDS], {
@@ -96,6 +96,10 @@ export const PutUserBody = Type.Object(
 export type PutUser = Static<typeof PutUserBody>;
 /** What a PUT may change: every field of its body but those that name the group. */
 export const UPDATABLE_FIELDS = Object.keys(PutUserBody.properties).filter((field) => field !== 'user_group_id' && field !== 'api_environment_tag');
+/** What a PUT clears with `null`: the updatable fields whose request schema takes null, in the declaration's order. */
+export const CLEARED_BY_NULL = UPDATABLE_FIELDS.filter((field) =>
+  ((PutUserBody.properties as Record<string, { anyOf?: { type?: string }[] }>)[field].anyOf ?? []).some((branch) => branch.type === 'null'),
+);
 
 /** Identifies one user group (DELETE, history): by body or by query string. */
 const Cascade = Type.Boolean({
@@ -164,7 +168,10 @@ export const UserGroupPublic = Type.Object(responseFieldSchemas, {
 export const UserGroup = Type.Object(
   {
     team_id: responseFieldSchemas.team_id,
-    token: Type.String({ description: 'The user group token: hand it to the embedded dashboard. Never accepted by the management API.' }),
+    token: Type.String({
+      description: 'The user group token: hand it to the embedded dashboard. Never accepted by the management API.',
+      examples: ['ugs_grp_…'],
+    }),
     ...Object.fromEntries(Object.entries(responseFieldSchemas).filter(([k]) => k !== 'team_id')),
   } as typeof responseFieldSchemas & { token: ReturnType<typeof Type.String> },
   { title: 'UserGroup', additionalProperties: false, description: 'A user group and its current token.' },

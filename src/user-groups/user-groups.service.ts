@@ -28,9 +28,9 @@ import {
 } from './user-groups.repository.ts';
 import type { Tenant } from '../db/tenant.ts';
 import type { HeavyOperations } from '../accounts/heavy-operations.ts';
-import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy.repository.ts';
-import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy.ts';
-import { checkProperties, normalizeUserGroupId, storedFields } from './user-group-fields.ts';
+import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy/hierarchy.repository.ts';
+import { checkLevel, parentChainFor, type ParentChoice } from './hierarchy/hierarchy.ts';
+import { checkProperties, normalizeUserGroupId, storedFields } from './stored-fields.ts';
 import { resolveChain, type ResolvedGroup } from './group-chain.ts';
 import type { GroupWithToken } from './user-groups.json.ts';
 

@@ -1,6 +1,6 @@
 // Webhook endpoints and deliveries as the API writes them (webhooks.schemas.ts): never a secret.
 import type { WebhookAttemptRow, WebhookEndpointRow } from '../db/schema.ts';
-import type { EventType } from '../events/outbox.ts';
+import type { EventType } from '../outbox/outbox.ts';
 import type { WebhookEndpointJson } from './webhooks.schemas.ts';
 import type { DeliveryWithAttempts } from './webhooks.service.ts';
 import { webhookIdOf } from './webhook-secrets.ts';

@@ -12,7 +12,7 @@ import { inTransaction } from '../db/transaction.ts';
 import { AppError } from '../foundations/errors.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { EventType } from '../events/outbox.ts';
+import type { EventType } from '../outbox/outbox.ts';
 import type { Actor } from '../audit/audit.repository.ts';
 import { auditEndpoint } from './webhook-audit.ts';
 import { parseWebhookUrl, WebhookAddressError } from './webhook-address.ts';

@@ -1,17 +1,18 @@
 // Groups with every declared field set to random valid values, for property-based tests, and
 // the CSV file `ugs import` reads, written from the same declaration. The values of each field
-// come from its request schema (src/user-groups/group-fields.ts, through UpsertItem): text
+// come from its request schema (src/user-groups/declared-fields.ts, through UpsertItem): text
 // with Unicode (astral characters, combining marks, emoji sequences, right-to-left scripts),
 // numbers, booleans, nulls, objects of any JSON and arrays, each within the schema's limits.
 // Only what a schema cannot say is written here: parents (a hierarchy of at most three levels)
-// and the environment (one per file). A field added to the declaration gets values with no
-// change here.
+// and the environment (one per file). A string of a format is one of the format's examples
+// (src/http/formats.ts). A field added to the declaration gets values with no change here.
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { Ajv } from 'ajv';
 import { UpsertItem } from '../../src/user-groups/user-groups.schemas.ts';
-import { CSV_CELLS, CSV_FIELDS } from '../../src/cli/import-csv.ts';
+import { CSV_CELLS, CSV_FIELDS } from '../../src/user-groups/transfer/import-csv.ts';
 import { findUnrepresentableNumber } from '../../src/http/json-numbers.ts';
+import { STRING_FORMATS, type StringFormat } from '../../src/http/formats.ts';
 
 type JsonSchema = {
   type?: string;
@@ -22,6 +23,7 @@ type JsonSchema = {
   propertyNames?: JsonSchema;
   minLength?: number;
   maxLength?: number;
+  format?: string;
   minimum?: number;
   maximum?: number;
   maxItems?: number;
@@ -45,6 +47,7 @@ const anyJson = fc.jsonValue({ maxDepth: 3, depthSize: 'small', stringUnit: fc.o
 const POISON = /"(?:__proto__|constructor|prototype)"/;
 
 const ajv = new Ajv({ strict: false });
+for (const [name, { validate }] of Object.entries(STRING_FORMATS)) ajv.addFormat(name, { type: 'string', validate });
 
 /**
  * Values the schema accepts (checked by Ajv, as the service checks them) and the service's
@@ -75,6 +78,7 @@ function arbitraryOf(schema: JsonSchema, nonNull: boolean): fc.Arbitrary<unknown
     case 'number':
       return fc.double({ noNaN: true, noDefaultInfinity: true, min: schema.minimum, max: schema.maximum }).map((n) => (Object.is(n, -0) ? 0 : n));
     case 'string':
+      if (schema.format) return fc.constantFrom(...STRING_FORMATS[schema.format as StringFormat].examples);
       // Each character may be several code points: stay within the limit, counted in code points.
       return fc.string({ unit: character, minLength: schema.minLength ?? 0, maxLength: Math.min(16, Math.floor((schema.maxLength ?? 64) / 8)) });
     case 'array':

@@ -288,7 +288,7 @@ export interface paths {
         get: operations["getOrCreateUserGroup"];
         /**
          * Update a user group
-         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `new_user_group_id`, `name`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `mapping`, `properties`, `is_demo_group`: given fields replace the stored ones (`null` clears mapping, properties, the parent or the level; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
+         * @description Identified by `user_group_id` (and `api_environment_tag`). Give at least one of `new_user_group_id`, `name`, `parent_user_group_id`, `hierarchy_level`, `group_tags`, `mapping`, `properties`, `is_demo_group`: given fields replace the stored ones (`null` clears `parent_user_group_id`, `hierarchy_level`, `mapping`, `properties`; `group_tags` replaces the set), absent fields stay. `new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.
          */
         put: operations["updateUserGroup"];
         /**
@@ -719,7 +719,10 @@ export interface components {
             grace_period_seconds?: number;
             group_tags?: components["schemas"]["GroupTags"];
             hierarchy_level?: string | null;
-            /** @description A demo user group: its dashboards show a watermark. */
+            /**
+             * @description A demo user group: its dashboards show a watermark.
+             * @example false
+             */
             is_demo_group?: boolean;
             mapping?: components["schemas"]["Mapping"] | null;
             /**
@@ -850,19 +853,37 @@ export interface components {
          */
         EmbedUserGroup: {
             api_environment_tag: components["schemas"]["EnvironmentTag"];
-            /** @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one. */
+            /**
+             * @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one.
+             * @example {
+             *       "40": "213"
+             *     }
+             */
             computed_mapping: {
                 [key: string]: unknown;
             } | null;
-            /** @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables. */
+            /**
+             * @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables.
+             * @example {
+             *       "region": "emea"
+             *     }
+             */
             computed_properties: {
                 [key: string]: unknown;
             } | null;
             /** @example null */
             hierarchy_level: string | null;
-            /** @description A demo user group: its dashboards show a watermark. */
+            /**
+             * @description A demo user group: its dashboards show a watermark.
+             * @example false
+             */
             is_demo_group: boolean;
-            /** @description The group's own mapping. */
+            /**
+             * @description The group's own mapping.
+             * @example {
+             *       "40": "213"
+             *     }
+             */
             mapping: {
                 [key: string]: unknown;
             } | null;
@@ -873,7 +894,12 @@ export interface components {
              * @example null
              */
             parent_user_group_id: string | null;
-            /** @description The group's own properties. */
+            /**
+             * @description The group's own properties.
+             * @example {
+             *       "region": "emea"
+             *     }
+             */
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -929,6 +955,7 @@ export interface components {
         /**
          * EnvironmentTag
          * @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.
+         * @example Customer
          * @enum {string}
          */
         EnvironmentTag: "Customer" | "Testing";
@@ -979,7 +1006,10 @@ export interface components {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             group_tags?: components["schemas"]["GroupTags"];
             hierarchy_level?: string | null;
-            /** @description A demo user group: its dashboards show a watermark. */
+            /**
+             * @description A demo user group: its dashboards show a watermark.
+             * @example false
+             */
             is_demo_group?: boolean;
             mapping?: components["schemas"]["Mapping"] | null;
             /**
@@ -1263,7 +1293,10 @@ export interface components {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             group_tags?: components["schemas"]["GroupTags"];
             hierarchy_level?: string | null;
-            /** @description A demo user group: its dashboards show a watermark. */
+            /**
+             * @description A demo user group: its dashboards show a watermark.
+             * @example false
+             */
             is_demo_group?: boolean;
             mapping?: components["schemas"]["Mapping"] | null;
             /**
@@ -1288,7 +1321,10 @@ export interface components {
             api_environment_tag?: components["schemas"]["EnvironmentTag"];
             group_tags?: components["schemas"]["GroupTags"];
             hierarchy_level?: string | null;
-            /** @description A demo user group: its dashboards show a watermark. */
+            /**
+             * @description A demo user group: its dashboards show a watermark.
+             * @example false
+             */
             is_demo_group?: boolean;
             mapping?: components["schemas"]["Mapping"] | null;
             /**
@@ -1342,15 +1378,28 @@ export interface components {
          */
         UserGroup: {
             api_environment_tag: components["schemas"]["EnvironmentTag"];
-            /** @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one. */
+            /**
+             * @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one.
+             * @example {
+             *       "40": "213"
+             *     }
+             */
             computed_mapping: {
                 [key: string]: unknown;
             } | null;
-            /** @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables. */
+            /**
+             * @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables.
+             * @example {
+             *       "region": "emea"
+             *     }
+             */
             computed_properties: {
                 [key: string]: unknown;
             } | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
             created_at: string;
             /**
              * @description Distinct, in code-point order.
@@ -1361,9 +1410,17 @@ export interface components {
             group_tags: string[];
             /** @example null */
             hierarchy_level: string | null;
-            /** @description A demo user group: its dashboards show a watermark. */
+            /**
+             * @description A demo user group: its dashboards show a watermark.
+             * @example false
+             */
             is_demo_group: boolean;
-            /** @description The group's own mapping. */
+            /**
+             * @description The group's own mapping.
+             * @example {
+             *       "40": "213"
+             *     }
+             */
             mapping: {
                 [key: string]: unknown;
             } | null;
@@ -1374,7 +1431,12 @@ export interface components {
              * @example null
              */
             parent_user_group_id: string | null;
-            /** @description The group's own properties. */
+            /**
+             * @description The group's own properties.
+             * @example {
+             *       "region": "emea"
+             *     }
+             */
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -1388,9 +1450,15 @@ export interface components {
              * @example 4812
              */
             team_id: number;
-            /** @description The user group token: hand it to the embedded dashboard. Never accepted by the management API. */
+            /**
+             * @description The user group token: hand it to the embedded dashboard. Never accepted by the management API.
+             * @example ugs_grp_…
+             */
             token: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
             updated_at: string;
         };
         /**
@@ -1425,15 +1493,28 @@ export interface components {
          */
         UserGroupWithoutToken: {
             api_environment_tag: components["schemas"]["EnvironmentTag"];
-            /** @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one. */
+            /**
+             * @description The group's mapping over its ancestors', key by key, the nearest winning; null when none of them has one.
+             * @example {
+             *       "40": "213"
+             *     }
+             */
             computed_mapping: {
                 [key: string]: unknown;
             } | null;
-            /** @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables. */
+            /**
+             * @description The group's properties over its ancestors', key by key at the top level, the nearest winning: what dashboards get as variables.
+             * @example {
+             *       "region": "emea"
+             *     }
+             */
             computed_properties: {
                 [key: string]: unknown;
             } | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
             created_at: string;
             /**
              * @description Distinct, in code-point order.
@@ -1444,9 +1525,17 @@ export interface components {
             group_tags: string[];
             /** @example null */
             hierarchy_level: string | null;
-            /** @description A demo user group: its dashboards show a watermark. */
+            /**
+             * @description A demo user group: its dashboards show a watermark.
+             * @example false
+             */
             is_demo_group: boolean;
-            /** @description The group's own mapping. */
+            /**
+             * @description The group's own mapping.
+             * @example {
+             *       "40": "213"
+             *     }
+             */
             mapping: {
                 [key: string]: unknown;
             } | null;
@@ -1457,7 +1546,12 @@ export interface components {
              * @example null
              */
             parent_user_group_id: string | null;
-            /** @description The group's own properties. */
+            /**
+             * @description The group's own properties.
+             * @example {
+             *       "region": "emea"
+             *     }
+             */
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -1471,7 +1565,10 @@ export interface components {
              * @example 4812
              */
             team_id: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
             updated_at: string;
         };
         /**
@@ -2998,7 +3095,10 @@ export interface operations {
     listGroupTags: {
         parameters: {
             query?: {
-                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                /**
+                 * @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.
+                 * @example Customer
+                 */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /** @description The next_cursor of the previous page. */
                 cursor?: string;
@@ -3283,7 +3383,10 @@ export interface operations {
     deleteGroupTag: {
         parameters: {
             query?: {
-                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                /**
+                 * @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.
+                 * @example Customer
+                 */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /**
                  * @description A tag of the set, spelled as the set has it or in another spelling of the same NFC form: 1-64 characters, no control characters.
@@ -3634,14 +3737,20 @@ export interface operations {
     getOrCreateUserGroup: {
         parameters: {
             query?: {
-                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                /**
+                 * @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.
+                 * @example Customer
+                 */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /**
                  * @description The group's level, such as `Customer` or `User`: 1-64 characters. When the account declares its levels, one of them, deeper than the parent's.
                  * @example User
                  */
                 hierarchy_level?: string;
-                /** @description A demo user group: its dashboards show a watermark. */
+                /**
+                 * @description A demo user group: its dashboards show a watermark.
+                 * @example false
+                 */
                 is_demo_group?: boolean;
                 /**
                  * @description Display name: 1-256 characters, no control characters. Defaults to the user_group_id on creation.
@@ -4183,7 +4292,10 @@ export interface operations {
     deleteUserGroup: {
         parameters: {
             query?: {
-                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                /**
+                 * @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.
+                 * @example Customer
+                 */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /** @description DELETE: also delete every descendant, in one transaction. Without it, a group that has children is not deleted. */
                 cascade?: boolean;
@@ -4354,7 +4466,10 @@ export interface operations {
     getUserGroupHistory: {
         parameters: {
             query: {
-                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                /**
+                 * @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.
+                 * @example Customer
+                 */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 limit?: number;
                 /**
@@ -4459,7 +4574,10 @@ export interface operations {
     lookupUserGroup: {
         parameters: {
             query: {
-                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                /**
+                 * @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.
+                 * @example Customer
+                 */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /**
                  * @description Your id for this user group: 1-256 characters, no control characters, not only white space. Case-sensitive, never trimmed.
@@ -4575,7 +4693,10 @@ export interface operations {
     listUserGroups: {
         parameters: {
             query?: {
-                /** @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment. */
+                /**
+                 * @description The environment: `Customer` (production) or `Testing`. Absent: the API token's default environment.
+                 * @example Customer
+                 */
                 api_environment_tag?: components["schemas"]["EnvironmentTag"];
                 /** @description The next_cursor of the previous page. */
                 cursor?: string;

@@ -192,7 +192,7 @@ export async function runPrimary(config: Config): Promise<void> {
   log.info({ workers: config.workers }, `Server listening at ${address}`);
   const issued = config.bootstrap ? await bootstrapIfEmpty(handle, new Date()) : null;
   if (issued) process.stderr.write(bootstrapBanner(issued, address));
-  // The start is complete, as a single process says it (server-process.ts).
+  // The start is complete, as a single process says it (src/server-process.ts).
   log.info({ first_start_token_printed: issued !== null }, 'started');
   await handle.close();
 }
