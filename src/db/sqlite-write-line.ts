@@ -14,7 +14,7 @@
 // The order within each class is the order of arrival, as before. Only this process's line:
 // between processes sharing the file, SQLite's lock decides (sqlite-lock.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { DatabaseConnection, Driver, SqliteDialectConfig } from 'kysely';
+import type { DatabaseConnection, Driver } from 'kysely';
 import { SqliteDialect } from './kysely.ts';
 
 const bulkWork = new AsyncLocalStorage<true>();
@@ -48,10 +48,6 @@ class WriteLine {
 
 /** Kysely's SQLite dialect, with the connection taken through a WriteLine. */
 export class SqliteDialectWithWriteLine extends SqliteDialect {
-  constructor(config: SqliteDialectConfig) {
-    super(config);
-  }
-
   override createDriver(): Driver {
     const driver = super.createDriver();
     const line = new WriteLine();

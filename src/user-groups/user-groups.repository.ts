@@ -146,11 +146,7 @@ export async function findUserGroupsForUpdate(
   const found = new Map<string, UserGroupRow>();
   if (dialect === 'postgres') {
     if (providedIds.length === 0) return found;
-    const scopedIds = [...new Set(providedIds)].map((providedId) => scopedId(tenant, providedId)).sort();
-    const { rows } = await sql<UserGroupRow>`select g.* from unnest(${scopedIds}::text[]) as k(scoped_id)
-      cross join lateral (select ${sql.join(USER_GROUP_COLUMNS.map((column) => sql.ref(`user_groups.${column}`)))} from user_groups
-        where ${scopedIdOf()} = k.scoped_id limit 1 for no key update) g
-      where ${ownedBy('g', tenant)}`.execute(trx);
+    const { rows } = await probeScopedIds<UserGroupRow>(trx, tenant, providedIds, USER_GROUP_COLUMNS, { lock: true });
     for (const row of rows) found.set(row.provided_id, row);
     return found;
   }
@@ -172,12 +168,21 @@ export async function findUserGroupsForUpdate(
  */
 export async function existingProvidedIds(db: Kysely<Database>, tenant: Tenant, providedIds: readonly string[]): Promise<Set<string>> {
   if (providedIds.length === 0) return new Set();
-  const scopedIds = [...new Set(providedIds)].map((providedId) => scopedId(tenant, providedId));
-  const { rows } = await sql<{ provided_id: string }>`select g.provided_id from unnest(${scopedIds}::text[]) as k(scoped_id)
-    cross join lateral (select user_groups.provided_id, user_groups.account_id, user_groups.environment from user_groups
-      where ${scopedIdOf()} = k.scoped_id limit 1) g
-    where ${ownedBy('g', tenant)}`.execute(db);
+  const { rows } = await probeScopedIds<{ provided_id: string }>(db, tenant, providedIds, ['provided_id', 'account_id', 'environment'], { lock: false });
   return new Set(rows.map((row) => row.provided_id));
+}
+
+/**
+ * PostgreSQL: the tenant's groups these user_group_ids name, each id its own probe of the
+ * scoped id index (a lateral subquery of one row), in the scoped ids' order; the tenant's
+ * condition is named on every row found. `lock`: FOR NO KEY UPDATE on each.
+ */
+function probeScopedIds<Row>(db: Kysely<Database>, tenant: Tenant, providedIds: readonly string[], columns: readonly string[], options: { lock: boolean }) {
+  const scopedIds = [...new Set(providedIds)].map((providedId) => scopedId(tenant, providedId)).sort();
+  return sql<Row>`select g.* from unnest(${scopedIds}::text[]) as k(scoped_id)
+    cross join lateral (select ${sql.join(columns.map((column) => sql.ref(`user_groups.${column}`)))} from user_groups
+      where ${scopedIdOf()} = k.scoped_id limit 1${options.lock ? sql` for no key update` : sql``}) g
+    where ${ownedBy('g', tenant)}`.execute(db);
 }
 
 /**
