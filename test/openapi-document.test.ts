@@ -156,6 +156,20 @@ describe('OpenAPI document for tools', () => {
     }
   });
 
+  it('openapi: every path parameter has an example, of its schema (Dredd, for one, fills the path with it)', () => {
+    const parameters = operations().flatMap(({ path, method, operation }) =>
+      ((operation.parameters ?? []) as Json[]).filter((p) => p.in === 'path').map((parameter) => ({ where: `${method} ${path}`, parameter })),
+    );
+    const templated = operations().filter(({ path }) => path.includes('{'));
+    assert.ok(parameters.length >= templated.length && templated.length >= 6, `${parameters.length} path parameters`);
+    for (const { where, parameter } of parameters) {
+      assert.notEqual(parameter.example, undefined, `${where}: {${parameter.name}} has no example`);
+      if (parameter.schema.type === 'integer') {
+        assert.ok(Number.isSafeInteger(parameter.example) && parameter.example >= parameter.schema.minimum, `${where}: ${parameter.example}`);
+      }
+    }
+  });
+
   it('openapi: no user-facing text speaks of internal documents', () => {
     assert.doesNotMatch(JSON.stringify(doc), /\bseed\b|contract|issue #/i);
   });
