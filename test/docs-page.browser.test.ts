@@ -202,7 +202,8 @@ describe('the reference page (/docs) in headless Chromium', { skip, timeout: 120
     const auth = page.locator('rapi-doc').locator('#auth');
     await auth.locator('input.api-key-input').first().waitFor();
     const schemes = {
-      apiToken: { title: 'API token (ugs_api_…)', placeholder: 'ugs_api_…' },
+      apiToken: { title: 'API token (ugs_api_…), sent as Token <API token>', placeholder: 'Token ugs_api_…' },
+      apiTokenBearer: { title: 'API token (ugs_api_…), sent as Bearer', placeholder: 'ugs_api_…' },
       userGroupOrEmbedToken: { title: 'User group token (ugs_grp_…) or embed token', placeholder: 'ugs_grp_… or an embed token' },
     };
     for (const [id, { title, placeholder }] of Object.entries(schemes)) {
@@ -211,15 +212,16 @@ describe('the reference page (/docs) in headless Chromium', { skip, timeout: 120
       await row.locator(`input[placeholder="${placeholder}"]`).waitFor();
     }
     assert.equal(await auth.getByText('HTTP Bearer').count(), 0, 'no scheme is titled by its type alone');
+    assert.equal(await auth.getByText('API Key (Authorization)').count(), 0, 'no scheme is titled by its type alone');
     assert.equal(await auth.locator('input[placeholder="api-token"]').count(), 0, 'no field is labelled api-token');
     await page.screenshot({ path: path.join(ARTIFACTS, 'docs-authentication.png') });
   });
 
-  it('docs: with a pasted API token, Try on get-or-create by query string answers 201, then 200', async () => {
+  it('docs: with an API token pasted after the word Token, Try on get-or-create by query string answers 201, then 200', async () => {
     await page.goto(`${server.baseUrl}/docs#auth`);
-    const keyInput = page.locator('rapi-doc').locator('input.api-key-input').first();
+    const keyInput = page.locator('rapi-doc').locator('input.api-key-input.apiToken');
     await keyInput.waitFor();
-    await keyInput.fill(apiToken);
+    await keyInput.fill(`Token ${apiToken}`);
     await page.locator('rapi-doc').getByRole('button', { name: 'SET' }).first().click();
 
     await page.goto(`${server.baseUrl}/docs#get-/api/user`);
@@ -234,7 +236,7 @@ describe('the reference page (/docs) in headless Chromium', { skip, timeout: 120
       await operation.getByRole('button', { name: 'TRY' }).click();
       const response = await answered;
       assert.equal(response.status(), expected, await response.text());
-      assert.equal(response.request().headers().authorization, `Bearer ${apiToken}`);
+      assert.equal(response.request().headers().authorization, `Token ${apiToken}`);
       // What the page shows of it.
       const shown = operation.locator('.response-message');
       await shown.filter({ hasText: String(expected) }).waitFor();

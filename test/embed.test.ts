@@ -415,7 +415,7 @@ forEachBackend('embed CORS', (backend) => {
     const createToken = doc.paths['/api/embed_token'].post;
     assert.equal(createToken.operationId, 'createEmbedToken');
     assert.deepEqual(createToken.tags, ['Embed']);
-    assert.deepEqual(createToken.security, [{ apiToken: ['read'] }]);
+    assert.deepEqual(createToken.security, [{ apiToken: ['read'] }, { apiTokenBearer: ['read'] }]);
     for (const status of ['200', '400', '401', '403', '404']) assert.ok(createToken.responses[status], `embed_token documents ${status}`);
     assert.equal(doc.paths['/api/embed/*'], undefined, 'the CORS preflight route stays hidden');
   });

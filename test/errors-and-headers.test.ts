@@ -192,6 +192,40 @@ forEachBackend('errors, body framing and response headers', (backend) => {
     }
   });
 
+  it('every path of /openapi.json, its parameters filled with their examples: each method it lacks answers 405 with Allow naming exactly the methods it has', async () => {
+    const doc = (await t.request('GET', '/openapi.json')).body as unknown as {
+      paths: Record<string, Record<string, { parameters?: { in: string; name: string; example?: unknown }[] }>>;
+    };
+    const templates = Object.entries(doc.paths).map(([template, item]) => ({
+      template,
+      pattern: new RegExp(`^${template.replace(/\{\w+\}/g, '[^/]+')}$`),
+      methods: Object.keys(item).map((method) => method.toUpperCase()),
+      parameters: Object.values(item).flatMap((operation) => (operation.parameters ?? []).filter((parameter) => parameter.in === 'path')),
+    }));
+    let refused = 0;
+    for (const { template, parameters } of templates) {
+      const path = template.replace(/\{(\w+)\}/g, (_, name) => String(parameters.find((parameter) => parameter.name === name)?.example));
+      assert.doesNotMatch(path, /undefined|\{/, template);
+      // What the URL has: its own methods, and those of a path with a parameter that the URL
+      // also fills (DELETE /api/api_tokens/current is the revocation of the id "current", a 400).
+      const methods = [...new Set(templates.filter(({ pattern }) => pattern.test(path)).flatMap((other) => other.methods))].sort();
+      // HEAD is never served (docs/api.md, "Requests"); OPTIONS on the embed context and the
+      // public keys is their CORS preflight.
+      const preflighted = path === '/api/embed/context' || path.startsWith('/.well-known/');
+      const lacking = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter(
+        (method) => !methods.includes(method) && !(method === 'OPTIONS' && preflighted),
+      );
+      for (const method of lacking) {
+        const res = await t.request(method, path, {});
+        assert.equal(res.status, 405, `${method} ${path}: ${res.text}`);
+        assert.deepEqual(String(res.headers.allow).split(', ').sort(), methods, `${method} ${path}: Allow`);
+        if (method !== 'HEAD') assertErrorEnvelope(res, 405, 'method_not_allowed');
+        refused++;
+      }
+    }
+    assert.ok(refused >= 150, `${refused} wrong methods`);
+  });
+
   it('an unknown path answers 404 not_found with the error envelope, with or without a token', async () => {
     for (const path of ['/api/nope', '/api/user/extra', '/api/v1/user', '/api/User']) {
       assertErrorEnvelope(await t.request('GET', path, { token: t.token }), 404, 'not_found');

@@ -1,8 +1,8 @@
 // What tools nobody on this project wrote need from GET /openapi.json: Redocly's OpenAPI
 // rules pass without an error or a warning; every shape a client handles is a named schema;
 // each error answer has one realistic example per code it can carry; every answer declares
-// its headers; the get-or-create body is optional; the API token is a bearer token one can
-// paste; each operation has samples. (test/openapi.test.ts holds real answers to the schemas.)
+// its headers; the get-or-create body is optional; the security schemes say how the API token
+// is sent; every path parameter has an example; each operation has samples. (test/openapi.test.ts holds real answers to the schemas.)
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
@@ -137,11 +137,11 @@ describe('OpenAPI document for tools', () => {
     assert.ok(JSON.stringify(post.responses['200'].content['application/json'].schema).includes('GetOrCreateResponse'));
   });
 
-  it('openapi: the API token is a bearer token (paste it as it is); every operation has curl samples, the API ones TypeScript too', () => {
-    assert.deepEqual(
-      { type: doc.components.securitySchemes.apiToken.type, scheme: doc.components.securitySchemes.apiToken.scheme },
-      { type: 'http', scheme: 'bearer' },
-    );
+  it('openapi: the API token goes as Authorization: Token <token>, or as a bearer token; every operation has curl samples, the API ones TypeScript too', () => {
+    const { apiToken, apiTokenBearer } = doc.components.securitySchemes;
+    assert.deepEqual({ type: apiToken.type, in: apiToken.in, name: apiToken.name }, { type: 'apiKey', in: 'header', name: 'Authorization' });
+    assert.match(apiToken.description, /`Authorization: Token <API token>`/);
+    assert.deepEqual({ type: apiTokenBearer.type, scheme: apiTokenBearer.scheme }, { type: 'http', scheme: 'bearer' });
     for (const { path, method, operation } of operations()) {
       const samples: Json[] = operation['x-codeSamples'] ?? [];
       assert.ok(
@@ -153,6 +153,20 @@ describe('OpenAPI document for tools', () => {
           samples.some((s) => s.lang === 'TypeScript'),
           `${method} ${path} has a TypeScript sample`,
         );
+    }
+  });
+
+  it('openapi: every path parameter has an example, of its schema (Dredd, for one, fills the path with it)', () => {
+    const parameters = operations().flatMap(({ path, method, operation }) =>
+      ((operation.parameters ?? []) as Json[]).filter((p) => p.in === 'path').map((parameter) => ({ where: `${method} ${path}`, parameter })),
+    );
+    const templated = operations().filter(({ path }) => path.includes('{'));
+    assert.ok(parameters.length >= templated.length && templated.length >= 6, `${parameters.length} path parameters`);
+    for (const { where, parameter } of parameters) {
+      assert.notEqual(parameter.example, undefined, `${where}: {${parameter.name}} has no example`);
+      if (parameter.schema.type === 'integer') {
+        assert.ok(Number.isSafeInteger(parameter.example) && parameter.example >= parameter.schema.minimum, `${where}: ${parameter.example}`);
+      }
     }
   });
 

@@ -1,12 +1,8 @@
 // The manual runs: every `sh` block of README.md, then of docs/api.md, then of docs/cli.md, in
 // order, against one fresh server started as the README starts it, with its first-start token,
 // after the banner's own "Try it" command (a newcomer runs that first, so it must not change
-// what the README's answers show). Under a command, a comment `# <status> <answer>` is what it
-// must answer, where … stands for anything; every other command must succeed. An
-// `export NAME=<prefix>…` takes the latest value that starts with that prefix: from the answers
-// so far, or, for the API token, the newest one printed (by `ugs token create`, else the
-// first-start banner). A block that cannot run as written says why just above it
-// (`<!-- not run: … -->`). The commands run in a scratch checkout: its data/ is the server's,
+// what the README's answers show), each checked as test/helpers/walk-through.ts reads the
+// pages. The commands run in a scratch checkout: its data/ is the server's,
 // its examples/ the repository's, and `npx ugs` is the tests' own build. Then the backup steps
 // of docs/operations.md, and, with TEST_POSTGRES_URL, the PostgreSQL steps of
 // docs/deployment.md, which create their database and start the server on it.
@@ -18,9 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { POSTGRES_URL } from './helpers/backends.ts';
-import { ROOT, TEST_BUILD, UGS_ENTRY, httpRequest, reapOnExit, runCommand, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { ROOT, TEST_BUILD, httpRequest, reapOnExit, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { userDocFiles } from './helpers/source-text.ts';
 import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
+import { WalkThrough, runStep, shBlocks, walkThroughSteps } from './helpers/walk-through.ts';
 
 /**
  * The pages whose `sh` examples run, in this order, on one server and database: the README's
@@ -28,50 +25,6 @@ import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
  * from the groups made before them (CONTRIBUTING.md, "The docs are tested too").
  */
 const WALK_THROUGH = ['README.md', 'docs/api.md', 'docs/cli.md'];
-
-interface Step {
-  command: string;
-  /** The status and the answer's pattern, when the README shows them. */
-  expect?: { status: number; answer: string };
-}
-
-/** The `sh` blocks of a Markdown file, each with the reason it is not run, if it says one. */
-function shBlocks(file: string): { block: string; notRun?: string }[] {
-  const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
-  return [...text.matchAll(/^(?:<!-- not run: (.*?) -->\n)?```sh\n([\s\S]*?)^```$/gm)].map(([, notRun, block]) => ({ block, notRun }));
-}
-
-/** The commands of a page's `sh` blocks that run, in order, each with what it must answer. */
-function walkThroughSteps(file: string): Step[] {
-  const steps: Step[] = [];
-  for (const { block, notRun } of shBlocks(file)) {
-    if (notRun !== undefined) {
-      assert.ok(notRun.trim().length > 10, `${file}: a block not run says why`);
-      continue;
-    }
-    const lines = block.replace(/\\\n\s*/g, '').split('\n');
-    for (const line of lines) {
-      const expectation = /^# (\d{3}) (.*)$/.exec(line);
-      if (expectation) {
-        assert.ok(steps.length > 0, `${file}: an answer before any command: ${line}`);
-        steps[steps.length - 1].expect = { status: Number(expectation[1]), answer: expectation[2] };
-      } else if (line.trim() && !line.startsWith('#')) {
-        steps.push({ command: line.replace(/\s+#[^'"]*$/, '').trim() });
-      }
-    }
-  }
-  return steps;
-}
-
-/** The answer pattern as a regular expression: the text as written, … for anything. */
-function answerPattern(answer: string): RegExp {
-  return new RegExp(
-    `^${answer
-      .split('…')
-      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-      .join('[\\s\\S]*?')}$`,
-  );
-}
 
 /**
  * The commands of the ```bash block that follows `marker` (an HTML comment that says the test
@@ -85,29 +38,6 @@ function markedCommands(file: string, marker: string): string[] {
     .split('\n')
     .map((line) => line.replace(/\s+#[^'"]*$/, '').trim())
     .filter((line) => line && !line.startsWith('#'));
-}
-
-/**
- * Runs one command in bash, in `cwd` (a scratch checkout); curl also prints the status on a
- * last line, and `npx ugs` is the tests' own build of the tool.
- */
-function run(command: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const script = [
-    `curl() { command curl -sS -w '\\n%{http_code}' "$@"; }`,
-    `npx() { if [ "$1" = ugs ]; then shift; node ${JSON.stringify(UGS_ENTRY)} "$@"; else command npx "$@"; fi; }`,
-    command,
-  ].join('\n');
-  return runCommand('bash', ['-c', script], { cwd, env });
-}
-
-/** The newest string value, in the answers so far (newest first), that starts with `prefix`. */
-function latestValue(answers: string[], prefix: string): string | undefined {
-  const quoted = new RegExp(`"(${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[^"]*)"`, 'g');
-  for (const answer of [...answers].reverse()) {
-    const values = [...answer.matchAll(quoted)].map((m) => m[1]);
-    if (values.length > 0) return values.at(-1);
-  }
-  return undefined;
 }
 
 describe('the examples of the manual', () => {
@@ -137,10 +67,10 @@ describe(`the walk-through: ${WALK_THROUGH.join(', ')}`, () => {
     UGS_KEY_FILE: '',
     UGS_SECRET_KEY: '',
   };
-  /** The answers of the curl commands so far, oldest first. */
-  const answers: string[] = [];
   /** What every command printed so far, and first the banner: where an API token is shown. */
   const printed: string[] = [];
+  const walkThrough = new WalkThrough(env, dir, printed);
+  const run = (command: string) => runStep(command, env, dir);
 
   before(async () => {
     // As `npm start` in the checkout: the database and its key file in ./data/.
@@ -154,71 +84,34 @@ describe(`the walk-through: ${WALK_THROUGH.join(', ')}`, () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Runs a page's steps in order, on the server and with the values the pages before it left. */
-  async function walk(file: string): Promise<void> {
-    for (const { command, expect } of walkThroughSteps(file)) {
-      const exported = /^export (\w+)=(\S*)$/.exec(command);
-      if (exported) {
-        const [, name, value] = exported;
-        if (name === 'UGS') continue; // the test's server listens elsewhere
-        if (!value.endsWith('…')) {
-          env[name] = value;
-          continue;
-        }
-        const prefix = value.slice(0, -1);
-        const found =
-          name === 'TOKEN'
-            ? printed
-                .join('\n')
-                .match(/ugs_api_\w+/g)
-                ?.at(-1)
-            : latestValue(answers, prefix);
-        assert.ok(found?.startsWith(prefix), `${file}: no value for ${name} (${prefix}…) in the answers so far`);
-        env[name] = found;
-        continue;
-      }
-      const result = await run(command, env, dir);
-      assert.equal(result.code, 0, `${file}: ${command}\n${result.stdout}\n${result.stderr}`);
-      printed.push(result.stdout);
-      if (!command.startsWith('curl ')) continue;
-      const output = result.stdout.trimEnd();
-      const status = Number(output.slice(output.lastIndexOf('\n') + 1));
-      const answer = output.slice(0, output.lastIndexOf('\n'));
-      answers.push(answer);
-      if (!expect) continue;
-      assert.equal(status, expect.status, `${file}: ${command}\n${answer}`);
-      assert.match(answer, answerPattern(expect.answer), `${file}: ${command}`);
-    }
-  }
-
   it("README: after the first-start banner's own example, every sh example runs as written, in order, and answers what the README says", {
     timeout: 120_000,
   }, async () => {
     // A newcomer tries the banner's example first: it must leave nothing the README's answers would show.
     const banner = /^ Try it\b.*\n\s+(curl .*)$/m.exec(server.output());
     assert.ok(banner, `the banner has a "Try it" command:\n${server.output()}`);
-    const tried = await run(banner[1], env, dir);
+    const tried = await run(banner[1]);
     assert.equal(tried.code, 0, tried.stderr);
     assert.match(tried.stdout, /\n200$/, `the banner's example works as printed:\n${tried.stdout}`);
 
     const steps = walkThroughSteps('README.md');
     assert.ok(steps.filter((s) => s.expect).length >= 6, `found ${steps.length} commands`);
-    await walk('README.md');
+    await walkThrough.walk('README.md');
   });
 
   it('docs/api.md: every sh example runs as written, in order, after the README, and answers what the reference says', { timeout: 120_000 }, async () => {
     assert.ok(walkThroughSteps('docs/api.md').filter((s) => s.expect).length >= 15);
-    await walk('docs/api.md');
+    await walkThrough.walk('docs/api.md');
   });
 
   it('docs/cli.md: every sh example runs as written, in order, after docs/api.md, and every command succeeds', { timeout: 180_000 }, async () => {
     assert.ok(walkThroughSteps('docs/cli.md').length >= 25);
-    await walk('docs/cli.md');
+    await walkThrough.walk('docs/cli.md');
   });
 
   it('docs/operations.md: the backup steps run as written, after the walk-through, and the copy is a database of its own', async () => {
     for (const command of markedCommands('docs/operations.md', 'backup steps')) {
-      const result = await run(command, env, dir);
+      const result = await run(command);
       assert.equal(result.code, 0, `${command}\n${result.stdout}\n${result.stderr}`);
       if (command.includes('ugs backup')) assert.match(result.stdout, /^backup written to /, command);
     }
@@ -260,13 +153,13 @@ describe('docs/deployment.md on PostgreSQL', {
     assert.match(start, /npm start$/, 'the steps end with npm start');
     const env = { ...process.env, HOME: dir, PORT: '0', HOST: '127.0.0.1', UGS_SECRET_KEY: '', UGS_KEY_FILE: '', UGS_BOOTSTRAP: '' };
     for (const command of commands) {
-      const result = await run(command, env, dir);
+      const result = await runStep(command, env, dir);
       assert.equal(result.code, 0, `${command}\n${result.stdout}\n${result.stderr}`);
     }
     const keyFile = path.join(dir, '.config', 'ugs', 'secret.key');
     assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600, 'the key file is readable by its owner only');
     const key = fs.readFileSync(keyFile, 'utf8');
-    const again = await run(commands[1], env, dir);
+    const again = await runStep(commands[1], env, dir);
     assert.notEqual(again.code, 0, 'making the key again fails');
     assert.equal(fs.readFileSync(keyFile, 'utf8'), key, 'and never overwrites it');
 

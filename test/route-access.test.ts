@@ -16,8 +16,11 @@ import { registerApiTokenAuth } from '../src/auth/authenticate.ts';
 const keyOf = (route: Pick<DeclaredRoute, 'method' | 'url' | 'constraints'>) =>
   `${route.method} ${route.url}${route.constraints ? ` ${route.constraints}` : ''}`;
 /** The security requirement /openapi.json gives an operation of this declaration. */
-const securityOf = ({ access }: DeclaredRoute) =>
-  access.token === 'user_group' ? [{ userGroupOrEmbedToken: [] }] : [{ apiToken: access.scope === null ? [] : [access.scope] }];
+const securityOf = ({ access }: DeclaredRoute) => {
+  if (access.token === 'user_group') return [{ userGroupOrEmbedToken: [] }];
+  const scopes = access.scope === null ? [] : [access.scope];
+  return [{ apiToken: scopes }, { apiTokenBearer: scopes }];
+};
 
 type OpenApi = { paths: Record<string, Record<string, { security?: unknown; operationId: string }>> };
 
@@ -85,8 +88,9 @@ forEachBackend('scopes declared on the routes', (backend) => {
     }
     // Every declared operation but the hidden method-override twin of GET /api/user is in the document.
     assert.equal(named, declaredRoutes(t.app).filter((route) => !route.constraints).length);
-    assert.deepEqual(doc.paths['/api/user'].put.security, [{ apiToken: ['write'] }]);
-    assert.deepEqual(doc.paths['/api/api_tokens/current'].get.security, [{ apiToken: [] }]);
+    // The token after Token or after Bearer, either with the scope.
+    assert.deepEqual(doc.paths['/api/user'].put.security, [{ apiToken: ['write'] }, { apiTokenBearer: ['write'] }]);
+    assert.deepEqual(doc.paths['/api/api_tokens/current'].get.security, [{ apiToken: [] }, { apiTokenBearer: [] }]);
   });
 
   it('docs/api.md, "Scopes of the operations", gives every operation of the document with the scope and the environment rule its route declares', async () => {

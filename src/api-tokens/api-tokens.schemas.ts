@@ -87,7 +87,7 @@ export const CurrentApiTokenResponse = Type.Object(
 export const RevokedApiTokenResponse = Type.Object({ success: Type.Literal(1), api_token: ApiToken }, { title: 'RevokedApiToken' });
 
 export const ApiTokenIdParams = Type.Object(
-  { id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The id of the API token.' }) },
+  { id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The id of the API token.', examples: [7] }) },
   { additionalProperties: false },
 );
 

@@ -43,9 +43,14 @@ export interface AccessFields {
   'x-access': RouteAccess;
 }
 
-/** A route called with an API token: `scope` (null for any), the environment rule, the action as the 403 says it. */
+/**
+ * A route called with an API token: `scope` (null for any), the environment rule, the action as
+ * the 403 says it. Its security requirement names the two ways to send the token, as
+ * alternatives (`Token` and `Bearer`: http/openapi.ts), each with the scope.
+ */
 export function apiTokenAccess(scope: Scope | null, environment: EnvironmentRule, action: string): AccessFields {
-  return { security: [{ apiToken: scope === null ? [] : [scope] }], 'x-access': { token: 'api', scope, environment, action } };
+  const scopes = scope === null ? [] : [scope];
+  return { security: [{ apiToken: scopes }, { apiTokenBearer: scopes }], 'x-access': { token: 'api', scope, environment, action } };
 }
 
 /** A route of the embed side, called with a user group token or an embed token. */

@@ -2,6 +2,7 @@
 // AppErrors speak for themselves, framework errors are translated, and anything else is a
 // generic 500 whose details go only to the log, under the request id.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import FindMyWay from 'find-my-way';
 import { AppError } from '../foundations/errors.ts';
 import { isDatabaseUnavailable, isLockTimeout, storageFault, type StorageFault } from '../db/errors.ts';
 import { validationError } from './validation.ts';
@@ -107,18 +108,46 @@ export function registerErrorHandling(app: FastifyInstance): void {
   const alarms: Alarms = { unavailable: throttledWarning(app.log), storage: throttledWarning(app.log, 'error') };
   app.setErrorHandler((err: FastifyError, request, reply) => sendError(reply, request, translate(err, request, alarms)));
 
+  collectRouteTable(app);
   app.setNotFoundHandler(notFoundHandler(app));
 }
 
+type RouteTable = ReturnType<typeof FindMyWay>;
+const routeTables = new WeakMap<FastifyInstance, RouteTable>();
+
 /**
- * 405 with `Allow` when the path exists under other methods, else 404. Also set inside the
- * embed plugin (embed.routes.ts), so that its 404s and 405s carry CORS headers a browser
- * needs to read them; `app` is the root instance, which knows every route.
+ * Every method and path the app serves, in a router of its own that matches a URL as Fastify's
+ * does (`/api/webhook_endpoints/:id/test` matches `/api/webhook_endpoints/5/test`), so that the
+ * not-found handler can tell which methods a URL has. On the root instance, before any route:
+ * its onRoute hook sees the routes of every plugin. A CORS preflight route (`OPTIONS` on a
+ * wildcard, under /api/embed/) answers preflights only, and is not a method of the paths it covers.
+ */
+function collectRouteTable(app: FastifyInstance): void {
+  const table = FindMyWay({ maxParamLength: 100 });
+  const seen = new Set<string>();
+  routeTables.set(app, table);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      if (method === 'OPTIONS' && route.url.includes('*')) continue;
+      const key = `${method} ${route.url}`;
+      if (seen.has(key)) continue; // a constrained twin (the method override of POST /api/user)
+      seen.add(key);
+      table.on(method as 'GET', route.url, () => {});
+    }
+  });
+}
+
+/**
+ * 405 with `Allow` when the URL exists under other methods, else 404 (docs/api.md, "Errors").
+ * Also set inside the embed plugin (embed.routes.ts), so that its 404s and 405s carry CORS
+ * headers a browser needs to read them; `app` is the root instance, which knows every route.
  */
 export function notFoundHandler(app: FastifyInstance) {
+  const table = routeTables.get(app);
+  if (!table) throw new Error('notFoundHandler(app) needs registerErrorHandling(app) on the root instance first');
   return (request: FastifyRequest, reply: FastifyReply) => {
     const url = request.url.split('?')[0];
-    const allowed = METHODS.filter((method) => app.hasRoute({ url, method }));
+    const allowed = METHODS.filter((method) => table.find(method, url) !== null);
     if (allowed.length > 0) {
       return sendError(
         reply,

@@ -22,7 +22,7 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
     description: [
       'Creates and keeps a user group for each of your customers and hands out the user group token an embedded dashboard uses.',
       'Every answer carries `success` (1 or 0) and an `X-Request-Id` header; errors carry `error.code`, `error.message` and `error.request_id`.',
-      'Authenticate with `Authorization: Token <API token>` (`Bearer` works too; issue tokens with `npx ugs token create`).',
+      'Authenticate with `Authorization: Token <API token>` (the scheme apiToken; `Authorization: Bearer <API token>` works too, the scheme apiTokenBearer; issue tokens with `npx ugs token create`).',
       'Unknown fields are refused (`400 validation_failed`); bodies are JSON objects of at most 256 KiB sent as `application/json`.',
       'Any request may also meet the HTTP layer: `400 bad_request` (not valid HTTP), `408 request_timeout`, `431 headers_too_large`.',
       'The full reference: docs/api.md in the repository.',
@@ -33,21 +33,31 @@ export const openApiInfo: FastifyDynamicSwaggerOptions['openapi'] = {
   servers: [{ url: '/', description: 'This server' }],
   components: {
     securitySchemes: {
-      // Renderers title an http scheme by its type ("HTTP Bearer") or its key; bearerFormat is
-      // what names the token it takes (Swagger UI shows it; /docs titles each scheme with it).
+      // What a caller sends (docs/api.md, "Requests"): the API token after the word Token, the
+      // form every example and 401 challenge names, or after Bearer, which works as well. An
+      // operation that takes an API token names both, as alternatives, each with the scope the
+      // operation needs (auth/route-access.ts). Renderers title an http scheme by its type
+      // ("HTTP Bearer") or its key; bearerFormat is what names the token it takes (/docs titles
+      // each scheme with it, and the apiKey one by its own words: static/docs/docs.js).
       apiToken: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'Authorization',
+        description:
+          'Your API token (`ugs_api_…`), from your backend only, sent as `Authorization: Token <API token>`: the header is the word `Token`, a space and the token. The same token as `Authorization: Bearer <API token>` works too (the scheme apiTokenBearer).',
+      },
+      apiTokenBearer: {
         type: 'http',
         scheme: 'bearer',
-        bearerFormat: 'API token (ugs_api_…)',
-        description:
-          'Your API token (`ugs_api_…`), from your backend only. Sent as `Authorization: Bearer <API token>`; `Authorization: Token <API token>` works too.',
+        bearerFormat: 'API token (ugs_api_…), sent as Bearer',
+        description: 'The same API token (`ugs_api_…`), sent as `Authorization: Bearer <API token>` instead.',
       },
       userGroupOrEmbedToken: {
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'user group token (ugs_grp_…) or embed token',
         description:
-          'For the embed side, from the browser: a user group token (`ugs_grp_…`) or a short-lived embed token (a JWS from `POST /api/embed_token`). Never accepted by the management API.',
+          'For the embed side, from the browser: a user group token (`ugs_grp_…`) or a short-lived embed token (a JWS from `POST /api/embed_token`), sent as `Authorization: Bearer <token>` (`Token <token>` is accepted too). Never accepted by the management API.',
       },
     },
     headers: {

@@ -74,7 +74,7 @@ export const DeletedWebhookEndpointResponse = Type.Object({ success: Type.Litera
 export const EnabledWebhookEndpointResponse = Type.Object({ success: Type.Literal(1), webhook_endpoint: WebhookEndpoint }, { title: 'EnabledWebhookEndpoint' });
 
 export const WebhookEndpointIdParams = Type.Object(
-  { id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The id of the webhook endpoint.' }) },
+  { id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'The id of the webhook endpoint.', examples: [3] }) },
   { additionalProperties: false },
 );
 

@@ -41,13 +41,17 @@ function patternsInWords(node, seen = new WeakSet()) {
 }
 reference.addEventListener('before-render', (event) => patternsInWords(event.detail.spec));
 
-// RapiDoc titles every http scheme "HTTP Bearer" and labels every token field "api-token",
-// so the two schemes looked alike. Each is titled instead by the token it takes (its
-// bearerFormat in /openapi.json), and its field says what to paste there.
-const PLACEHOLDERS = { apiToken: 'ugs_api_…', userGroupOrEmbedToken: 'ugs_grp_… or an embed token' };
+// RapiDoc titles every http scheme "HTTP Bearer", every apiKey scheme by its type, and labels
+// every token field "api-token", so the schemes looked alike. Each is titled instead by the
+// token it takes (an http scheme's bearerFormat in /openapi.json; the apiKey scheme, whose value
+// goes into the Authorization header as typed, says to type the word Token before the token),
+// and its field says what to paste there.
+const PLACEHOLDERS = { apiToken: 'Token ugs_api_…', apiTokenBearer: 'ugs_api_…', userGroupOrEmbedToken: 'ugs_grp_… or an embed token' };
+const TITLES = { apiToken: 'API token (ugs_api_…), sent as Token <API token>' };
 reference.addEventListener('spec-loaded', (event) => {
   for (const scheme of event.detail.securitySchemes ?? []) {
-    if (scheme.bearerFormat) scheme.typeDisplay = scheme.bearerFormat[0].toUpperCase() + scheme.bearerFormat.slice(1);
+    const title = TITLES[scheme.securitySchemeId] ?? scheme.bearerFormat;
+    if (title) scheme.typeDisplay = title[0].toUpperCase() + title.slice(1);
   }
   reference.requestUpdate();
 });

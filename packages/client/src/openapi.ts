@@ -2120,7 +2120,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the API token. */
+                /**
+                 * @description The id of the API token.
+                 * @example 7
+                 */
                 id: number;
             };
             cookie?: never;
@@ -5250,7 +5253,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the webhook endpoint. */
+                /**
+                 * @description The id of the webhook endpoint.
+                 * @example 3
+                 */
                 id: number;
             };
             cookie?: never;
@@ -5364,7 +5370,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The id of the webhook endpoint. */
+                /**
+                 * @description The id of the webhook endpoint.
+                 * @example 3
+                 */
                 id: number;
             };
             cookie?: never;
@@ -5475,7 +5484,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the webhook endpoint. */
+                /**
+                 * @description The id of the webhook endpoint.
+                 * @example 3
+                 */
                 id: number;
             };
             cookie?: never;
@@ -5586,7 +5598,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the webhook endpoint. */
+                /**
+                 * @description The id of the webhook endpoint.
+                 * @example 3
+                 */
                 id: number;
             };
             cookie?: never;
@@ -5697,7 +5712,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of the webhook endpoint. */
+                /**
+                 * @description The id of the webhook endpoint.
+                 * @example 3
+                 */
                 id: number;
             };
             cookie?: never;
