@@ -57,7 +57,9 @@ const server = http.createServer((req, res) => {
   if (req.method === 'GET' && pathname.startsWith('/embed/')) {
     // The package: one bundled module, or the files of its build.
     const name = pathname.slice('/embed/'.length);
-    const text = EMBED_BUNDLE !== null ? (name === 'index.js' ? EMBED_BUNDLE : null) : /^[\w-]+\.js$/.test(name) ? readIfThere(path.join(EMBED_PACKAGE, 'dist', name)) : null;
+    let text = null;
+    if (EMBED_BUNDLE !== null) text = name === 'index.js' ? EMBED_BUNDLE : null;
+    else if (/^[\w-]+\.js$/.test(name)) text = readIfThere(path.join(EMBED_PACKAGE, 'dist', name));
     res.writeHead(text === null ? 404 : 200, { 'content-type': text === null ? 'text/plain' : 'text/javascript; charset=utf-8', 'cache-control': 'no-store' });
     res.end(text ?? 'not found');
     return;

@@ -44,7 +44,8 @@ function showToken() {
   const session = tokens.current;
   if (!session) return;
   const left = Math.max(0, Math.round(tokens.remainingMs() / 1000));
-  $('token-info').textContent = `embed token for dashboard "${session.answer.embed_id}", expires ${session.answer.expires_at} (${left} s left by the server's clock); ${tokens.stats.renewals} received by this page`;
+  $('token-info').textContent =
+    `embed token for dashboard "${session.answer.embed_id}", expires ${session.answer.expires_at} (${left} s left by the server's clock); ${tokens.stats.renewals} received by this page`;
 }
 setInterval(showToken, 1000);
 
