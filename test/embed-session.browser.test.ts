@@ -1,9 +1,10 @@
 // A dashboard session that outlives its embed tokens, in headless Chromium: a page on its own
 // origin gets 60 s embed tokens (the shortest the service issues) from the customer's backend
-// through @ugs/embed, and queries the service (GET /api/embed/context, through the package's
-// fetch) for minutes on end, many token lifetimes, with its clock 10 minutes off (one page
-// behind, one ahead), and the backend answering one mint in the middle with 503 and
-// Retry-After. Every query must succeed, every token be renewed before it expired on the
+// through @ugs/embed, and queries a real Cube (test/helpers/cube.ts, configured as
+// docs/verify-embed-tokens.md says) through Cube's own browser client, and the service's
+// embed context through the package's fetch, for minutes on end, many token lifetimes, with
+// its clock 10 minutes off (one page behind, one ahead), and the backend answering one mint in
+// the middle with 503 and Retry-After. Without PostgreSQL (Cube's rows), Cube is left out, loudly. Every query must succeed, every token be renewed before it expired on the
 // server's clock, and the page keep its own state (never reloaded). The figures of the run
 // go to test/artifacts/embed-session.json; docs/embedding.md, "A session of many tokens",
 // keeps those of one run.
@@ -19,9 +20,19 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { ROOT, freePort, httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { CUBE_VERSION, cubeUnavailable, startCube, type CubeServer } from './helpers/cube.ts';
 import { eventually } from './helpers/wait.ts';
 
 const skip = missingBrowser('the embed session browser test');
+const noCube = skip ? false : await cubeUnavailable();
+if (noCube) {
+  // CI has PostgreSQL and installs Cube (.ci/run): there, a missing Cube fails.
+  assert.ok(!process.env.CI, `${noCube}; CI must run the session against Cube`);
+  process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING Cube in the embed session (the service's context alone): ${noCube}\n${'!'.repeat(78)}\n\n`);
+}
+/** What the page asks Cube: the rows of examples/cube/schema.sql of acme's Customer group acme-corp. */
+const CUBE_QUERY = { measures: ['Orders.count', 'Orders.total'] };
+const CUBE_ANSWER = JSON.stringify([{ 'Orders.count': '3', 'Orders.total': '390' }]);
 
 /** The shortest lifetime POST /api/embed_token accepts (docs/api.md, "The embed side"). */
 const TOKEN_SECONDS = 60;
@@ -98,6 +109,7 @@ async function startCustomerBackend(serviceUrl: string, apiToken: string, pageOr
 
 /** The page's script: @ugs/embed's source bundled with esbuild, with what it queries. */
 const PAGE_SCRIPT = `
+import cube from '@cubejs-client/core';
 import { EmbedTokenSource } from './packages/embed/src/index.ts';
 
 const config = window.SESSION_CONFIG;
@@ -110,6 +122,7 @@ const state = (window.sessionState = {
   retries: [],
   errors: [],
   lastGroup: null,
+  cubeAnswers: [],
   stop: false,
   stopped: false,
 });
@@ -120,6 +133,8 @@ const tokens = new EmbedTokenSource({
   onError: (error) => state.errors.push(String(error)),
 });
 window.tokens = tokens;
+// Cube's own browser client, given the source's getToken: it asks for the token before each request.
+const cubeApi = config.cubeApiUrl ? cube(tokens.getToken, { apiUrl: config.cubeApiUrl }) : null;
 const $ = (id) => document.getElementById(id);
 
 async function query(what, run) {
@@ -133,6 +148,13 @@ async function query(what, run) {
 }
 
 async function tick() {
+  if (cubeApi) {
+    await query('cube', async () => {
+      const answer = JSON.stringify((await cubeApi.load(config.cubeQuery)).rawData());
+      if (!state.cubeAnswers.includes(answer)) state.cubeAnswers.push(answer);
+      state.cubeQueries = (state.cubeQueries ?? 0) + 1;
+    });
+  }
   await query('context', async () => {
     const response = await tokens.fetch(config.contextUrl);
     if (!response.ok) throw new Error('context: ' + response.status + ' ' + (await response.text()));
@@ -141,6 +163,7 @@ async function tick() {
   state.counter++;
   $('counter').textContent = String(state.counter);
   $('group').textContent = state.lastGroup;
+  $('cube').textContent = state.cubeAnswers.join(' ') || 'no Cube';
   $('queries').textContent = state.queries + ' queries, ' + state.failed + ' failed';
   $('tokens').textContent = tokens.stats.renewals + ' tokens received, ' + tokens.stats.retries + ' retries; ' + Math.round(tokens.remainingMs() / 1000) + ' s left';
 }
@@ -158,8 +181,9 @@ const PAGE_HTML = (config: object) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Embed session</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;margin:24px}dt{color:#6b7280}dd{margin:0 0 8px;font-weight:600}</style></head>
 <body><h1>A dashboard session of many embed tokens</h1>
-<dl><dt>page clock</dt><dd id="clock"></dd><dt>queries answered (the page's own counter)</dt><dd id="counter">0</dd>
-<dt>group</dt><dd id="group"></dd><dt>queries</dt><dd id="queries"></dd><dt>embed tokens</dt><dd id="tokens"></dd></dl>
+<dl><dt>page clock</dt><dd id="clock"></dd><dt>rounds of queries (the page's own counter)</dt><dd id="counter">0</dd>
+<dt>group (the service's embed context, through the source's fetch)</dt><dd id="group"></dd>
+<dt>Cube's answer (through Cube's client)</dt><dd id="cube"></dd><dt>queries</dt><dd id="queries"></dd><dt>embed tokens</dt><dd id="tokens"></dd></dl>
 <script>window.SESSION_CONFIG = ${JSON.stringify(config)}; document.getElementById('clock').textContent = new Date().toISOString() + ' (the page\\'s Date)';</script>
 <script type="module" src="/session.js"></script></body></html>`;
 
@@ -192,12 +216,15 @@ interface PageState {
   retries: { attempt: number; delayMs: number; status: number | null }[];
   errors: string[];
   lastGroup: string | null;
+  cubeAnswers: string[];
+  cubeQueries?: number;
   stopped: boolean;
 }
 
 describe('a dashboard session that outlives its embed tokens, in headless Chromium', { skip, timeout: SESSION_MS + 240_000 }, () => {
   let database: TestDatabase;
   let service: ServerProcess;
+  let cubeServer: CubeServer | undefined;
   let backend: Awaited<ReturnType<typeof startCustomerBackend>>;
   let pageServer: http.Server;
   let browser: Browser;
@@ -229,9 +256,16 @@ describe('a dashboard session that outlives its embed tokens, in headless Chromi
     const created = await httpRequest(service.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'acme-corp', name: 'ACME Corporation' } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     backend = await startCustomerBackend(service.baseUrl, token, pageOrigin);
+    if (!noCube) {
+      // As docs/verify-embed-tokens.md, "Cube", configures it: the service's issuer (its real
+      // address) and key set, the dashboard's embed_id as the audience.
+      cubeServer = await startCube({ jwksUrl: `${service.baseUrl}/.well-known/jwks.json`, issuer: service.baseUrl, audience: EMBED_ID });
+    }
     config = {
       backendUrl: `${backend.url}/embed-token`,
       contextUrl: `${service.baseUrl}/api/embed/context?embed_id=${EMBED_ID}`,
+      cubeApiUrl: cubeServer ? `${cubeServer.url}/cubejs-api/v1` : null,
+      cubeQuery: CUBE_QUERY,
       queryEveryMs: QUERY_EVERY_MS,
     };
     browser = await launchChromium();
@@ -240,6 +274,7 @@ describe('a dashboard session that outlives its embed tokens, in headless Chromi
   after(async () => {
     await browser?.close();
     await backend?.close();
+    await cubeServer?.stop();
     await new Promise((resolve) => pageServer?.close(resolve));
     await service?.stop();
     await database?.drop();
@@ -278,7 +313,12 @@ describe('a dashboard session that outlives its embed tokens, in headless Chromi
     await new Promise((resolve) => setTimeout(resolve, SESSION_MS - FAILURE_AT_MS));
     const sessionMs = Date.now() - started;
 
-    const figures: Record<string, unknown> = { token_seconds: TOKEN_SECONDS, session_seconds: Math.round(sessionMs / 1000), pages: {} };
+    const figures: Record<string, unknown> = {
+      cube: cubeServer ? CUBE_VERSION : null,
+      token_seconds: TOKEN_SECONDS,
+      session_seconds: Math.round(sessionMs / 1000),
+      pages: {},
+    };
     for (const entry of pages) {
       const { page, name } = entry;
       await page.evaluate(() => {
@@ -299,8 +339,12 @@ describe('a dashboard session that outlives its embed tokens, in headless Chromi
       assert.equal(state.failed, 0);
       assert.equal(entry.navigations, 1, `the ${name} page was never reloaded`);
       assert.equal(state.id, entry.initialId, `the ${name} page kept its own state`);
-      assert.equal(state.counter, state.queries, "the page's counter counted every query");
+      assert.equal(state.counter * (cubeServer ? 2 : 1), state.queries, "the page's counter counted every round of queries");
       assert.equal(state.lastGroup, 'ACME Corporation');
+      if (cubeServer) {
+        assert.deepEqual(state.cubeAnswers, [CUBE_ANSWER], `${name}: Cube answered the group's rows, and the same at every query`);
+        assert.ok((state.cubeQueries ?? 0) > 0);
+      }
       assert.deepEqual(
         minted.filter((m) => m.status !== 200).map((m) => m.status),
         [503],
@@ -329,6 +373,8 @@ describe('a dashboard session that outlives its embed tokens, in headless Chromi
         failed_mints: minted.length - tokens.length,
         retries: state.retries.length,
         queries: state.queries,
+        cube_queries: state.cubeQueries ?? 0,
+        context_queries: state.queries - (state.cubeQueries ?? 0),
         failed_queries: state.failed,
         navigations: entry.navigations,
         page_counter: state.counter,
