@@ -1,5 +1,5 @@
 // The token source: one embed token at a time, renewed before it expires, one renewal shared
-// by every caller, failures retried and never kept. How it counts time: README.md, "Clocks".
+// by every caller, failures retried and never kept. How it counts time: docs/embedding.md, "Clocks".
 import { type EmbedSession, type EmbedTokenAnswer, isEmbedTokenAnswer, parseRetryAfter, sessionFromAnswer } from './answer.js';
 import { EmbedTokenError, RETRYABLE_STATUSES } from './errors.js';
 
