@@ -5,7 +5,11 @@
 // kept, the page told. Then against a real service through examples/embed-demo/backend.mjs.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import {
   EmbedTokenError,
   EmbedTokenSource,
@@ -14,7 +18,7 @@ import {
   type EmbedTokenRetry,
   type EmbedTokenSourceOptions,
 } from '../packages/embed/src/index.ts';
-import { ROOT, httpRequest, startExample, stopExample, useServerProcesses, type ExampleProcess } from './helpers/processes.ts';
+import { ROOT, httpRequest, runNode, startExample, stopExample, useServerProcesses, type ExampleProcess } from './helpers/processes.ts';
 
 const MINUTE = 60_000;
 // The demo backend binds its tokens to the page's origin (its default PAGE_ORIGIN), which a browser would send.
@@ -434,5 +438,65 @@ describe('@ugs/embed against a real service, through examples/embed-demo/backend
     const again = await source.fetch(contextUrl, FROM_PAGE, { renewAfterRefusal: 'always' });
     assert.equal(again.status, 200);
     assert.equal(source.stats.renewals, 2);
+  });
+
+  it('embed package: npm pack ships its build alone, with no dependency; it compiles in a strict NodeNext project and gets a token', {
+    timeout: 180_000,
+  }, async () => {
+    const exec = promisify(execFile);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-embed-consumer-'));
+    try {
+      await exec('npm', ['run', 'build', '-w', '@ugs/embed'], { cwd: ROOT });
+      const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'packages/embed/package.json'), 'utf8'));
+      assert.equal(manifest.dependencies, undefined, 'no runtime dependency');
+      const { stdout: packed } = await exec('npm', ['pack', '-w', '@ugs/embed', '--json', '--pack-destination', dir], { cwd: ROOT });
+      const [{ filename, files }] = JSON.parse(packed) as [{ filename: string; files: { path: string }[] }];
+      const shipped = files.map((f) => f.path);
+      assert.ok(shipped.includes('dist/index.js') && shipped.includes('dist/index.d.ts') && shipped.includes('LICENSE'), shipped.join(', '));
+      assert.ok(
+        shipped.every((file) => ['package.json', 'README.md', 'LICENSE'].includes(file) || file.startsWith('dist/')),
+        shipped.join(', '),
+      );
+      for (const file of shipped.filter((f) => f.endsWith('.js'))) {
+        const text = fs.readFileSync(path.join(ROOT, 'packages/embed', file), 'utf8');
+        for (const [, imported] of text.matchAll(/from '([^']+)'/g)) assert.match(imported, /^\.\/[\w-]+\.js$/, `${file} imports only its own modules`);
+      }
+      const project = path.join(dir, 'consumer');
+      fs.mkdirSync(project);
+      fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+      await exec('npm', ['install', '--no-audit', '--no-fund', '--offline', path.join(dir, filename)], { cwd: project });
+      fs.writeFileSync(
+        path.join(project, 'main.ts'),
+        `import { EmbedTokenSource, EmbedTokenError, type EmbedSession } from '@ugs/embed';
+declare const process: { env: Record<string, string | undefined> };
+const source = new EmbedTokenSource({ backend: process.env.BACKEND ?? '', autoRenew: false });
+const session: EmbedSession = await source.getSession();
+const failing = new EmbedTokenSource({ backend: (process.env.BACKEND ?? '') + '?customer=nobody', autoRenew: false });
+const refused = await failing.getToken().catch((err: unknown) => (err instanceof EmbedTokenError ? err.status : 'other'));
+console.log(JSON.stringify({ clock: session.clock, about60: Math.abs(session.lifetimeMs - 60_000) <= 2_000, jws: session.token.split('.').length, refused }));
+`,
+      );
+      fs.writeFileSync(
+        path.join(project, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            target: 'ES2022',
+            lib: ['ES2022', 'DOM'],
+            outDir: 'dist',
+            types: [],
+          },
+        }),
+      );
+      const compiled = await runNode([path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', project]);
+      assert.equal(compiled.code, 0, `tsc in the consumer:\n${compiled.stdout}${compiled.stderr}`);
+      const ran = await runNode([path.join(project, 'dist/main.js')], { BACKEND: `${backend.url}/embed-session` });
+      assert.equal(ran.code, 0, ran.stderr);
+      assert.deepEqual(JSON.parse(ran.stdout), { clock: 'date', about60: true, jws: 3, refused: 404 });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
