@@ -302,6 +302,28 @@ describe('@ugs/embed on a fake clock', () => {
     await assert.rejects(source.getToken(), EmbedTokenError);
   });
 
+  it('embed package: after a renewal behind a valid token gave up, callers do not start one each: the next waits a backoff; one without a usable token asks at once', async () => {
+    const clock = new FakeClock();
+    const { backend, calls } = scriptedBackend(clock, ['token', 401, 401, 401, 'token']);
+    const source = sourceOn(clock, backend, { autoRenew: false, baseDelayMs: 1_000 });
+    await source.getToken();
+    await clock.advance(46_000); // in the renewal window: the first call renews behind the token, and fails
+    await source.getToken();
+    await settle();
+    assert.equal(calls.length, 2);
+    for (let i = 0; i < 50; i++) assert.equal(await source.getToken(), 'token-1');
+    await settle();
+    assert.equal(calls.length, 2, 'fifty calls within the backoff: no request');
+    await clock.advance(2_000); // the backoff after one failure in a row: 2 s
+    await source.getToken();
+    await settle();
+    assert.equal(calls.length, 3);
+    await clock.advance(8_000); // 4 s left: no usable token, so the caller asks at once, backoff or not
+    await assert.rejects(source.getToken(), (err: unknown) => err instanceof EmbedTokenError && err.status === 401);
+    assert.equal(calls.length, 4);
+    assert.equal(await source.getToken(), 'token-2', 'the failures were not kept');
+  });
+
   it("embed package: without a readable Date header the lifetime is measured from the token's iat", async () => {
     const clock = new FakeClock();
     const iat = Math.floor(clock.time / 1000);

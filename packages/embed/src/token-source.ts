@@ -76,6 +76,9 @@ export class EmbedTokenSource extends EventTarget {
   #inFlight: Promise<EmbedSession> | undefined;
   #timer: unknown;
   #closed = false;
+  /** Renewals that gave up in a row, and when the next one behind a still valid token may start. */
+  #failuresInRow = 0;
+  #backgroundNotBefore = -Infinity;
   readonly #options: EmbedTokenSourceOptions;
   readonly #now: () => number;
   readonly #fetch: typeof fetch;
@@ -166,7 +169,11 @@ export class EmbedTokenSource extends EventTarget {
   }
 
   #renewInBackground(): void {
-    // The failure reaches the page through the error event; the token in hand still works.
+    // While the token in hand still works, a renewal that gave up is not started again at every
+    // call (a dashboard asks many times a second): the next waits a backoff. A caller without a
+    // usable token always asks at once: a failure is never kept as the answer.
+    if (this.#inFlight === undefined && this.#now() < this.#backgroundNotBefore) return;
+    // The failure reaches the page through the error event.
     this.renew().catch(() => {});
   }
 
@@ -195,6 +202,8 @@ export class EmbedTokenSource extends EventTarget {
         const session = await this.#requestOnce();
         if (this.#closed) throw new EmbedTokenError('the embed token source is closed', { retryable: false });
         this.#session = session;
+        this.#failuresInRow = 0;
+        this.#backgroundNotBefore = -Infinity;
         this.stats.renewals++;
         this.#schedule(session);
         this.#options.onRenew?.(session);
@@ -208,6 +217,8 @@ export class EmbedTokenSource extends EventTarget {
       const delayMs = error.retryAfterMs ?? ceiling / 2 + this.#random() * (ceiling / 2);
       if (!error.retryable || attempt >= maxAttempts || delayMs > maxDelayMs || this.#closed) {
         this.stats.failedRenewals++;
+        this.#failuresInRow++;
+        this.#backgroundNotBefore = this.#now() + Math.min(maxDelayMs, baseDelayMs * 2 ** this.#failuresInRow);
         this.#options.onError?.(error);
         this.#emit('error', error);
         throw error;
