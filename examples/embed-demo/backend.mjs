@@ -91,6 +91,8 @@ function send(res, status, body) {
     'cache-control': 'no-store',
     // The page is served from another origin: allow exactly that one.
     'access-control-allow-origin': PAGE_ORIGIN,
+    // @ugs/embed measures the token's lifetime on this server's clock: let the page read Date.
+    'access-control-expose-headers': 'Date, Retry-After',
     vary: 'Origin',
   });
   res.end(JSON.stringify(body));

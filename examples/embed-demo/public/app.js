@@ -1,41 +1,53 @@
-// The embedded dashboard's side: it holds only a short-lived embed token, which it got from
-// its own backend, and asks the User Group Service who is viewing. The token is kept in
+// The embedded dashboard's side: it holds only a short-lived embed token, which it gets from
+// its own backend through @ugs/embed (packages/embed): the token source renews it before it
+// expires, on the server's clock, and tells the page when it cannot. The token is kept in
 // sessionStorage, so a reload asks again with the same token (and shows when it stopped
 // working, e.g. after the group's token was rotated); "Get a new embed token" fetches another.
 // With a data API configured (examples/postgres-rls), the same token fetches the viewer's rows.
+import { EmbedTokenSource } from '/embed/index.js';
+
 const PARAMS = new URLSearchParams(location.search);
 const CUSTOMER = PARAMS.get('customer'); // which demo customer views
 const VIEWER = PARAMS.get('viewer'); // and which of its people, if any
 const STORAGE_KEY = ['embed-demo-session', CUSTOMER, VIEWER].filter(Boolean).join(':');
 const $ = (id) => document.getElementById(id);
-let config;
-
-async function loadConfig() {
-  config ??= await (await fetch('/config.json')).json();
-  return config;
-}
+const config = await (await fetch('/config.json')).json();
 
 function setStatus(state, text) {
   $('status').dataset.state = state;
   $('status').textContent = text;
 }
 
-async function newSession() {
-  const { backendUrl } = await loadConfig();
-  const url = new URL(`${backendUrl}/embed-session`);
-  if (CUSTOMER) url.searchParams.set('customer', CUSTOMER);
-  if (VIEWER) url.searchParams.set('viewer', VIEWER);
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`the backend could not create an embed session (${response.status})`);
-  const session = await response.json();
-  sessionStorage.setItem(STORAGE_KEY, JSON.stringify(session));
-  return session;
+/** The backend's answer as stored: its fields, and what the source measured of the token. */
+function stored() {
+  const text = sessionStorage.getItem(STORAGE_KEY);
+  if (!text) return undefined;
+  const { ugs_embed: measured, ...answer } = JSON.parse(text);
+  return { ...measured, token: answer.embed_token, answer };
 }
 
-async function currentSession() {
-  const stored = sessionStorage.getItem(STORAGE_KEY);
-  return stored ? JSON.parse(stored) : newSession();
+const backendUrl = new URL(`${config.backendUrl}/embed-session`);
+if (CUSTOMER) backendUrl.searchParams.set('customer', CUSTOMER);
+if (VIEWER) backendUrl.searchParams.set('viewer', VIEWER);
+
+const tokens = new EmbedTokenSource({
+  backend: backendUrl,
+  initial: stored(),
+  onRenew: ({ answer, expiresAt, lifetimeMs, serverExpiresAt, clock }) => {
+    sessionStorage.setItem(STORAGE_KEY, JSON.stringify({ ...answer, ugs_embed: { expiresAt, lifetimeMs, serverExpiresAt, clock } }));
+    showToken();
+  },
+  onError: (error) => setStatus('error', `Cannot renew the embed token: ${error.message}`),
+});
+
+function showToken() {
+  const session = tokens.current;
+  if (!session) return;
+  const left = Math.max(0, Math.round(tokens.remainingMs() / 1000));
+  $('token-info').textContent =
+    `embed token for dashboard "${session.answer.embed_id}", expires ${session.answer.expires_at} (${left} s left by the server's clock); ${tokens.stats.renewals} received by this page`;
 }
+setInterval(showToken, 1000);
 
 function cells(values) {
   const row = document.createElement('tr');
@@ -76,8 +88,8 @@ function renderViewer(viewer) {
 }
 
 /** The viewer's rows from the data API: the embed token is all it gets, and all it needs. */
-async function loadRows(session) {
-  const { dataApiUrl } = await loadConfig();
+async function loadRows() {
+  const { dataApiUrl } = config;
   const status = $('data-status');
   $('data-tables').hidden = true;
   if (!dataApiUrl) {
@@ -88,7 +100,7 @@ async function loadRows(session) {
   status.dataset.state = 'loading';
   status.textContent = 'Loading rows…';
   const fetchRows = async (path) => {
-    const response = await fetch(`${dataApiUrl}${path}`, { headers: { authorization: `Bearer ${session.embed_token}` } });
+    const response = await tokens.fetch(`${dataApiUrl}${path}`);
     const body = await response.json();
     if (!response.ok) throw new Error(`${path}: ${response.status} ${body.error?.code}`);
     return body.rows;
@@ -110,17 +122,19 @@ async function loadRows(session) {
 async function load() {
   setStatus('loading', 'Loading…');
   try {
-    const session = await currentSession();
-    $('token-info').textContent = `embed token for dashboard "${session.embed_id}", expires ${session.expires_at}`;
-    const url = new URL(session.context_url);
-    url.searchParams.set('embed_id', session.embed_id);
-    const response = await fetch(url, { headers: { authorization: `Bearer ${session.embed_token}` } });
+    const { answer } = await tokens.getSession();
+    showToken();
+    const url = new URL(answer.context_url);
+    url.searchParams.set('embed_id', answer.embed_id);
+    // A token refused because it had expired is renewed once and sent again; one refused
+    // with time left (a rotation revoked it) is shown as it is.
+    const response = await tokens.fetch(url);
     const body = await response.json();
     if (body.success === 1) {
       render(body);
       const person = body.viewer ? `${body.viewer.name ?? body.viewer.id}, of ` : '';
       setStatus('ok', `Viewing as ${person}${body.user_group.name}`);
-      await loadRows(session);
+      await loadRows();
     } else if (response.status === 401) {
       $('group').hidden = true;
       setStatus('invalid', `The embed token is no longer valid (${body.error.code}): ${body.error.message}`);
@@ -139,8 +153,13 @@ for (const link of document.querySelectorAll('#viewers a')) {
   if (target.get('customer') === (CUSTOMER ?? 'acme-corp') && target.get('viewer') === VIEWER) link.setAttribute('aria-current', 'page');
 }
 $('refresh').addEventListener('click', load);
-$('renew').addEventListener('click', () => {
+$('renew').addEventListener('click', async () => {
   sessionStorage.removeItem(STORAGE_KEY);
+  try {
+    await tokens.renew();
+  } catch {
+    return; // onError has said why
+  }
   load();
 });
 load();
