@@ -14,6 +14,8 @@ import { httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from 
 import { redisAnswers } from './helpers/services.ts';
 import { Scrape } from './helpers/prometheus.ts';
 import { eventually } from './helpers/wait.ts';
+import { Redis } from 'ioredis';
+import { openWritePositions } from '../src/db/write-positions.ts';
 import type { ReplicaReadiness } from '../src/db/replica-readiness.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
@@ -22,7 +24,7 @@ const PAIRS = Number(process.env.UGS_TEST_REPLICA_PAIRS || 10_000);
 const LANES = 8;
 
 const unavailable = replicaPairUnavailable();
-const redisReachable = unavailable ? false : await redisAnswers(REDIS_URL);
+const redisReachable = await redisAnswers(REDIS_URL);
 const skip = unavailable || (redisReachable || process.env.CI ? false : `no Redis answered PING at ${REDIS_URL} (set TEST_REDIS_URL)`);
 if (skip) process.stderr.write(`\n*** Reads from a replica SKIPPED: ${skip} ***\n\n`);
 
@@ -46,6 +48,29 @@ describe('UGS_DATABASE_READ_URL: what a start accepts', () => {
   });
 });
 
+describe('write positions in Redis', { skip: redisReachable || process.env.CI ? false : `no Redis answered PING at ${REDIS_URL}` }, () => {
+  it('only ever move forward: a smaller position recorded later, or concurrently, never replaces a larger one', async () => {
+    const prefix = `ugs-test:${process.pid}:${crypto.randomBytes(4).toString('hex')}:wal:`;
+    const positions = await openWritePositions(REDIS_URL, prefix, () => undefined);
+    const redis = new Redis(REDIS_URL);
+    try {
+      assert.equal(await positions.required(7), 0n, 'an account without a recent write needs nothing');
+      await positions.record([7], 0x1_0000_0010n);
+      await positions.record([7], 0xffff_fff0n); // smaller, though longer as a decimal number's low half
+      assert.equal(await positions.required(7), 0x1_0000_0010n);
+      const shuffled = Array.from({ length: 200 }, (_, i) => BigInt(i) * 1000n).sort(() => Math.random() - 0.5);
+      await Promise.all(shuffled.map((position) => positions.record([8, 9], position)));
+      assert.equal(await positions.required(8), 199_000n);
+      assert.equal(await positions.required(9), 199_000n);
+      const ttl = await redis.pttl(`${prefix}8`);
+      assert.ok(ttl > 20_000 && ttl <= 30_000, `kept about 30 s (${ttl} ms left)`);
+    } finally {
+      await redis.del(`${prefix}7`, `${prefix}8`, `${prefix}9`);
+      redis.disconnect();
+      await positions.close();
+    }
+  });
+});
 
 /** The replica part of a /readyz answer. */
 const replicaOf = (body: unknown) => (body as { replica: ReplicaReadiness }).replica;
