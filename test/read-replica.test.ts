@@ -237,6 +237,7 @@ describe('[postgres] page views read a replica', { skip }, () => {
   it('while the primary is stopped, page views are answered from the replica and writes answer 503 with Retry-After', async (t) => {
     t.after(stopServers);
     const server = await serve({ UGS_DATABASE_READ_FROM: 'fallback' });
+    await server.waitForOutput(/"read_from":"fallback".*page views may read the replica/);
     const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: acme, body: { user_group_id: 'page-1', properties: { region: 'emea' } } });
     assert.equal(created.status, 201, created.text);
     const groupToken = created.body.user_group.token as string;
