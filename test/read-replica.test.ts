@@ -2,10 +2,10 @@
 // primary and standby of their own (helpers/replica-pair.ts): while the primary is stopped the
 // page views are answered from the replica and writes answer 503; a read goes to the replica
 // only when it has replayed the account's last write (replay paused: a group just created is
-// found, by the primary; another account's older group is read on the replica); a replica
-// lagging past the bound serves nothing; while the primary is stopped, an account whose last
-// write is not replayed yet gets 503, not an older row; without Redis every read stays on the primary. Which
-// node answered is told by each instance's ugs_database_reads_total{pool}.
+// found, by the primary; another account's older group is read on the replica; with the
+// primary stopped too, the account that wrote gets 503, never a row from before its write); a
+// replica lagging past the bound serves nothing; without Redis every read stays on the
+// primary. Which node answered is told by each instance's ugs_database_reads_total{pool}.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
