@@ -4,6 +4,8 @@
 // (cluster/primary.ts) made the start's checks, migrated, and prints the banner.
 import type { Config } from './config.ts';
 import { buildApp } from './app.ts';
+import { redactUrl } from './db/database.ts';
+import { LogThrottle } from './foundations/throttled-log.ts';
 import { openMigratedDatabase } from './process/runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from './process/bootstrap.ts';
 import { createMetrics } from './metrics/metrics.ts';
@@ -52,10 +54,16 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
     warn: (obj, msg) => console.error(msg, obj),
     error: (obj, msg) => console.error(msg, obj),
   };
+  // Redis or the replica failing repeats a line on every write or read: one every 10 s at most.
+  const replicaProblems = new LogThrottle();
   const { handle, migrations } = await openMigratedDatabase(config, {
     waitMs: 30_000,
     onWait: (err) => log.warn({ code: (err as { code?: string }).code }, 'database not reachable yet; retrying'),
     onPoolError: (err) => log.warn({ code: (err as { code?: string }).code, message: err.message }, 'idle database connection failed'),
+    onReplicaProblem: (err, message) => {
+      const suppressed = replicaProblems.take();
+      if (suppressed !== undefined) log.warn({ code: (err as { code?: string })?.code, message: (err as Error)?.message, suppressed }, message);
+    },
     onQuery: metrics.observeQuery,
     onFileChange: (problem) => {
       const { database: open_database, wal: open_wal } = problem?.openCopies ?? {};
@@ -86,6 +94,19 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
   crashLog = app.log;
   const connections = trackConnections(app.server);
   app.log.info({ database: handle.description, applied: migrations.applied }, 'database ready');
+  if (config.readDatabaseUrl) {
+    app.log.info(
+      {
+        replica: redactUrl(config.readDatabaseUrl),
+        read_from: config.readFrom,
+        max_lag_ms: config.readMaxLagMs,
+        write_positions: config.redisUrl ? 'redis' : 'none',
+      },
+      config.redisUrl
+        ? 'page views may read the replica (docs/api.md, "Reads from replicas")'
+        : 'page views read the primary only: no Redis to hold the write positions',
+    );
+  }
   if (tracing) {
     const { origin, pathname } = new URL(config.otlpTracesUrl); // never credentials a URL may carry
     app.log.info({ endpoint: `${origin}${pathname}`, protocol: config.otlpProtocol }, 'exporting traces over OTLP');

@@ -14,12 +14,35 @@ import { retryWhileLockedSync } from './sqlite-lock.ts';
 import { SqliteDialectWithWriteLine } from './sqlite-write-line.ts';
 import { watchSqliteFile, type FileProblem, type SqliteFileWatch } from './sqlite-file-watch.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
+import type { ReplicaReadiness } from './replica-readiness.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 /** The dialect a Kysely instance (or transaction) speaks, for the few statements that differ. */
 export function dialectOf(db: Kysely<Database>): Dialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}
+
+/** The node that answered a page view's read (the `pool` label of ugs_database_reads_total). */
+export type ReadPool = 'primary' | 'replica';
+
+/**
+ * The reads of a page view (docs/api.md, "Reads from replicas"): on the primary, or, with
+ * UGS_DATABASE_READ_URL, on a replica when it is known to hold every write the account has
+ * been answered (read-routing.ts). Each says whose rows it reads, which decides that.
+ */
+export interface PageViewReads {
+  /** Hot reads of one account's rows (a group by its identity). */
+  ofAccount<T>(accountId: number, read: (reads: HotReads) => Promise<T>): Promise<T>;
+  /**
+   * A hot read by a token's hash, which learns the account from the row it finds (`accountOf`):
+   * a row found on a replica is read again there once the account's position is known.
+   */
+  findingAccount<T>(read: (reads: HotReads) => Promise<T | undefined>, accountOf: (row: T) => number): Promise<T | undefined>;
+  /** Rows of no account (the embed signing keys, account slugs). */
+  shared<T>(read: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  /** Told of every read routed here, with the node that answered it (the metrics). */
+  onRead: Set<(pool: ReadPool) => void>;
 }
 
 export interface DatabaseHandle {
@@ -42,6 +65,24 @@ export interface DatabaseHandle {
   lockWaitMs?: number;
   /** Called after every write transaction commits (the event sequencer moves what it wrote). */
   onCommit: Set<() => void>;
+  /** Where page views read (read-routing.ts); the primary alone unless a replica is configured. */
+  pageViews: PageViewReads;
+  /**
+   * Whether the primary takes writes now, as the write breaker last saw it; absent: not known
+   * (every read tries the primary first in the `fallback` mode).
+   */
+  primaryStatus?: () => 'reachable' | 'unreachable';
+  /**
+   * PostgreSQL with a replica (read-routing.ts): after a write transaction commits, and before it
+   * is answered, `positionAfterCommit` runs on the connection it committed on, and `record` is
+   * awaited with the accounts whose history it wrote (transaction.ts).
+   */
+  afterWrite?: {
+    positionAfterCommit(conn: Kysely<Database>): Promise<bigint>;
+    record(accountIds: ReadonlySet<number>, position: bigint): Promise<void>;
+  };
+  /** What the replica can do now, for /readyz; absent without UGS_DATABASE_READ_URL. */
+  replicaReadiness?: () => Promise<ReplicaReadiness>;
   /** SQLite: what became of the opened file, if it is no longer at its path (sqlite-file-watch.ts); absent on PostgreSQL. */
   fileProblem?: () => FileProblem | null;
   close(): Promise<void>;
@@ -130,7 +171,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   // the way it is"). In WAL mode a connection of their own reads what is committed beside the
   // writer, and neither waits for the other.
   const committedReads = new Kysely<Database>({ dialect: new SqliteDialect({ database: readOnlyConnection(file) }), log: queryLog(options) });
-  return {
+  return withPrimaryPageViews({
     db,
     reads,
     committedReads,
@@ -145,11 +186,12 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
       await committedReads.destroy();
       await db.destroy();
     },
-  };
+  });
 }
 
-function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
-  const pool = new pg.Pool({
+/** The pool's settings, for the primary's pool and the replica's (replica.ts). */
+export function postgresPoolOptions(url: string, options: DatabaseOptions): pg.PoolConfig {
+  return {
     connectionString: url,
     ...(options.pgbouncerTransactionMode ? {} : { Client: ClientWithoutJit }),
     max: options.poolSize ?? 10,
@@ -163,7 +205,11 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
-  });
+  };
+}
+
+function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
+  const pool = new pg.Pool(postgresPoolOptions(url, options));
   // node-postgres emits 'error' on a client whose socket dies. The pool listens only while a
   // client is idle; a client checked out at that moment (a query in flight, a transaction
   // between statements) would have no listener and crash the process. Every client gets one
@@ -172,7 +218,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
   pool.on('error', () => undefined); // already reported by the client's own listener above
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLog(options) });
-  return {
+  return withPrimaryPageViews({
     db,
     reads: postgresHotReads(db, pool, options.onQuery, options.tracing, { namedStatements: !options.pgbouncerTransactionMode }),
     committedReads: db,
@@ -181,7 +227,25 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     pool,
     onCommit: new Set(),
     close: () => db.destroy(),
-  };
+  });
+}
+
+/** Page views read the primary: no replica is configured (or, until read-routing.ts installs one, not yet). */
+function withPrimaryPageViews(handle: Omit<DatabaseHandle, 'pageViews'>): DatabaseHandle {
+  const onRead = new Set<(pool: ReadPool) => void>();
+  const counted = <T>(answer: Promise<T>) =>
+    answer.then((value) => {
+      for (const listener of onRead) listener('primary');
+      return value;
+    });
+  return Object.assign(handle, {
+    pageViews: {
+      ofAccount: <T>(_accountId: number, read: (reads: HotReads) => Promise<T>) => counted(read(handle.reads)),
+      findingAccount: <T>(read: (reads: HotReads) => Promise<T | undefined>) => counted(read(handle.reads)),
+      shared: <T>(read: (db: Kysely<Database>) => Promise<T>) => counted(read(handle.db)),
+      onRead,
+    },
+  });
 }
 
 /** SQLite: a connection that only reads, and never waits for a lock (in WAL mode a read waits for no writer). */
@@ -288,6 +352,6 @@ export async function pingDatabase(db: Kysely<Database>): Promise<void> {
   await sql`select 1 from kysely_migration limit 1`.execute(db);
 }
 
-function redactUrl(url: string): string {
+export function redactUrl(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 }

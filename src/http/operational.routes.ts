@@ -17,7 +17,24 @@ const Health = Type.Object(
   },
   { title: 'Health' },
 );
-const Readiness = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ready'] }) }, { title: 'Readiness' });
+const ReplicaReadinessView = Type.Object(
+  {
+    mode: Type.Union([Type.Literal('fallback'), Type.Literal('replica')], { description: 'UGS_DATABASE_READ_FROM.' }),
+    in_use: Type.Boolean({ description: 'Whether page views may read the replica at all: false without Redis (REDIS_URL), which holds the write positions.' }),
+    reachable: Type.Boolean({ description: 'The replica answered a check.' }),
+    standby: Type.Optional(Type.Boolean({ description: 'Still in recovery (false once it was promoted).' })),
+    lag_seconds: Type.Optional(
+      Type.Number({ description: 'The age of the oldest commit it received and has not replayed; 0 when it replayed all it received.' }),
+    ),
+    max_lag_seconds: Type.Number({ description: 'UGS_DATABASE_READ_MAX_LAG_MS in seconds: a replica lagging more serves nothing.' }),
+    replay_lsn: Type.Optional(Type.String({ description: 'Its replay position (pg_last_wal_replay_lsn).', examples: ['0/3000148'] })),
+  },
+  { description: 'With UGS_DATABASE_READ_URL only: what the replica can serve (docs/api.md, "Reads from replicas").' },
+);
+const Readiness = Type.Object(
+  { success: Type.Literal(1), status: Type.String({ examples: ['ready'] }), replica: Type.Optional(ReplicaReadinessView) },
+  { title: 'Readiness' },
+);
 
 const curl = (source: string) => [{ lang: 'Shell', label: 'curl', source }];
 export const operationalCodeSamples = {
@@ -70,6 +87,8 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
           headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
         });
       let timer: NodeJS.Timeout | undefined;
+      // Asked beside the primary's ping (within the same 2 s: read-routing.ts); it never fails.
+      const replica = database.replicaReadiness?.();
       try {
         await Promise.race([
           pingDatabase(database.db),
@@ -80,13 +99,14 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
       } catch (err) {
         const fault = storageFault(err);
         if (fault) throw storageUnavailable(fault);
-        throw new AppError('unavailable', 'the database is not reachable', {
+        const serving = (await replica)?.in_use && (await replica)?.reachable ? ': page views are served from the replica' : '';
+        throw new AppError('unavailable', `the database is not reachable${serving}`, {
           headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
         });
       } finally {
         clearTimeout(timer);
       }
-      return { success: 1, status: 'ready' };
+      return replica ? { success: 1, status: 'ready', replica: await replica } : { success: 1, status: 'ready' };
     },
   );
 
