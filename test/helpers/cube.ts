@@ -131,6 +131,14 @@ export interface CubeOptions {
 }
 
 /**
+ * Cube's settings for embed tokens, exactly as docs/verify-embed-tokens.md, "Cube (tested)"
+ * gives them (test/verify-embed-tokens-doc.test.ts holds the doc to this function).
+ */
+export function cubeJwtSettings({ jwksUrl, issuer, audience }: CubeOptions): Record<string, string> {
+  return { CUBEJS_JWK_URL: jwksUrl, CUBEJS_JWT_ISSUER: issuer, CUBEJS_JWT_AUDIENCE: audience, CUBEJS_JWT_ALGS: 'ES256,RS256' };
+}
+
+/**
  * Starts Cube on a port the OS gives, against a new PostgreSQL database with
  * examples/cube/schema.sql's rows, and resolves once /readyz says it is ready.
  */
@@ -180,11 +188,7 @@ export async function startCube(options: CubeOptions): Promise<CubeServer> {
           CUBEJS_DB_NAME: db.pathname.slice(1),
           CUBEJS_DB_USER: decodeURIComponent(db.username),
           CUBEJS_DB_PASS: decodeURIComponent(db.password),
-          // docs/verify-embed-tokens.md, "Cube": the settings as the guide gives them.
-          CUBEJS_JWK_URL: options.jwksUrl,
-          CUBEJS_JWT_ISSUER: options.issuer,
-          CUBEJS_JWT_AUDIENCE: options.audience,
-          CUBEJS_JWT_ALGS: 'ES256,RS256',
+          ...cubeJwtSettings(options),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
