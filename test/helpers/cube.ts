@@ -128,6 +128,11 @@ export interface CubeOptions {
   issuer: string;
   /** CUBEJS_JWT_AUDIENCE: the embed_id the dashboards' tokens are bound to, or ugs:embed. */
   audience: string;
+  /**
+   * The source of a `checkAuth(req, auth)` added to examples/cube/cube.js's configuration:
+   * what docs/verify-embed-tokens.md says never to write, to show what it does.
+   */
+  checkAuth?: string;
 }
 
 /**
@@ -162,7 +167,11 @@ export async function startCube(options: CubeOptions): Promise<CubeServer> {
   };
   try {
     await seed(database);
-    fs.cpSync(path.join(CUBE_EXAMPLE, 'cube.js'), path.join(project, 'cube.js'));
+    if (options.checkAuth === undefined) fs.cpSync(path.join(CUBE_EXAMPLE, 'cube.js'), path.join(project, 'cube.js'));
+    else {
+      fs.cpSync(path.join(CUBE_EXAMPLE, 'cube.js'), path.join(project, 'tested-cube.js'));
+      fs.writeFileSync(path.join(project, 'cube.js'), `module.exports = { ...require('./tested-cube.js'), checkAuth: ${options.checkAuth} };\n`);
+    }
     fs.cpSync(path.join(CUBE_EXAMPLE, 'model'), path.join(project, 'model'), { recursive: true });
     const db = new URL(database.url);
     const port = await freePort();
