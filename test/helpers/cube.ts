@@ -13,7 +13,7 @@
 // The cache drivers need Cube Store, a binary download too: CUBEJS_CACHE_AND_QUEUE_DRIVER=memory.
 //
 // Which Node: the one that runs the tests (process.execPath: Node 24 in CI, .ci/run). Cube
-// 0.32.7 declares `node >=17` and starts on Node 20, 22 and 24.
+// 0.32.7 declares `node >=17`; it starts and answers on Node 20.20 (Debian 12's), 22.23 and 24.22.
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
