@@ -1,5 +1,5 @@
 // A real Cube server in front of a real service process, configured exactly as
-// docs/verify-embed-tokens.md, "Cube" says (examples/cube: CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER,
+// docs/verify-embed-tokens.md, "Cube (tested)" says (examples/cube: CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER,
 // CUBEJS_JWT_AUDIENCE, CUBEJS_JWT_ALGS, and cube.js's queryRewrite on ugs_account,
 // ugs_environment and ugs_user_group_id), asked through its REST API (/cubejs-api/v1/load):
 // two accounts, and one account's two environments, with groups of the same id, each see only

@@ -1,7 +1,7 @@
 // A real Cube server (the semantic layer customers put behind embedded dashboards), as
 // examples/cube runs it: Cube pinned by examples/cube/package-lock.json, installed with
 // `npm ci --ignore-scripts` into a cache outside the clone, started with the settings of
-// docs/verify-embed-tokens.md, "Cube" (CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER, CUBEJS_JWT_AUDIENCE,
+// docs/verify-embed-tokens.md, "Cube (tested)" (CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER, CUBEJS_JWT_AUDIENCE,
 // CUBEJS_JWT_ALGS, and examples/cube/cube.js's queryRewrite) against a scratch PostgreSQL
 // database that holds examples/cube/schema.sql's rows.
 //
