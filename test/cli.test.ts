@@ -407,6 +407,22 @@ forEachBackend('the ugs command-line tool', (backend) => {
     const symmetric = await runUgs(['keys', 'embed', 'rotate', '--alg', 'HS256'], keysEnv);
     assert.equal(symmetric.code, 2, 'only ES256, RS256 and EdDSA');
     assert.match(symmetric.stderr, /Allowed choices are ES256, RS256, EdDSA/);
+
+    // An EdDSA key is published only in the set that asks for it (docs/api.md, "Keys"): the rotation says so, and when it will sign.
+    const eddsa = await runUgs(['keys', 'embed', 'rotate', '--alg', 'EdDSA', '--activate-in', '1h', '--json'], keysEnv);
+    assert.equal(eddsa.code, 0, eddsa.stderr);
+    const pending = JSON.parse(eddsa.stdout) as { kid: string; activates_at: string };
+    assert.match(eddsa.stderr, /EdDSA keys are published only at \/\.well-known\/jwks\.json\?alg=ES256,RS256,EdDSA, not at \/\.well-known\/jwks\.json/);
+    assert.ok(eddsa.stderr.includes(`from ${pending.activates_at}`), eddsa.stderr);
+    await eventually('the EdDSA key in the set that asks for it', async () =>
+      (await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json?alg=ES256,RS256,EdDSA')).body.keys.some(
+        (key: { kid: string }) => key.kid === pending.kid,
+      ),
+    );
+    const listedDefault = await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json');
+    assert.deepEqual(listedDefault.body.keys.map((key: { kty: string }) => key.kty).sort(), ['EC', 'RSA'], 'the default set lists no OKP key');
+    const rsa = await runUgs(['keys', 'embed', 'rotate', '--alg', 'RS256', '--activate-in', '1h'], keysEnv);
+    assert.equal(rsa.stderr, '', 'no warning for a key every verifier reads');
   });
 
   it('--help on every command exits 0 and prints its usage', once, async () => {

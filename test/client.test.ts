@@ -259,6 +259,10 @@ for (const backend of BACKENDS) {
 
       assert.equal(client.jwksUrl().href, `${baseUrl}/.well-known/jwks.json`);
       assert.equal(jwksUrl('https://ugs.example.com/').href, 'https://ugs.example.com/.well-known/jwks.json');
+      assert.equal(
+        jwksUrl('https://ugs.example.com/', { alg: ['ES256', 'RS256', 'EdDSA'] }).href,
+        'https://ugs.example.com/.well-known/jwks.json?alg=ES256%2CRS256%2CEdDSA',
+      );
       const { payload } = await jwtVerify(embed_token, createRemoteJWKSet(client.jwksUrl()), { audience: 'sales', issuer: 'http://127.0.0.1:3000' });
       assert.equal(payload.sub, `acme:Customer:i-${run}`);
     });
@@ -271,6 +275,8 @@ for (const backend of BACKENDS) {
         keys.map((key) => [key.kty, key.alg, key.use]),
         keys.map(() => ['EC', 'ES256', 'sig']),
       );
+      assert.deepEqual(await anonymous.getJwks({ alg: 'ES256,RS256,EdDSA' }), { keys }, 'no EdDSA key is published here: the same set');
+      assert.deepEqual(await anonymous.getJwks({ alg: 'EdDSA' }), { keys: [] });
       const discovery = await anonymous.getEmbedTokenDiscovery();
       assert.deepEqual(discovery, {
         issuer: 'http://127.0.0.1:3000',

@@ -1,5 +1,5 @@
 // A real Cube server in front of a real service process, configured exactly as
-// docs/verify-embed-tokens.md, "Cube" says (examples/cube: CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER,
+// docs/verify-embed-tokens.md, "Cube (tested)" says (examples/cube: CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER,
 // CUBEJS_JWT_AUDIENCE, CUBEJS_JWT_ALGS, and cube.js's queryRewrite on ugs_account,
 // ugs_environment and ugs_user_group_id), asked through its REST API (/cubejs-api/v1/load):
 // two accounts, and one account's two environments, with groups of the same id, each see only
@@ -147,14 +147,62 @@ describe(`Cube ${CUBE_VERSION} verifying embed tokens as docs/verify-embed-token
       answers[name] = `${status}${body.data ? ` with ${body.data.length} rows` : ''}`;
     }
     assert.deepEqual(answers, Object.fromEntries(Object.keys(forged).map((name) => [name, '403'])));
+    // Signed by the service's key but without a tenant claim (the service never issues one): queryRewrite throws, Cube answers 500, no rows.
+    const unnamed: Record<string, string> = {};
+    for (const claim of ['ugs_account', 'ugs_environment', 'ugs_user_group_id']) {
+      const { status, body } = await cube.load(await resign({ [claim]: undefined }), { dimensions: ['Orders.id'] });
+      unnamed[claim] = `${status} ${body.data ? `with ${body.data.length} rows` : body.error}`;
+    }
+    assert.deepEqual(unnamed, {
+      ugs_account: '500 Error: the embed token has no ugs_account',
+      ugs_environment: '500 Error: the embed token has no ugs_environment',
+      ugs_user_group_id: '500 Error: the embed token has no ugs_user_group_id',
+    });
     // And the genuine token beside them is answered: the refusals come from the forgeries, not from Cube.
     assert.deepEqual(await rowsSeen(genuine), ROWS.acmeCustomer);
+  });
+
+  it("a checkAuth replaces Cube's verification: written as the old guide said, it refuses every genuine token; made to work by decoding the token, a forgery reads another group's rows", async () => {
+    const genuine = await mint('acme');
+    const [, payload] = genuine.split('.');
+    const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    // alg none, claiming acme's other group: nothing signs it.
+    const forged = `${b64({ alg: 'none', typ: 'ugs-embed+jwt' })}.${b64({ ...decodeJwt(genuine), ugs_user_group_id: 'initech', sub: 'acme:Customer:initech' })}.`;
+    assert.notEqual(forged.split('.')[1], payload);
+    const answers: Record<string, unknown> = {};
+    const variants = {
+      // "Refuse another account's tokens in checkAuth", read literally.
+      literal: `(req) => { if (req.securityContext.ugs_account !== 'acme') throw new Error('another account'); }`,
+      // The same, made to work: the claims decoded, never verified.
+      decoding: `(req, auth) => {
+        const claims = JSON.parse(Buffer.from(String(auth).split('.')[1], 'base64url').toString());
+        if (claims.ugs_account !== 'acme') throw new Error('another account');
+        req.securityContext = claims;
+      }`,
+    };
+    for (const [name, checkAuth] of Object.entries(variants)) {
+      const withCheckAuth = await startCube({ jwksUrl: `${issuer}/.well-known/jwks.json`, issuer, audience: AUDIENCE, checkAuth });
+      try {
+        const load = async (token: string) => {
+          const { status, body } = await withCheckAuth.load(token, { dimensions: ['Orders.id'], order: { 'Orders.id': 'asc' } });
+          return status === 200 ? body.data!.map((row) => Number(row['Orders.id'])) : status;
+        };
+        answers[name] = { genuine: await load(genuine), forged: await load(forged) };
+      } finally {
+        await withCheckAuth.stop();
+      }
+    }
+    assert.deepEqual(answers, {
+      literal: { genuine: 500, forged: 500 },
+      decoding: { genuine: ROWS.acmeCustomer, forged: ROWS.acmeInitech },
+    });
+    // The tested configuration, which has none, refuses the forgery.
+    assert.equal((await cube.load(forged, { dimensions: ['Orders.id'] })).status, 403);
   });
 
   it('publishing an EdDSA key (rotate --alg EdDSA --activate-in 1h) never makes a genuine token fail: a Cube started after it accepts the ES256 tokens', async () => {
     const before = await mint('acme');
     const { stderr } = await rotate(['--alg', 'EdDSA', '--activate-in', '1h']);
-    process.stderr.write(stderr);
     // A Cube that reads the key set now (a deploy, a restart, its cache expired), as every Cube eventually does.
     await cube.stop();
     cube = await startCube({ jwksUrl: `${issuer}/.well-known/jwks.json`, issuer, audience: AUDIENCE });
@@ -164,6 +212,8 @@ describe(`Cube ${CUBE_VERSION} verifying embed tokens as docs/verify-embed-token
       `Cube's output:\n${cube.output().slice(-3000)}`,
     );
     assert.doesNotMatch(cube.output(), /Unsupported key type/);
+    // And the rotation said where EdDSA keys are published, and that their tokens verify only there once they sign.
+    assert.match(stderr, /EdDSA keys are published only at \/\.well-known\/jwks\.json\?alg=ES256,RS256,EdDSA/);
   });
 
   it(`a rotation to a new ES256 key (published ${ACTIVATE_IN} before it signs) never makes a genuine token fail: tokens of the old key and of the new one are answered`, async () => {

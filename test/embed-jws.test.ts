@@ -389,8 +389,10 @@ forEachBackend('embed signing algorithms', (backend) => {
         assert.equal(res.status, 200, res.text);
         const header = decodeProtectedHeader(res.body.embed_token);
         assert.deepEqual(header, { alg: algorithm, typ: 'ugs-embed+jwt', kid: header.kid }, algorithm);
-        const { keys } = JSON.parse((await t.request('GET', '/.well-known/jwks.json')).text) as JSONWebKeySet;
+        const { keys } = JSON.parse((await t.request('GET', '/.well-known/jwks.json?alg=ES256,RS256,EdDSA')).text) as JSONWebKeySet;
         assert.equal(keys.length, 1);
+        const listed = (JSON.parse((await t.request('GET', '/.well-known/jwks.json')).text) as JSONWebKeySet).keys;
+        assert.deepEqual(listed, algorithm === 'EdDSA' ? [] : keys, `${algorithm}: the default set lists ES256 and RS256 keys only`);
         const [key] = keys;
         const shape = KEY_SHAPES[algorithm];
         assert.deepEqual(Object.keys(key).sort(), ['alg', 'kid', 'kty', 'use', ...shape.members].sort(), algorithm);
@@ -466,8 +468,20 @@ forEachBackend('embed signing algorithms', (backend) => {
         issued.push(await mint());
         assert.equal(decodeProtectedHeader(issued.at(-1)!).alg, algorithm);
       }
-      const keySet = JSON.parse((await t.request('GET', '/.well-known/jwks.json')).text) as JSONWebKeySet;
+      const keySet = JSON.parse((await t.request('GET', '/.well-known/jwks.json?alg=ES256,RS256,EdDSA')).text) as JSONWebKeySet;
       assert.deepEqual(keySet.keys.map((key) => key.kty).sort(), ['EC', 'OKP', 'OKP', 'RSA'], 'every key that signed a live token');
+      const kinds = async (query: string) =>
+        (JSON.parse((await t.request('GET', `/.well-known/jwks.json${query}`)).text) as JSONWebKeySet).keys.map((key) => key.kty).sort();
+      assert.deepEqual(
+        { default: await kinds(''), EdDSA: await kinds('?alg=EdDSA'), ES256: await kinds('?alg=ES256'), 'RS256,ES256': await kinds('?alg=RS256,ES256') },
+        { default: ['EC', 'RSA'], EdDSA: ['OKP', 'OKP'], ES256: ['EC'], 'RS256,ES256': ['EC', 'RSA'] },
+        'the default set never lists an OKP key, which some verifiers cannot read; ?alg= lists the algorithms asked for',
+      );
+      for (const bad of ['HS256', 'none', 'ES256,', 'es256', 'ES256,,RS256']) {
+        const res = await t.request('GET', `/.well-known/jwks.json?alg=${encodeURIComponent(bad)}`);
+        assert.equal(res.status, 400, `alg=${bad}: ${res.text}`);
+        assert.equal(res.body.error.code, 'validation_failed');
+      }
       const discovery = JSON.parse((await t.request('GET', '/.well-known/openid-configuration')).text);
       assert.deepEqual(
         discovery.id_token_signing_alg_values_supported,

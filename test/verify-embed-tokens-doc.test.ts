@@ -1,12 +1,13 @@
-// docs/verify-embed-tokens.md shows the code test/embed-interop.test.ts runs: each block under
-// a `<!-- snippet: <file> -->` marker must appear verbatim in that file, and every verifier
-// file the interoperability suite runs must be shown. A doc that drifts from the tested code
+// docs/verify-embed-tokens.md shows the code test/embed-interop.test.ts and test/cube.test.ts
+// run: each block under a `<!-- snippet: <file> -->` marker must appear verbatim in that file,
+// every verifier file the suites run must be shown, and Cube's settings are the harness's. A doc that drifts from the tested code
 // fails here, not in a customer's data API.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './helpers/processes.ts';
+import { cubeJwtSettings } from './helpers/cube.ts';
 
 const DOC = path.join(ROOT, 'docs', 'verify-embed-tokens.md');
 const TESTED = [
@@ -16,6 +17,9 @@ const TESTED = [
   'examples/verify-embed-token/pyjwt.py',
   'examples/verify-embed-token/go/main.go',
   'examples/postgres-rls/server.mjs',
+  // test/cube.test.ts runs Cube with these (test/helpers/cube.ts copies them into its project).
+  'examples/cube/cube.js',
+  'examples/cube/model/orders.js',
 ];
 
 function snippets(): { file: string; code: string }[] {
@@ -38,7 +42,32 @@ it('verify-embed-tokens.md: shows every verifier the interoperability suite runs
   assert.deepEqual([...shown].sort(), [...TESTED].sort());
   const interop = fs.readFileSync(path.join(ROOT, 'test', 'embed-interop.test.ts'), 'utf8');
   for (const file of ['jose.mjs', 'jsonwebtoken.mjs', 'fast-jwt.mjs', 'pyjwt.py']) assert.ok(interop.includes(file), `the suite runs ${file}`);
-  for (const { file, code } of snippets().filter((s) => s.file.endsWith('.mjs') && s.file.includes('verify-embed-token'))) {
+  for (const { file, code } of snippets().filter(
+    (s) => (s.file.endsWith('.mjs') && s.file.includes('verify-embed-token')) || s.file.startsWith('examples/cube/'),
+  )) {
     assert.equal(code, fs.readFileSync(path.join(ROOT, file), 'utf8'), `${file} is shown whole`);
+  }
+  const cubeSuite = fs.readFileSync(path.join(ROOT, 'test', 'helpers', 'cube.ts'), 'utf8');
+  for (const file of ['cube.js', 'model']) assert.ok(cubeSuite.includes(`'${file}'`), `the Cube harness runs examples/cube/${file}`);
+});
+
+it("verify-embed-tokens.md: Cube's settings are the ones test/cube.test.ts starts Cube with, and the guide says not to write a checkAuth", () => {
+  const doc = fs.readFileSync(DOC, 'utf8');
+  const block = /^<!-- cube settings: test\/helpers\/cube\.ts -->\n```sh\n([\s\S]*?)^```$/m.exec(doc);
+  assert.ok(block, 'the Cube section shows its settings under <!-- cube settings: test/helpers/cube.ts -->');
+  const shown = Object.fromEntries(
+    block[1]
+      .trim()
+      .split('\n')
+      .map((line) => line.split(/=(.*)/s).slice(0, 2)),
+  );
+  const issuer = 'https://ugs.example.com';
+  assert.deepEqual(shown, cubeJwtSettings({ jwksUrl: `${issuer}/.well-known/jwks.json`, issuer, audience: 'ugs:embed' }));
+  const section = doc.slice(doc.indexOf('## Cube (tested)'), doc.indexOf('\n## ', doc.indexOf('## Cube (tested)') + 1));
+  assert.match(section, /\*\*Do not write a `checkAuth`\.\*\*/);
+  assert.doesNotMatch(fs.readFileSync(path.join(ROOT, 'examples', 'cube', 'cube.js'), 'utf8'), /^\s*checkAuth/m, 'the tested cube.js has no checkAuth');
+  // Every tool's section says whether it was tested.
+  for (const [, heading] of doc.matchAll(/^##+ (.*)$/gm)) {
+    if (/^(Cube|PostgREST|Hasura|Grafana)/.test(heading)) assert.match(heading, /\((tested|not tested)\)$/, heading);
   }
 });

@@ -1,4 +1,4 @@
-// Cube's configuration for User Group Service embed tokens (docs/verify-embed-tokens.md, "Cube").
+// Cube's configuration for User Group Service embed tokens (docs/verify-embed-tokens.md, "Cube (tested)").
 // There is no checkAuth here, on purpose: a checkAuth replaces the verification that
 // CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER, CUBEJS_JWT_AUDIENCE and CUBEJS_JWT_ALGS configure.
 // Cube verifies the token; its claims become the security context; every query is then

@@ -2,9 +2,12 @@
 // caches it, and fetches it again for a kid it does not know.
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 
-/** `issuer`: the service's UGS_PUBLIC_URL; `audience`: the embed_id your dashboards are bound to, or 'ugs:embed'; `account`: your account's slug. */
-export function embedTokenVerifier({ issuer, audience, account }) {
-  const keys = createRemoteJWKSet(new URL(`${issuer}/.well-known/jwks.json`), { cacheMaxAge: 300_000 });
+/**
+ * `issuer`: the service's UGS_PUBLIC_URL; `audience`: the embed_id your dashboards are bound to, or 'ugs:embed'; `account`: your account's slug.
+ * `jwksUrl`: the key set, which lists ES256 and RS256 keys; to accept EdDSA tokens too, `${issuer}/.well-known/jwks.json?alg=ES256,RS256,EdDSA`.
+ */
+export function embedTokenVerifier({ issuer, audience, account, jwksUrl = `${issuer}/.well-known/jwks.json` }) {
+  const keys = createRemoteJWKSet(new URL(jwksUrl), { cacheMaxAge: 300_000 });
   return async (token) => {
     const { payload } = await jwtVerify(token, keys, {
       issuer,

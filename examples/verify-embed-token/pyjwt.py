@@ -1,7 +1,8 @@
 """Verify an embed token with PyJWT (docs/verify-embed-tokens.md).
 
-Finds the key set from the issuer alone (/.well-known/openid-configuration); PyJWKClient
-caches it for 5 minutes and fetches it again for a kid it does not know.
+Finds the key set from the issuer alone (/.well-known/openid-configuration), or at
+UGS_JWKS_URL (to accept EdDSA tokens too: <issuer>/.well-known/jwks.json?alg=ES256,RS256,EdDSA);
+PyJWKClient caches it for 5 minutes and fetches it again for a kid it does not know.
 
     UGS_ISSUER=https://ugs.example.com UGS_ACCOUNT=acme python3 pyjwt.py   # then one token a line on stdin
 """
@@ -16,8 +17,12 @@ ISSUER = os.environ.get("UGS_ISSUER", "http://127.0.0.1:3000")
 AUDIENCE = os.environ.get("UGS_AUDIENCE", "ugs:embed")
 ACCOUNT = os.environ["UGS_ACCOUNT"]  # your account's slug
 
-with urllib.request.urlopen(f"{ISSUER}/.well-known/openid-configuration") as response:
-    jwks_client = jwt.PyJWKClient(json.load(response)["jwks_uri"], lifespan=300)
+# The discovery document names the key set of ES256 and RS256 keys; an EdDSA key is listed only at ?alg=…EdDSA.
+JWKS_URL = os.environ.get("UGS_JWKS_URL")
+if JWKS_URL is None:
+    with urllib.request.urlopen(f"{ISSUER}/.well-known/openid-configuration") as response:
+        JWKS_URL = json.load(response)["jwks_uri"]
+jwks_client = jwt.PyJWKClient(JWKS_URL, lifespan=300)
 
 
 def verify_embed_token(token):

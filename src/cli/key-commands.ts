@@ -234,4 +234,14 @@ async function rotateEmbedKey(opts: JsonOption & { alg?: EmbedSigningAlgorithm; 
       ...rotation.dropped.map((kid) => `dropped key ${kid}: every token it signed has expired`),
     ].join('\n'),
   );
+  if (rotation.algorithm === 'EdDSA') {
+    // docs/api.md, "Keys": the default key set lists no EdDSA key, so that no verifier that
+    // cannot read one (Cube) is broken by its publication; the tokens it signs verify only
+    // against the set that lists it.
+    process.stderr.write(
+      `ugs: EdDSA keys are published only at /.well-known/jwks.json?alg=ES256,RS256,EdDSA, not at /.well-known/jwks.json: ` +
+        `from ${rotation.activates_at}, when ${rotation.kid} signs, a verifier pointed at /.well-known/jwks.json (or at the discovery document's jwks_uri) refuses the new tokens. ` +
+        'Point every verifier at the ?alg= URL before then, or rotate again to ES256 (docs/api.md, "Keys")\n',
+    );
+  }
 }

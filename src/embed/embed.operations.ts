@@ -11,6 +11,7 @@ import {
   EmbedTokenResponse,
   IntrospectionBody,
   IntrospectionResponse,
+  JwksQuery,
   JwksResponse,
 } from './embed.schemas.ts';
 
@@ -86,13 +87,17 @@ export const jwksOperation = {
   operationId: 'getJwks',
   summary: 'The public keys that verify embed tokens (RFC 7517)',
   description: [
-    "Needs no token; CORS is open to any origin. A verifier picks the key named by the token's `kid`; keys of several algorithms (ES256, RS256, EdDSA) may be published at once, each with its `alg`.",
+    "Needs no token; CORS is open to any origin. A verifier picks the key named by the token's `kid`; keys of several algorithms may be published at once, each with its `alg`.",
+    'Without `alg`, it lists the ES256 and RS256 keys only (EC P-256 and RSA), which every verifier reads: an EdDSA (OKP) key is listed only at `?alg=` naming EdDSA, such as `?alg=ES256,RS256,EdDSA`,',
+    'because some verifiers (Cube, and any that converts the whole set with jwk-to-pem) refuse a whole set that holds one. Tokens signed by an EdDSA key verify only against that URL.',
     'A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired.',
     "Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose's `createRemoteJWKSet` does both).",
+    'An `alg` that names anything else is `400 validation_failed`.',
   ].join(' '),
+  querystring: JwksQuery,
   response: {
-    200: { ...JwksResponse, 'x-response-description': 'The published keys.' },
-    ...errorResponses('unavailable'),
+    200: { ...JwksResponse, 'x-response-description': 'The published keys of the algorithms asked for.' },
+    ...errorResponses('validation_failed', 'unavailable'),
   },
 };
 

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import cors from '@fastify/cors';
-import type { Config } from '../config.ts';
+import type { Config, EmbedSigningAlgorithm } from '../config.ts';
 import { AppError } from '../foundations/errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
 import { createEmbedTokenOperation, discoveryOperation, embedContextOperation, introspectOperation, jwksOperation } from './embed.operations.ts';
@@ -122,9 +122,11 @@ export async function registerWellKnownRoutes(app: FastifyInstance, keys: EmbedS
     async (plugin) => {
       // Public keys: any page may read them.
       await plugin.register(cors, { origin: '*', credentials: false, methods: ['GET'], maxAge: PREFLIGHT_MAX_AGE_SECONDS });
-      plugin.get('jwks.json', { schema: jwksOperation }, async (_request, reply) => {
+      plugin.withTypeProvider<TypeBoxTypeProvider>().get('jwks.json', { schema: jwksOperation }, async (request, reply) => {
         reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
-        return sendJson(reply, 200, await keys.jwks());
+        // Without `alg`, only the keys every verifier reads (docs/api.md, "Keys").
+        const algorithms = request.query.alg?.split(',') as EmbedSigningAlgorithm[] | undefined;
+        return sendJson(reply, 200, await keys.jwks(algorithms));
       });
       plugin.get('openid-configuration', { schema: discoveryOperation }, async (_request, reply): Promise<DiscoveryView> => {
         reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);

@@ -269,12 +269,26 @@ export const PublicJwk = Type.Union(
   { title: 'PublicJwk', description: 'A public key: ES256 (P-256), RS256 (RSA) or EdDSA (Ed25519), always with `kid`, `alg` and `use`.' },
 );
 
+export const JwksQuery = Type.Object(
+  {
+    alg: Type.Optional(
+      Type.String({
+        pattern: '^(ES256|RS256|EdDSA)(,(ES256|RS256|EdDSA))*$',
+        description:
+          'The algorithms whose keys to list, comma-separated (`ES256`, `RS256`, `EdDSA`). Without it: `ES256,RS256`, the keys every verifier reads; an EdDSA (OKP) key is listed only when asked for, as by `ES256,RS256,EdDSA` (every published key).',
+        examples: ['ES256,RS256,EdDSA'],
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const JwksResponse = Type.Object(
   { keys: Type.Array(PublicJwk) },
   {
     title: 'JsonWebKeySet',
     description:
-      "RFC 7517: every key that signs now, will sign, or signed a token that may still be valid, of any of the three algorithms; a verifier picks the one the token's `kid` names.",
+      "RFC 7517: every key of the algorithms asked for (`alg`; ES256 and RS256 unless told) that signs now, will sign, or signed a token that may still be valid; a verifier picks the one the token's `kid` names.",
     examples: [
       {
         keys: [

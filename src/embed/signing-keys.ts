@@ -11,7 +11,7 @@
 // activates it later), and before a key signs a token it is kept published until that
 // token's expiry (signed_until), so a key is never dropped while a token it signed is valid.
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type GenerateKeyPairOptions, type JWK } from 'jose';
-import type { EmbedSigningAlgorithm } from '../config.ts';
+import { EMBED_SIGNING_ALGORITHMS, type EmbedSigningAlgorithm } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database, EmbedSigningKeyRow } from '../db/schema.ts';
 import type { Kysely } from 'kysely';
@@ -34,6 +34,12 @@ import { Keyring } from '../crypto/keyring.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 
 export { DEFAULT_ACTIVATION_SECONDS, JWKS_MAX_AGE_SECONDS } from './signing-key-timing.ts';
+/**
+ * The algorithms of the keys `/.well-known/jwks.json` lists when asked for none: those every
+ * JWK consumer reads (EC P-256 and RSA). Cube, and every verifier that converts the whole set
+ * with jwk-to-pem, refuses a set that holds an OKP key (docs/api.md, "Keys").
+ */
+export const DEFAULT_JWKS_ALGORITHMS: readonly EmbedSigningAlgorithm[] = ['ES256', 'RS256'];
 const RELOAD_AFTER_MS = 1000;
 const UNKNOWN_KID_RELOAD_AFTER_MS = 50;
 /** signed_until moves in whole hours: signing writes to the table at most hourly. */
@@ -227,7 +233,8 @@ interface VerificationKey {
 export class EmbedSigningKeys {
   private keys: KnownKey[] = [];
   private byKid = new Map<string, KnownKey>();
-  private jwksText = '{"keys":[]}';
+  /** The published key set as /.well-known/jwks.json answers it, by the algorithms asked for (their order: EMBED_SIGNING_ALGORITHMS'). */
+  private jwksTexts = new Map<string, string>();
   private loadedAt = -Infinity;
   private loading: Promise<void> | undefined;
 
@@ -239,10 +246,20 @@ export class EmbedSigningKeys {
     private readonly firstKeyAlgorithm: EmbedSigningAlgorithm,
   ) {}
 
-  /** The published key set, as /.well-known/jwks.json answers it. */
-  async jwks(): Promise<string> {
+  /**
+   * The published keys of `algorithms`, as /.well-known/jwks.json answers them: by default
+   * ES256 and RS256 only, the keys every verifier reads (docs/api.md, "Keys").
+   */
+  async jwks(algorithms: readonly EmbedSigningAlgorithm[] = DEFAULT_JWKS_ALGORITHMS): Promise<string> {
     await this.fresh(RELOAD_AFTER_MS);
-    return this.jwksText;
+    const asked = EMBED_SIGNING_ALGORITHMS.filter((algorithm) => algorithms.includes(algorithm));
+    const name = asked.join(',');
+    let text = this.jwksTexts.get(name);
+    if (text === undefined) {
+      text = JSON.stringify({ keys: this.keys.filter((k) => asked.includes(k.jwk.alg)).map((k) => k.jwk) });
+      this.jwksTexts.set(name, text);
+    }
+    return text;
   }
 
   /** The algorithms of the published keys, the signing key's first (for the discovery document). */
@@ -351,7 +368,7 @@ export class EmbedSigningKeys {
       };
     });
     this.byKid = new Map(this.keys.map((k) => [k.row.kid, k]));
-    this.jwksText = JSON.stringify({ keys: this.keys.map((k) => k.jwk) });
+    this.jwksTexts = new Map();
     this.loadedAt = startedAt;
   }
 }

@@ -1,7 +1,7 @@
 // A real Cube server (the semantic layer customers put behind embedded dashboards), as
 // examples/cube runs it: Cube pinned by examples/cube/package-lock.json, installed with
 // `npm ci --ignore-scripts` into a cache outside the clone, started with the settings of
-// docs/verify-embed-tokens.md, "Cube" (CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER, CUBEJS_JWT_AUDIENCE,
+// docs/verify-embed-tokens.md, "Cube (tested)" (CUBEJS_JWK_URL, CUBEJS_JWT_ISSUER, CUBEJS_JWT_AUDIENCE,
 // CUBEJS_JWT_ALGS, and examples/cube/cube.js's queryRewrite) against a scratch PostgreSQL
 // database that holds examples/cube/schema.sql's rows.
 //
@@ -13,7 +13,7 @@
 // The cache drivers need Cube Store, a binary download too: CUBEJS_CACHE_AND_QUEUE_DRIVER=memory.
 //
 // Which Node: the one that runs the tests (process.execPath: Node 24 in CI, .ci/run). Cube
-// 0.32.7 declares `node >=17` and starts on Node 20, 22 and 24.
+// 0.32.7 declares `node >=17`; it starts and answers on Node 20.20 (Debian 12's), 22.23 and 24.22.
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -128,6 +128,19 @@ export interface CubeOptions {
   issuer: string;
   /** CUBEJS_JWT_AUDIENCE: the embed_id the dashboards' tokens are bound to, or ugs:embed. */
   audience: string;
+  /**
+   * The source of a `checkAuth(req, auth)` added to examples/cube/cube.js's configuration:
+   * what docs/verify-embed-tokens.md says never to write, to show what it does.
+   */
+  checkAuth?: string;
+}
+
+/**
+ * Cube's settings for embed tokens, exactly as docs/verify-embed-tokens.md, "Cube (tested)"
+ * gives them (test/verify-embed-tokens-doc.test.ts holds the doc to this function).
+ */
+export function cubeJwtSettings({ jwksUrl, issuer, audience }: CubeOptions): Record<string, string> {
+  return { CUBEJS_JWK_URL: jwksUrl, CUBEJS_JWT_ISSUER: issuer, CUBEJS_JWT_AUDIENCE: audience, CUBEJS_JWT_ALGS: 'ES256,RS256' };
 }
 
 /**
@@ -154,7 +167,11 @@ export async function startCube(options: CubeOptions): Promise<CubeServer> {
   };
   try {
     await seed(database);
-    fs.cpSync(path.join(CUBE_EXAMPLE, 'cube.js'), path.join(project, 'cube.js'));
+    if (options.checkAuth === undefined) fs.cpSync(path.join(CUBE_EXAMPLE, 'cube.js'), path.join(project, 'cube.js'));
+    else {
+      fs.cpSync(path.join(CUBE_EXAMPLE, 'cube.js'), path.join(project, 'tested-cube.js'));
+      fs.writeFileSync(path.join(project, 'cube.js'), `module.exports = { ...require('./tested-cube.js'), checkAuth: ${options.checkAuth} };\n`);
+    }
     fs.cpSync(path.join(CUBE_EXAMPLE, 'model'), path.join(project, 'model'), { recursive: true });
     const db = new URL(database.url);
     const port = await freePort();
@@ -180,11 +197,7 @@ export async function startCube(options: CubeOptions): Promise<CubeServer> {
           CUBEJS_DB_NAME: db.pathname.slice(1),
           CUBEJS_DB_USER: decodeURIComponent(db.username),
           CUBEJS_DB_PASS: decodeURIComponent(db.password),
-          // docs/verify-embed-tokens.md, "Cube": the settings as the guide gives them.
-          CUBEJS_JWK_URL: options.jwksUrl,
-          CUBEJS_JWT_ISSUER: options.issuer,
-          CUBEJS_JWT_AUDIENCE: options.audience,
-          CUBEJS_JWT_ALGS: 'ES256,RS256',
+          ...cubeJwtSettings(options),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       }),

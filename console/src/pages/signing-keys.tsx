@@ -12,7 +12,8 @@ function keyDetails(key: PublicJwk): string {
 }
 
 export function SigningKeysPage({ session }: { session: Session }) {
-  const keys = useLoad(() => session.client.getJwks(), []);
+  // Every published key, EdDSA ones too (the default set lists ES256 and RS256 keys only: docs/api.md, "Keys").
+  const keys = useLoad(() => session.client.getJwks({ alg: 'ES256,RS256,EdDSA' }), []);
   const discovery = useLoad(() => session.client.getEmbedTokenDiscovery(), []);
   const [signing, ...others] = discovery.data?.id_token_signing_alg_values_supported ?? [];
 
@@ -74,7 +75,8 @@ export function SigningKeysPage({ session }: { session: Session }) {
       </ScrollingTable>
       <p class="hint">
         Add a key with <code>npx ugs keys embed rotate --alg ES256|RS256|EdDSA</code>: it is published at once and signs 10 minutes later. ES256 is the default,
-        because every common JWT library verifies it. See <code>npx ugs keys embed list</code> for when each key signs.
+        because every common JWT library verifies it. EdDSA keys are listed only at <code>/.well-known/jwks.json?alg=ES256,RS256,EdDSA</code>, not in the
+        default set, which some verifiers (Cube) could not read with one in it. See <code>npx ugs keys embed list</code> for when each key signs.
       </p>
     </section>
   );

@@ -66,7 +66,8 @@ var (
 	issuer   = envOr("UGS_ISSUER", "http://127.0.0.1:3000")
 	audience = envOr("UGS_AUDIENCE", "ugs:embed")
 	account  = os.Getenv("UGS_ACCOUNT") // your account's slug
-	keys     = &keySet{url: issuer + "/.well-known/jwks.json"}
+	// ES256 and RS256 keys; to accept EdDSA tokens too, UGS_JWKS_URL=<issuer>/.well-known/jwks.json?alg=ES256,RS256,EdDSA.
+	keys = &keySet{url: envOr("UGS_JWKS_URL", issuer+"/.well-known/jwks.json")}
 )
 
 // verifyEmbedToken returns the claims of a genuine, current embed token of this account for this audience.

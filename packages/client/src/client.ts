@@ -38,6 +38,7 @@ import type {
   DeleteUserGroupParams,
   DeleteUserGroupResponse,
   EmbedContextParams,
+  JwksParams,
   EmbedContextResponse,
   EmbedTokenDiscovery,
   EmbedTokenResponse,
@@ -59,11 +60,15 @@ import type {
 
 /**
  * The JWKS URL of a service, from its public URL (the `iss` of its embed tokens), e.g. for
- * jose: `createRemoteJWKSet(jwksUrl(issuer), { cacheMaxAge: 300_000 })`.
+ * jose: `createRemoteJWKSet(jwksUrl(issuer), { cacheMaxAge: 300_000 })`. Without `alg`, the
+ * set lists the ES256 and RS256 keys only; a verifier that implements EdDSA and must accept
+ * its tokens asks for them: `jwksUrl(issuer, { alg: ['ES256', 'RS256', 'EdDSA'] })`.
  */
-export function jwksUrl(publicUrl: string | URL): URL {
+export function jwksUrl(publicUrl: string | URL, { alg }: { alg?: readonly ('ES256' | 'RS256' | 'EdDSA')[] } = {}): URL {
   const base = String(publicUrl).replace(/\/+$/, '');
-  return new URL(`${base}/.well-known/jwks.json`);
+  const url = new URL(`${base}/.well-known/jwks.json`);
+  if (alg !== undefined && alg.length > 0) url.searchParams.set('alg', alg.join(','));
+  return url;
 }
 
 export interface UserGroupServiceClientOptions {
@@ -360,9 +365,12 @@ export class UserGroupServiceClient {
     return this.#call({ method: 'POST', path: `/api/webhook_endpoints/${encodeURIComponent(String(id))}/test`, auth: 'api', retry: 'overload' }, options);
   }
 
-  /** The public keys that verify embed tokens (RFC 7517), of every algorithm published now. Needs no token. */
-  getJwks(options?: CallOptions): Promise<JsonWebKeySet> {
-    return this.#call({ method: 'GET', path: '/.well-known/jwks.json', auth: 'none', retry: 'idempotent', document: true }, options);
+  /**
+   * The public keys that verify embed tokens (RFC 7517). Needs no token. Without `alg`, the ES256
+   * and RS256 keys only; `{ alg: 'ES256,RS256,EdDSA' }`: every published key.
+   */
+  getJwks(params: JwksParams = {}, options?: CallOptions): Promise<JsonWebKeySet> {
+    return this.#call({ method: 'GET', path: '/.well-known/jwks.json', query: params, auth: 'none', retry: 'idempotent', document: true }, options);
   }
 
   /** The issuer of embed tokens, where its keys are, and their algorithms (the signing key's first). Needs no token. */
@@ -370,7 +378,7 @@ export class UserGroupServiceClient {
     return this.#call({ method: 'GET', path: '/.well-known/openid-configuration', auth: 'none', retry: 'idempotent', document: true }, options);
   }
 
-  /** Where this service publishes the public keys of its embed tokens. */
+  /** Where this service publishes the public keys of its embed tokens (ES256 and RS256; for EdDSA keys too, the function jwksUrl with `alg`). */
   jwksUrl(): URL {
     return jwksUrl(this.#baseUrl);
   }

@@ -11,7 +11,7 @@ export interface paths {
         };
         /**
          * The public keys that verify embed tokens (RFC 7517)
-         * @description Needs no token; CORS is open to any origin. A verifier picks the key named by the token's `kid`; keys of several algorithms (ES256, RS256, EdDSA) may be published at once, each with its `alg`. A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired. Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose's `createRemoteJWKSet` does both).
+         * @description Needs no token; CORS is open to any origin. A verifier picks the key named by the token's `kid`; keys of several algorithms may be published at once, each with its `alg`. Without `alg`, it lists the ES256 and RS256 keys only (EC P-256 and RSA), which every verifier reads: an EdDSA (OKP) key is listed only at `?alg=` naming EdDSA, such as `?alg=ES256,RS256,EdDSA`, because some verifiers (Cube, and any that converts the whole set with jwk-to-pem) refuse a whole set that holds one. Tokens signed by an EdDSA key verify only against that URL. A new key is published before it signs (`ugs keys embed rotate` activates it 10 minutes later by default), and an old key stays published until every token it signed has expired. Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose's `createRemoteJWKSet` does both). An `alg` that names anything else is `400 validation_failed`.
          */
         get: operations["getJwks"];
         put?: never;
@@ -1162,7 +1162,7 @@ export interface components {
         };
         /**
          * JsonWebKeySet
-         * @description RFC 7517: every key that signs now, will sign, or signed a token that may still be valid, of any of the three algorithms; a verifier picks the one the token's `kid` names.
+         * @description RFC 7517: every key of the algorithms asked for (`alg`; ES256 and RS256 unless told) that signs now, will sign, or signed a token that may still be valid; a verifier picks the one the token's `kid` names.
          */
         JsonWebKeySet: {
             keys: components["schemas"]["PublicJwk"][];
@@ -1762,14 +1762,20 @@ export type $defs = Record<string, never>;
 export interface operations {
     getJwks: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The algorithms whose keys to list, comma-separated (`ES256`, `RS256`, `EdDSA`). Without it: `ES256,RS256`, the keys every verifier reads; an EdDSA (OKP) key is listed only when asked for, as by `ES256,RS256,EdDSA` (every published key).
+                 * @example ES256,RS256,EdDSA
+                 */
+                alg?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The published keys. */
+            /** @description The published keys of the algorithms asked for. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -1800,6 +1806,16 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            /** @description Error: validation_failed */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Error: internal_error */
@@ -5964,6 +5980,9 @@ export const operationQueryParameters = {
   ],
   "getEmbedContext": [
     "embed_id"
+  ],
+  "getJwks": [
+    "alg"
   ],
   "getOrCreateUserGroup": [
     "api_environment_tag",

@@ -27,6 +27,7 @@ export type UserGroupHistoryParams = QueryOf<'getUserGroupHistory'>;
 export type LookupUserGroupParams = QueryOf<'lookupUserGroup'>;
 export type CreateEmbedTokenParams = Schemas['EmbedTokenRequest'];
 export type EmbedContextParams = QueryOf<'getEmbedContext'>;
+export type JwksParams = QueryOf<'getJwks'>;
 export type CreateApiTokenParams = Schemas['CreateApiTokenRequest'];
 export type ApiTokenHistoryParams = QueryOf<'getApiTokenHistory'>;
 export type ListEventsParams = QueryOf<'listEvents'>;
