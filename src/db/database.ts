@@ -276,9 +276,20 @@ function guardedWrite(connection: SQLite.Database, statement: SQLite.Statement, 
   };
 }
 
-/** The database answers, and holds the service's tables: one created again empty is not ready (db/errors.ts, storageFault). */
-export async function pingDatabase(db: Kysely<Database>): Promise<void> {
-  await sql`select 1 from kysely_migration limit 1`.execute(db);
+/**
+ * The database answers, and holds the service's tables (one created again empty is not ready:
+ * db/errors.ts, storageFault); whether it takes writes (PostgreSQL: a session of a standby, or
+ * of a database set read-only, is read-only; SQLite: always, the file checks are elsewhere).
+ */
+export async function pingDatabase(handle: Pick<DatabaseHandle, 'db' | 'dialect'>): Promise<boolean> {
+  if (handle.dialect === 'sqlite') {
+    await sql`select 1 from kysely_migration limit 1`.execute(handle.db);
+    return true;
+  }
+  const { rows } = await sql<{ read_only: string }>`select current_setting('transaction_read_only') as read_only from kysely_migration limit 1`.execute(
+    handle.db,
+  );
+  return rows[0]?.read_only !== 'on';
 }
 
 function redactUrl(url: string): string {
