@@ -17,7 +17,7 @@ const Health = Type.Object(
   },
   { title: 'Health' },
 );
-/** What the instance can do with its database now (docs/operations.md, "Health and metrics"). */
+/** What the instance can do with its database now (docs/operations.md, "Probes"). */
 const DatabaseReadiness = Type.Object(
   {
     primary: Type.Union([Type.Literal('reachable'), Type.Literal('unreachable')], {
