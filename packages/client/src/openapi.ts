@@ -558,8 +558,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The database is reachable
-         * @description Answers 200 when the database answers within 2 s and holds the service's tables (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.
+         * The database is reachable and takes writes
+         * @description Answers 200 when the database answers within 2 s, holds the service's tables and takes writes (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). `database` says what was found: whether the primary is reachable and whether it takes writes. While the primary is known unreachable it answers at once, without trying a connection. Needs no token.
          */
         get: operations["ready"];
         put?: never;
@@ -756,6 +756,13 @@ export interface components {
             api_token: components["schemas"]["ApiToken"];
             /** @enum {number} */
             success: 1;
+        };
+        /** DatabaseReadiness */
+        DatabaseReadiness: {
+            /** @description Whether the database the service writes to answers: `unreachable` while a connection to it fails (PostgreSQL: the breaker is open, and requests that need it answer 503 at once; docs/operations.md, "When the primary cannot be reached"). */
+            primary: "reachable" | "unreachable";
+            /** @description Whether it takes writes now: false while it is unreachable or read-only (a standby, in recovery, failing over). */
+            writable: boolean;
         };
         /** DeletedGroupTag */
         DeletedGroupTag: {
@@ -1178,6 +1185,53 @@ export interface components {
             [key: string]: string | number;
         };
         /**
+         * NotReady
+         * @description The error envelope, with what the instance found of its database.
+         */
+        NotReady: {
+            database?: components["schemas"]["DatabaseReadiness"];
+            error: {
+                /**
+                 * @description Stable machine-readable code; it alone decides the status. A later release may add codes: handle one you do not know by its status.
+                 * @enum {unknown}
+                 */
+                code: "bad_request" | "invalid_json" | "validation_failed" | "ambiguous_request" | "parent_not_found" | "webhook_url_forbidden" | "hierarchy_too_deep" | "missing_api_token" | "invalid_api_token" | "wrong_token_kind" | "invalid_token" | "insufficient_scope" | "environment_forbidden" | "origin_forbidden" | "embed_id_forbidden" | "user_group_not_found" | "token_not_found" | "api_token_not_found" | "webhook_endpoint_not_found" | "group_tag_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "cursor_expired" | "user_group_exists" | "hierarchy_cycle" | "user_group_has_children" | "group_tag_exists" | "tag_limit_reached" | "api_token_revoked" | "last_admin_token" | "idempotency_key_in_use" | "webhook_endpoint_limit_reached" | "payload_too_large" | "unsupported_media_type" | "embed_token_too_large" | "idempotency_key_reused" | "headers_too_large" | "rate_limited" | "too_many_streams" | "webhook_endpoint_busy" | "too_many_heavy_operations" | "lock_timeout" | "internal_error" | "unavailable" | "storage_unavailable";
+                /** @description One entry per problem, for validation_failed and ambiguous_request. */
+                details?: {
+                    /** @description The field, query parameter or header. */
+                    field: string;
+                    /** @description What is wrong with it, e.g. too_long, unknown_field (docs/api.md, "Requests"). */
+                    issue: string;
+                }[];
+                /** @description What went wrong, for a human. */
+                message: string;
+                /** @description Also sent as the X-Request-Id header; quote it when reporting a problem. */
+                request_id: string;
+            };
+            /** @description With UGS_DATABASE_READ_URL only: what the replica can serve (docs/api.md, "Reads from replicas"). */
+            replica?: {
+                /** @description Whether page views may read the replica at all: false without Redis (REDIS_URL), which holds the write positions. */
+                in_use: boolean;
+                /** @description The age of the oldest commit it received and has not replayed; 0 when it replayed all it received. */
+                lag_seconds?: number;
+                /** @description UGS_DATABASE_READ_MAX_LAG_MS in seconds: a replica lagging more serves nothing. */
+                max_lag_seconds: number;
+                /** @description UGS_DATABASE_READ_FROM. */
+                mode: "fallback" | "replica";
+                /** @description The replica answered a check. */
+                reachable: boolean;
+                /**
+                 * @description Its replay position (pg_last_wal_replay_lsn).
+                 * @example 0/3000148
+                 */
+                replay_lsn?: string;
+                /** @description Still in recovery (false once it was promoted). */
+                standby?: boolean;
+            };
+            /** @enum {number} */
+            success: 0;
+        };
+        /**
          * ParentUserGroupId
          * @description The parent's user_group_id, in the same account and environment (a JSON integer is read as its decimal string, as for ids); null for none. A hierarchy is at most UGS_MAX_HIERARCHY_DEPTH levels deep (3 by default).
          * @example acme
@@ -1247,6 +1301,7 @@ export interface components {
         };
         /** Readiness */
         Readiness: {
+            database: components["schemas"]["DatabaseReadiness"];
             /** @description With UGS_DATABASE_READ_URL only: what the replica can serve (docs/api.md, "Reads from replicas"). */
             replica?: {
                 /** @description Whether page views may read the replica at all: false without Redis (REDIS_URL), which holds the write positions. */
@@ -5929,7 +5984,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The database answers. */
+            /** @description The database answers and takes writes. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -5957,7 +6012,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["NotReady"];
                 };
             };
         };
