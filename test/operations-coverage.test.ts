@@ -17,6 +17,7 @@ import { isOperational, routeTable } from './helpers/route-table.ts';
 import { runEveryOperation } from './helpers/workload.ts';
 import { methodOverrideStrategy } from '../src/http/method-override.ts';
 import { keptReleases } from '../scripts/check-api.ts';
+import { derivedCodeSamples } from '../src/http/derived-code-samples.ts';
 
 interface Operation {
   operationId: string;
@@ -110,6 +111,23 @@ describe('every operation has its client method, its docs, its changelog line an
     const describes = (key: string) => new RegExp(`^#+ (?:.*\\W)?\`?${escaped(key)}(?:\`|:|$| )|\`${escaped(key)}[\`?]`, 'm').test(prose);
     const missing = operationsOf(document).filter(({ key }) => !describes(key));
     assert.deepEqual(missing.map(named), [], 'operations docs/api.md does not describe: give each a section (### METHOD /path: …) or a row naming it');
+  });
+
+  it('an operation its feature gives no code samples gets them from its declaration: curl with its token, @ugs/client by its operationId', () => {
+    const schemas = (document as unknown as { components: { schemas: Record<string, unknown> } }).components.schemas;
+    const samples = (route: string, method: string) =>
+      derivedCodeSamples(route, method, document.paths[route][method] as unknown as Record<string, unknown>, schemas).map((sample) =>
+        sample.source.split('\n').at(-1),
+      );
+    assert.deepEqual(samples('/api/user/lookup', 'get'), [
+      'curl "$UGS/api/user/lookup?user_group_id=example_1" -H "Authorization: Token $TOKEN"',
+      'const answer = await ugs.lookupUserGroup({ user_group_id: "example_1" });',
+    ]);
+    assert.deepEqual(samples('/api/webhook_endpoints/{id}/test', 'post'), [
+      'curl -X POST "$UGS/api/webhook_endpoints/1/test" -H "Authorization: Token $TOKEN"',
+      'const answer = await ugs.testWebhookEndpoint(1);',
+    ]);
+    assert.deepEqual(samples('/.well-known/jwks.json', 'get'), ['curl "$UGS/.well-known/jwks.json"']);
   });
 
   it('every operation the last release lacks is named in CHANGELOG.md, under "Unreleased"', () => {
