@@ -18,6 +18,7 @@ import { runEveryOperation } from './helpers/workload.ts';
 import { methodOverrideStrategy } from '../src/http/method-override.ts';
 import { keptReleases } from '../scripts/check-api.ts';
 import { derivedCodeSamples } from '../src/http/derived-code-samples.ts';
+import { TEST_ENDPOINTS_FILE, testEndpointsSource } from '../scripts/generate-test-endpoints.ts';
 
 interface Operation {
   operationId: string;
@@ -102,6 +103,12 @@ describe('every operation has its client method, its docs, its changelog line an
       [],
       'operations no method of @ugs/client calls: give each a method named as its operationId in packages/client/src/client.ts',
     );
+    const operations = new Set(operationsOf(document).map(({ key }) => key));
+    assert.deepEqual(
+      [...requests].filter((request) => !operations.has(request)),
+      [],
+      'requests of @ugs/client that are no operation of the OpenAPI document (a route missing?)',
+    );
   });
 
   it('every operation is named in docs/api.md (`METHOD /path`), beside the generated table of scopes', () => {
@@ -128,6 +135,14 @@ describe('every operation has its client method, its docs, its changelog line an
       'const answer = await ugs.testWebhookEndpoint(1);',
     ]);
     assert.deepEqual(samples('/.well-known/jwks.json', 'get'), ['curl "$UGS/.well-known/jwks.json"']);
+  });
+
+  it("the test harness's type of every operation's answer (test/helpers/endpoints.ts) is what npm run generate:client writes", async () => {
+    assert.equal(
+      fs.readFileSync(TEST_ENDPOINTS_FILE, 'utf8'),
+      await testEndpointsSource(document),
+      'test/helpers/endpoints.ts is out of date: run npm run generate:client',
+    );
   });
 
   it('every operation the last release lacks is named in CHANGELOG.md, under "Unreleased"', () => {
