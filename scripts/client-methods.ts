@@ -127,7 +127,8 @@ export function clientMethods(api: OpenApi): Map<string, ClientMethod> {
       });
     const called = /this\.(\w+)\(/.exec(body)?.[1];
     const spec = /method: '([A-Z]+)', path: (['`])(\/[^'`]*)\2/.exec(body);
-    const comment = /\/\*\*([\s\S]*?)\*\/\s*$/.exec(CLIENT_CLASS.slice(0, declared[index].index))?.[1] ?? '';
+    const before = CLIENT_CLASS.slice(0, declared[index].index);
+    const comment = /\/\*\*([\s\S]*?)\*\/\s*$/.exec(before.slice(before.lastIndexOf('/**')))?.[1] ?? '';
     const text = comment
       .replace(/^\s*\* ?/gm, ' ')
       .replace(/\s+/g, ' ')

@@ -79,6 +79,10 @@ export function withClientRows(text: string, api: OpenApi): string {
     if (start === -1) throw new Error(`docs/client.md has no line starting ${heading}`);
     let end = lines.findIndex((line, i) => i > start + 2 && !line.startsWith('|'));
     if (end === -1) end = lines.length;
+    // After the row of the method the class declares before it, when that row is in this table.
+    const earlier = [...methods.keys()].slice(0, [...methods.keys()].indexOf(method.name)).reverse();
+    const previous = earlier.map((name) => lines.findIndex((line, i) => i > start && i < end && line.startsWith(`| \`${name}(`))).find((i) => i !== -1);
+    if (previous !== undefined) end = previous + 1;
     lines.splice(end, 0, `| \`${method.name}(${writtenParameters(method.parameters)})\` | \`${method.request}\`: ${method.summary} |`);
   }
   return lines.join('\n');
