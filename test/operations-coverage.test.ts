@@ -18,6 +18,7 @@ import { runEveryOperation } from './helpers/workload.ts';
 import { methodOverrideStrategy } from '../src/http/method-override.ts';
 import { keptReleases } from '../scripts/check-api.ts';
 import { derivedCodeSamples } from '../src/http/derived-code-samples.ts';
+import { UserGroupServiceClient } from '../packages/client/src/index.ts';
 import { TEST_ENDPOINTS_FILE, testEndpointsSource } from '../scripts/generate-test-endpoints.ts';
 
 interface Operation {
@@ -118,6 +119,18 @@ describe('every operation has its client method, its docs, its changelog line an
     const describes = (key: string) => new RegExp(`^#+ (?:.*\\W)?\`?${escaped(key)}(?:\`|:|$| )|\`${escaped(key)}[\`?]`, 'm').test(prose);
     const missing = operationsOf(document).filter(({ key }) => !describes(key));
     assert.deepEqual(missing.map(named), [], 'operations docs/api.md does not describe: give each a section (### METHOD /path: …) or a row naming it');
+  });
+
+  it('every TypeScript code sample calls methods @ugs/client has (a derived one, the method named as the operationId)', () => {
+    const methods = new Set(Object.getOwnPropertyNames(UserGroupServiceClient.prototype));
+    const wrong = operationsOf(document).flatMap((entry) => {
+      const samples = ((entry.operation as { 'x-codeSamples'?: { lang: string; source: string }[] })['x-codeSamples'] ?? []).filter(
+        (sample) => sample.lang === 'TypeScript',
+      );
+      const called = samples.flatMap((sample) => [...sample.source.matchAll(/\bugs\.(\w+)\(/g)].map((m) => m[1]));
+      return called.filter((name) => !methods.has(name)).map((name) => `${named(entry)}: ugs.${name}`);
+    });
+    assert.deepEqual(wrong, [], 'code samples that call no method of @ugs/client: name the method as the operationId, or give the feature samples of its own');
   });
 
   it('an operation its feature gives no code samples gets them from its declaration: curl with its token, @ugs/client by its operationId', () => {
