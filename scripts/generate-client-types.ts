@@ -3,11 +3,13 @@
 // client and the console need at run time (the query parameters of each operation, the fields
 // of each request with their types and limits, the fields of a user group), so that the published client needs nothing of
 // this repository and nothing is copied by hand. test/client-package.test.ts fails when the file is out of date.
+// It writes the test harness's types of each operation's answer too (generate-test-endpoints.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { astToString, openapiTS } from '@ugs/openapi-codegen';
 import { openApiDocument } from './openapi-document.ts';
+import { TEST_ENDPOINTS_FILE, testEndpointsSource } from './generate-test-endpoints.ts';
 
 export const CLIENT_TYPES_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../packages/client/src/openapi.ts');
 
@@ -103,4 +105,7 @@ export async function clientTypesSource(): Promise<string> {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   fs.writeFileSync(CLIENT_TYPES_FILE, await clientTypesSource());
   console.log(`written: ${path.relative(process.cwd(), CLIENT_TYPES_FILE)}`);
+  // The test harness's types of each operation's answer, from the same document.
+  fs.writeFileSync(TEST_ENDPOINTS_FILE, await testEndpointsSource((await openApiDocument()) as Parameters<typeof testEndpointsSource>[0]));
+  console.log(`written: ${path.relative(process.cwd(), TEST_ENDPOINTS_FILE)}`);
 }

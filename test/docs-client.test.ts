@@ -12,103 +12,10 @@ import { ROOT } from './helpers/processes.ts';
 import { openApiDocument } from '../scripts/openapi-document.ts';
 import { UserGroupServiceClient } from '../packages/client/src/index.ts';
 import { UserGroupFieldsBody } from '../src/user-groups/user-groups.schemas.ts';
+import { clientMethods, splitTopLevel, type OpenApi, type Parameter } from '../scripts/client-methods.ts';
+import { operationDocs } from '../scripts/generate-operation-docs.ts';
 
 const CLIENT_DOC = fs.readFileSync(path.join(ROOT, 'docs/client.md'), 'utf8');
-const CLIENT_SOURCE = fs.readFileSync(path.join(ROOT, 'packages/client/src/client.ts'), 'utf8');
-/** The class's body: the file holds other classes too. */
-const CLIENT_CLASS = CLIENT_SOURCE.slice(
-  CLIENT_SOURCE.indexOf('export class UserGroupServiceClient {'),
-  CLIENT_SOURCE.indexOf('\n}\n', CLIENT_SOURCE.indexOf('export class UserGroupServiceClient {')),
-);
-const TYPES_SOURCE = fs.readFileSync(path.join(ROOT, 'packages/client/src/types.ts'), 'utf8');
-
-/** A parameter as a reader sees it: a plain value by its name, or an object by its fields (`?` when optional). */
-type Parameter = { value: string } | { fields: string[] };
-
-interface OpenApi {
-  components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> };
-  paths: Record<string, Record<string, { operationId?: string; parameters?: { name: string; in: string; required?: boolean }[] }>>;
-}
-
-/** Splits `text` at `separator` outside of <>, (), {} and []. */
-function splitTopLevel(text: string, separator: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < text.length; i++) {
-    if ('<({['.includes(text[i])) depth++;
-    else if ('>)}]'.includes(text[i]) && text[i - 1] !== '=') depth--;
-    else if (depth === 0 && text.startsWith(separator, i)) {
-      parts.push(text.slice(start, i).trim());
-      start = i + separator.length;
-    }
-  }
-  parts.push(text.slice(start).trim());
-  return parts.filter((part) => part !== '');
-}
-
-/** The fields of a parameter type of the client, each with whether it is required. */
-function fieldsOfType(type: string, api: OpenApi): Map<string, boolean> {
-  type = type.trim();
-  const generic = /^(\w+)<([\s\S]*)>$/.exec(type);
-  const names = (list: string) => [...list.matchAll(/'([^']+)'/g)].map((m) => m[1]);
-  if (splitTopLevel(type, '&').length > 1) return new Map(splitTopLevel(type, '&').flatMap((part) => [...fieldsOfType(part, api)]));
-  if (generic?.[1] === 'QueryOf') {
-    const operationId = names(generic[2])[0];
-    const operation = Object.values(api.paths)
-      .flatMap((item) => Object.values(item))
-      .find((op) => op.operationId === operationId);
-    assert.ok(operation, `the OpenAPI document has an operation ${operationId}`);
-    return new Map((operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => [p.name, p.required === true]));
-  }
-  if (generic) {
-    const [inner, keys] = splitTopLevel(generic[2], ',');
-    const fields = fieldsOfType(inner, api);
-    switch (generic[1]) {
-      case 'WithId':
-        return new Map([...fields, ['user_group_id', true]]);
-      case 'Required':
-        return new Map([...fields].map(([field]) => [field, true]));
-      case 'Omit':
-        return new Map([...fields].filter(([field]) => !names(keys).includes(field)));
-      case 'Pick':
-        return new Map([...fields].filter(([field]) => names(keys).includes(field)));
-    }
-    assert.fail(`a parameter type this test cannot read: ${type}`);
-  }
-  const schema = /^Schemas\['(\w+)'\]$/.exec(type);
-  if (schema) {
-    const declared = api.components.schemas[schema[1]];
-    assert.ok(declared?.properties, `the OpenAPI document has an object schema ${schema[1]}`);
-    return new Map(Object.keys(declared.properties).map((field) => [field, declared.required?.includes(field) ?? false]));
-  }
-  const alias = new RegExp(`^export type ${type} = ([^;]+);`, 'm').exec(TYPES_SOURCE);
-  assert.ok(alias, `packages/client/src/types.ts declares ${type}`);
-  return fieldsOfType(alias[1], api);
-}
-
-/** Each method of the client class: its signature's parameters (the call options left out) and its retry class. */
-function clientMethods(api: OpenApi): Map<string, { parameters: Parameter[]; retry: string | undefined }> {
-  const methods = new Map<string, { parameters: Parameter[]; retry: string | undefined }>();
-  const declared = [...CLIENT_CLASS.matchAll(/^ {2}(?:async \*)?(\w+)\((.*)\): [^\n]*\{$/gm)];
-  for (const [index, [, name, list]] of declared.entries()) {
-    const body = CLIENT_CLASS.slice(declared[index].index, declared[index + 1]?.index);
-    const parameters = splitTopLevel(list, ',')
-      .filter((parameter) => !/^options\??:/.test(parameter))
-      .map((parameter): Parameter => {
-        const [, own, type] = /^(\w+)\??: ([^=]+?)(?: = .*)?$/.exec(parameter) ?? [];
-        assert.ok(own, `${name}: a parameter this test cannot read: ${parameter}`);
-        if (/^(?:string|number|boolean)$/.test(type)) return { value: own };
-        const optionalAll = / = \{\}$/.test(parameter);
-        return { fields: [...fieldsOfType(type, api)].map(([field, required]) => (required && !optionalAll ? field : `${field}?`)).sort() };
-      });
-    const called = /this\.(\w+)\(/.exec(body)?.[1];
-    methods.set(name, { parameters, retry: /retry: '(\w+)'/.exec(body)?.[1] ?? (called ? `via ${called}` : undefined) });
-  }
-  for (const method of methods.values()) if (method.retry?.startsWith('via ')) method.retry = methods.get(method.retry.slice(4))?.retry;
-  return methods;
-}
-
 /**
  * `…fields` in an object of docs/client.md stands for a group's fields, each optional (the
  * field table of docs/api.md, "The user group", which test/docs-fields.test.ts holds to the
@@ -149,7 +56,13 @@ describe('docs/client.md', () => {
 
   it('docs: client.md lists every method of the client, and no other', () => {
     const methods = Object.getOwnPropertyNames(UserGroupServiceClient.prototype).filter((name) => name !== 'constructor');
-    assert.deepEqual([...documentedMethods().keys()].sort(), methods.sort());
+    assert.deepEqual([...documentedMethods().keys()].sort(), methods.sort(), 'docs/client.md is out of date: run npm run generate:docs');
+  });
+
+  it("docs: client.md's rows of the client's methods and api.md's table of scopes are what npm run generate:docs writes", async () => {
+    for (const [file, text] of Object.entries(await operationDocs())) {
+      assert.equal(fs.readFileSync(path.join(ROOT, file), 'utf8'), text, `${file} is out of date: run npm run generate:docs`);
+    }
   });
 
   it('docs: each method in client.md takes the parameters its signature and the OpenAPI document give it, optional ones marked ?', () => {

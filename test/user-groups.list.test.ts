@@ -1,7 +1,7 @@
 // GET /api/users: keyset-paginated listing (docs/api.md, "GET /api/users: list").
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachBackend, useTestApp } from './helpers/harness.ts';
+import { forEachBackend, useTestApp, type EndpointBody, type HttpResult } from './helpers/harness.ts';
 
 forEachBackend('GET /api/users lists user groups', (backend) => {
   const t = useTestApp(backend);
@@ -356,7 +356,7 @@ forEachBackend('GET /api/users lists user groups', (backend) => {
     for (const query of queries) {
       let cursor: string | null = null;
       do {
-        const res: Awaited<ReturnType<typeof t.request>> = await t.request('GET', '/api/users', {
+        const res: HttpResult<EndpointBody<'GET', '/api/users'>> = await t.request('GET', '/api/users', {
           token: tok,
           query: { ...query, ...(cursor ? { cursor } : {}) },
         });

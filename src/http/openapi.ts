@@ -7,10 +7,11 @@
 //   - GET and DELETE /api/user and DELETE /api/group_tags take their JSON body as optional, as the server does;
 //   - POST /api/user declares X-HTTP-Method-Override and the answer it then gives;
 //   - operations that take an Idempotency-Key declare it, and Idempotent-Replayed (idempotency/idempotency.ts);
-//   - each operation carries code samples (x-codeSamples), from the features' docs;
+//   - each operation carries code samples (x-codeSamples), from the features' docs or derived from its declaration;
 //   - each operation's security requirement names the scope it needs, or is empty (public).
 import type { FastifyDynamicSwaggerOptions, SwaggerTransformObject } from '@fastify/swagger';
 import { ERROR_EXAMPLES } from './error-examples.ts';
+import { derivedCodeSamples } from './derived-code-samples.ts';
 import type { ErrorCode } from '../foundations/errors.ts';
 import { SERVICE_VERSION } from '../foundations/version.ts';
 
@@ -128,7 +129,7 @@ export function finishOpenApiDocument(codeSamples: Record<string, CodeSample[]>)
     for (const [path, item] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(item)) {
         if (!METHODS.includes(method)) continue;
-        finishOperation(path, method, operation, codeSamples);
+        finishOperation(path, method, operation, codeSamples, (document.components.schemas ?? {}) as Json);
       }
     }
     document.components.schemas = { ...(document.components.schemas ?? {}) };
@@ -146,7 +147,7 @@ const OPTIONAL_BODIES: Record<string, string> = {
   'delete /api/group_tags': 'The tag as JSON, instead of the query string (not both).',
 };
 
-function finishOperation(path: string, method: string, operation: Json, codeSamples: Record<string, CodeSample[]>): void {
+function finishOperation(path: string, method: string, operation: Json, codeSamples: Record<string, CodeSample[]>, schemas: Json): void {
   const responses = operation.responses as Record<string, Json>;
   const limited = path.startsWith('/api/');
   for (const [status, response] of Object.entries(responses)) {
@@ -166,7 +167,8 @@ function finishOperation(path: string, method: string, operation: Json, codeSamp
   }
   if (operation['x-idempotent'] === true) declareIdempotencyKey(operation);
   const operationId = operation.operationId as string | undefined;
-  if (operationId && codeSamples[operationId]) operation['x-codeSamples'] = codeSamples[operationId];
+  // A feature's own samples, else those its declaration gives (derived-code-samples.ts).
+  operation['x-codeSamples'] = (operationId && codeSamples[operationId]) || derivedCodeSamples(path, method, operation, schemas);
   // The document has no root-level security: an operation that names none (the probes,
   // metrics, the JWKS) needs no token, and says so rather than leaving readers to guess. One
   // that takes an API token names the scope it needs (auth/route-access.ts).

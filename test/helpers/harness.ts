@@ -19,67 +19,25 @@ import type { Metrics } from '../../src/metrics/metrics.ts';
 import { openMigratedDatabase } from '../../src/process/runtime.ts';
 import { issueApiToken, revokeApiToken } from '../../src/api-tokens/api-tokens.service.ts';
 import type { Scope } from '../../src/auth/principal.ts';
-import type {
-  DeletedResponse,
-  GetOrCreateResponse,
-  HistoryResponse,
-  ListResponse,
-  UpsertResponse,
-  UserGroupResponse,
-} from '../../src/user-groups/user-groups.schemas.ts';
-import type { EmbedContextResponse, EmbedTokenResponse, IntrospectionResponse, JwksResponse } from '../../src/embed/embed.schemas.ts';
+import type { GetOrCreateResponse } from '../../src/user-groups/user-groups.schemas.ts';
 import type { ErrorEnvelope } from '../../src/http/envelope.schemas.ts';
 import { BACKENDS, createTestDatabase, type Backend } from './backends.ts';
-import type { EventFeedResponse } from '../../src/events/events.schemas.ts';
-import type { DeletedGroupTagResponse, GroupTagList, GroupTagResponse, RenamedGroupTagResponse } from '../../src/group-tags/group-tags.schemas.ts';
-import type {
-  CreatedWebhookEndpointResponse,
-  WebhookDeliveriesResponse,
-  WebhookEndpointListResponse,
-  WebhookTestResponse,
-} from '../../src/webhooks/webhooks.schemas.ts';
-import type {
-  ApiTokenHistoryResponse,
-  ApiTokenListResponse,
-  CreatedApiTokenResponse,
-  CurrentApiTokenResponse,
-  RevokedApiTokenResponse,
-} from '../../src/api-tokens/api-tokens.schemas.ts';
+import type { DeclaredEndpoints } from './endpoints.ts';
 
 // ---- responses ----
 
 /** A response schema's body without `success`, whose literals (1 here, 0 there) would intersect to never. */
 type Fields<Schema extends TSchema> = Omit<Static<Schema>, 'success'>;
 
+type Intersection<Union> = (Union extends unknown ? (whole: Union) => void : never) extends (whole: infer All) => void ? All : never;
+
 /**
- * Every documented response body at once: a test reads any field of any answer without a
- * cast, and a test that reads a field the schemas no longer have (renamed, misspelled)
- * stops compiling instead of reading undefined.
+ * Every documented response body at once (each operation's, from its declaration:
+ * test/helpers/endpoints.ts): a test reads any field of any answer without a cast, and a test
+ * that reads a field the schemas no longer have (renamed, misspelled) stops compiling instead
+ * of reading undefined.
  */
-export type ResponseBody = { success: 0 | 1 } & Fields<typeof UserGroupResponse> &
-  Fields<typeof GetOrCreateResponse> &
-  Fields<typeof DeletedResponse> &
-  Fields<typeof ListResponse> &
-  Fields<typeof HistoryResponse> &
-  Fields<typeof EmbedContextResponse> &
-  Fields<typeof EmbedTokenResponse> &
-  Fields<typeof IntrospectionResponse> &
-  Fields<typeof JwksResponse> &
-  Fields<typeof CreatedApiTokenResponse> &
-  Fields<typeof ApiTokenListResponse> &
-  Fields<typeof ApiTokenHistoryResponse> &
-  Fields<typeof CurrentApiTokenResponse> &
-  Fields<typeof EventFeedResponse> &
-  Fields<typeof UpsertResponse> &
-  Fields<typeof CreatedWebhookEndpointResponse> &
-  Fields<typeof WebhookEndpointListResponse> &
-  Fields<typeof WebhookDeliveriesResponse> &
-  Fields<typeof WebhookTestResponse> &
-  Fields<typeof GroupTagList> &
-  Fields<typeof GroupTagResponse> &
-  Fields<typeof RenamedGroupTagResponse> &
-  Fields<typeof DeletedGroupTagResponse> &
-  Fields<typeof ErrorEnvelope>;
+export type ResponseBody = { success: 0 | 1 } & Intersection<DeclaredEndpoints[keyof DeclaredEndpoints]> & Fields<typeof ErrorEnvelope>;
 
 export interface HttpResult<Body = ResponseBody> {
   status: number;
@@ -90,44 +48,23 @@ export interface HttpResult<Body = ResponseBody> {
 }
 
 /**
- * The success body of each endpoint, as its response schema says. A request whose method and
+ * The success body of each endpoint, as its operation's response schema says
+ * (test/helpers/endpoints.ts, written by npm run generate:client). A request whose method and
  * path are literals is typed by its endpoint (as `h.post<Req, Res>` in Unkey's harness): a
  * test that reads a field its endpoint does not answer stops compiling. Every answer may be an
  * error, so `error` is readable on all of them.
  */
-interface Endpoints {
-  'GET /api/user': Fields<typeof GetOrCreateResponse>;
+type Endpoints = Omit<DeclaredEndpoints, 'POST /api/user'> & {
   // Create and rotate answer UserGroupResponse; with X-HTTP-Method-Override: GET, get-or-create's.
-  'POST /api/user': Fields<typeof UserGroupResponse> & Partial<Fields<typeof GetOrCreateResponse>>;
-  'PUT /api/user': Fields<typeof UserGroupResponse>;
-  'DELETE /api/user': Fields<typeof DeletedResponse>;
-  'GET /api/user/lookup': Fields<typeof UserGroupResponse>;
-  'GET /api/users': Fields<typeof ListResponse>;
-  'GET /api/user/history': Fields<typeof HistoryResponse>;
-  'POST /api/embed_token': Fields<typeof EmbedTokenResponse>;
-  'GET /api/embed/context': Fields<typeof EmbedContextResponse>;
-  'POST /api/embed/introspect': Fields<typeof IntrospectionResponse>;
-  'GET /api/api_tokens': Fields<typeof ApiTokenListResponse>;
-  'POST /api/api_tokens': Fields<typeof CreatedApiTokenResponse>;
-  'GET /api/api_tokens/current': Fields<typeof CurrentApiTokenResponse>;
-  'GET /api/api_tokens/history': Fields<typeof ApiTokenHistoryResponse>;
-  'GET /.well-known/jwks.json': Fields<typeof JwksResponse>;
-  'GET /api/group_tags': Fields<typeof GroupTagList>;
-  'POST /api/group_tags': Fields<typeof GroupTagResponse>;
-  'POST /api/group_tags/rename': Fields<typeof RenamedGroupTagResponse>;
-  'DELETE /api/group_tags': Fields<typeof DeletedGroupTagResponse>;
-}
+  'POST /api/user': DeclaredEndpoints['POST /api/user'] & Partial<Fields<typeof GetOrCreateResponse>>;
+};
 
 /** What every answer has, success or error: a helper that only checks status, envelope or error takes HttpResult<AnyAnswer>. */
 export type AnyAnswer = { success: 0 | 1 } & Fields<typeof ErrorEnvelope>;
 
-type EndpointBody<Method extends string, Path extends string> = `${Method} ${Path}` extends keyof Endpoints
+export type EndpointBody<Method extends string, Path extends string> = `${Method} ${Path}` extends keyof Endpoints
   ? { success: 0 | 1 } & Endpoints[`${Method} ${Path}`] & Fields<typeof ErrorEnvelope>
-  : Method extends 'DELETE'
-    ? Path extends `/api/api_tokens/${string}`
-      ? { success: 0 | 1 } & Fields<typeof RevokedApiTokenResponse> & Fields<typeof ErrorEnvelope>
-      : ResponseBody
-    : ResponseBody;
+  : ResponseBody;
 
 /** The body parsed as JSON, or undefined for a body that is not (an empty one, text, HTML). */
 export function parseBody(text: string): ResponseBody {

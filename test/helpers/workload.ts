@@ -36,6 +36,8 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   const tokens: string[] = hits.map((hit) => hit.user_group.token);
   await Promise.all(tokens.map((bearer) => caller.request('GET', '/api/embed/context', { bearer })));
   await request('GET', '/api/user', { body: { user_group_id: id('new'), properties: { a: 1 }, api_environment_tag: env } });
+  // The same get-or-create as POST with X-HTTP-Method-Override: GET, for clients that cannot send a body with GET.
+  await request('POST', '/api/user', { body: { user_group_id: id('new'), api_environment_tag: env }, headers: { 'x-http-method-override': 'GET' } });
   await request('POST', '/api/user', { body: { user_group_id: id('created'), api_environment_tag: env } });
   await request('PUT', '/api/user', { body: { user_group_id: id('created'), name: 'Renamed', api_environment_tag: env } });
   // An idempotent create, and its retry: the stored answer again.

@@ -5,6 +5,8 @@ import { UserGroupServiceError, type UserGroupServiceErrorCode } from './errors.
 import { DEFAULT_RETRY, parseRetryAfter, retryDelayMs, type RetryOptions } from './retry.js';
 import { operationQueryParameters } from './openapi.js';
 import type {
+  AnswerOf,
+  ParamsOf,
   CreateGroupTagParams,
   DeleteGroupTagParams,
   DeletedGroupTagResponse,
@@ -49,7 +51,6 @@ import type {
   GetOrCreateUserGroupResponse,
   ListUserGroupsParams,
   ListUserGroupsResponse,
-  LookupUserGroupParams,
   RotateTokenParams,
   UpdateUserGroupParams,
   UserGroupHistoryParams,
@@ -168,7 +169,7 @@ export class UserGroupServiceClient {
   }
 
   /** The group and its current token; never creates it: `user_group_not_found` (404) if it does not exist. */
-  lookupUserGroup(params: LookupUserGroupParams, options?: CallOptions): Promise<UserGroupResponse> {
+  lookupUserGroup(params: ParamsOf<'lookupUserGroup'>, options?: CallOptions): Promise<AnswerOf<'lookupUserGroup'>> {
     return this.#call({ method: 'GET', path: '/api/user/lookup', query: params, auth: 'api', retry: 'idempotent' }, options);
   }
 

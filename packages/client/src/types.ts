@@ -6,6 +6,23 @@ import type { components, operations } from './openapi.js';
 
 type Schemas = components['schemas'];
 type QueryOf<O extends keyof operations> = NonNullable<operations[O]['parameters']['query']>;
+type BodyOf<O extends keyof operations> = operations[O] extends { requestBody?: { content: { 'application/json': infer Body } } } ? Body : unknown;
+type JsonAnswers<Responses> = {
+  [Status in keyof Responses]: Status extends 200 | 201
+    ? Responses[Status] extends { content: { 'application/json': infer Answer } }
+      ? Answer
+      : never
+    : never;
+}[keyof Responses];
+
+/**
+ * What the method of an operation takes, by its operationId: its query parameters and the
+ * fields of its JSON body. A method of a new operation is typed by these two, so that its
+ * types need no alias of their own (docs/architecture.md, "Adding an operation").
+ */
+export type ParamsOf<O extends keyof operations> = ([QueryOf<O>] extends [never] ? unknown : QueryOf<O>) & BodyOf<O>;
+/** The JSON answer of an operation's success (200 or 201), by its operationId. */
+export type AnswerOf<O extends keyof operations> = JsonAnswers<operations[O]['responses']>;
 type WithId<T> = Omit<T, 'user_group_id'> & { user_group_id: UserGroupId };
 
 export type ApiErrorCode = Schemas['Error']['error']['code'];
