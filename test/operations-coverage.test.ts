@@ -144,8 +144,8 @@ describe('every operation has its client method, its docs, its changelog line an
       'const answer = await ugs.lookupUserGroup({ user_group_id: "example_1" });',
     ]);
     assert.deepEqual(samples('/api/webhook_endpoints/{id}/test', 'post'), [
-      'curl -X POST "$UGS/api/webhook_endpoints/1/test" -H "Authorization: Token $TOKEN"',
-      'const answer = await ugs.testWebhookEndpoint(1);',
+      'curl -X POST "$UGS/api/webhook_endpoints/3/test" -H "Authorization: Token $TOKEN"',
+      'const answer = await ugs.testWebhookEndpoint(3);',
     ]);
     assert.deepEqual(samples('/.well-known/jwks.json', 'get'), ['curl "$UGS/.well-known/jwks.json"']);
   });

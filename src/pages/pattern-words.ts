@@ -37,4 +37,9 @@ export const PATTERN_WORDS: Readonly<Record<string, PatternInWords>> = {
   '^(0|[1-9][0-9]{0,15})$': { words: 'Decimal digits, at most 16, without a leading zero.', saidBy: 'decimal digits' },
   // The `types` filter of the feed and the stream (events/).
   '^[a-z_.]+(,[a-z_.]+)*$': { words: 'No spaces around the commas.', saidBy: 'no spaces' },
+  // The `alg` filter of the key set (embed/embed.schemas.ts).
+  '^(ES256|RS256|EdDSA)(,(ES256|RS256|EdDSA))*$': {
+    words: 'ES256, RS256 or EdDSA, comma-separated, without spaces.',
+    saidBy: 'comma-separated',
+  },
 };
