@@ -102,6 +102,8 @@ export interface HaCluster {
   killPrimary(): Promise<HaNode>;
   /** Starts a killed or stopped node's Patroni again (it rejoins as a replica, with pg_rewind if needed). */
   startNode(node: HaNode): Promise<void>;
+  /** Starts every node that is not running, and waits for the cluster to be healthy again. */
+  restoreNodes(timeoutMs?: number): Promise<Healthy>;
   /** pg_wal_replay_pause() / pg_wal_replay_resume() on the replica (the node the read-only port reaches). */
   pauseReplay(node?: HaNode): Promise<HaNode>;
   resumeReplay(node?: HaNode): Promise<HaNode>;
@@ -109,6 +111,8 @@ export interface HaCluster {
   stop(): Promise<void>;
   /** The last lines of every process's output, for a failure's message. */
   logTail(lines?: number): string;
+  /** What the harness did and saw, with times: the requests it made, when each failure began and ended. */
+  timeline: string[];
 }
 
 export interface HaClusterOptions {
@@ -417,9 +421,17 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
   ];
   const scope = `ugs-ha-${crypto.randomBytes(3).toString('hex')}`;
   const processes = new Map<string, Started>();
-  const logTail = (lines = 40) =>
-    [...processes.entries()].map(([name, started]) => `--- ${name} (last ${lines} lines)\n${started.output.slice(-lines).join('\n')}`).join('\n');
   let stopped = false;
+  const timeline: string[] = [];
+  const note = (text: string) => {
+    timeline.push(`${new Date().toISOString()} ${text}`);
+    options.onOutput?.(`harness: ${text}`);
+  };
+  const logTail = (lines = 40) =>
+    [
+      `--- harness (last ${lines} lines)\n${timeline.slice(-lines).join('\n')}`,
+      ...[...processes.entries()].map(([name, started]) => `--- ${name} (last ${lines} lines)\n${started.output.slice(-lines).join('\n')}`),
+    ].join('\n');
 
   const start = (name: string, command: string, args: string[], cwd: string, asPostgres: boolean) => {
     fs.mkdirSync(cwd, { recursive: true });
@@ -570,6 +582,7 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
           ];
           if (rwNode?.name !== leader.name || !roRow.recovery || roRow.port !== nodeNamed(standby.name).pgPort) return false;
           healthy = { leader: nodeNamed(leader.name), replica: nodeNamed(standby.name) };
+          note(`healthy: ${leader.name} leads, ${standby.name} streams synchronously, HAProxy routes rw and ro to them`);
           return true;
         },
         logTail,
@@ -577,8 +590,11 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
       return healthy!;
     };
 
-    const waitForPrimary = (timeoutMs = 120_000) =>
-      until('the read-write port reaching a node that takes writes', timeoutMs, () => takesWrites(rwUrl()), logTail);
+    const waitForPrimary = async (timeoutMs = 120_000) => {
+      const primary = await until('the read-write port reaching a node that takes writes', timeoutMs, () => takesWrites(rwUrl()), logTail);
+      note(`the read-write port reaches ${primary.name}, which takes writes`);
+      return primary;
+    };
 
     const currentReplica = async (): Promise<HaNode> => {
       const list = await members();
@@ -597,12 +613,15 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
       waitForPrimary,
       async switchover() {
         const { leader, replica } = await waitForHealthy();
+        note(`switchover from ${leader.name} to ${replica.name} requested`);
         let answer: { status: number; body: unknown } | undefined;
+        const started = Date.now();
         await until(
           `POST /switchover from ${leader.name} to ${replica.name} accepted`,
           60_000,
           async () => {
             answer = await restJson(leader.restPort, 'POST', '/switchover', { leader: leader.name, candidate: replica.name }, 60_000);
+            note(`POST /switchover answered ${answer.status} ${JSON.stringify(answer.body)} after ${Date.now() - started} ms`);
             // 503/412 while the standby is not yet a candidate Patroni accepts: asked again.
             return answer.status === 200;
           },
@@ -614,6 +633,7 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
           async () => (await takesWrites(rwUrl()))?.name === replica.name,
           logTail,
         );
+        note(`switchover done: ${replica.name} takes writes through the read-write port`);
         return { from: leader, to: replica };
       },
       async killPrimary() {
@@ -625,6 +645,7 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
         const postmaster = Number(fs.readFileSync(path.join(dir, node.name, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
         process.kill(postmaster, 'SIGKILL');
         patroni.child.kill('SIGKILL');
+        note(`kill -9 of ${node.name}'s Patroni (${patroni.child.pid}) and postmaster (${postmaster})`);
         await patroni.exited;
         // The postmaster's backends notice it is gone and exit by themselves; no new connection
         // reaches them (the postmaster accepted those).
@@ -640,19 +661,27 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
           logTail,
         );
         startPatroni(node);
+        note(`${node.name}'s Patroni started again`);
+      },
+      async restoreNodes(timeoutMs = 180_000) {
+        for (const node of nodes) if (!node.running()) await cluster.startNode(node);
+        return waitForHealthy(timeoutMs);
       },
       async pauseReplay(node) {
         const replica = node ?? (await currentReplica());
         await query(replica.url(), 'select pg_wal_replay_pause()');
+        note(`replay paused on ${replica.name}`);
         return replica;
       },
       async resumeReplay(node) {
         const replica = node ?? (await currentReplica());
         await query(replica.url(), 'select pg_wal_replay_resume()');
+        note(`replay resumed on ${replica.name}`);
         return replica;
       },
       stop,
       logTail,
+      timeline,
     };
 
     // The first node bootstraps the cluster alone (initdb), then the second clones it.
