@@ -8,11 +8,12 @@ import { openMigratedDatabase } from './process/runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from './process/bootstrap.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { createLogStream } from './process/log-stream.ts';
-import { keysForStart, startWarnings } from './process/startup.ts';
+import { durabilityLine, keysForStart, startWarnings } from './process/startup.ts';
 import { SERVICE_VERSION } from './foundations/version.ts';
 import { trackConnections } from './process/connections.ts';
 import type { Tracing } from './tracing/trace-context.ts';
 import type { SharedAcrossWorkers } from './process/cluster/worker-link.ts';
+import { PROBE_INTERVAL_MS, type PrimaryStatus } from './db/postgres-pool.ts';
 
 /** How long the exit waits for buffered log lines to be written. */
 const LOG_FLUSH_AT_EXIT_MS = 2000;
@@ -23,6 +24,22 @@ const SPAN_FLUSH_AT_EXIT_MS = 2000;
 const DATABASE_FILE_GONE_ADVICE =
   'writes answer 503 storage_unavailable and /readyz 503. What this process wrote is still in the files it holds open (open_database, open_wal): ' +
   'copy them before stopping it, or put the files back where they were (writes then resume); see docs/operations.md';
+
+/**
+ * The log lines of the PostgreSQL pool's breaker (db/postgres-pool.ts): one when the primary is
+ * found unreachable, one when it is reached again; nothing in between, however many requests
+ * it answers 503 meanwhile (their own warning is throttled: http/error-handler.ts).
+ */
+export function primaryStatusLog(log: () => { info: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void }) {
+  return (status: PrimaryStatus, cause?: unknown) => {
+    if (status === 'unreachable')
+      log().warn(
+        { code: (cause as { code?: string })?.code, message: (cause as Error)?.message, probe_every_ms: PROBE_INTERVAL_MS },
+        'database primary unreachable: requests that need it answer 503 unavailable at once until a probe reaches it again',
+      );
+    else log().info({}, 'database primary reachable again: requests use it again');
+  };
+}
 
 /** One server process: alone, or one of several `workers`. */
 export async function serve(config: Config, workers?: SharedAcrossWorkers): Promise<void> {
@@ -48,7 +65,8 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
     const { startTracing } = await import('./tracing/otel.ts');
     tracing = startTracing({ ...config, serviceVersion: SERVICE_VERSION, dbSystem: config.databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql' });
   }
-  let log: { warn: (obj: object | string, msg?: string) => void; error: (obj: object, msg: string) => void } = {
+  let log: { info: (obj: object, msg: string) => void; warn: (obj: object | string, msg?: string) => void; error: (obj: object, msg: string) => void } = {
+    info: (obj, msg) => console.error(msg, obj),
     warn: (obj, msg) => console.error(msg, obj),
     error: (obj, msg) => console.error(msg, obj),
   };
@@ -56,6 +74,7 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
     waitMs: 30_000,
     onWait: (err) => log.warn({ code: (err as { code?: string }).code }, 'database not reachable yet; retrying'),
     onPoolError: (err) => log.warn({ code: (err as { code?: string }).code, message: err.message }, 'idle database connection failed'),
+    onPrimaryStatus: primaryStatusLog(() => log),
     onQuery: metrics.observeQuery,
     onFileChange: (problem) => {
       const { database: open_database, wal: open_wal } = problem?.openCopies ?? {};
@@ -90,7 +109,12 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
     const { origin, pathname } = new URL(config.otlpTracesUrl); // never credentials a URL may carry
     app.log.info({ endpoint: `${origin}${pathname}`, protocol: config.otlpProtocol }, 'exporting traces over OTLP');
   }
-  if (!workers) for (const [fields, message] of startWarnings(config, createdKeyFile)) app.log.warn(fields, message); // the primary's to say
+  if (!workers) {
+    // The primary's to say, with several workers.
+    const durability = await durabilityLine(handle);
+    if (durability) app.log[durability.level](durability.fields, durability.message);
+    for (const [fields, message] of startWarnings(config, createdKeyFile)) app.log.warn(fields, message);
+  }
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {

@@ -14,6 +14,7 @@ import { retryWhileLockedSync } from './sqlite-lock.ts';
 import { SqliteDialectWithWriteLine } from './sqlite-write-line.ts';
 import { watchSqliteFile, type FileProblem, type SqliteFileWatch } from './sqlite-file-watch.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
+import { FailoverPool, type PrimaryStatus } from './postgres-pool.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -38,6 +39,12 @@ export interface DatabaseHandle {
   description: string;
   /** The PostgreSQL connection pool (for its gauges); absent on SQLite. */
   pool?: pg.Pool;
+  /**
+   * PostgreSQL: whether the primary was reachable at the last try (postgres-pool.ts): while it is
+   * `unreachable`, everything that needs it fails at once (503 unavailable) until the probe
+   * reaches it again. Answers at once, never waits for the database. Absent on SQLite.
+   */
+  primaryStatus?: () => PrimaryStatus;
   /** SQLite: how long a write waits for another process's write lock (sqlite-lock.ts). */
   lockWaitMs?: number;
   /** Called after every write transaction commits (the event sequencer moves what it wrote). */
@@ -71,6 +78,8 @@ export interface DatabaseOptions {
    * writes are refused either way.
    */
   onFileChange?: (problem: FileProblem | null) => void;
+  /** PostgreSQL: called when the primary is found unreachable (with what a connection met), and when it is reached again (postgres-pool.ts). */
+  onPrimaryStatus?: (status: PrimaryStatus, cause?: unknown) => void;
 }
 
 /** Kysely's log hook: onQuery, and a span per statement when tracing is on (nothing more when it is off). */
@@ -148,22 +157,37 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   };
 }
 
+/**
+ * PostgreSQL: what each new connection's session sets before the pool hands it out.
+ * - jit = off: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost, and
+ *   without statistics a batched page's estimate grows with the table: on a large,
+ *   never-analyzed table compiling took far longer than the statement it compiled
+ *   (docs/performance.md, "Why the code is the way it is").
+ * - lock_timeout: a wait for another transaction's lock ends as 55P03, which the API answers
+ *   429 lock_timeout rather than 503 (db/errors.ts, isLockTimeout). Not a startup parameter,
+ *   as statement_timeout is: PgBouncer refuses one it was not told to ignore.
+ * Behind PgBouncer in transaction mode a session setting would reach one server connection
+ * only: none is made, set them on the role there (docs/operations.md, "PgBouncer").
+ */
+const SESSION_SETTINGS = `set jit = off; set lock_timeout = ${LOCK_TIMEOUT_MS}`;
+
 function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
-  const pool = new pg.Pool({
-    connectionString: url,
-    ...(options.pgbouncerTransactionMode ? {} : { Client: ClientWithoutJit }),
-    max: options.poolSize ?? 10,
-    // Bounded waits everywhere: a request never hangs on an unreachable database.
-    connectionTimeoutMillis: 3000,
-    idleTimeoutMillis: 30_000,
-    ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
-    query_timeout: STATEMENT_TIMEOUT_MS + 1000,
-    // bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
-    types: {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  // Bounded waits everywhere: a request never hangs on an unreachable database, and learns of
+  // an outage within a connect timeout, or at once while the breaker is open (postgres-pool.ts).
+  const pool = new FailoverPool(
+    {
+      connectionString: url,
+      max: options.poolSize ?? 10,
+      ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
+      query_timeout: STATEMENT_TIMEOUT_MS + 1000,
+      // bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      },
     },
-  });
+    { sessionSettings: options.pgbouncerTransactionMode ? undefined : SESSION_SETTINGS, onStatusChange: options.onPrimaryStatus },
+  );
   // node-postgres emits 'error' on a client whose socket dies. The pool listens only while a
   // client is idle; a client checked out at that moment (a query in flight, a transaction
   // between statements) would have no listener and crash the process. Every client gets one
@@ -179,6 +203,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     dialect: 'postgres',
     description: redactUrl(url),
     pool,
+    primaryStatus: () => pool.primaryStatus(),
     onCommit: new Set(),
     close: () => db.destroy(),
   };
@@ -190,38 +215,6 @@ function readOnlyConnection(file: string): SQLite.Database {
   connection.pragma('busy_timeout = 0');
   connection.pragma('query_only = ON');
   return connection;
-}
-
-/**
- * A connection whose session never JIT-compiles a statement, and whose waits for a lock end
- * before the statement timeout.
- * - JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost, and
- *   without statistics a batched page's estimate grows with the table: on a large,
- *   never-analyzed table compiling took far longer than the statement it compiled
- *   (docs/performance.md, "Why the code is the way it is").
- * - lock_timeout: a wait for another transaction's lock ends as 55P03, which the API answers
- *   429 lock_timeout rather than 503 (db/errors.ts, isLockTimeout). Not a startup parameter,
- *   as statement_timeout is: PgBouncer refuses one it was not told to ignore.
- * The settings are made once the connection is up, before the pool hands it out. Behind
- * PgBouncer in transaction mode a session setting would reach one server connection only: set
- * them on the role there (docs/operations.md, "PgBouncer").
- */
-class ClientWithoutJit extends pg.Client {
-  override connect(): Promise<pg.Client>;
-  override connect(callback: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): void;
-  override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | undefined {
-    const ready = super
-      .connect()
-      .then(() => this.query(`set jit = off; set lock_timeout = ${LOCK_TIMEOUT_MS}`))
-      .then(() => this);
-    if (!callback) return ready;
-    const done = callback as (err: Error | null, client?: pg.Client) => void;
-    ready.then(
-      (client) => done(null, client),
-      (err: Error) => done(err),
-    );
-    return undefined;
-  }
 }
 
 /**
@@ -283,9 +276,20 @@ function guardedWrite(connection: SQLite.Database, statement: SQLite.Statement, 
   };
 }
 
-/** The database answers, and holds the service's tables: one created again empty is not ready (db/errors.ts, storageFault). */
-export async function pingDatabase(db: Kysely<Database>): Promise<void> {
-  await sql`select 1 from kysely_migration limit 1`.execute(db);
+/**
+ * The database answers, and holds the service's tables (one created again empty is not ready:
+ * db/errors.ts, storageFault); whether it takes writes (PostgreSQL: a session of a standby, or
+ * of a database set read-only, is read-only; SQLite: always, the file checks are elsewhere).
+ */
+export async function pingDatabase(handle: Pick<DatabaseHandle, 'db' | 'dialect'>): Promise<boolean> {
+  if (handle.dialect === 'sqlite') {
+    await sql`select 1 from kysely_migration limit 1`.execute(handle.db);
+    return true;
+  }
+  const { rows } = await sql<{ read_only: string }>`select current_setting('transaction_read_only') as read_only from kysely_migration limit 1`.execute(
+    handle.db,
+  );
+  return rows[0]?.read_only !== 'on';
 }
 
 function redactUrl(url: string): string {

@@ -23,6 +23,11 @@ const UNAVAILABLE_CODES = new Set([
   '57P01', // admin_shutdown (also what a connection gets when its database is dropped under it)
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now (starting up, shutting down, in recovery)
+  // read_only_sql_transaction: a write reached a node that cannot take writes now (a hot
+  // standby, a primary restarting in recovery or being demoted, a database set to
+  // default_transaction_read_only). A failover passes; the connection leaves the pool
+  // (leavesPool, postgres-pool.ts).
+  '25006',
   '57P05', // idle_session_timeout
   '57014', // query_canceled (statement timeout)
   '25P03', // idle_in_transaction_session_timeout
@@ -44,10 +49,67 @@ export function isLockTimeout(err: unknown): boolean {
   return (err as DriverError)?.code === '55P03';
 }
 
+/**
+ * The breaker of the PostgreSQL pool is open (postgres-pool.ts): a connection to the primary
+ * failed as unreachable a moment ago, and requests answer 503 at once until the probe reaches
+ * it again (docs/operations.md, "When the primary cannot be reached").
+ */
+export class PrimaryUnreachable extends Error {
+  constructor() {
+    super('the primary database was found unreachable; waiting for the probe to reach it again');
+    this.name = 'PrimaryUnreachable';
+  }
+}
+
+/** A write met a node that cannot take writes now (25006: hot standby, recovery, default_transaction_read_only). */
+export function isReadOnlyNode(err: unknown): boolean {
+  return (err as DriverError)?.code === '25006';
+}
+
+/**
+ * A new connection failed because the server cannot be reached or does not accept connections
+ * now (refused, no route, no answer within the connect timeout, closed by a proxy with no
+ * server behind it, starting up, shutting down or in recovery): what opens the pool's breaker.
+ * Not a pool that is full (a wait for one of its connections), too many connections, refused
+ * credentials or a missing database: those servers answer.
+ */
+export function isUnreachable(err: unknown): boolean {
+  const e = err as DriverError;
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.code === 'string' && (UNREACHABLE_CODES.has(e.code) || e.code.startsWith('08'))) return true;
+  const message = e.message ?? '';
+  return /^timeout expired$/i.test(message) || /Connection terminated/i.test(message) || /connect ECONNREFUSED/i.test(message);
+}
+
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+
+/**
+ * The connection that got this error must not serve another request (postgres-pool.ts): its
+ * node cannot take writes (a session of a standby, or one made read-only, stays so), or the
+ * server is shutting it down.
+ */
+export function leavesPool(err: unknown): boolean {
+  const code = (err as DriverError)?.code;
+  return typeof code === 'string' && (code === '25006' || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03');
+}
+
 /** The database cannot be reached or is overloaded: the caller should come back later (503 unavailable). */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as DriverError;
   if (!e || typeof e !== 'object') return false;
+  if (err instanceof PrimaryUnreachable) return true;
   if (e.code && UNAVAILABLE_CODES.has(e.code)) return true;
   // Class 08, connection exception; class 53, insufficient resources (too many connections, out
   // of memory or of lock table slots), but for disk_full, which storageFault reports.
@@ -56,6 +118,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   // node-postgres reports pool and connection timeouts and dropped sockets only by message.
   return (
     /timeout exceeded when trying to connect/i.test(message) ||
+    /^timeout expired$/i.test(message) || // a new connection's own connect timeout (postgres-pool.ts)
     /Connection terminated/i.test(message) ||
     /Query read timeout/i.test(message) ||
     /Client has encountered a connection error/i.test(message) ||

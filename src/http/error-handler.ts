@@ -3,7 +3,7 @@
 // generic 500 whose details go only to the log, under the request id.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../foundations/errors.ts';
-import { isDatabaseUnavailable, isLockTimeout, storageFault, type StorageFault } from '../db/errors.ts';
+import { isDatabaseUnavailable, isLockTimeout, isReadOnlyNode, storageFault, type StorageFault } from '../db/errors.ts';
 import { validationError } from './validation.ts';
 import { BODY_LIMIT_BYTES } from './json-body.ts';
 import { throttledWarning, type ThrottledWarning } from '../foundations/throttled-warning.ts';
@@ -92,7 +92,10 @@ function translate(err: FastifyError, request: FastifyRequest, alarms: Alarms): 
   if (isLockTimeout(err)) return lockTimeout();
   if (isDatabaseUnavailable(err)) {
     alarms.unavailable(err, 'database unavailable: answering 503', request);
-    return new AppError('unavailable', 'the database is unavailable; retry shortly', {
+    const message = isReadOnlyNode(err)
+      ? 'the database cannot take writes right now (it is read-only: failing over, or in recovery); nothing was changed: retry shortly'
+      : 'the database is unavailable; retry shortly';
+    return new AppError('unavailable', message, {
       headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
     });
   }

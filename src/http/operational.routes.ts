@@ -1,10 +1,10 @@
 // Liveness, readiness and the API description: no authentication, no business logic.
-import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { pingDatabase, type DatabaseHandle } from '../db/database.ts';
 import { AppError } from '../foundations/errors.ts';
-import { errorResponses } from './envelope.schemas.ts';
-import { UNAVAILABLE_RETRY_AFTER_SECONDS, storageUnavailable } from './error-handler.ts';
+import { ErrorEnvelope, errorResponses } from './envelope.schemas.ts';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS, errorBody, storageUnavailable } from './error-handler.ts';
 import { storageFault } from '../db/errors.ts';
 import { SERVICE_VERSION } from '../foundations/version.ts';
 
@@ -17,7 +17,27 @@ const Health = Type.Object(
   },
   { title: 'Health' },
 );
-const Readiness = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ready'] }) }, { title: 'Readiness' });
+/** What the instance can do with its database now (docs/operations.md, "Health and metrics"). */
+const DatabaseReadiness = Type.Object(
+  {
+    primary: Type.Union([Type.Literal('reachable'), Type.Literal('unreachable')], {
+      description:
+        'Whether the database the service writes to answers: `unreachable` while a connection to it fails (PostgreSQL: the breaker is open, and requests that need it answer 503 at once; docs/operations.md, "When the primary cannot be reached").',
+    }),
+    writable: Type.Boolean({ description: 'Whether it takes writes now: false while it is unreachable or read-only (a standby, in recovery, failing over).' }),
+  },
+  { title: 'DatabaseReadiness' },
+);
+type DatabaseState = Static<typeof DatabaseReadiness>;
+const Readiness = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ready'] }), database: DatabaseReadiness }, { title: 'Readiness' });
+/** The error envelope of a 503, with what the instance found of its database. */
+const NotReady = Type.Object(
+  { ...ErrorEnvelope.properties, database: Type.Optional(DatabaseReadiness) },
+  {
+    title: 'NotReady',
+    description: 'The error envelope, with what the instance found of its database.',
+  },
+);
 
 const curl = (source: string) => [{ lang: 'Shell', label: 'curl', source }];
 export const operationalCodeSamples = {
@@ -47,19 +67,21 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
     async () => ({ success: 1, status: 'ok', version: SERVICE_VERSION }),
   );
 
+  const readinessErrors = errorResponses('unavailable', 'storage_unavailable') as Record<number, Record<string, unknown>>;
+  readinessErrors[503] = { ...readinessErrors[503], ...NotReady };
   app.get(
     '/readyz',
     {
       schema: {
         tags: ['Operations'],
         operationId: 'ready',
-        summary: 'The database is reachable',
+        summary: 'The database is reachable and takes writes',
         description:
-          "Answers 200 when the database answers within 2 s and holds the service's tables (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). Needs no token.",
-        response: { 200: { ...Readiness, 'x-response-description': 'The database answers.' }, ...errorResponses('unavailable', 'storage_unavailable') },
+          "Answers 200 when the database answers within 2 s, holds the service's tables and takes writes (and, with several workers, when every worker serves), else 503 `unavailable`; 503 `storage_unavailable` when its data is out of reach (the database or its tables are gone, or the SQLite database file was deleted or replaced while the service ran). `database` says what was found: whether the primary is reachable and whether it takes writes. While the primary is known unreachable it answers at once, without trying a connection. Needs no token.",
+        response: { 200: { ...Readiness, 'x-response-description': 'The database answers and takes writes.' }, ...readinessErrors },
       },
     },
-    async () => {
+    async (request, reply) => {
       // A deleted or replaced SQLite file still answers a ping (the process holds it open), but
       // nothing written there would survive: not ready (docs/operations.md).
       if (database.fileProblem?.()) throw storageUnavailable('file_gone');
@@ -69,24 +91,38 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         throw new AppError('unavailable', 'not every worker of this instance serves yet: one is starting', {
           headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
         });
+      const notReady = (message: string, state: DatabaseState) => {
+        const error = new AppError('unavailable', message, { headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } });
+        return (reply as FastifyReply)
+          .code(503)
+          .headers(error.headers ?? {})
+          .type('application/json; charset=utf-8')
+          .send({ ...errorBody(error, request.id), database: state });
+      };
+      // Known unreachable (the pool's breaker is open): said at once, no connection tried.
+      if (database.primaryStatus?.() === 'unreachable') return notReady('the database is not reachable', { primary: 'unreachable', writable: false });
       let timer: NodeJS.Timeout | undefined;
+      let writable: boolean;
       try {
-        await Promise.race([
-          pingDatabase(database.db),
-          new Promise((_, reject) => {
+        writable = await Promise.race([
+          pingDatabase(database),
+          new Promise<never>((_, reject) => {
             timer = setTimeout(() => reject(new Error('ping timed out')), READY_TIMEOUT_MS);
           }),
         ]);
       } catch (err) {
         const fault = storageFault(err);
         if (fault) throw storageUnavailable(fault);
-        throw new AppError('unavailable', 'the database is not reachable', {
-          headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
-        });
+        return notReady('the database is not reachable', { primary: 'unreachable', writable: false });
       } finally {
         clearTimeout(timer);
       }
-      return { success: 1, status: 'ready' };
+      if (!writable)
+        return notReady('the database answers but cannot take writes now (it is read-only: failing over, or in recovery)', {
+          primary: 'reachable',
+          writable: false,
+        });
+      return { success: 1, status: 'ready', database: { primary: 'reachable', writable: true } };
     },
   );
 

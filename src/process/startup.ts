@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import type { Config } from '../config.ts';
 import { ConfigError, publicUrlWarning } from '../config.ts';
 import type { DatabaseHandle } from '../db/database.ts';
+import { commitSettings, durabilityOf } from '../db/replication.ts';
 import { keyFileExposure } from '../crypto/keyring.ts';
 import { KeysDoNotOpenDatabase } from '../crypto/known-keys.ts';
 import { missingKeysMessage, missingSealingKeys } from '../crypto/stored-keys.ts';
@@ -43,6 +44,26 @@ export function startWarnings(config: Config, createdKeyFile: boolean): [fields:
   const exposure = config.secretKeys.length === 0 ? keyFileExposure(config.keyFile) : null;
   if (exposure) warnings.push([{}, `the key file ${config.keyFile} can be read by other users (mode ${exposure}): chmod 600 it`]);
   return warnings;
+}
+
+/**
+ * PostgreSQL: the one line a start says about what an acknowledged write survives (whether the
+ * primary commits synchronously to a standby: db/replication.ts), or null (SQLite, or the
+ * settings could not be read: the start goes on).
+ */
+export async function durabilityLine(handle: DatabaseHandle): Promise<{ level: 'info' | 'warn'; fields: object; message: string } | null> {
+  if (handle.dialect !== 'postgres') return null;
+  try {
+    const settings = await commitSettings(handle.db);
+    const { synchronous, level, message } = durabilityOf(settings);
+    return {
+      level,
+      fields: { synchronous, synchronous_commit: settings.synchronousCommit, synchronous_standby_names: settings.synchronousStandbyNames },
+      message,
+    };
+  } catch {
+    return null;
+  }
 }
 
 /** Says why a start failed, in one line a person reads, and exits 1. */

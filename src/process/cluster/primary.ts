@@ -18,7 +18,7 @@ import type { Config } from '../../config.ts';
 import { openMigratedDatabase } from '../runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from '../bootstrap.ts';
 import { createLogStream } from '../log-stream.ts';
-import { keysForStart, startWarnings, StartRefused } from '../startup.ts';
+import { durabilityLine, keysForStart, startWarnings, StartRefused } from '../startup.ts';
 import { Channel } from './channel.ts';
 import { RATE_LIMIT_CHECKS, RateLimitCounters } from './shared-rate-limits.ts';
 import { METRICS_TEXT, MetricsAcrossWorkers } from './shared-metrics.ts';
@@ -53,6 +53,8 @@ export async function runPrimary(config: Config): Promise<void> {
   });
   const { createdKeyFile } = await keysForStart(handle, config, { createKeyFile: true });
   log.info({ database: handle.description, applied: migrations.applied, workers: config.workers }, 'database ready');
+  const durability = await durabilityLine(handle);
+  if (durability) log[durability.level](durability.fields, durability.message);
   for (const [fields, message] of startWarnings(config, createdKeyFile)) log.warn(fields, message);
 
   const members = new Map<number, Member>();
