@@ -206,12 +206,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     reportOf('heavy operations').onError,
   );
   const tokens = new OpenedTokenCache(deps.keyring, config.tokenCacheSize);
-  const authenticator = new ApiTokenAuthenticator(deps.database.reads, now, config.apiTokenCacheMs);
+  const authenticator = new ApiTokenAuthenticator(deps.database.pageViews, now, config.apiTokenCacheMs);
   const signingKeys = new EmbedSigningKeys(deps.database, deps.keyring, now, config.embedSigningAlgorithm);
   const embed = {
     database: deps.database,
     embedTokens: new EmbedTokens(signingKeys, deps.keyring, { issuer: config.publicUrl, audience: config.embedAudience }),
-    accountSlugs: new AccountSlugs(deps.database.db),
+    accountSlugs: new AccountSlugs(deps.database.pageViews),
     now,
     events: metrics,
   };

@@ -18,6 +18,20 @@ export interface Config {
   /** PostgreSQL: connections each instance keeps at most. */
   dbPoolSize: number;
   /**
+   * PostgreSQL replicas that page views may read from (UGS_DATABASE_READ_URL): a read-only
+   * HAProxy port or one standby; empty: every read goes to DATABASE_URL (docs/configuration.md,
+   * "Read replicas").
+   */
+  readDatabaseUrl: string;
+  /** When page views read from the replica: `fallback` only while the primary cannot be reached; `replica` first, always. */
+  readFrom: ReadFrom;
+  /** A replica further behind than this (the age of the oldest commit it has not replayed) serves nothing. */
+  readMaxLagMs: number;
+  /** Connections to the replica each instance keeps at most. */
+  readPoolSize: number;
+  /** Prefix of the Redis keys that hold each account's last write position. */
+  readRedisPrefix: string;
+  /**
    * PostgreSQL behind PgBouncer in transaction pool mode: unnamed statements instead of named
    * prepared ones, and no statement_timeout startup parameter (docs/operations.md).
    */
@@ -102,6 +116,10 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/** UGS_DATABASE_READ_FROM: the first is the default. */
+export const READ_FROM_CHOICES = ['fallback', 'replica'] as const;
+export type ReadFrom = (typeof READ_FROM_CHOICES)[number];
+
 /**
  * The algorithms embed tokens may be signed with (docs/api.md, "Embed tokens"). ES256 comes
  * first, the default: every common JWT library verifies it, while EdDSA is refused by some
@@ -121,6 +139,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers: workers(env),
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     dbPoolSize: integer(env, 'UGS_DB_POOL_SIZE', 10, 1, 1000),
+    readDatabaseUrl: readDatabaseUrl(env),
+    readFrom: oneOf(env, 'UGS_DATABASE_READ_FROM', READ_FROM_CHOICES),
+    readMaxLagMs: integer(env, 'UGS_DATABASE_READ_MAX_LAG_MS', 1000, 0, 3_600_000),
+    readPoolSize: integer(env, 'UGS_DATABASE_READ_POOL_SIZE', 5, 1, 1000),
+    readRedisPrefix: env.UGS_DATABASE_READ_REDIS_PREFIX || 'ugs:wal:',
     pgbouncerTransactionMode: boolean(env, 'UGS_PGBOUNCER_TRANSACTION_MODE', false),
     secretKeys: list(env.UGS_SECRET_KEY),
     keyFile: env.UGS_KEY_FILE || defaultKeyFile(env.DATABASE_URL || DEFAULT_DATABASE_URL),
@@ -174,6 +197,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`UGS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed UGS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
   }
   return config;
+}
+
+/**
+ * UGS_DATABASE_READ_URL: replicas of a PostgreSQL DATABASE_URL. SQLite has no replica to read,
+ * and a URL of any other kind is a typo: both fail the start rather than read nothing.
+ */
+function readDatabaseUrl(env: NodeJS.ProcessEnv): string {
+  const url = env.UGS_DATABASE_READ_URL || '';
+  if (!url) return '';
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError('UGS_DATABASE_READ_URL must be a postgres:// URL (a read-only port of HAProxy, or one standby)');
+  if (!/^postgres(ql)?:\/\//.test(env.DATABASE_URL || DEFAULT_DATABASE_URL))
+    throw new ConfigError('UGS_DATABASE_READ_URL needs DATABASE_URL=postgres://…: a SQLite database has no replica to read from');
+  return url;
 }
 
 /**

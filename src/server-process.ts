@@ -4,6 +4,7 @@
 // (cluster/primary.ts) made the start's checks, migrated, and prints the banner.
 import type { Config } from './config.ts';
 import { buildApp } from './app.ts';
+import { redactUrl } from './db/database.ts';
 import { openMigratedDatabase } from './process/runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from './process/bootstrap.ts';
 import { createMetrics } from './metrics/metrics.ts';
@@ -105,6 +106,19 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
   crashLog = app.log;
   const connections = trackConnections(app.server);
   app.log.info({ database: handle.description, applied: migrations.applied }, 'database ready');
+  if (config.readDatabaseUrl) {
+    app.log.info(
+      {
+        replica: redactUrl(config.readDatabaseUrl),
+        read_from: config.readFrom,
+        max_lag_ms: config.readMaxLagMs,
+        write_positions: config.redisUrl ? 'redis' : 'none',
+      },
+      config.redisUrl
+        ? 'page views may read the replica (docs/api.md, "Reads from replicas")'
+        : 'page views read the primary only: no Redis to hold the write positions',
+    );
+  }
   if (tracing) {
     const { origin, pathname } = new URL(config.otlpTracesUrl); // never credentials a URL may carry
     app.log.info({ endpoint: `${origin}${pathname}`, protocol: config.otlpProtocol }, 'exporting traces over OTLP');

@@ -33,7 +33,7 @@ interface TestRoute {
 function addTestRoute(app: FastifyInstance, database: OpenDatabase, now: () => Date): TestRoute {
   const state: TestRoute = { runs: 0, failNext: false, gate: undefined };
   app.register(async (api) => {
-    registerApiTokenAuth(api, new ApiTokenAuthenticator(database.handle.reads, now, 0));
+    registerApiTokenAuth(api, new ApiTokenAuthenticator(database.handle.pageViews, now, 0));
     api.post('/test/effect', { schema: apiTokenAccess(null, 'none', 'the test effect'), config: { idempotent: true } }, async (_request, reply) => {
       state.runs++;
       const run = state.runs;

@@ -1,7 +1,7 @@
 import { BoundedMap } from '../foundations/bounded-map.ts';
 import type { Kysely } from 'kysely';
 import type { AccountRow, Database } from '../db/schema.ts';
-import { dialectOf } from '../db/database.ts';
+import { dialectOf, type PageViewReads } from '../db/database.ts';
 
 export function findAccountBySlug(db: Kysely<Database>, slug: string): Promise<AccountRow | undefined> {
   return db.selectFrom('accounts').selectAll().where('slug', '=', slug).executeTakeFirst();
@@ -52,12 +52,17 @@ export class AccountSlugs {
   private readonly slugs = new BoundedMap<number, string>(10_000);
   private readonly ids = new BoundedMap<string, number>(10_000);
 
-  constructor(private readonly db: Kysely<Database>) {}
+  /** Reads on `db`, or through a page view's reads (a replica may answer: docs/api.md, "Reads from replicas"). */
+  private readonly run: <T>(read: (db: Kysely<Database>) => Promise<T>) => Promise<T>;
+
+  constructor(source: Kysely<Database> | Pick<PageViewReads, 'shared'>) {
+    this.run = 'shared' in source ? (read) => source.shared(read) : (read) => read(source);
+  }
 
   async get(accountId: number): Promise<string> {
     let slug = this.slugs.get(accountId);
     if (slug === undefined) {
-      slug = (await this.db.selectFrom('accounts').select('slug').where('id', '=', accountId).executeTakeFirstOrThrow()).slug;
+      slug = (await this.run((db) => db.selectFrom('accounts').select('slug').where('id', '=', accountId).executeTakeFirstOrThrow())).slug;
       this.slugs.set(accountId, slug);
     }
     return slug;
@@ -67,7 +72,7 @@ export class AccountSlugs {
   async idOf(slug: string): Promise<number | undefined> {
     let id = this.ids.get(slug);
     if (id === undefined) {
-      id = (await findAccountBySlug(this.db, slug))?.id;
+      id = (await this.run((db) => findAccountBySlug(db, slug)))?.id;
       if (id !== undefined) this.ids.set(slug, id);
     }
     return id;

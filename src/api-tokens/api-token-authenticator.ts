@@ -4,7 +4,7 @@
 // "Tokens").
 import { AppError } from '../foundations/errors.ts';
 import type { ApiTokenRow } from '../db/schema.ts';
-import type { HotReads } from '../db/hot-reads.ts';
+import type { PageViewReads } from '../db/database.ts';
 import { BoundedMap } from '../foundations/bounded-map.ts';
 import { bareToken, credentialFromAuthorization, hashToken, looksLikeJws, tokenKind } from '../auth/token-format.ts';
 import { findApiTokenByHash } from './api-tokens.repository.ts';
@@ -61,7 +61,8 @@ export class ApiTokenAuthenticator {
   private readonly cache = new BoundedMap<string, CachedToken>(CACHE_LIMIT);
 
   constructor(
-    private readonly reads: HotReads,
+    /** A page view's reads: the token table may be read on a replica (docs/api.md, "Reads from replicas"). */
+    private readonly reads: PageViewReads,
     private readonly now: () => Date,
     private readonly cacheMs: number,
   ) {}
@@ -92,7 +93,10 @@ export class ApiTokenAuthenticator {
 
   private async fetch(hash: string): Promise<CachedToken | undefined> {
     const clock = Date.now();
-    const row = await findApiTokenByHash(this.reads, hash);
+    const row = await this.reads.findingAccount(
+      (reads) => findApiTokenByHash(reads, hash),
+      (found) => found.account_id,
+    );
     if (!row) {
       this.cache.delete(hash);
       return undefined;

@@ -6,6 +6,7 @@
 import type { Kysely } from 'kysely';
 import { sql } from '../db/kysely.ts';
 import { multiRowInsert } from '../db/multi-row-insert.ts';
+import { noteWrittenAccount } from '../db/transaction.ts';
 import type { AuditLogRow, Database, Environment } from '../db/schema.ts';
 import { groupWithId, ownedBy, ownedByAccount, type Tenant } from '../db/tenant.ts';
 import { appendEvents, type ChangeEvent, type EventType } from '../outbox/outbox.ts';
@@ -61,6 +62,8 @@ export async function appendAudit(db: Kysely<Database>, entry: AuditEntry): Prom
 
 /** Several entries in as few statements as the parameter limits allow (a subtree deleted at once). */
 export async function appendAudits(db: Kysely<Database>, entries: readonly AuditEntry[]): Promise<void> {
+  // Every change of an account's rows writes its history here: its position is recorded after the commit.
+  for (const entry of entries) noteWrittenAccount(entry.accountId);
   for (let start = 0; start < entries.length; start += AUDIT_CHUNK) {
     await insertAuditRows.run(db, entries.slice(start, start + AUDIT_CHUNK).map(auditRow));
   }

@@ -14,13 +14,36 @@ import { retryWhileLockedSync } from './sqlite-lock.ts';
 import { SqliteDialectWithWriteLine } from './sqlite-write-line.ts';
 import { watchSqliteFile, type FileProblem, type SqliteFileWatch } from './sqlite-file-watch.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
-import { FailoverPool, type PrimaryStatus } from './postgres-pool.ts';
+import { CONNECT_TIMEOUT_MS, FailoverPool, type PrimaryStatus } from './postgres-pool.ts';
+import type { ReplicaReadiness } from './replica-readiness.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 /** The dialect a Kysely instance (or transaction) speaks, for the few statements that differ. */
 export function dialectOf(db: Kysely<Database>): Dialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}
+
+/** The node that answered a page view's read (the `pool` label of ugs_database_reads_total). */
+export type ReadPool = 'primary' | 'replica';
+
+/**
+ * The reads of a page view (docs/api.md, "Reads from replicas"): on the primary, or, with
+ * UGS_DATABASE_READ_URL, on a replica when it is known to hold every write the account has
+ * been answered (read-routing.ts). Each says whose rows it reads, which decides that.
+ */
+export interface PageViewReads {
+  /** Hot reads of one account's rows (a group by its identity). */
+  ofAccount<T>(accountId: number, read: (reads: HotReads) => Promise<T>): Promise<T>;
+  /**
+   * A hot read by a token's hash, which learns the account from the row it finds (`accountOf`):
+   * a row found on a replica is read again there once the account's position is known.
+   */
+  findingAccount<T>(read: (reads: HotReads) => Promise<T | undefined>, accountOf: (row: T) => number): Promise<T | undefined>;
+  /** Rows of no account (the embed signing keys, account slugs). */
+  shared<T>(read: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  /** Told of every read routed here, with the node that answered it (the metrics). */
+  onRead: Set<(pool: ReadPool) => void>;
 }
 
 export interface DatabaseHandle {
@@ -42,13 +65,23 @@ export interface DatabaseHandle {
   /**
    * PostgreSQL: whether the primary was reachable at the last try (postgres-pool.ts): while it is
    * `unreachable`, everything that needs it fails at once (503 unavailable) until the probe
-   * reaches it again. Answers at once, never waits for the database. Absent on SQLite.
+   * reaches it again. Answers at once, never waits for the database. Absent on SQLite (and
+   * then every page view tries the primary first in the `fallback` mode: read-routing.ts).
    */
   primaryStatus?: () => PrimaryStatus;
   /** SQLite: how long a write waits for another process's write lock (sqlite-lock.ts). */
   lockWaitMs?: number;
   /** Called after every write transaction commits (the event sequencer moves what it wrote). */
   onCommit: Set<() => void>;
+  /** Where page views read (read-routing.ts); the primary alone unless a replica is configured. */
+  pageViews: PageViewReads;
+  /**
+   * Awaited after a write transaction commits, before it is answered, with the accounts whose
+   * history it wrote (transaction.ts): records their write position (read-routing.ts).
+   */
+  afterWrite?: (accountIds: ReadonlySet<number>) => Promise<void>;
+  /** What the replica can do now, for /readyz; absent without UGS_DATABASE_READ_URL. */
+  replicaReadiness?: () => Promise<ReplicaReadiness>;
   /** SQLite: what became of the opened file, if it is no longer at its path (sqlite-file-watch.ts); absent on PostgreSQL. */
   fileProblem?: () => FileProblem | null;
   close(): Promise<void>;
@@ -139,7 +172,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
   // the way it is"). In WAL mode a connection of their own reads what is committed beside the
   // writer, and neither waits for the other.
   const committedReads = new Kysely<Database>({ dialect: new SqliteDialect({ database: readOnlyConnection(file) }), log: queryLog(options) });
-  return {
+  return withPrimaryPageViews({
     db,
     reads,
     committedReads,
@@ -154,7 +187,7 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
       await committedReads.destroy();
       await db.destroy();
     },
-  };
+  });
 }
 
 /**
@@ -171,6 +204,49 @@ function openSqlite(file: string, options: DatabaseOptions): DatabaseHandle {
  */
 const SESSION_SETTINGS = `set jit = off; set lock_timeout = ${LOCK_TIMEOUT_MS}`;
 
+// bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
+const PG_TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * The replica's pool settings (replica.ts): the session settings of the primary's, the same
+ * bounded connect (a replica that is gone is learnt of as fast as a primary that is), and no
+ * breaker: a replica's connection is checked before each use.
+ */
+export function postgresPoolOptions(url: string, options: DatabaseOptions): pg.PoolConfig {
+  return {
+    connectionString: url,
+    ...(options.pgbouncerTransactionMode ? {} : { Client: ClientWithoutJit }),
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    idleTimeoutMillis: 30_000,
+    ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
+    query_timeout: STATEMENT_TIMEOUT_MS + 1000,
+    types: PG_TYPES,
+  };
+}
+
+/** A connection with the session settings, set before the pool hands it out. */
+class ClientWithoutJit extends pg.Client {
+  override connect(): Promise<pg.Client>;
+  override connect(callback: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): void;
+  override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | undefined {
+    const ready = super
+      .connect()
+      .then(() => this.query(SESSION_SETTINGS))
+      .then(() => this);
+    if (!callback) return ready;
+    const done = callback as (err: Error | null, client?: pg.Client) => void;
+    ready.then(
+      (client) => done(null, client),
+      (err: Error) => done(err),
+    );
+    return undefined;
+  }
+}
+
 function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   // Bounded waits everywhere: a request never hangs on an unreachable database, and learns of
   // an outage within a connect timeout, or at once while the breaker is open (postgres-pool.ts).
@@ -180,11 +256,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
       max: options.poolSize ?? 10,
       ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
       query_timeout: STATEMENT_TIMEOUT_MS + 1000,
-      // bigint ids (team_id) fit in a JavaScript number for the next 2^53 groups.
-      types: {
-        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-          oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-      },
+      types: PG_TYPES,
     },
     { sessionSettings: options.pgbouncerTransactionMode ? undefined : SESSION_SETTINGS, onStatusChange: options.onPrimaryStatus },
   );
@@ -196,7 +268,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   pool.on('connect', (client) => client.on('error', (err) => options.onPoolError?.(err)));
   pool.on('error', () => undefined); // already reported by the client's own listener above
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: queryLog(options) });
-  return {
+  return withPrimaryPageViews({
     db,
     reads: postgresHotReads(db, pool, options.onQuery, options.tracing, { namedStatements: !options.pgbouncerTransactionMode }),
     committedReads: db,
@@ -206,7 +278,25 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
     primaryStatus: () => pool.primaryStatus(),
     onCommit: new Set(),
     close: () => db.destroy(),
-  };
+  });
+}
+
+/** Page views read the primary: no replica is configured (or, until read-routing.ts installs one, not yet). */
+function withPrimaryPageViews(handle: Omit<DatabaseHandle, 'pageViews'>): DatabaseHandle {
+  const onRead = new Set<(pool: ReadPool) => void>();
+  const counted = <T>(answer: Promise<T>) =>
+    answer.then((value) => {
+      for (const listener of onRead) listener('primary');
+      return value;
+    });
+  return Object.assign(handle, {
+    pageViews: {
+      ofAccount: <T>(_accountId: number, read: (reads: HotReads) => Promise<T>) => counted(read(handle.reads)),
+      findingAccount: <T>(read: (reads: HotReads) => Promise<T | undefined>) => counted(read(handle.reads)),
+      shared: <T>(read: (db: Kysely<Database>) => Promise<T>) => counted(read(handle.db)),
+      onRead,
+    },
+  });
 }
 
 /** SQLite: a connection that only reads, and never waits for a lock (in WAL mode a read waits for no writer). */
@@ -292,6 +382,6 @@ export async function pingDatabase(handle: Pick<DatabaseHandle, 'db' | 'dialect'
   return rows[0]?.read_only !== 'on';
 }
 
-function redactUrl(url: string): string {
+export function redactUrl(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
 }

@@ -37,6 +37,11 @@ export interface HotReads {
 
 type OnQuery = ((event: LogEvent) => void) | undefined;
 
+/** Where a PostgreSQL read is sent: the pool, or a replica's checked connections (replica.ts). */
+export interface Queryable {
+  query(config: pg.QueryConfig): Promise<pg.QueryResult>;
+}
+
 /** Who hears of each finished read: the metrics (onQuery) and, when tracing is on, the trace of the request that asked. */
 interface QuerySinks {
   onQuery: OnQuery;
@@ -167,7 +172,7 @@ export function sqliteHotReads(db: Kysely<Database>, file: string, onQuery: OnQu
 /** `namedStatements: false`: unnamed statements, parsed and planned on every call (PgBouncer's transaction mode, database.ts). */
 export function postgresHotReads(
   db: Kysely<Database>,
-  pool: pg.Pool,
+  pool: Queryable,
   onQuery: OnQuery,
   tracing?: QueryTracing,
   { namedStatements = true }: { namedStatements?: boolean } = {},

@@ -3,6 +3,7 @@
 // another process holds it, the transaction waits without blocking the event loop
 // (sqlite-lock.ts). PostgreSQL transactions that lose a serialization race or a deadlock
 // are run again whole.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { sql } from './kysely.ts';
 import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from './database.ts';
@@ -14,9 +15,30 @@ const MAX_ATTEMPTS = 5;
 /** SQLite: how long a BEGIN that finds another process's write lock tries again in its place in this process's line. */
 const BEGIN_IN_PLACE_MS = 250;
 
+/** The accounts whose history the running transaction wrote (noteWrittenAccount). */
+const writtenAccounts = new AsyncLocalStorage<Set<number>>();
+
+/**
+ * Says that the running write transaction changes an account's rows (the history does, for
+ * every change: audit.repository.ts), so that its write position is recorded after the commit
+ * (DatabaseHandle.afterWrite; docs/api.md, "Reads from replicas"). Outside inTransaction, nothing.
+ */
+export function noteWrittenAccount(accountId: number): void {
+  writtenAccounts.getStore()?.add(accountId);
+}
+
 export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
-  const result = await runTransaction(handle, work);
+  if (!handle.afterWrite) {
+    const result = await runTransaction(handle, work);
+    for (const listener of handle.onCommit) listener();
+    return result;
+  }
+  // Accounts noted by an attempt that was retried stay noted: a position recorded too many is harmless.
+  const accounts = new Set<number>();
+  const result = await writtenAccounts.run(accounts, () => runTransaction(handle, work));
   for (const listener of handle.onCommit) listener();
+  // Before the answer: a read sent as soon as the answer arrives must find the position.
+  if (accounts.size > 0) await handle.afterWrite(accounts);
   return result;
 }
 

@@ -15,7 +15,7 @@ import { hashToken, isCanonicalJws, MAX_EMBED_TOKEN_BYTES } from '../auth/token-
 import { BoundedMap } from '../foundations/bounded-map.ts';
 import type { EmbedSigningKeys } from './signing-keys.ts';
 import { EMBED_SIGNING_ALGORITHMS } from '../config.ts';
-import { EMBED_TOKEN_MAX_SECONDS, type EmbedViewerClaim } from './embed.schemas.ts';
+import { EMBED_TOKEN_MAX_SECONDS, EMBED_TOKEN_MIN_SECONDS, type EmbedViewerClaim } from './embed.schemas.ts';
 import { isViewerClaim } from './embed-viewer.ts';
 import { embedSubject } from './embed-subject.ts';
 import type { Environment } from '../db/schema.ts';
@@ -87,8 +87,10 @@ export class EmbedTokens {
 
   async sign(subject: EmbedTokenSubject, issuedAt: Date, lifetimeSeconds: number): Promise<{ token: string; expiresAt: Date }> {
     const iat = Math.floor(issuedAt.getTime() / 1000);
-    const expiresAt = new Date((iat + lifetimeSeconds) * 1000);
-    const { kid, algorithm, privateKey } = await this.keys.signer(expiresAt);
+    // While the primary is away the key may be kept published for less than asked: the token
+    // then expires when the key's publication does, if that leaves it the shortest lifetime.
+    const { kid, algorithm, privateKey, expiresAt } = await this.keys.signer(new Date((iat + lifetimeSeconds) * 1000), EMBED_TOKEN_MIN_SECONDS * 1000);
+    const exp = Math.floor(expiresAt.getTime() / 1000);
     const claims: JWTPayload = {
       ugs_account: subject.accountSlug,
       ugs_environment: subject.environment,
@@ -107,7 +109,7 @@ export class EmbedTokens {
       .setAudience(subject.embedId ?? this.options.audience)
       .setIssuedAt(iat)
       .setNotBefore(iat)
-      .setExpirationTime(iat + lifetimeSeconds)
+      .setExpirationTime(exp)
       .setJti(crypto.randomBytes(16).toString('base64url'))
       .sign(privateKey);
     if (token.length > MAX_EMBED_TOKEN_BYTES) throw new EmbedTokenTooLarge(token.length);

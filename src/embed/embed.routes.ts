@@ -80,7 +80,7 @@ export function registerEmbedTokenRoute(app: FastifyInstance, deps: EmbedDeps): 
     '/api/embed_token',
     {
       schema: createEmbedTokenOperation,
-      config: { idempotent: true },
+      config: { idempotent: true, runsWithoutKeyWhilePrimaryAway: true },
     },
     async (request) => issueEmbedToken(deps, principalOf(request), request.body),
   );

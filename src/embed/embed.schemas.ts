@@ -5,7 +5,7 @@ import { NOT_BLANK_PLAIN_TEXT, PLAIN_TEXT, Text, UNDIRECTED_TEXT } from '../http
 import { EnvironmentTag, UserGroupId } from '../user-groups/user-groups.schemas.ts';
 import { dashboardFieldSchemas } from '../user-groups/declared-fields.ts';
 
-const EMBED_TOKEN_MIN_SECONDS = 60;
+export const EMBED_TOKEN_MIN_SECONDS = 60;
 export const EMBED_TOKEN_MAX_SECONDS = 2_592_000;
 export const EMBED_TOKEN_DEFAULT_SECONDS = 86_400;
 

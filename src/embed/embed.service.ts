@@ -71,10 +71,13 @@ async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<R
   }
   if (kind !== 'user_group') throw invalidToken();
   const hash = hashToken(token);
-  const reads = deps.database.reads;
   // The retired-token table is read only when the token is not a current one: the usual
-  // request costs one lookup, a token in its grace period one more.
-  const group = (await findGroupByCurrentTokenHash(reads, hash)) ?? (await findGroupByRetiredTokenHash(reads, hash, deps.now().toISOString()));
+  // request costs one lookup, a token in its grace period one more. The token names the
+  // account only through the row (docs/api.md, "Reads from replicas").
+  const group = await deps.database.pageViews.findingAccount(
+    async (reads) => (await findGroupByCurrentTokenHash(reads, hash)) ?? (await findGroupByRetiredTokenHash(reads, hash, deps.now().toISOString())),
+    (found) => found.row.account_id,
+  );
   if (!group) throw invalidToken();
   return group;
 }
@@ -120,12 +123,16 @@ async function currentGroupOf(
 ): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
   if (tenant?.accountId === undefined && claims.kid.startsWith('hs256:')) return legacyGroupOf(deps, claims);
   if (tenant?.accountId === undefined) return undefined;
-  const group = await findGroupByTeamId(deps.database.reads, { accountId: tenant.accountId, environment: tenant.environment }, claims.teamId);
+  const { accountId, environment } = tenant;
+  const group = await deps.database.pageViews.ofAccount(accountId, (reads) => findGroupByTeamId(reads, { accountId, environment }, claims.teamId));
   return group && group.row.token_generation === claims.generation ? group : undefined;
 }
 
 async function legacyGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
-  const group = await findGroupByLegacyTeamId(deps.database.reads, claims.teamId);
+  const group = await deps.database.pageViews.findingAccount(
+    (reads) => findGroupByLegacyTeamId(reads, claims.teamId),
+    (found) => found.row.account_id,
+  );
   return group && group.row.token_generation === claims.generation ? group : undefined;
 }
 
@@ -134,7 +141,9 @@ export async function issueEmbedToken(deps: EmbedDeps, principal: Principal, inp
   const environment = resolveEnvironment(principal, input.api_environment_tag);
   const providedId = normalizeUserGroupId(input.user_group_id);
   if (input.origin !== undefined) assertBrowserOrigin(input.origin);
-  const group = await findUserGroup(deps.database.reads, { accountId: principal.accountId, environment, providedId });
+  const group = await deps.database.pageViews.ofAccount(principal.accountId, (reads) =>
+    findUserGroup(reads, { accountId: principal.accountId, environment, providedId }),
+  );
   if (!group) throw new AppError('user_group_not_found', `no user group with user_group_id "${providedId}" in ${environment}`);
   if (input.embed_id === deps.embedTokens.options.audience) {
     // The audience of an unbound token: a token bound to it could not be told apart.

@@ -31,12 +31,16 @@ import {
   swapSealedPrivateKey,
 } from './signing-keys.repository.ts';
 import { Keyring } from '../crypto/keyring.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 
 export { DEFAULT_ACTIVATION_SECONDS, JWKS_MAX_AGE_SECONDS } from './signing-key-timing.ts';
 const RELOAD_AFTER_MS = 1000;
 const UNKNOWN_KID_RELOAD_AFTER_MS = 50;
 /** signed_until moves in whole hours: signing writes to the table at most hourly. */
 const SIGNED_UNTIL_STEP_MS = 3_600_000;
+
+/** The write breaker says the primary is away: the key's publication is not extended (signer). */
+class PrimaryAway extends Error {}
 
 /** A public key as the JWKS publishes it (RFC 7517; RFC 7518 for EC and RSA, RFC 8037 for OKP). */
 interface PublishedJwk extends JWK {
@@ -263,14 +267,28 @@ export class EmbedSigningKeys {
     return this.byKid.has(kid);
   }
 
-  /** The key that signs now, kept published until `expiresAt` at least. */
-  async signer(expiresAt: Date): Promise<Signer> {
+  /**
+   * The key that signs now, kept published until `expiresAt` at least, and the expiry to sign:
+   * `expiresAt`, or, while the primary cannot be reached to keep the key published that long,
+   * the time it is published until already (when at least `minimumMs` from now; docs/api.md,
+   * "Reads from replicas").
+   */
+  async signer(expiresAt: Date, minimumMs = 0): Promise<Signer & { expiresAt: Date }> {
     for (let attempt = 1; ; attempt++) {
       await this.fresh(RELOAD_AFTER_MS);
       const key = this.signingKey(this.now().getTime());
       if (key.signedUntil < expiresAt.getTime()) {
         const until = new Date(Math.ceil(expiresAt.getTime() / SIGNED_UNTIL_STEP_MS) * SIGNED_UNTIL_STEP_MS);
-        if (!(await singleWrite(this.handle, () => extendSignedUntil(this.handle.db, key.row.kid, until.toISOString())))) {
+        let extended: boolean;
+        try {
+          if (this.handle.primaryStatus?.() === 'unreachable') throw new PrimaryAway();
+          extended = await singleWrite(this.handle, () => extendSignedUntil(this.handle.db, key.row.kid, until.toISOString()));
+        } catch (err) {
+          const shortened = Math.floor(key.signedUntil / 1000) * 1000;
+          if (!(err instanceof PrimaryAway || isDatabaseUnavailable(err)) || shortened - this.now().getTime() < minimumMs) throw err;
+          return { ...(await this.privateHalf(key)), expiresAt: new Date(shortened) };
+        }
+        if (!extended) {
           // Dropped by a rotation since this copy was read: read again, sign with what is there.
           if (attempt >= 3) throw new Error(`embed signing key ${key.row.kid} vanished while signing`);
           this.loadedAt = -Infinity;
@@ -278,9 +296,13 @@ export class EmbedSigningKeys {
         }
         key.signedUntil = Math.max(key.signedUntil, until.getTime());
       }
-      key.privateKey ??= importJWK(JSON.parse(this.keyring.open(key.row.private_key_sealed, 'embed-signing-key')) as JWK, key.jwk.alg) as Promise<CryptoKey>;
-      return { kid: key.row.kid, algorithm: key.jwk.alg, privateKey: await key.privateKey };
+      return { ...(await this.privateHalf(key)), expiresAt };
     }
+  }
+
+  private async privateHalf(key: KnownKey): Promise<Signer> {
+    key.privateKey ??= importJWK(JSON.parse(this.keyring.open(key.row.private_key_sealed, 'embed-signing-key')) as JWK, key.jwk.alg) as Promise<CryptoKey>;
+    return { kid: key.row.kid, algorithm: key.jwk.alg, privateKey: await key.privateKey };
   }
 
   /**
@@ -308,11 +330,12 @@ export class EmbedSigningKeys {
 
   private async load(): Promise<void> {
     const startedAt = this.now().getTime();
-    const read = () => publishedSigningKeys(this.handle.db, this.now().toISOString());
-    let rows = await read();
+    // A page view's read: a replica may answer it (docs/api.md, "Reads from replicas"); a key is
+    // published long before it signs (DEFAULT_ACTIVATION_SECONDS), far longer than a replica in use lags.
+    let rows = await this.handle.pageViews.shared((db) => publishedSigningKeys(db, this.now().toISOString()));
     if (rows.length === 0) {
       await ensureSigningKey(this.handle, this.keyring, this.now(), this.firstKeyAlgorithm);
-      rows = await read();
+      rows = await publishedSigningKeys(this.handle.db, this.now().toISOString());
     }
     // Rows come newest activation first; imported keys of rows already known are kept.
     this.keys = rows.map((row) => {

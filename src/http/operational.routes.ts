@@ -17,6 +17,20 @@ const Health = Type.Object(
   },
   { title: 'Health' },
 );
+const ReplicaReadinessView = Type.Object(
+  {
+    mode: Type.Union([Type.Literal('fallback'), Type.Literal('replica')], { description: 'UGS_DATABASE_READ_FROM.' }),
+    in_use: Type.Boolean({ description: 'Whether page views may read the replica at all: false without Redis (REDIS_URL), which holds the write positions.' }),
+    reachable: Type.Boolean({ description: 'The replica answered a check.' }),
+    standby: Type.Optional(Type.Boolean({ description: 'Still in recovery (false once it was promoted).' })),
+    lag_seconds: Type.Optional(
+      Type.Number({ description: 'The age of the oldest commit it received and has not replayed; 0 when it replayed all it received.' }),
+    ),
+    max_lag_seconds: Type.Number({ description: 'UGS_DATABASE_READ_MAX_LAG_MS in seconds: a replica lagging more serves nothing.' }),
+    replay_lsn: Type.Optional(Type.String({ description: 'Its replay position (pg_last_wal_replay_lsn).', examples: ['0/3000148'] })),
+  },
+  { description: 'With UGS_DATABASE_READ_URL only: what the replica can serve (docs/api.md, "Reads from replicas").' },
+);
 /** What the instance can do with its database now (docs/operations.md, "Health and metrics"). */
 const DatabaseReadiness = Type.Object(
   {
@@ -29,10 +43,13 @@ const DatabaseReadiness = Type.Object(
   { title: 'DatabaseReadiness' },
 );
 type DatabaseState = Static<typeof DatabaseReadiness>;
-const Readiness = Type.Object({ success: Type.Literal(1), status: Type.String({ examples: ['ready'] }), database: DatabaseReadiness }, { title: 'Readiness' });
+const Readiness = Type.Object(
+  { success: Type.Literal(1), status: Type.String({ examples: ['ready'] }), database: DatabaseReadiness, replica: Type.Optional(ReplicaReadinessView) },
+  { title: 'Readiness' },
+);
 /** The error envelope of a 503, with what the instance found of its database. */
 const NotReady = Type.Object(
-  { ...ErrorEnvelope.properties, database: Type.Optional(DatabaseReadiness) },
+  { ...ErrorEnvelope.properties, database: Type.Optional(DatabaseReadiness), replica: Type.Optional(ReplicaReadinessView) },
   {
     title: 'NotReady',
     description: 'The error envelope, with what the instance found of its database.',
@@ -91,13 +108,17 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
         throw new AppError('unavailable', 'not every worker of this instance serves yet: one is starting', {
           headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
         });
-      const notReady = (message: string, state: DatabaseState) => {
-        const error = new AppError('unavailable', message, { headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } });
+      // Asked beside the primary's ping (within the same 2 s: read-routing.ts); it never fails.
+      const replica = database.replicaReadiness?.();
+      const notReady = async (message: string, state: DatabaseState) => {
+        const replicaState = await replica;
+        const serving = replicaState?.in_use && replicaState.reachable ? ': page views are served from the replica' : '';
+        const error = new AppError('unavailable', `${message}${serving}`, { headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } });
         return (reply as FastifyReply)
           .code(503)
           .headers(error.headers ?? {})
           .type('application/json; charset=utf-8')
-          .send({ ...errorBody(error, request.id), database: state });
+          .send({ ...errorBody(error, request.id), database: state, ...(replicaState ? { replica: replicaState } : {}) });
       };
       // Known unreachable (the pool's breaker is open): said at once, no connection tried.
       if (database.primaryStatus?.() === 'unreachable') return notReady('the database is not reachable', { primary: 'unreachable', writable: false });
@@ -122,7 +143,8 @@ export function registerOperationalRoutes(app: FastifyInstance, database: Databa
           primary: 'reachable',
           writable: false,
         });
-      return { success: 1, status: 'ready', database: { primary: 'reachable', writable: true } };
+      const ready = { success: 1, status: 'ready', database: { primary: 'reachable', writable: true } } as const;
+      return replica ? { ...ready, replica: await replica } : ready;
     },
   );
 

@@ -28,6 +28,7 @@ import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { DatabaseHandle } from '../db/database.ts';
 import { inTransaction } from '../db/transaction.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import { AppError, validationFailed } from '../foundations/errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
@@ -39,6 +40,12 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route takes an Idempotency-Key header (idempotency.ts). */
     idempotent?: boolean;
+    /**
+     * The route changes nothing (minting an embed token): while the primary cannot be reached
+     * its key is not claimed and the request runs without it, a retry getting a new answer as
+     * valid as the first (docs/api.md, "Reads from replicas").
+     */
+    runsWithoutKeyWhilePrimaryAway?: boolean;
   }
 }
 
@@ -153,7 +160,15 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
         lockedUntil: at(now, deps.lockMs),
         expiresAt: at(now, IDEMPOTENCY_WINDOW_MS),
       };
-      if (await inTransaction(deps.database, (trx) => claimKey(trx, claim))) {
+      let claimed: boolean;
+      try {
+        claimed = await inTransaction(deps.database, (trx) => claimKey(trx, claim));
+      } catch (err) {
+        if (!(request.routeOptions.config.runsWithoutKeyWhilePrimaryAway && isDatabaseUnavailable(err))) throw err;
+        request.log.warn({ code: (err as { code?: string }).code }, 'the primary is away: the Idempotency-Key is not claimed and the request runs without it');
+        return undefined;
+      }
+      if (claimed) {
         owned.set(request, { ...where, owner, heartbeat: keepLock(request, where, owner) });
         return undefined;
       }

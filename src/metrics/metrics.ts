@@ -99,7 +99,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registers,
   });
 
+  const databaseReads = new Counter({
+    name: 'ugs_database_reads_total',
+    help: "Page views' database reads (a group by its identity or token, an API token, the embed signing keys, account slugs), by the node that answered: primary or replica.",
+    labelNames: ['pool'] as const,
+    registers,
+  });
+
   let watched = false;
+  let watchedReads = false;
   let watchedBacklog = false;
   return {
     registry,
@@ -140,6 +148,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       }
     },
     watchDatabase(database) {
+      if (!watchedReads) {
+        watchedReads = true;
+        database.pageViews.onRead.add((pool) => databaseReads.inc({ pool }));
+      }
       const pool = database.pool;
       if (!pool || watched) return;
       watched = true;

@@ -7,17 +7,21 @@ import { databaseKeys, introduceFirstKey, KeysDoNotOpenDatabase, noKeyProblem, s
 import { storedSealingKeyIds } from '../crypto/stored-keys.ts';
 import { openDatabase, type DatabaseHandle, type DatabaseOptions } from '../db/database.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
+import { attachReplica, type ReplicaSettings } from '../db/read-routing.ts';
 import { migrateToLatest, type MigrationOptions, type MigrationOutcome } from '../db/migrate.ts';
 
 export async function openMigratedDatabase(
-  config: Pick<Config, 'databaseUrl'> & Partial<Pick<Config, 'dbPoolSize' | 'pgbouncerTransactionMode'>>,
+  config: Pick<Config, 'databaseUrl'> & Partial<Pick<Config, 'dbPoolSize' | 'pgbouncerTransactionMode'> & ReplicaSettings>,
   options: DatabaseOptions & { waitMs?: number; onWait?: (err: unknown) => void; migration?: MigrationOptions } = {},
 ): Promise<{ handle: DatabaseHandle; migrations: MigrationOutcome }> {
   const handle = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, pgbouncerTransactionMode: config.pgbouncerTransactionMode, ...options });
   const deadline = Date.now() + (options.waitMs ?? 0);
   for (;;) {
     try {
-      return { handle, migrations: await migrateToLatest(handle, options.migration) };
+      const migrations = await migrateToLatest(handle, options.migration);
+      // Page views may read the replica (docs/api.md, "Reads from replicas"); `ugs` records its writes' positions through it too.
+      if (config.readDatabaseUrl) await attachReplica(handle, config as ReplicaSettings, options);
+      return { handle, migrations };
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) {
         await handle.close().catch(() => undefined);

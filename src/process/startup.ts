@@ -43,6 +43,11 @@ export function startWarnings(config: Config, createdKeyFile: boolean): [fields:
   if (unreachable) warnings.push([{ iss: config.publicUrl }, unreachable]);
   const exposure = config.secretKeys.length === 0 ? keyFileExposure(config.keyFile) : null;
   if (exposure) warnings.push([{}, `the key file ${config.keyFile} can be read by other users (mode ${exposure}): chmod 600 it`]);
+  if (config.readDatabaseUrl && !config.redisUrl)
+    warnings.push([
+      {},
+      'UGS_DATABASE_READ_URL is set without REDIS_URL: no read can be proved fresh on the replica, so every read stays on the primary (docs/api.md, "Reads from replicas")',
+    ]);
   return warnings;
 }
 

@@ -161,8 +161,13 @@ export async function getOrCreateUserGroup(
   checkProperties(input.properties); // the field rules hold whether or not the group exists
   const key = keyFor(principal, input);
   // The hot path (the group exists) is one indexed read, its ancestors in the same statement, and no write.
+  // The first read may come from a replica (docs/api.md, "Reads from replicas"); after an insert
+  // that found the group taken, the winner's row is read on the primary, where it is committed.
   for (let attempt = 0; attempt < 3; attempt++) {
-    const existing = await findUserGroup(deps.database.reads, key);
+    const existing =
+      attempt === 0
+        ? await deps.database.pageViews.ofAccount(key.accountId, (reads) => findUserGroup(reads, key))
+        : await findUserGroup(deps.database.reads, key);
     if (existing) return { created: false, group: withToken(existing, deps.tokens) };
     requireScope(principal, 'write', 'creating a user group (it does not exist yet)');
     const inserted = await insertNew(deps, key, input, actor);
@@ -182,7 +187,7 @@ export async function lookupUserGroup(
   input: { user_group_id: string; api_environment_tag?: Environment },
 ): Promise<GroupWithToken> {
   const key = keyFor(principal, input);
-  const group = await findUserGroup(deps.database.reads, key);
+  const group = await deps.database.pageViews.ofAccount(key.accountId, (reads) => findUserGroup(reads, key));
   if (!group) throw notFound(key);
   return withToken(group, deps.tokens);
 }

@@ -1247,6 +1247,26 @@ export interface components {
         };
         /** Readiness */
         Readiness: {
+            /** @description With UGS_DATABASE_READ_URL only: what the replica can serve (docs/api.md, "Reads from replicas"). */
+            replica?: {
+                /** @description Whether page views may read the replica at all: false without Redis (REDIS_URL), which holds the write positions. */
+                in_use: boolean;
+                /** @description The age of the oldest commit it received and has not replayed; 0 when it replayed all it received. */
+                lag_seconds?: number;
+                /** @description UGS_DATABASE_READ_MAX_LAG_MS in seconds: a replica lagging more serves nothing. */
+                max_lag_seconds: number;
+                /** @description UGS_DATABASE_READ_FROM. */
+                mode: "fallback" | "replica";
+                /** @description The replica answered a check. */
+                reachable: boolean;
+                /**
+                 * @description Its replay position (pg_last_wal_replay_lsn).
+                 * @example 0/3000148
+                 */
+                replay_lsn?: string;
+                /** @description Still in recovery (false once it was promoted). */
+                standby?: boolean;
+            };
             /** @example ready */
             status: string;
             /** @enum {number} */

@@ -1,0 +1,193 @@
+// Where a page view reads (docs/api.md, "Reads from replicas"): the primary, or the replica of
+// UGS_DATABASE_READ_URL when the replica is known to hold every write the caller's account has
+// been answered. After each write transaction commits, the primary's WAL position is recorded
+// for each account it wrote (write-positions.ts, in Redis, 30 s); a read for an account goes to
+// a replica connection only once that connection's replay position has passed the account's
+// record, and only while it lags less than UGS_DATABASE_READ_MAX_LAG_MS (replica.ts). Without
+// Redis nothing can be proved, and every read stays on the primary.
+//
+// - `fallback`: the primary first; the replica only when the primary cannot be reached (its
+//   read failed as an outage does, or the write breaker says it is away).
+// - `replica`: the replica first, the primary when the replica cannot serve the read.
+import { sql } from './kysely.ts';
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.ts';
+import type { DatabaseHandle, DatabaseOptions, PageViewReads, ReadPool } from './database.ts';
+import { isDatabaseUnavailable } from './errors.ts';
+import { Replica, ReplicaNotUsable, type ReplicaCheck } from './replica.ts';
+import { openWritePositions, type WritePositions } from './write-positions.ts';
+import { formatLsn, parseLsn, UNKNOWN_POSITION } from './wal-position.ts';
+import type { Config } from '../config.ts';
+import type { ReplicaReadiness } from './replica-readiness.ts';
+
+export type ReplicaSettings = Pick<Config, 'readDatabaseUrl' | 'readFrom' | 'readMaxLagMs' | 'readPoolSize' | 'readRedisPrefix' | 'redisUrl'>;
+
+/** As /readyz's ping of the primary (http/operational.routes.ts). */
+const READINESS_TIMEOUT_MS = 2000;
+
+/** Neither node could serve the read: the primary is away and the replica cannot prove it is fresh enough (answered 503 unavailable). */
+export class NoNodeCanServe extends Error {
+  /** connection_failure: the class isDatabaseUnavailable answers 503 with Retry-After (db/errors.ts). */
+  readonly code = '08006';
+  constructor(readonly replicaError: unknown) {
+    super('the primary cannot be reached and the replica cannot serve this read');
+    this.name = 'NoNodeCanServe';
+  }
+}
+
+/** Redis did not answer: the account's position is not known, so the replica cannot be used. */
+class PositionUnknown extends Error {}
+
+export interface ReplicaRouting {
+  replica: Replica;
+  positions: WritePositions | undefined;
+}
+
+/**
+ * Installs the replica on a PostgreSQL handle: page views read through it, writes record their
+ * position, close() closes it too. Without Redis (REDIS_URL unset) reads stay on the primary;
+ * `warn` says so once.
+ */
+export async function attachReplica(handle: DatabaseHandle, settings: ReplicaSettings, options: DatabaseOptions = {}): Promise<ReplicaRouting> {
+  const replica = new Replica(settings.readDatabaseUrl, settings.readMaxLagMs, { ...options, poolSize: settings.readPoolSize });
+  const positions = settings.redisUrl ? await openWritePositions(settings.redisUrl, settings.readRedisPrefix, (err) => options.onPoolError?.(err)) : undefined;
+  const close = handle.close;
+  handle.close = async () => {
+    await close();
+    await replica.close();
+    await positions?.close();
+  };
+  if (positions) {
+    handle.afterWrite = (accounts) => recordPosition(handle, positions, accounts, options.onPoolError);
+    handle.pageViews = routedPageViews(handle, replica, positions, settings.readFrom, handle.pageViews.onRead);
+  }
+  handle.replicaReadiness = async (): Promise<ReplicaReadiness> => {
+    const base = { mode: settings.readFrom, in_use: positions !== undefined, max_lag_seconds: settings.readMaxLagMs / 1000 };
+    let check: ReplicaCheck;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      check = await Promise.race([
+        replica.probe(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('the replica did not answer in time')), READINESS_TIMEOUT_MS);
+        }),
+      ]);
+    } catch {
+      return { ...base, reachable: false };
+    } finally {
+      clearTimeout(timer);
+    }
+    return { ...base, reachable: true, standby: check.standby, lag_seconds: check.lagSeconds, replay_lsn: formatLsn(check.replayed) };
+  };
+  return { replica, positions };
+}
+
+/**
+ * The primary's insert position, read right after the commit returned: at or past the end of
+ * the commit's own record (pg_current_wal_lsn, the position written out, may still be before it
+ * under synchronous_commit = off; read inside the transaction, either would be before the
+ * commit record). Any connection of the primary's pool will do: the position is the server's.
+ * It may be a little later than the commit, which only makes a read wait a little longer for
+ * the replica. When it cannot be read, the accounts get a position no replica passes: their
+ * reads stay on the primary for the record's 30 s, rather than risk a read from before the write.
+ */
+async function recordPosition(
+  handle: DatabaseHandle,
+  positions: WritePositions,
+  accounts: ReadonlySet<number>,
+  onError: ((err: Error) => void) | undefined,
+): Promise<void> {
+  let position = UNKNOWN_POSITION;
+  try {
+    const { rows } = await sql<{ lsn: string }>`select pg_current_wal_insert_lsn()::text as lsn`.execute(handle.db);
+    position = parseLsn(rows[0].lsn) ?? UNKNOWN_POSITION;
+  } catch (err) {
+    onError?.(err as Error);
+  }
+  // The write is committed: its answer stands whatever Redis does. A record that could not be
+  // made leaves the account's reads as fresh as the lag bound (docs/api.md, "Reads from replicas").
+  await positions.record(accounts, position).catch((err: Error) => onError?.(err));
+}
+
+function routedPageViews(
+  handle: DatabaseHandle,
+  replica: Replica,
+  positions: WritePositions,
+  mode: Config['readFrom'],
+  onRead: Set<(pool: ReadPool) => void>,
+): PageViewReads {
+  const counted = (pool: ReadPool) => {
+    for (const listener of onRead) listener(pool);
+  };
+  const requiredOf = (accountId: number) =>
+    positions.required(accountId).catch((err: unknown) => {
+      throw new PositionUnknown(err instanceof Error ? err.message : String(err));
+    });
+  /** Whether the replica (or Redis) could not serve: then the other node is tried. */
+  const replicaCannot = (err: unknown) => err instanceof ReplicaNotUsable || err instanceof PositionUnknown || isDatabaseUnavailable(err);
+
+  const route = async <T>(onPrimary: () => Promise<T>, onReplica: () => Promise<T>): Promise<T> => {
+    if (mode === 'replica') {
+      try {
+        const answer = await onReplica();
+        counted('replica');
+        return answer;
+      } catch (err) {
+        if (!replicaCannot(err)) throw err;
+      }
+      const answer = await onPrimary();
+      counted('primary');
+      return answer;
+    }
+    let primaryError: unknown;
+    if (handle.primaryStatus?.() !== 'unreachable') {
+      try {
+        const answer = await onPrimary();
+        counted('primary');
+        return answer;
+      } catch (err) {
+        if (!isDatabaseUnavailable(err)) throw err;
+        primaryError = err;
+      }
+    }
+    try {
+      const answer = await onReplica();
+      counted('replica');
+      return answer;
+    } catch (err) {
+      if (!replicaCannot(err)) throw err;
+      throw primaryError ?? new NoNodeCanServe(err);
+    }
+  };
+
+  return {
+    onRead,
+    ofAccount: (accountId, read) =>
+      route(
+        () => read(handle.reads),
+        async () => read(replica.readsAtLeast(await requiredOf(accountId))),
+      ),
+    findingAccount: (read, accountOf) =>
+      route(
+        () => read(handle.reads),
+        async () => {
+          // The account is known only from the row: found at any position, it is read again at
+          // the account's own, which most often the same connection has passed already.
+          const found = await read(replica.readsAtLeast(0n));
+          if (found === undefined) {
+            // A token made a moment ago may not be on the replica yet: in `replica` mode the
+            // primary says whether it exists (counted as the primary's read).
+            if (mode === 'replica') throw new ReplicaNotUsable('behind', 'not found on the replica');
+            return undefined;
+          }
+          const required = await requiredOf(accountOf(found));
+          return required === 0n ? found : read(replica.readsAtLeast(required));
+        },
+      ),
+    shared: (read: (db: Kysely<Database>) => Promise<unknown>) =>
+      route(
+        () => read(handle.db),
+        () => read(replica.db),
+      ),
+  } as PageViewReads;
+}
