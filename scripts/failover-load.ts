@@ -78,6 +78,8 @@ export interface Reply {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: { success?: number; error?: { code?: string }; user_group?: { team_id?: number; token?: string }; [key: string]: unknown };
+  /** The body as it came. */
+  text: string;
   transportError?: string;
 }
 
@@ -111,11 +113,11 @@ export function request(
         } catch {
           // not JSON: kept as an empty body
         }
-        done({ status: res.statusCode ?? 0, headers: res.headers, body: parsed });
+        done({ status: res.statusCode ?? 0, headers: res.headers, body: parsed, text });
       });
-      res.on('error', (err) => done({ status: 0, headers: {}, body: {}, transportError: err.message }));
+      res.on('error', (err) => done({ status: 0, headers: {}, body: {}, text: '', transportError: err.message }));
     });
-    req.on('error', (err: NodeJS.ErrnoException) => done({ status: 0, headers: {}, body: {}, transportError: err.code ?? err.message }));
+    req.on('error', (err: NodeJS.ErrnoException) => done({ status: 0, headers: {}, body: {}, text: '', transportError: err.code ?? err.message }));
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)));
     if (payload !== undefined) req.write(payload);
     req.end();
@@ -132,7 +134,9 @@ export function startLoad(plan: LoadPlan): RunningLoad {
   const auth = { authorization: `Token ${plan.apiToken}` };
   let running = true;
   let created = 0;
-  let turn = 0;
+  // Page views and creates each go round the instances, apart: a shared turn could send every
+  // create to one instance.
+  let viewTurn = 0;
 
   const record = (kind: AnswerKind, instance: number, start: number, reply: Reply, extra: Partial<Answer> = {}): Answer => {
     const answer: Answer = {
@@ -153,7 +157,7 @@ export function startLoad(plan: LoadPlan): RunningLoad {
   };
 
   const pageView = async (kind: AnswerKind) => {
-    const instance = turn++ % plan.instances.length;
+    const instance = viewTurn++ % plan.instances.length;
     const base = plan.instances[instance];
     const group = plan.existing[Math.floor(Math.random() * plan.existing.length)];
     const start = Date.now();
@@ -172,8 +176,9 @@ export function startLoad(plan: LoadPlan): RunningLoad {
   };
 
   const create = async () => {
-    const instance = turn++ % plan.instances.length;
-    const id = `${plan.run}-c${++created}`;
+    const n = ++created;
+    const instance = n % plan.instances.length;
+    const id = `${plan.run}-c${n}`;
     const start = Date.now();
     const reply = await request(plan.instances[instance], 'POST', '/api/user', { headers: auth, body: { user_group_id: id }, timeoutMs });
     const teamId = reply.status === 201 ? reply.body.user_group?.team_id : undefined;

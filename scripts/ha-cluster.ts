@@ -1,6 +1,6 @@
 // A highly available PostgreSQL on this machine, from Debian's packages: one etcd, two Patroni
 // nodes (PostgreSQL 15, synchronous replication) and HAProxy with a read-write port (the node
-// whose Patroni answers /primary) and a read-only port (/replica). The setup docs/deployment.md
+// whose Patroni answers /primary) and a read-only port (a node answering /replica, else one answering /read-only). The setup docs/deployment.md
 // describes ("Highly available PostgreSQL"), small and fast: the failover tests
 // (test/ha-failover.test.ts, through test/helpers/ha-cluster.ts) and the failover benchmark
 // (bench/failover.ts) run on it. Everything lives in one temporary directory; every process
@@ -84,7 +84,7 @@ export interface HaCluster {
   nodes: HaNode[];
   /** postgres://… through HAProxy's read-write port (the primary). */
   rwUrl(database?: string): string;
-  /** postgres://… through HAProxy's read-only port (the replica). */
+  /** postgres://… through HAProxy's read-only port (the replica; the primary while no replica is up). */
   roUrl(database?: string): string;
   /** Patroni's GET /cluster, asked of any node that answers. */
   members(): Promise<PatroniMember[]>;
@@ -379,10 +379,22 @@ function haproxyConfig(ports: { rw: number; ro: number; stats: number }, nodes: 
     '  http-check expect status 200',
     `  default-server ${HAPROXY_SETTINGS.check}`,
     ...servers,
-    'listen ro',
+    // The read-only port: a replica while one is up; else any node that serves reads (the
+    // primary, or a standby being promoted), so that reads never find the port empty while a
+    // node that could answer them is up (a switchover takes the standby out of /replica the
+    // moment it takes the leader key, seconds before the old primary is back as a replica).
+    'frontend ro',
     `  bind 127.0.0.1:${ports.ro}`,
+    '  use_backend ro_replicas if { nbsrv(ro_replicas) gt 0 }',
+    '  default_backend ro_any',
+    'backend ro_replicas',
     '  balance roundrobin',
     '  option httpchk OPTIONS /replica',
+    '  http-check expect status 200',
+    `  default-server ${HAPROXY_SETTINGS.check}`,
+    ...servers,
+    'backend ro_any',
+    '  option httpchk OPTIONS /read-only',
     '  http-check expect status 200',
     `  default-server ${HAPROXY_SETTINGS.check}`,
     ...servers,
@@ -390,13 +402,13 @@ function haproxyConfig(ports: { rw: number; ro: number; stats: number }, nodes: 
   ].join('\n');
 }
 
-/** HAProxy's view: for each listener, the servers it has up. */
+/** HAProxy's view: for each of its backends (rw, ro_replicas, ro_any), the servers it has up. */
 async function haproxyUp(statsPort: number): Promise<Record<string, string[]>> {
   const response = await fetch(`http://127.0.0.1:${statsPort}/;csv`, { signal: AbortSignal.timeout(3000) });
   const lines = (await response.text()).split('\n');
   const header = lines[0].replace(/^# /, '').split(',');
   const [px, sv, status] = ['pxname', 'svname', 'status'].map((k) => header.indexOf(k));
-  const up: Record<string, string[]> = { rw: [], ro: [] };
+  const up: Record<string, string[]> = { rw: [], ro_replicas: [], ro_any: [] };
   for (const line of lines.slice(1)) {
     const cells = line.split(',');
     if (!(cells[px] in up) || ['FRONTEND', 'BACKEND'].includes(cells[sv])) continue;
@@ -575,7 +587,7 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
           );
           if (!streaming.some((row) => row.application_name === standby.name)) return false;
           const up = await haproxyUp(haStats);
-          if (up.rw.join() !== leader.name || up.ro.join() !== standby.name) return false;
+          if (up.rw.join() !== leader.name || up.ro_replicas.join() !== standby.name) return false;
           const [rwNode, roRow] = [
             await takesWrites(rwUrl()),
             (await query<{ port: number; recovery: boolean }>(roUrl(), 'select inet_server_port() as port, pg_is_in_recovery() as recovery'))[0],
