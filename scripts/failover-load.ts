@@ -240,7 +240,7 @@ export function sentBetween(answers: readonly Answer[], from: number, to: number
 export interface PageViewCount {
   total: number;
   answered2xx: number;
-  /** answered2xx / total, in percent (100 when there were none). */
+  /** The share answered 2xx, out of 100 (100 when there were none). */
   percent: number;
   /** The failures by status and code (`503 unavailable`, `0 ECONNRESET`). */
   failures: Record<string, number>;
