@@ -289,7 +289,8 @@ describe('failover on a highly available PostgreSQL (Patroni, etcd, HAProxy)', {
     const instances = useInstances(ha, 'fallback', shared);
 
     it('each instance says at start that the primary commits synchronously (Patroni synchronous_mode)', async () => {
-      for (const server of instances.servers) await server.waitForOutput(/PostgreSQL commits synchronously \(synchronous_commit=on, synchronous_standby_names=/);
+      for (const server of instances.servers)
+        await server.waitForOutput(/PostgreSQL commits synchronously \(synchronous_commit=on, synchronous_standby_names=/);
     });
 
     it('planned switchover: no acknowledged create lost, every event once, no 500, writes 503 with Retry-After, page views answered', async () => {
