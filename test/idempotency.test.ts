@@ -18,6 +18,7 @@ import { generateToken } from '../src/auth/token-format.ts';
 import { buildTestApp, forEachBackend, issueTestToken, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/harness.ts';
 import { eventually } from './helpers/wait.ts';
 import { httpRequest, useServerProcesses } from './helpers/processes.ts';
+import { openDatabase } from '../src/db/database.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const newKey = () => crypto.randomUUID();
@@ -240,6 +241,21 @@ forEachBackend('idempotent retries', (backend) => {
     const after = await post('/test/effect', {}, key);
     assert.equal(after.headers['idempotent-replayed'], 'true');
     assert.equal(route.runs, 1);
+  });
+
+  it('a retry while the first still runs: its 409 carries Retry-After, the seconds left of the lock (30 s at first, then fewer)', async () => {
+    const key = newKey();
+    const { answer: first, open } = await runningRequest(key);
+    const at = await post('/test/effect', {}, key);
+    assert.equal(at.status, 409, at.text);
+    assert.equal(at.headers['retry-after'], '30', 'the whole lock (UGS_REQUEST_TIMEOUT_MS, 30 s) is left');
+    clock += 10_500;
+    const later = await post('/test/effect', {}, key);
+    assert.equal(later.status, 409, later.text);
+    assert.equal(later.body.error.code, 'idempotency_key_in_use');
+    assert.equal(later.headers['retry-after'], '20', '19.5 s of the lock are left, rounded up');
+    open();
+    assert.equal((await first).status, 201);
   });
 
   it('a running key whose lock lapsed (its process died) is taken over by a retry; the first, if it ever ends, stores nothing', async () => {
@@ -494,4 +510,58 @@ forEachBackend('idempotent retries across two server processes', (backend) => {
       );
     });
   }
+});
+
+forEachBackend('idempotent retries: the first attempt died with its instance', (backend) => {
+  // A lock of 5 s (the request timeout) keeps the wait short. One heavy operation per account,
+  // whose slot the test holds: the bulk upsert waits in it, its key claimed, until its process is killed.
+  const LOCK_SECONDS = 5;
+  const two = useServerProcesses(backend, {
+    env: { UGS_HEAVY_OPERATIONS_PER_ACCOUNT: '1', UGS_REQUEST_TIMEOUT_MS: String(LOCK_SECONDS * 1000), UGS_HEADERS_TIMEOUT_MS: String(LOCK_SECONDS * 1000) },
+  });
+
+  it('a bulk upsert killed (kill -9) mid-request: a retry on another instance gets 409 idempotency_key_in_use with Retry-After, the seconds left of the lock; after them, the retry runs', async () => {
+    const handle = openDatabase(two.database.url);
+    try {
+      const account = await handle.db.selectFrom('accounts').select('id').where('slug', '=', 'acme').executeTakeFirstOrThrow();
+      const now = new Date();
+      await handle.db
+        .insertInto('heavy_operations')
+        .values({
+          account_id: account.id,
+          slot: 0,
+          holder: 'the test',
+          operation: 'upsert',
+          started_at: now.toISOString(),
+          lease_until: new Date(now.getTime() + 600_000).toISOString(),
+        })
+        .execute();
+      const key = crypto.randomUUID();
+      const body = { user_groups: [{ user_group_id: `killed-${key}` }] };
+      const send = (server: number) => httpRequest(two.servers[server].baseUrl, 'POST', '/api/users/upsert', { token: two.token, body, headers: withKey(key) });
+      const first = send(0).catch(() => 'the connection died with the process');
+      await eventually(
+        'the first attempt holds its key',
+        async () => (await handle.db.selectFrom('idempotency_keys').select('state').where('idempotency_key', '=', key).executeTakeFirst())?.state === 'running',
+      );
+      assert.deepEqual(await two.servers[0].stop('SIGKILL'), { code: null, signal: 'SIGKILL' });
+      assert.equal(await first, 'the connection died with the process');
+
+      const retry = await send(1);
+      assert.equal(retry.status, 409, retry.text);
+      assert.equal(retry.body.error.code, 'idempotency_key_in_use');
+      const seconds = Number(retry.headers['retry-after']);
+      assert.ok(Number.isInteger(seconds) && seconds >= 1 && seconds <= LOCK_SECONDS, `Retry-After: ${retry.headers['retry-after']} (1-${LOCK_SECONDS})`);
+
+      // The slot is given back (the test's "other operation" ends); after the seconds it said, the retry runs.
+      await handle.db.deleteFrom('heavy_operations').where('holder', '=', 'the test').execute();
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      const ran = await send(1);
+      assert.equal(ran.status, 200, ran.text);
+      assert.equal(ran.headers['idempotent-replayed'], undefined, 'it ran: nothing was stored for the killed attempt');
+      assert.match(ran.text, /"created"/);
+    } finally {
+      await handle.close();
+    }
+  });
 });

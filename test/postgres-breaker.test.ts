@@ -105,6 +105,7 @@ describe('[postgres] the primary cannot be reached: the breaker', { skip }, () =
     const tried = proxy.accepted() - acceptedBeforeSequence;
     assert.ok(tried < 10, `connections tried while 20 creates were answered one by one: ${tried} (the probe's, not one per create)`);
     assertUnavailable(await ready(), '/readyz, again');
+    assert.match((await httpRequest(server.baseUrl, 'GET', '/metrics')).text, /^ugs_db_pool_breaker_open 1$/m, 'the gauge says the breaker is open');
 
     await proxy.forward();
     await recovered();
@@ -112,6 +113,7 @@ describe('[postgres] the primary cannot be reached: the breaker', { skip }, () =
     assert.equal(readyAgain.status, 200, readyAgain.text);
     assert.deepEqual(databaseOf(readyAgain), { primary: 'reachable', writable: true });
     assert.equal((await lookup('before')).status, 200);
+    assert.match((await httpRequest(server.baseUrl, 'GET', '/metrics')).text, /^ugs_db_pool_breaker_open 0$/m, 'and closed again');
 
     // One line when the breaker opened, one when it closed, in that order; none per request.
     await server.logsUpToNow();

@@ -31,7 +31,7 @@ const ReplicaReadinessView = Type.Object(
   },
   { description: 'With UGS_DATABASE_READ_URL only: what the replica can serve (docs/api.md, "Reads from replicas").' },
 );
-/** What the instance can do with its database now (docs/operations.md, "Health and metrics"). */
+/** What the instance can do with its database now (docs/operations.md, "Probes"). */
 const DatabaseReadiness = Type.Object(
   {
     primary: Type.Union([Type.Literal('reachable'), Type.Literal('unreachable')], {

@@ -141,7 +141,18 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
   const owned = new WeakMap<FastifyRequest, OwnedKey>();
   const at = (date: Date, plusMs: number) => new Date(date.getTime() + plusMs).toISOString();
 
-  const inUse = () => new AppError('idempotency_key_in_use', 'a request with this Idempotency-Key is still running: retry it once that one has answered');
+  /**
+   * The key is held by a running request. Retry-After: the seconds left of its lock, after which a
+   * retry takes the key over if its instance died (a live one renews the lock every third of it,
+   * and answers before then as a rule); at least 1 (docs/api.md, "Idempotent retries").
+   */
+  const inUse = (lockedUntil: string | null | undefined, now: Date) => {
+    const left = lockedUntil ? Math.ceil((Date.parse(lockedUntil) - now.getTime()) / 1000) : 1;
+    const seconds = Number.isFinite(left) ? Math.max(1, left) : 1;
+    return new AppError('idempotency_key_in_use', 'a request with this Idempotency-Key is still running: retry it once that one has answered', {
+      headers: { 'retry-after': String(seconds) },
+    });
+  };
 
   async function claimOrReplay(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     const key = keyOf(request);
@@ -180,7 +191,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
           'this Idempotency-Key was used in the last 24 h for another request (another method, path or body): use a new key for a new request',
         );
       }
-      if (row.state === 'running' || row.response_sealed === null || row.response_status === null) throw inUse();
+      if (row.state === 'running' || row.response_sealed === null || row.response_status === null) throw inUse(row.locked_until, now);
       let answer: StoredAnswer;
       try {
         answer = JSON.parse(deps.keyring.open(row.response_sealed, 'idempotent-answer'));
@@ -191,7 +202,7 @@ export function registerIdempotency(app: FastifyInstance, deps: IdempotencyDeps)
       }
       return reply.code(row.response_status).header('content-type', answer.type).header(REPLAYED_HEADER, 'true').send(answer.body);
     }
-    throw inUse();
+    throw inUse(null, deps.now());
   }
 
   /** Extends the lock every third of it while the request runs. */

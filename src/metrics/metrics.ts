@@ -167,6 +167,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       gauge('ugs_db_pool_connections_total', 'PostgreSQL pool: open connections (idle and in use).', () => pool.totalCount);
       gauge('ugs_db_pool_connections_idle', 'PostgreSQL pool: open connections not in use.', () => pool.idleCount);
       gauge('ugs_db_pool_requests_waiting', 'PostgreSQL pool: queries waiting for a free connection.', () => pool.waitingCount);
+      const primaryStatus = database.primaryStatus;
+      if (primaryStatus)
+        gauge(
+          'ugs_db_pool_breaker_open',
+          'PostgreSQL pool: 1 while the primary is found unreachable and requests that need it answer 503 at once (db/postgres-pool.ts).',
+          () => (primaryStatus() === 'unreachable' ? 1 : 0),
+        );
     },
   };
 }
