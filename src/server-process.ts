@@ -5,6 +5,7 @@
 import type { Config } from './config.ts';
 import { buildApp } from './app.ts';
 import { redactUrl } from './db/database.ts';
+import { LogThrottle } from './foundations/throttled-log.ts';
 import { openMigratedDatabase } from './process/runtime.ts';
 import { bootstrapBanner, bootstrapIfEmpty } from './process/bootstrap.ts';
 import { createMetrics } from './metrics/metrics.ts';
@@ -71,11 +72,17 @@ export async function serve(config: Config, workers?: SharedAcrossWorkers): Prom
     warn: (obj, msg) => console.error(msg, obj),
     error: (obj, msg) => console.error(msg, obj),
   };
+  // Redis or the replica failing repeats a line on every write or read: one every 10 s at most.
+  const replicaProblems = new LogThrottle();
   const { handle, migrations } = await openMigratedDatabase(config, {
     waitMs: 30_000,
     onWait: (err) => log.warn({ code: (err as { code?: string }).code }, 'database not reachable yet; retrying'),
     onPoolError: (err) => log.warn({ code: (err as { code?: string }).code, message: err.message }, 'idle database connection failed'),
     onPrimaryStatus: primaryStatusLog(() => log),
+    onReplicaProblem: (err, message) => {
+      const suppressed = replicaProblems.take();
+      if (suppressed !== undefined) log.warn({ code: (err as { code?: string })?.code, message: (err as Error)?.message, suppressed }, message);
+    },
     onQuery: metrics.observeQuery,
     onFileChange: (problem) => {
       const { database: open_database, wal: open_wal } = problem?.openCopies ?? {};

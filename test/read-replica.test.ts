@@ -2,9 +2,10 @@
 // primary and standby of their own (helpers/replica-pair.ts): while the primary is stopped the
 // page views are answered from the replica and writes answer 503; a read goes to the replica
 // only when it has replayed the account's last write (replay paused: a group just created is
-// found, by the primary; another account's older group is read on the replica); a replica
-// lagging past the bound serves nothing; without Redis every read stays on the primary. Which
-// node answered is told by each instance's ugs_database_reads_total{pool}.
+// found, by the primary; another account's older group is read on the replica; with the
+// primary stopped too, the account that wrote gets 503, never a row from before its write); a
+// replica lagging past the bound serves nothing; without Redis every read stays on the
+// primary. Which node answered is told by each instance's ugs_database_reads_total{pool}.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -306,5 +307,33 @@ describe('[postgres] page views read a replica', { skip }, () => {
       const write = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: acme, body: { user_group_id: 'page-2' } });
       return write.status === 201;
     });
+  });
+  it('while the primary is stopped, an account whose last write the replica has not replayed gets 503, until it has; another account is served', async (t) => {
+    t.after(async () => {
+      await pair.resumeReplay();
+      await pair.startPrimary();
+      await stopServers();
+    });
+    await pair.startPrimary();
+    // The lag bound out of the way: only the accounts' positions decide here.
+    const server = await serve({ UGS_DATABASE_READ_FROM: 'fallback', UGS_DATABASE_READ_MAX_LAG_MS: '3600000' });
+    await pair.caughtUp();
+    await pair.pauseReplay();
+    assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token: other, body: { user_group_id: 'behind-1' } })).status, 201);
+    await pair.stopPrimary();
+
+    const served = await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=page-1', { token: acme });
+    assert.equal(served.status, 200, `acme wrote nothing since the pause: served by the replica (${served.text})`);
+    const refused = await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=old-1', { token: other });
+    assert.equal(refused.status, 503, `other's last write is not on the replica yet: no read from before it (${refused.text})`);
+    assert.equal(refused.body.error.code, 'unavailable');
+    assert.ok(Number(refused.headers['retry-after']) > 0);
+
+    await pair.resumeReplay();
+    const found = await eventually('other’s groups are served once the replica replayed its write', async () => {
+      const answer = await httpRequest(server.baseUrl, 'GET', '/api/user/lookup?user_group_id=behind-1', { token: other });
+      return answer.status === 200 ? answer : undefined;
+    });
+    assert.equal(found.body.user_group.provided_id, 'behind-1');
   });
 });

@@ -76,10 +76,14 @@ export interface DatabaseHandle {
   /** Where page views read (read-routing.ts); the primary alone unless a replica is configured. */
   pageViews: PageViewReads;
   /**
-   * Awaited after a write transaction commits, before it is answered, with the accounts whose
-   * history it wrote (transaction.ts): records their write position (read-routing.ts).
+   * PostgreSQL with a replica (read-routing.ts): after a write transaction commits, and before it
+   * is answered, `positionAfterCommit` runs on the connection it committed on, and `record` is
+   * awaited with the accounts whose history it wrote (transaction.ts).
    */
-  afterWrite?: (accountIds: ReadonlySet<number>) => Promise<void>;
+  afterWrite?: {
+    positionAfterCommit(conn: Kysely<Database>): Promise<bigint>;
+    record(accountIds: ReadonlySet<number>, position: bigint): Promise<void>;
+  };
   /** What the replica can do now, for /readyz; absent without UGS_DATABASE_READ_URL. */
   replicaReadiness?: () => Promise<ReplicaReadiness>;
   /** SQLite: what became of the opened file, if it is no longer at its path (sqlite-file-watch.ts); absent on PostgreSQL. */

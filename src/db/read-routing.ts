@@ -48,9 +48,20 @@ export interface ReplicaRouting {
  * position, close() closes it too. Without Redis (REDIS_URL unset) reads stay on the primary;
  * `warn` says so once.
  */
-export async function attachReplica(handle: DatabaseHandle, settings: ReplicaSettings, options: DatabaseOptions = {}): Promise<ReplicaRouting> {
+export async function attachReplica(
+  handle: DatabaseHandle,
+  settings: ReplicaSettings,
+  options: DatabaseOptions & { onReplicaProblem?: (err: unknown, message: string) => void } = {},
+): Promise<ReplicaRouting> {
+  const problem = (message: string) => (err: unknown) => options.onReplicaProblem?.(err, message);
   const replica = new Replica(settings.readDatabaseUrl, settings.readMaxLagMs, { ...options, poolSize: settings.readPoolSize });
-  const positions = settings.redisUrl ? await openWritePositions(settings.redisUrl, settings.readRedisPrefix, (err) => options.onPoolError?.(err)) : undefined;
+  const positions = settings.redisUrl
+    ? await openWritePositions(
+        settings.redisUrl,
+        settings.readRedisPrefix,
+        problem('the write positions store (Redis) is unreachable: page views read the primary until it is back'),
+      )
+    : undefined;
   const close = handle.close;
   handle.close = async () => {
     await close();
@@ -58,7 +69,14 @@ export async function attachReplica(handle: DatabaseHandle, settings: ReplicaSet
     await positions?.close();
   };
   if (positions) {
-    handle.afterWrite = (accounts) => recordPosition(handle, positions, accounts, options.onPoolError);
+    handle.afterWrite = {
+      positionAfterCommit: (conn) =>
+        positionAfterCommit(conn, problem('could not read the write position after a commit: the account reads the primary for 30 s')),
+      // The write is committed: its answer stands whatever Redis does. A record that could not be
+      // made leaves the account's reads as fresh as the lag bound (docs/api.md, "Reads from replicas").
+      record: (accounts, position) =>
+        positions.record(accounts, position).catch(problem('could not record a write position in Redis: the account reads are as fresh as the lag bound')),
+    };
     handle.pageViews = routedPageViews(handle, replica, positions, settings.readFrom, handle.pageViews.onRead);
   }
   handle.replicaReadiness = async (): Promise<ReplicaReadiness> => {
@@ -83,30 +101,22 @@ export async function attachReplica(handle: DatabaseHandle, settings: ReplicaSet
 }
 
 /**
- * The primary's insert position, read right after the commit returned: at or past the end of
- * the commit's own record (pg_current_wal_lsn, the position written out, may still be before it
- * under synchronous_commit = off; read inside the transaction, either would be before the
- * commit record). Any connection of the primary's pool will do: the position is the server's.
- * It may be a little later than the commit, which only makes a read wait a little longer for
- * the replica. When it cannot be read, the accounts get a position no replica passes: their
- * reads stay on the primary for the record's 30 s, rather than risk a read from before the write.
+ * The primary's insert position, read right after the commit returned, on the connection that
+ * committed: at or past the end of the commit's own record (pg_current_wal_lsn, the position
+ * written out, may still be before it under synchronous_commit = off; read inside the
+ * transaction, either would be before the commit record). It may be a little later than the
+ * commit, which only makes a read wait a little longer for the replica. When it cannot be read,
+ * the accounts get a position no replica passes: their reads stay on the primary for the
+ * record's 30 s, rather than risk a read from before the write.
  */
-async function recordPosition(
-  handle: DatabaseHandle,
-  positions: WritePositions,
-  accounts: ReadonlySet<number>,
-  onError: ((err: Error) => void) | undefined,
-): Promise<void> {
-  let position = UNKNOWN_POSITION;
+async function positionAfterCommit(conn: Kysely<Database>, onError: (err: unknown) => void): Promise<bigint> {
   try {
-    const { rows } = await sql<{ lsn: string }>`select pg_current_wal_insert_lsn()::text as lsn`.execute(handle.db);
-    position = parseLsn(rows[0].lsn) ?? UNKNOWN_POSITION;
+    const { rows } = await sql<{ lsn: string }>`select pg_current_wal_insert_lsn()::text as lsn`.execute(conn);
+    return parseLsn(rows[0].lsn) ?? UNKNOWN_POSITION;
   } catch (err) {
-    onError?.(err as Error);
+    onError(err);
+    return UNKNOWN_POSITION;
   }
-  // The write is committed: its answer stands whatever Redis does. A record that could not be
-  // made leaves the account's reads as fresh as the lag bound (docs/api.md, "Reads from replicas").
-  await positions.record(accounts, position).catch((err: Error) => onError?.(err));
 }
 
 function routedPageViews(

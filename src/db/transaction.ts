@@ -33,12 +33,18 @@ export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysel
     for (const listener of handle.onCommit) listener();
     return result;
   }
+  const { positionAfterCommit, record } = handle.afterWrite;
   // Accounts noted by an attempt that was retried stay noted: a position recorded too many is harmless.
   const accounts = new Set<number>();
-  const result = await writtenAccounts.run(accounts, () => runTransaction(handle, work));
+  // The position is read on the connection the transaction committed on, right after it: no
+  // second connection to wait for, and the server is the one that committed.
+  const { result, position } = await handle.db.connection().execute(async (conn) => {
+    const result = await writtenAccounts.run(accounts, () => postgresTransaction(conn, work));
+    return { result, position: accounts.size > 0 ? await positionAfterCommit(conn) : 0n };
+  });
   for (const listener of handle.onCommit) listener();
   // Before the answer: a read sent as soon as the answer arrives must find the position.
-  if (accounts.size > 0) await handle.afterWrite(accounts);
+  if (accounts.size > 0) await record(accounts, position);
   return result;
 }
 
@@ -54,9 +60,14 @@ export function singleWrite<T>(handle: Pick<DatabaseHandle, 'dialect' | 'lockWai
 
 async function runTransaction<T>(handle: DatabaseHandle, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   if (handle.dialect === 'sqlite') return retryWhileLocked(() => sqliteTransaction(handle, work), handle.lockWaitMs ?? SQLITE_LOCK_WAIT_MS);
+  return postgresTransaction(handle.db, work);
+}
+
+/** `db`: the pool, or one connection of it (inTransaction, with a replica). */
+async function postgresTransaction<T>(db: Kysely<Database>, work: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await handle.db.transaction().execute(work);
+      return await db.transaction().execute(work);
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !isRetryableTransactionError(err)) throw err;
       await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10));

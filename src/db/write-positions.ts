@@ -31,7 +31,7 @@ export interface WritePositions {
   close(): Promise<void>;
 }
 
-export async function openWritePositions(url: string, prefix: string, onError: (err: Error) => void): Promise<WritePositions> {
+export async function openWritePositions(url: string, prefix: string, onError: (err: unknown) => void): Promise<WritePositions> {
   const redis = new Redis(url, {
     // As the rate limits' client (http/rate-limit.ts): fail at once while disconnected.
     enableOfflineQueue: false,

@@ -12,7 +12,13 @@ import { migrateToLatest, type MigrationOptions, type MigrationOutcome } from '.
 
 export async function openMigratedDatabase(
   config: Pick<Config, 'databaseUrl'> & Partial<Pick<Config, 'dbPoolSize' | 'pgbouncerTransactionMode'> & ReplicaSettings>,
-  options: DatabaseOptions & { waitMs?: number; onWait?: (err: unknown) => void; migration?: MigrationOptions } = {},
+  options: DatabaseOptions & {
+    waitMs?: number;
+    onWait?: (err: unknown) => void;
+    migration?: MigrationOptions;
+    /** A problem of the replica's reads or write positions (throttle it: an outage repeats it). */
+    onReplicaProblem?: (err: unknown, message: string) => void;
+  } = {},
 ): Promise<{ handle: DatabaseHandle; migrations: MigrationOutcome }> {
   const handle = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, pgbouncerTransactionMode: config.pgbouncerTransactionMode, ...options });
   const deadline = Date.now() + (options.waitMs ?? 0);
