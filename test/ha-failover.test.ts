@@ -21,6 +21,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { onConnection } from '../scripts/scratch-database.ts';
 import {
@@ -115,6 +116,21 @@ async function replicaReads(instances: Instances): Promise<number> {
   return total;
 }
 
+/** The accounts' write positions the instances keep in Redis (docs/api.md, "Reads from replicas"), for a failure's message. */
+async function writePositions(prefix: string): Promise<string> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
+  try {
+    await redis.connect();
+    const keys = await redis.keys(`${prefix}:wal:*`);
+    const values = await Promise.all(keys.map(async (key) => `${key}=${await redis.get(key)}`));
+    return values.join(', ') || '(none)';
+  } catch (err) {
+    return `(Redis: ${(err as Error).message})`;
+  } finally {
+    redis.disconnect();
+  }
+}
+
 function describeAnswers(answers: readonly Answer[], limit = 10): string {
   return answers
     .slice(0, limit)
@@ -131,7 +147,7 @@ async function underLoad(
   instances: Instances,
   run: string,
   failure: () => Promise<void>,
-): Promise<{ answers: Answer[]; outage: { from: number; to: number }; replicaReadsDuringFailure: number }> {
+): Promise<{ answers: Answer[]; outage: { from: number; to: number }; replicaReadsDuringFailure: number; sampled: string[] }> {
   let load: RunningLoad | undefined = startLoad({
     instances: instances.urls,
     apiToken: instances.apiToken,
@@ -150,7 +166,20 @@ async function underLoad(
     await eventually('creates acknowledged by both instances before the failure', answered(0, 'create'));
     const readsBefore = await replicaReads(instances);
     const from = Date.now();
-    await failure();
+    // What the instances say of the replica during the failure (/readyz), for a failure's message.
+    const sampled: string[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const ready = await request(instances.urls[0], 'GET', '/readyz', { timeoutMs: 5000 });
+        sampled.push(`${new Date().toISOString()} /readyz ${ready.status} ${JSON.stringify({ database: ready.body.database, replica: ready.body.replica })}`);
+        await sleep(1000);
+      }
+    })();
+    await failure().finally(() => {
+      sampling = false;
+    });
+    await sampler;
     const failureOver = Date.now();
     const replicaReadsDuringFailure = (await replicaReads(instances)) - readsBefore;
     await eventually('both instances acknowledging creates again after the failure', answered(failureOver, 'create'), { timeoutMs: 60_000 });
@@ -163,7 +192,7 @@ async function underLoad(
     // last refused create if one came later.
     const refused = answers.filter((a) => a.kind === 'create' && a.status !== 201 && a.start >= from);
     const to = Math.max(failureOver, ...refused.map((a) => a.end));
-    return { answers, outage: { from, to }, replicaReadsDuringFailure };
+    return { answers, outage: { from, to }, replicaReadsDuringFailure, sampled };
   } finally {
     await load?.stop();
   }
@@ -175,7 +204,7 @@ async function assertCallersSaw(
   instances: Instances,
   answers: Answer[],
   outage: { from: number; to: number },
-  { pageViewsDuringOutage }: { pageViewsDuringOutage: 'all' | 'goal' },
+  { pageViewsDuringOutage, diagnostics = '' }: { pageViewsDuringOutage: 'all' | 'goal'; diagnostics?: string },
 ): Promise<void> {
   // No 500 (nor any other 5xx than 503), and every request got an answer.
   const broken = answers.filter((a) => a.status === 0 || (a.status >= 500 && a.status !== 503));
@@ -199,7 +228,7 @@ async function assertCallersSaw(
     assert.ok(
       duringOutage.percent >= PAGE_VIEWS_DURING_OUTAGE_PERCENT,
       `page views answered 2xx during the outage: ${duringOutage.answered2xx} of ${duringOutage.total} (${duringOutage.percent.toFixed(1)} %), ` +
-        `failures ${JSON.stringify(duringOutage.failures)}\n${describeAnswers(failedViews)}`,
+        `failures ${JSON.stringify(duringOutage.failures)}\n${describeAnswers(failedViews)}\n${diagnostics}`,
     );
   }
 
@@ -310,9 +339,10 @@ describe('failover on a highly available PostgreSQL (Patroni, etcd, HAProxy)', {
           await ha.cluster.waitForPrimary();
         });
         report(ha.cluster, 'node loss', run);
-        assert.ok(run.replicaReadsDuringFailure > 0, 'page views were answered from the replica while the primary was away');
+        const diagnostics = `${run.sampled.join('\n')}\nwrite positions in Redis: ${await writePositions(shared.prefix)}\n${ha.cluster.timeline.slice(-6).join('\n')}`;
+        assert.ok(run.replicaReadsDuringFailure > 0, `page views were answered from the replica while the primary was away\n${diagnostics}`);
         assert.ok(countWriteErrors(run.answers).failed > 0, 'creates were refused while no node took writes (else the outage was not one)');
-        await assertCallersSaw(ha.cluster, instances, run.answers, run.outage, { pageViewsDuringOutage: 'goal' });
+        await assertCallersSaw(ha.cluster, instances, run.answers, run.outage, { pageViewsDuringOutage: 'goal', diagnostics });
       } finally {
         // The lost node comes back as a replica, for what follows.
         await ha.cluster.restoreNodes();
