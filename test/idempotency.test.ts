@@ -19,6 +19,7 @@ import { buildTestApp, forEachBackend, issueTestToken, openTestDatabase, type Bu
 import { eventually } from './helpers/wait.ts';
 import { httpRequest, useServerProcesses } from './helpers/processes.ts';
 import { openDatabase } from '../src/db/database.ts';
+import { singleWrite } from '../src/db/transaction.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const newKey = () => crypto.randomUUID();
@@ -525,17 +526,20 @@ forEachBackend('idempotent retries: the first attempt died with its instance', (
     try {
       const account = await handle.db.selectFrom('accounts').select('id').where('slug', '=', 'acme').executeTakeFirstOrThrow();
       const now = new Date();
-      await handle.db
-        .insertInto('heavy_operations')
-        .values({
-          account_id: account.id,
-          slot: 0,
-          holder: 'the test',
-          operation: 'upsert',
-          started_at: now.toISOString(),
-          lease_until: new Date(now.getTime() + 600_000).toISOString(),
-        })
-        .execute();
+      // singleWrite: on SQLite the servers' writes hold the file's lock now and then; wait for it as they do.
+      await singleWrite(handle, () =>
+        handle.db
+          .insertInto('heavy_operations')
+          .values({
+            account_id: account.id,
+            slot: 0,
+            holder: 'the test',
+            operation: 'upsert',
+            started_at: now.toISOString(),
+            lease_until: new Date(now.getTime() + 600_000).toISOString(),
+          })
+          .execute(),
+      );
       const key = crypto.randomUUID();
       const body = { user_groups: [{ user_group_id: `killed-${key}` }] };
       const send = (server: number) => httpRequest(two.servers[server].baseUrl, 'POST', '/api/users/upsert', { token: two.token, body, headers: withKey(key) });
@@ -554,7 +558,7 @@ forEachBackend('idempotent retries: the first attempt died with its instance', (
       assert.ok(Number.isInteger(seconds) && seconds >= 1 && seconds <= LOCK_SECONDS, `Retry-After: ${retry.headers['retry-after']} (1-${LOCK_SECONDS})`);
 
       // The slot is given back (the test's "other operation" ends); after the seconds it said, the retry runs.
-      await handle.db.deleteFrom('heavy_operations').where('holder', '=', 'the test').execute();
+      await singleWrite(handle, () => handle.db.deleteFrom('heavy_operations').where('holder', '=', 'the test').execute());
       await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
       const ran = await send(1);
       assert.equal(ran.status, 200, ran.text);
