@@ -44,7 +44,8 @@ const USAGE = `npm run bench -- [options]
                         ratio (default 1; 3 or 5 on a noisy machine, where one 10 s pair can
                         be off by 10 points either way)
   --scenarios <list>    comma-separated, from: ${SCENARIO_NAMES.join(', ')} (default all);
-                        --scenarios fairness alone runs bench/fairness.ts instead (npm run bench:fairness)
+                        --scenarios fairness alone runs bench/fairness.ts instead (npm run bench:fairness),
+                        --scenarios failover bench/failover.ts on a Patroni cluster (npm run bench:failover)
   --workers <n>         the server's UGS_WORKERS: its processes sharing the port (default 1; the
                         ceiling stays one process)
   --rate-limited        count every request against a rate limit too high to refuse any (by
@@ -650,19 +651,25 @@ function printScaleComparison(dir: string, backend: string, workers: number) {
 }
 
 /**
- * `--scenarios fairness` is not a scenario of this run (a load against the server and the
- * ceiling) but a run of its own, bench/fairness.ts: the other options go to it.
+ * `--scenarios fairness` and `--scenarios failover` are not scenarios of this run (a load
+ * against the server and the ceiling) but runs of their own, bench/fairness.ts and
+ * bench/failover.ts: the other options go to them.
  */
-function fairnessArguments(argv: string[]): string[] | undefined {
+function ownRunArguments(argv: string[]): { run: 'fairness' | 'failover'; args: string[] } | undefined {
   const at = argv.findIndex((arg) => arg === '--scenarios' || arg.startsWith('--scenarios='));
   if (at === -1) return undefined;
   const value = argv[at].includes('=') ? argv[at].slice('--scenarios='.length) : argv[at + 1];
-  if (value !== 'fairness') return undefined;
-  return argv.filter((_, i) => i !== at && !(i === at + 1 && !argv[at].includes('=')));
+  if (value !== 'fairness' && value !== 'failover') return undefined;
+  return { run: value, args: argv.filter((_, i) => i !== at && !(i === at + 1 && !argv[at].includes('='))) };
 }
 
-const fairness = fairnessArguments(process.argv.slice(2));
-(fairness ? import('./fairness.ts').then((run) => run.main(fairness)) : main()).catch(async (err) => {
+const ownRun = ownRunArguments(process.argv.slice(2));
+(ownRun?.run === 'fairness'
+  ? import('./fairness.ts').then((run) => run.main(ownRun.args))
+  : ownRun?.run === 'failover'
+    ? import('./failover.ts').then((run) => run.main(ownRun.args))
+    : main()
+).catch(async (err) => {
   if (!wasInterrupted()) console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : err}`);
   await cleanUp();
   process.exit(wasInterrupted() ? 130 : 1);
