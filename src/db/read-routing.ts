@@ -101,17 +101,19 @@ export async function attachReplica(
 }
 
 /**
- * The primary's insert position, read right after the commit returned, on the connection that
- * committed: at or past the end of the commit's own record (pg_current_wal_lsn, the position
- * written out, may still be before it under synchronous_commit = off; read inside the
- * transaction, either would be before the commit record). It may be a little later than the
- * commit, which only makes a read wait a little longer for the replica. When it cannot be read,
- * the accounts get a position no replica passes: their reads stay on the primary for the
- * record's 30 s, rather than risk a read from before the write.
+ * The primary's WAL position right after the commit returned, read on the connection that
+ * committed: at or past the end of the commit's own record. A commit that returned was flushed
+ * (every synchronous_commit but `off`), so the flush position is past it; under `off` only the
+ * insert position is. The flush position is preferred because it is nearer: the insert position
+ * also holds the records other transactions are writing at that moment, which a standby may
+ * never receive if the primary dies then, and an account recorded past everything the standby
+ * received cannot read it until a new primary takes over (docs/api.md, "Reads from replicas").
+ * When the position cannot be read, the accounts get a position no replica passes: their reads
+ * stay on the primary for the record's 30 s, rather than risk a read from before the write.
  */
 async function positionAfterCommit(conn: Kysely<Database>, onError: (err: unknown) => void): Promise<bigint> {
   try {
-    const { rows } = await sql<{ lsn: string }>`select pg_current_wal_insert_lsn()::text as lsn`.execute(conn);
+    const { rows } = await sql<{ lsn: string }>`select (case when current_setting('synchronous_commit') = 'off' then pg_current_wal_insert_lsn() else pg_current_wal_flush_lsn() end)::text as lsn`.execute(conn);
     return parseLsn(rows[0].lsn) ?? UNKNOWN_POSITION;
   } catch (err) {
     onError(err);
