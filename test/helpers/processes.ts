@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import { after, before } from 'node:test';
 import { createTestDatabase, type Backend, type TestDatabase } from './backends.ts';
 import { parseBody, type ResponseBody } from './harness.ts';
-import { GENEROUS_WAIT_MS, eventually } from './wait.ts';
+import { GENEROUS_WAIT_MS, PROCESS_START_MS, eventually } from './wait.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -107,8 +107,8 @@ export async function spawnServer(
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`server did not start in 30 s:\n${output}`));
-    }, 30_000);
+      reject(new Error(`server did not print its listening line within ${PROCESS_START_MS / 1000} s of its start:\n${output}`));
+    }, PROCESS_START_MS);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = (options.listening ?? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/).exec(output);
@@ -336,7 +336,10 @@ export function startExample(script: string, env: Record<string, string>): Promi
   const child = reapOnExit(spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start in 15 s:\n${output}`)), 15_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${script} did not print "listening on <url>" within ${PROCESS_START_MS / 1000} s of its start:\n${output}`)),
+      PROCESS_START_MS,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(output);
