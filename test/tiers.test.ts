@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FAST, SERVICE, SLOW, tierFiles } from './tiers.ts';
+import { FAST, SERVICE, SLOW, STARTS_FIRST, tierFiles } from './tiers.ts';
 import { POSTGRES_URL, TEST_RUN_ID, createTestDatabase, sweepTestRun, testDatabasePrefix, testRunId } from './helpers/backends.ts';
 import { createScratchDatabase, onConnection } from '../scripts/scratch-database.ts';
 import { ROOT } from './helpers/processes.ts';
@@ -40,7 +40,12 @@ describe('test tiers', () => {
       [],
       'test/tiers.ts names files that do not exist',
     );
-    assert.deepEqual(tierFiles('test'), [...FAST, ...SERVICE].sort(), 'npm test runs the fast files too');
+    assert.deepEqual(tierFiles('test').sort(), [...FAST, ...SERVICE].sort(), 'npm test runs the fast files too');
+    assert.deepEqual(
+      STARTS_FIRST.filter((file) => !placed.has(file)),
+      [],
+      'STARTS_FIRST names files in no tier',
+    );
   });
 
   it('tiers: a fast file starts no process and no browser and needs no build: it imports none of the helpers that do', () => {
@@ -60,9 +65,9 @@ describe('test tiers', () => {
 
   it('tiers: npm test, npm run test:fast and npm run test:slow run the tiers with the runner; npm test builds first', () => {
     const { scripts } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    assert.equal(scripts.test, 'node --import tsx scripts/run-tests.ts test');
-    assert.equal(scripts['test:fast'], 'node --import tsx scripts/run-tests.ts fast');
-    assert.match(scripts['test:slow'], /^npm run --silent build:tests && node --import tsx scripts\/run-tests\.ts slow$/);
+    assert.equal(scripts.test, 'node --import tsx test/run-tests.ts test');
+    assert.equal(scripts['test:fast'], 'node --import tsx test/run-tests.ts fast');
+    assert.match(scripts['test:slow'], /^npm run --silent build:tests && node --import tsx test\/run-tests\.ts slow$/);
     assert.equal(scripts.pretest, 'npm run --silent build:tests');
   });
 });

@@ -1,6 +1,6 @@
 // The test tiers (CONTRIBUTING.md, "Test tiers"): every file of test/*.test.ts is in exactly
 // one of the three lists below, and test/tiers.test.ts fails when one is in none or in two, so
-// a new file is placed when it is added. scripts/run-tests.ts runs a tier's files:
+// a new file is placed when it is added. test/run-tests.ts runs a tier's files:
 //
 // - fast (`npm run test:fast`): pure functions, schemas, SQL snapshots and the routes through
 //   Fastify's inject, on SQLite. No child process, no browser, no build: under a minute.
@@ -153,39 +153,49 @@ export const SLOW: readonly string[] = [
   'test/containers.test.ts',
 ];
 
+/**
+ * Started first, in this order, the longest first (as measured: CONTRIBUTING.md, "Test tiers"):
+ * a run lasts at least as long as its longest file, so these start while the short files fill
+ * the other places. The rest follow in name order.
+ */
+export const STARTS_FIRST: readonly string[] = [
+  'test/query-plans.test.ts',
+  'test/soak.test.ts',
+  'test/keys-cannot-split.test.ts',
+  'test/upgrade-history.test.ts',
+  'test/instances.test.ts',
+  'test/key-rotation.test.ts',
+  'test/console.browser.test.ts',
+  'test/readme.test.ts',
+  'test/events-stream.test.ts',
+  'test/docs-page.browser.test.ts',
+  'test/cli-import-export.test.ts',
+  'test/workers.test.ts',
+  'test/cli.test.ts',
+  'test/webhook-fan-out.test.ts',
+  'test/log-stream.test.ts',
+  'test/workers-writes.test.ts',
+  'test/secret-keys-at-start.test.ts',
+  'test/tenant-isolation.test.ts',
+];
+
 export type Tier = 'fast' | 'test' | 'slow';
 
-export const TIERS: Record<Tier, { concurrency: number; sqliteOnly: boolean; files: () => string[] }> = {
-  fast: { concurrency: 2, sqliteOnly: true, files: () => [...FAST] },
-  test: { concurrency: 2, sqliteOnly: false, files: () => [...FAST, ...SERVICE] },
+/**
+ * `concurrency`: files at once. `isolation`: 'process', each file in a process of its own; or
+ * 'none', every file in the runner's own process, one test at a time: the fast files start
+ * nothing, and loading the service's modules once instead of once per file is most of their time.
+ */
+export const TIERS: Record<Tier, { concurrency: number; isolation: 'process' | 'none'; sqliteOnly: boolean; files: () => string[] }> = {
+  fast: { concurrency: 1, isolation: 'none', sqliteOnly: true, files: () => [...FAST] },
+  test: { concurrency: 2, isolation: 'process', sqliteOnly: false, files: () => [...FAST, ...SERVICE] },
   // Several of these measure (the soak's memory) or drive Chromium: one at a time.
-  slow: { concurrency: 1, sqliteOnly: false, files: () => [...SLOW] },
+  slow: { concurrency: 1, isolation: 'process', sqliteOnly: false, files: () => [...SLOW] },
 };
 
+/** A tier's files in the order they start: STARTS_FIRST's, then the others by name. */
 export function tierFiles(tier: Tier): string[] {
-  return TIERS[tier].files().sort();
-}
-
-/**
- * node's test runner as every tier runs it, before the files: `concurrency` files at a time,
- * each in a process of its own, ended when its tests are done (a server a failed test left
- * running goes with it), a test over 5 minutes failed; node's own report on stdout, then on
- * stderr the list of what was skipped and why (helpers/skipped-reporter.ts) and the slowest
- * files (helpers/timing-reporter.ts).
- */
-export function testCommand({ concurrency }: { concurrency: number }): string[] {
-  return [
-    '--import',
-    'tsx',
-    '--test',
-    `--test-concurrency=${concurrency}`,
-    '--test-force-exit',
-    '--test-timeout=300000',
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    '--test-reporter=./test/helpers/skipped-reporter.ts',
-    '--test-reporter-destination=stderr',
-    '--test-reporter=./test/helpers/timing-reporter.ts',
-    '--test-reporter-destination=stderr',
-  ];
+  const files = TIERS[tier].files().sort();
+  const first = STARTS_FIRST.filter((file) => files.includes(file));
+  return [...first, ...files.filter((file) => !first.includes(file))];
 }

@@ -18,7 +18,7 @@ export const BACKENDS: Backend[] = POSTGRES_URL ? ['sqlite', 'postgres'] : ['sql
 const RUN_ID = /^[a-z0-9]{1,20}$/;
 
 /**
- * This run's id: UGS_TEST_RUN_ID, which the test command (scripts/run-tests.ts) sets once for
+ * This run's id: UGS_TEST_RUN_ID, which the test command (test/run-tests.ts) sets once for
  * all its files; else one of this process's own (its pid and start time), for a file run alone.
  */
 export function testRunId(env: NodeJS.ProcessEnv = process.env): string {

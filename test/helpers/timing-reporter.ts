@@ -1,4 +1,4 @@
-// A test reporter beside the usual ones (scripts/run-tests.ts): at the end of the run, the
+// A test reporter beside the usual ones (test/run-tests.ts): at the end of the run, the
 // wall time of the run and the ten slowest files, each with its own time (from its process's
 // start to its end) and its number of tests. The figures of CONTRIBUTING.md, "Test tiers",
 // come from these lines. With UGS_TEST_TIMES=<file>, every file's time is also written there
@@ -28,15 +28,20 @@ export default async function* timingReporter(source: AsyncIterable<TestEvent>):
     if (time === undefined) files.set(name, (time = { file: name, seconds: 0, tests: 0 }));
     return time;
   };
+  // Files run in the runner's own process (no 'test:complete' of their own): their top-level tests' times added up.
+  const ownTimes = new Map<string, number>();
   for await (const { type, data } of source) {
     if (data?.file === undefined) continue;
     // A file run in a process of its own ends with one 'test:complete' named after the file.
     if (type === 'test:complete' && data.nesting === 0 && data.name !== undefined && path.resolve(data.name) === data.file) {
       entry(data.file).seconds = (data.details?.duration_ms ?? 0) / 1000;
-    } else if ((type === 'test:pass' || type === 'test:fail') && data.details?.type !== 'suite') {
-      entry(data.file).tests++;
+      ownTimes.delete(data.file);
+    } else if (type === 'test:pass' || type === 'test:fail') {
+      if (data.details?.type !== 'suite') entry(data.file).tests++;
+      if (data.nesting === 0 && entry(data.file).seconds === 0) ownTimes.set(data.file, (ownTimes.get(data.file) ?? 0) + (data.details?.duration_ms ?? 0));
     }
   }
+  for (const [file, ms] of ownTimes) if (entry(file).seconds === 0) entry(file).seconds = ms / 1000;
   const slowest = [...files.values()].sort((a, b) => b.seconds - a.seconds);
   if (process.env.UGS_TEST_TIMES) fs.writeFileSync(process.env.UGS_TEST_TIMES, `${JSON.stringify(slowest, null, 1)}\n`);
   const lines = slowest.slice(0, SHOWN).map(({ file, seconds, tests }) => `  ${seconds.toFixed(1).padStart(7)} s  ${String(tests).padStart(4)} tests  ${file}`);
