@@ -12,6 +12,7 @@ import { after, before } from 'node:test';
 import { createTestDatabase, type Backend, type TestDatabase } from './backends.ts';
 import { parseBody, type ResponseBody } from './harness.ts';
 import { GENEROUS_WAIT_MS, PROCESS_START_MS, eventually } from './wait.ts';
+import { runUgsHere } from './ugs-in-process.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -315,12 +316,16 @@ export function httpRequest(
   });
 }
 
-/** Issues an API token with the command-line tool, as an operator does (`ugs token create … --json`); fails the test if it cannot. */
+/**
+ * Issues an API token with the command-line tool, as an operator does (`ugs token create …
+ * --json`), run in this process (helpers/ugs-in-process.ts: the suites that use it are about
+ * something else); fails the test if it cannot.
+ */
 export async function issueTokenWithCli(
   env: Record<string, string>,
   args: string[] = ['--account', 'acme'],
 ): Promise<{ id: number; token: string; [field: string]: unknown }> {
-  const issued = await runUgs(['token', 'create', ...args, '--json'], env);
+  const issued = await runUgsHere(['token', 'create', ...args, '--json'], env);
   assert.equal(issued.code, 0, issued.stderr);
   return JSON.parse(issued.stdout);
 }
