@@ -188,7 +188,7 @@ export type Tier = 'fast' | 'test' | 'slow';
  */
 export const TIERS: Record<Tier, { concurrency: number; isolation: 'process' | 'none'; sqliteOnly: boolean; files: () => string[] }> = {
   fast: { concurrency: 1, isolation: 'none', sqliteOnly: true, files: () => [...FAST] },
-  test: { concurrency: 2, isolation: 'process', sqliteOnly: false, files: () => [...FAST, ...SERVICE] },
+  test: { concurrency: 3, isolation: 'process', sqliteOnly: false, files: () => [...FAST, ...SERVICE] },
   // Several of these measure (the soak's memory) or drive Chromium: one at a time.
   slow: { concurrency: 1, isolation: 'process', sqliteOnly: false, files: () => [...SLOW] },
 };

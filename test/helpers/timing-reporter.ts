@@ -38,7 +38,8 @@ export default async function* timingReporter(source: AsyncIterable<TestEvent>):
       ownTimes.delete(data.file);
     } else if (type === 'test:pass' || type === 'test:fail') {
       if (data.details?.type !== 'suite') entry(data.file).tests++;
-      if (data.nesting === 0 && entry(data.file).seconds === 0) ownTimes.set(data.file, (ownTimes.get(data.file) ?? 0) + (data.details?.duration_ms ?? 0));
+      if (data.nesting === 0 && data.file.endsWith('.test.ts') && entry(data.file).seconds === 0)
+        ownTimes.set(data.file, (ownTimes.get(data.file) ?? 0) + (data.details?.duration_ms ?? 0));
     }
   }
   for (const [file, ms] of ownTimes) if (entry(file).seconds === 0) entry(file).seconds = ms / 1000;
