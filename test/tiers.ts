@@ -154,7 +154,7 @@ export const SLOW: readonly string[] = [
 ];
 
 /**
- * Started first, in this order, the longest first (as measured: CONTRIBUTING.md, "Test tiers"):
+ * Started first, in this order, the longest first (as measured: docs/performance.md, "The test suite"):
  * a run lasts at least as long as its longest file, so these start while the short files fill
  * the other places. The rest follow in name order.
  */
