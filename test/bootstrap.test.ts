@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { ROOT, SERVER_ENTRY, httpRequest, reapOnExit, runUgs } from './helpers/processes.ts';
-import { eventually } from './helpers/wait.ts';
+import { PROCESS_START_MS, eventually } from './helpers/wait.ts';
 
 const API_TOKEN = /ugs_api_[0-9A-Za-z]{49}/g;
 
@@ -34,7 +34,10 @@ async function startServer(env: Record<string, string>): Promise<Server> {
   child.stderr!.on('data', (c) => (stderr += c));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${stdout}\n${stderr}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`server did not print its listening line within ${PROCESS_START_MS / 1000} s of its start:\n${stdout}\n${stderr}`)),
+      PROCESS_START_MS,
+    );
     const check = () => {
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
       if (match) {

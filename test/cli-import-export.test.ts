@@ -10,6 +10,7 @@ import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { ROOT, UGS_ENTRY, httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { runUgsHere } from './helpers/ugs-in-process.ts';
 import { UpsertItem } from '../src/user-groups/user-groups.schemas.ts';
 
 const ndjson = (items: unknown[]) => `${items.map((item) => JSON.stringify(item)).join('\n')}\n`;
@@ -37,7 +38,9 @@ forEachBackend('ugs import and ugs export', (backend) => {
   let env: Record<string, string>;
   let server: ServerProcess;
   let dir: string;
-  const ugs = (...args: string[]) => runUgs(args, env);
+  // The commands run in this process (helpers/ugs-in-process.ts); the binary itself where the
+  // test is about it (a small heap, a terminal, a closed pipe).
+  const ugs = (...args: string[]) => runUgsHere(args, env);
   const file = (name: string, text: string) => {
     const full = path.join(dir, name);
     fs.writeFileSync(full, text);

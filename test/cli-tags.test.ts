@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
-import { httpRequest, issueTokenWithCli, runUgs, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { runUgsHere } from './helpers/ugs-in-process.ts';
 
 forEachBackend('ugs tags', (backend) => {
   let database: TestDatabase;
@@ -17,7 +18,8 @@ forEachBackend('ugs tags', (backend) => {
   let server: ServerProcess;
   let token: string;
   let dir: string;
-  const ugs = (...args: string[]) => runUgs(args, env);
+  // The commands run in this process (helpers/ugs-in-process.ts); the token is issued by the binary.
+  const ugs = (...args: string[]) => runUgsHere(args, env);
   const upsert = async (user_groups: Record<string, unknown>[], apiToken = token) => {
     const res = await httpRequest(server.baseUrl, 'POST', '/api/users/upsert', { token: apiToken, body: { user_groups } });
     assert.equal(res.status, 200, res.text);

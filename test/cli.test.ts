@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { BACKENDS, createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { TEST_BUILD, httpRequest, runCommand, runUgs, spawnServer, type CommandResult, type ServerProcess } from './helpers/processes.ts';
+import { runUgsHere } from './helpers/ugs-in-process.ts';
 import { buildCli } from '../src/cli/main.ts';
 import { eventually } from './helpers/wait.ts';
 
@@ -44,7 +45,9 @@ forEachBackend('the ugs command-line tool', (backend) => {
   const issuedTokens: string[] = [];
   let acmeTokens = 0; // how many tokens this suite issued to the account acme
 
-  const ugs = (...args: string[]) => runUgs(args, env);
+  // The commands run in this process (helpers/ugs-in-process.ts); the binary itself runs in the
+  // tests of `ugs migrate`, `npx ugs` and `npm run ugs` below.
+  const ugs = (...args: string[]) => runUgsHere(args, env);
   async function createToken(...args: string[]): Promise<{ id: number; token: string; [key: string]: unknown }> {
     const r = await ugs('token', 'create', ...args, '--json');
     assert.equal(r.code, 0, r.stderr);
@@ -332,7 +335,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
 
   it('webhooks create, list, enable and delete an endpoint of an account, each change in ugs audit; an unknown endpoint is a usage error (exit 2)', async () => {
     // Creating one seals its secret: the command needs the server's key.
-    const webhooks = (...args: string[]) => runUgs(['webhooks', ...args], { ...env, UGS_SECRET_KEY: secretKey });
+    const webhooks = (...args: string[]) => runUgsHere(['webhooks', ...args], { ...env, UGS_SECRET_KEY: secretKey });
     assert.equal((await ugs('account', 'create', 'hooks')).code, 0);
     // A host that does not resolve is accepted (docs/api.md, "Webhooks"): nothing is sent here.
     const created = await webhooks('create', '--account', 'hooks', '--url', 'https://hooks.ugs-cli-test.invalid/in', '--json');
@@ -371,7 +374,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.equal(first.alg, 'ES256', 'a new deployment signs with ES256');
     const keysEnv = { ...env, UGS_SECRET_KEY: secretKey };
 
-    const rotated = await runUgs(['keys', 'embed', 'rotate', '--alg', 'RS256', '--activate-in', '0s', '--json'], keysEnv);
+    const rotated = await runUgsHere(['keys', 'embed', 'rotate', '--alg', 'RS256', '--activate-in', '0s', '--json'], keysEnv);
     assert.equal(rotated.code, 0, rotated.stderr);
     const { kid, algorithm, activates_at } = JSON.parse(rotated.stdout);
     assert.equal(algorithm, 'RS256');
@@ -382,7 +385,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
     const jwks = await httpRequest(server.baseUrl, 'GET', '/.well-known/jwks.json');
     assert.deepEqual(jwks.body.keys.map((key: { kid: string }) => key.kid).sort(), [before, kid].sort(), 'the old key stays published while its tokens live');
 
-    const listed = await runUgs(['keys', 'embed', 'list', '--json'], keysEnv);
+    const listed = await runUgsHere(['keys', 'embed', 'list', '--json'], keysEnv);
     assert.equal(listed.code, 0, listed.stderr);
     const keys = JSON.parse(listed.stdout) as { kid: string; algorithm: string; retired_at: string | null; signed_until: string }[];
     assert.deepEqual(
@@ -393,7 +396,7 @@ forEachBackend('the ugs command-line tool', (backend) => {
       keys.map((k) => k.algorithm),
       ['RS256', 'ES256'],
     );
-    const listedText = await runUgs(['keys', 'embed', 'list'], keysEnv);
+    const listedText = await runUgsHere(['keys', 'embed', 'list'], keysEnv);
     assert.match(listedText.stdout, new RegExp(`^${kid}\tRS256\t`, 'm'));
     assert.match(listedText.stdout, new RegExp(`^${before}\tES256\t`, 'm'));
     assert.equal(keys[0].retired_at, null);
@@ -401,10 +404,10 @@ forEachBackend('the ugs command-line tool', (backend) => {
     assert.ok(Date.parse(keys[1].signed_until) >= Date.now() + 590_000, 'published until its last token expires');
     assert.ok(!listed.stdout.includes('private') && !listed.stdout.includes('"d"'), 'no private key is printed');
 
-    const bad = await runUgs(['keys', 'embed', 'rotate', '--activate-in', 'soon'], keysEnv);
+    const bad = await runUgsHere(['keys', 'embed', 'rotate', '--activate-in', 'soon'], keysEnv);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /a duration is a number and a unit/);
-    const symmetric = await runUgs(['keys', 'embed', 'rotate', '--alg', 'HS256'], keysEnv);
+    const symmetric = await runUgsHere(['keys', 'embed', 'rotate', '--alg', 'HS256'], keysEnv);
     assert.equal(symmetric.code, 2, 'only ES256, RS256 and EdDSA');
     assert.match(symmetric.stderr, /Allowed choices are ES256, RS256, EdDSA/);
 

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT, httpRequest } from './helpers/processes.ts';
+import { PROCESS_START_MS } from './helpers/wait.ts';
 
 /** Every process whose environment holds `marker` (this test's own processes, and only them). */
 function processesMarked(marker: string): number[] {
@@ -56,7 +57,9 @@ describe('npm run dev under a process manager', () => {
     npm.stderr!.on('data', (c) => (output += c));
     const exited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
     const baseUrl = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`npm run dev did not listen in 90 s:\n${output}`)), 90_000);
+      // tsx compiles the source first: half again the bound of a compiled server's start.
+      const bound = PROCESS_START_MS * 1.5;
+      const timer = setTimeout(() => reject(new Error(`npm run dev did not print its listening line within ${bound / 1000} s:\n${output}`)), bound);
       npm.stdout!.on('data', () => {
         const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
         if (match) {

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TEST_BUILD, httpRequest, requireTestBuild } from './helpers/processes.ts';
+import { PROCESS_START_MS } from './helpers/wait.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -48,7 +49,10 @@ describe('npm start under a supervisor', () => {
     npm.stderr!.on('data', (c) => (output += c));
     const exited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
     const baseUrl = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`npm start did not listen in 60 s:\n${output}`)), 60_000);
+      const timer = setTimeout(
+        () => reject(new Error(`npm start did not print its listening line within ${PROCESS_START_MS / 1000} s:\n${output}`)),
+        PROCESS_START_MS,
+      );
       npm.stdout!.on('data', () => {
         const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
         if (match) {

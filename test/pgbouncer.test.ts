@@ -19,6 +19,7 @@ import pg from 'pg';
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from './helpers/backends.ts';
 import { assertExactlyOneCreated } from './helpers/harness.ts';
 import { httpRequest, issueTokenWithCli, reapOnExit, spawnServer, spawnServers } from './helpers/processes.ts';
+import { PROCESS_START_MS } from './helpers/wait.ts';
 
 const PGBOUNCER = '/usr/sbin/pgbouncer';
 // Like the PostgreSQL half: CI must run it; elsewhere its absence is said loudly.
@@ -72,7 +73,10 @@ async function startPgBouncer(mode: 'session' | 'transaction', extra: string[] =
   child.stderr!.on('data', (c) => (output += c));
   const exited = new Promise((resolve) => child.once('exit', resolve));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`pgbouncer did not listen in 10 s:\n${output}`)), 10_000);
+    const timer = setTimeout(
+      () => reject(new Error(`pgbouncer did not print its listening line within ${PROCESS_START_MS / 1000} s:\n${output}`)),
+      PROCESS_START_MS,
+    );
     const check = () => {
       if (/listening on 127\.0\.0\.1:\d+/.test(output)) {
         clearTimeout(timer);

@@ -15,6 +15,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { onConnection } from '../scripts/scratch-database.ts';
 import { forEachBackend } from './helpers/harness.ts';
 import { httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
 
 const SIZE = '4m';
 
@@ -67,11 +68,22 @@ forEachBackend('a full disk under the database', (backend) => {
     await server?.stop('SIGTERM');
     await database?.drop();
     if (tablespace) await onConnection(process.env.TEST_POSTGRES_URL!, `drop tablespace if exists ${tablespace}`);
-    try {
-      execFileSync('umount', [mountPoint]);
-    } catch {
-      // not mounted: before() failed early
-    }
+    // A process that just ended may hold the mount a moment longer on a loaded machine (EBUSY):
+    // waited for, until it is no longer mounted (or never was: before() failed early).
+    const mounted = () =>
+      fs
+        .readFileSync('/proc/mounts', 'utf8')
+        .split('\n')
+        .some((line) => line.split(' ')[1] === mountPoint);
+    await eventually(`${mountPoint} unmounted`, () => {
+      if (!mounted()) return true;
+      try {
+        execFileSync('umount', [mountPoint], { stdio: 'ignore' });
+      } catch {
+        // busy still: asked again
+      }
+      return !mounted();
+    });
     fs.rmSync(mountPoint, { recursive: true, force: true });
   });
 

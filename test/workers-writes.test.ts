@@ -87,7 +87,7 @@ forEachBackend('writes through two workers', (backend) => {
     assert.equal(new Set(writers.values()).size, 2, 'both workers made changes');
 
     for (const stream of streams) {
-      const events = await stream.waitForEvents(ids.length, 15_000);
+      const events = await stream.waitForEvents(ids.length);
       assert.deepEqual(events.map((e) => e.data.data.user_group_id).sort(), [...ids].sort());
       stream.close();
     }

@@ -100,6 +100,8 @@ export async function fillThroughTheApi(baseUrl: string, ugs: Ugs, receiver: Rec
     (await call('POST', '/api/embed_token', { user_group_id: 'globex:sales:jane', viewer: { id: 'jane@globex.example', attributes: { team: 'sales' } } }))
       .embed_token,
   ];
+  const jwksKeys = async () => ((await httpRequest(baseUrl, 'GET', '/.well-known/jwks.json')).body as unknown as { keys: unknown[] }).keys.length;
+  const keysBefore = await jwksKeys();
   await cli(['keys', 'embed', 'rotate']);
   embedTokens.push((await call('POST', '/api/embed_token', { user_group_id: 'globex' })).embed_token);
   await call('POST', `/api/webhook_endpoints/${endpoint.id}/test`);
@@ -113,8 +115,8 @@ export async function fillThroughTheApi(baseUrl: string, ugs: Ugs, receiver: Rec
     return deliveries.length > 0 && deliveries.every((delivery) => delivery.status === 'delivered');
   });
   // An instance re-reads the signing keys once a second (docs/api.md, "Embed tokens"): the key
-  // `ugs keys embed rotate` added is in its JWKS after that.
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  // `ugs keys embed rotate` added is in its JWKS after that: waited for, not slept for.
+  await eventually('the key ugs keys embed rotate added, in the JWKS', async () => (await jwksKeys()) > keysBefore);
 
   const reads: Read[] = [];
   for (const [id, token] of Object.entries(groups)) {

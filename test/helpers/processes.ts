@@ -11,7 +11,8 @@ import crypto from 'node:crypto';
 import { after, before } from 'node:test';
 import { createTestDatabase, type Backend, type TestDatabase } from './backends.ts';
 import { parseBody, type ResponseBody } from './harness.ts';
-import { GENEROUS_WAIT_MS, eventually } from './wait.ts';
+import { GENEROUS_WAIT_MS, PROCESS_START_MS, eventually } from './wait.ts';
+import { runUgsHere } from './ugs-in-process.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -107,8 +108,8 @@ export async function spawnServer(
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`server did not start in 30 s:\n${output}`));
-    }, 30_000);
+      reject(new Error(`server did not print its listening line within ${PROCESS_START_MS / 1000} s of its start:\n${output}`));
+    }, PROCESS_START_MS);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = (options.listening ?? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/).exec(output);
@@ -315,12 +316,16 @@ export function httpRequest(
   });
 }
 
-/** Issues an API token with the command-line tool, as an operator does (`ugs token create … --json`); fails the test if it cannot. */
+/**
+ * Issues an API token with the command-line tool, as an operator does (`ugs token create …
+ * --json`), run in this process (helpers/ugs-in-process.ts: the suites that use it are about
+ * something else); fails the test if it cannot.
+ */
 export async function issueTokenWithCli(
   env: Record<string, string>,
   args: string[] = ['--account', 'acme'],
 ): Promise<{ id: number; token: string; [field: string]: unknown }> {
-  const issued = await runUgs(['token', 'create', ...args, '--json'], env);
+  const issued = await runUgsHere(['token', 'create', ...args, '--json'], env);
   assert.equal(issued.code, 0, issued.stderr);
   return JSON.parse(issued.stdout);
 }
@@ -336,7 +341,10 @@ export function startExample(script: string, env: Record<string, string>): Promi
   const child = reapOnExit(spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start in 15 s:\n${output}`)), 15_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${script} did not print "listening on <url>" within ${PROCESS_START_MS / 1000} s of its start:\n${output}`)),
+      PROCESS_START_MS,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening on (http:\/\/[\d.]+:\d+)/.exec(output);

@@ -4,6 +4,7 @@ import http from 'node:http';
 import { after, before } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import type { ChangeEventJson } from '../../src/events/events.schemas.ts';
+import { GENEROUS_WAIT_MS } from './wait.ts';
 
 export interface SseEvent {
   id: string | undefined;
@@ -128,7 +129,7 @@ export function openSse(baseUrl: string, path: string, options: { token?: string
         events,
         comments,
         ended,
-        async waitForEvents(count, timeoutMs = 10_000) {
+        async waitForEvents(count, timeoutMs = GENEROUS_WAIT_MS) {
           await waitFor(
             () => events.filter((e) => e.event !== 'shutdown').length >= count,
             () => `${count} events (have ${JSON.stringify(events)})`,
@@ -136,7 +137,7 @@ export function openSse(baseUrl: string, path: string, options: { token?: string
           );
           return events.filter((e) => e.event !== 'shutdown');
         },
-        waitForComment(comment, timeoutMs = 10_000) {
+        waitForComment(comment, timeoutMs = GENEROUS_WAIT_MS) {
           return waitFor(
             () => comments.includes(comment),
             () => `the comment "${comment}" (have ${JSON.stringify(comments)})`,

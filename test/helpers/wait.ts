@@ -6,6 +6,13 @@
 export const GENEROUS_WAIT_MS = 30_000;
 
 /**
+ * How long a test waits for a process it started to be ready (a server's "listening" line):
+ * Node's start, the modules' load and the migrations take seconds on an idle machine and
+ * many times that with both cores busy (CONTRIBUTING.md, "Test tiers": CI runs the suite so).
+ */
+export const PROCESS_START_MS = 120_000;
+
+/**
  * Resolves with the first truthy value of `probe`, asked again every `everyMs` (first at once),
  * or rejects after `timeoutMs` with `what` (a function: worded when it fails) and the last value seen.
  */
