@@ -69,6 +69,9 @@ export const FAST: readonly string[] = [
   'test/webhook-leases.test.ts',
   'test/webhook-limits.test.ts',
   'test/webhook-urls.test.ts',
+  'test/db-errors.test.ts',
+  'test/operations-coverage.test.ts',
+  'test/wal-position.test.ts',
 ];
 
 /** The rest of `npm test`: real processes and sockets, the tool, PostgreSQL's own suites, the docs' examples. */
@@ -129,6 +132,10 @@ export const SERVICE: readonly string[] = [
   'test/webhooks.test.ts',
   'test/workers-writes.test.ts',
   'test/workers.test.ts',
+  'test/embed-package.test.ts',
+  'test/postgres-breaker.test.ts',
+  'test/postgres-read-only.test.ts',
+  'test/read-replica.test.ts',
 ];
 
 /** Minutes each, and rarely broken by a change to a route: `npm run test:slow`, and CI. */
@@ -151,6 +158,13 @@ export const SLOW: readonly string[] = [
   // The client package packed and installed outside the repository (npm pack, npm install).
   'test/client-package.test.ts',
   'test/containers.test.ts',
+  // A real Cube verifying embed tokens (examples/cube/), and a browser session through it.
+  'test/cube.test.ts',
+  'test/embed-session.browser.test.ts',
+  // Stoplight Prism's validation proxy over every example of the docs.
+  'test/prism.test.ts',
+  // A highly available PostgreSQL (etcd, Patroni, HAProxy) failed over under load.
+  'test/ha-failover.test.ts',
 ];
 
 /**
