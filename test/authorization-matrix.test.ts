@@ -1,9 +1,10 @@
 // Every route of the app's route table (operational routes aside) against every way a caller
 // can be wrong about who it is or what it may do. Which token a route takes, the scope it
 // needs and its environment rule are what the route declares (auth/route-access.ts, read
-// from the app's routes); the rows below give each route a request to send. Each cell answers
-// the documented status and code, changes nothing, and never shows another account's data. A
-// new route fails this suite until it has a row below. The replay column tries every route
+// from the app's routes); the rows of test/helpers/route-requests.ts give each route a request
+// to send (the workload of every operation sends the same). Each cell answers the documented
+// status and code, changes nothing, and never shows another account's data. A new route fails
+// this suite until it has a row there. The replay column tries every route
 // that takes an Idempotency-Key with a key a more privileged token used before (and the reverse).
 import { it, before, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';

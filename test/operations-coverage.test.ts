@@ -5,7 +5,8 @@
 // - a place in docs/api.md that names it, beside the generated "Scopes of the operations";
 // - a line in CHANGELOG.md's "Unreleased" when the last release's OpenAPI document lacks it;
 // - a place in the workload of every operation (test/helpers/workload.ts) that the query-plan
-//   and tenant-isolation suites run: each route of the route table answers it with a success.
+//   and tenant-isolation suites run: each route of the route table answers it with a success
+//   (the workload sends every route's example request of test/helpers/route-requests.ts).
 // One app over SQLite, through inject: no server process.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
