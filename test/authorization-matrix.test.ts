@@ -1,198 +1,37 @@
 // Every route of the app's route table (operational routes aside) against every way a caller
 // can be wrong about who it is or what it may do. Which token a route takes, the scope it
 // needs and its environment rule are what the route declares (auth/route-access.ts, read
-// from the app's routes); the rows below give each route a request to send. Each cell answers
-// the documented status and code, changes nothing, and never shows another account's data. A
-// new route fails this suite until it has a row below. The replay column tries every route
+// from the app's routes); the rows of test/helpers/route-requests.ts give each route a request
+// to send (the workload of every operation sends the same). Each cell answers the documented
+// status and code, changes nothing, and never shows another account's data. A new route fails
+// this suite until it has a row there. The replay column tries every route
 // that takes an Idempotency-Key with a key a more privileged token used before (and the reverse).
 import { it, before, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { forEachBackend, injectRequest, parseBody, useTestApp } from './helpers/harness.ts';
-import { isOperational, routeTable } from './helpers/route-table.ts';
+import {
+  OVERRIDE,
+  QUIET_ENDPOINT,
+  ROUTE_REQUESTS,
+  WITHOUT_A_ROW,
+  routesWithoutARow,
+  type Probe,
+  type RouteRow,
+  type Target,
+} from './helpers/route-requests.ts';
 import { declaredRoutes, type EnvironmentRule, type RouteAccess } from '../src/auth/route-access.ts';
 import type { Scope } from '../src/auth/principal.ts';
 import { generateToken } from '../src/auth/token-format.ts';
 import { decodeJwt } from 'jose';
 
 type Credential = { token?: string; bearer?: string };
-interface Probe {
-  method: string;
-  url: string;
-  body?: unknown;
-  query?: Record<string, string>;
-  headers?: Record<string, string>;
-  /** The answer is an endless stream (Server-Sent Events): only its start is read. */
-  stream?: boolean;
-}
-interface Target {
-  /** A user_group_id and the environment it lives in. */
-  id: string;
-  env: 'Customer' | 'Testing';
-  groupToken: string;
-  /** An embed token of the group, issued by its own account. */
-  embedToken: string;
-  /** An API token of the group's account (not the caller's only admin token). */
-  apiTokenId: number;
-}
-interface Expect {
-  status: number | number[];
-  code?: string;
-}
-interface RouteRow {
-  /** A request this route answers, aimed at `target`. */
-  probe(target: Target, fresh: string): Probe;
-  /** Aimed at another account's object, with a valid token of this account. */
-  otherAccount?: Expect;
-  /** The probe needs `write` though the route declares `read`: get-or-create of a group that does not exist creates it. */
-  probeNeedsWrite?: boolean;
-  /** The requests the replay column sends with an Idempotency-Key, one per operation of the route (default: the probe). */
-  idempotentProbes?(target: Target, fresh: string): Probe[];
-}
-
-const OVERRIDE = { 'x-http-method-override': 'GET' };
 /** Webhook endpoints: the victim's, the caller's (every environment) and the caller's restricted to Testing. */
 const webhookEndpoints = { victim: 0, own: 0, testing: 0 };
-const endpointOf = (t: Target) => (t.id.startsWith('victim') ? webhookEndpoints.victim : t.env === 'Testing' ? webhookEndpoints.testing : webhookEndpoints.own);
-// Public, so that creating it passes the SSRF check; of a type nothing here produces, so that nothing is sent.
-const QUIET_ENDPOINT = { url: 'http://93.184.216.34/hook', types: ['embed_key.retired'] };
-const ROUTES: Record<string, RouteRow> = {
-  'GET /api/user': {
-    probeNeedsWrite: true, // the probe names a group that does not exist in the caller's account: get-or-create creates
-    probe: (t, fresh) => ({ method: 'GET', url: '/api/user', query: { user_group_id: fresh, api_environment_tag: t.env } }),
-    // The caller's own namesake is created: another account's group is never returned.
-    otherAccount: { status: 201 },
-  },
-  'POST /api/user {"methodOverride":"GET"}': {
-    probeNeedsWrite: true,
-    probe: (t, fresh) => ({ method: 'POST', url: '/api/user', headers: OVERRIDE, body: { user_group_id: fresh, api_environment_tag: t.env } }),
-    otherAccount: { status: 201 },
-  },
-  'POST /api/user': {
-    probe: (t) => ({ method: 'POST', url: '/api/user', body: { current_token: t.groupToken } }),
-    otherAccount: { status: 404, code: 'token_not_found' },
-    // Rotate, and create.
-    idempotentProbes: (t, fresh) => [
-      { method: 'POST', url: '/api/user', body: { current_token: t.groupToken } },
-      { method: 'POST', url: '/api/user', body: { user_group_id: fresh, api_environment_tag: t.env } },
-    ],
-  },
-  'PUT /api/user': {
-    probe: (t) => ({ method: 'PUT', url: '/api/user', body: { user_group_id: t.id, api_environment_tag: t.env, name: 'changed by a probe' } }),
-    otherAccount: { status: 404, code: 'user_group_not_found' },
-  },
-  'DELETE /api/user': {
-    probe: (t) => ({ method: 'DELETE', url: '/api/user', query: { user_group_id: t.id, api_environment_tag: t.env } }),
-    otherAccount: { status: 404, code: 'user_group_not_found' },
-  },
-  'POST /api/users/upsert': {
-    // The item's environment decides: an item of a forbidden environment fails alone (200), so the probe names none.
-    probe: (_t, fresh) => ({ method: 'POST', url: '/api/users/upsert', body: { user_groups: [{ user_group_id: fresh }] } }),
-    otherAccount: { status: 200 }, // created in the caller's account: there is no way to name another
-  },
-  'GET /api/users': {
-    probe: (t) => ({ method: 'GET', url: '/api/users', query: { api_environment_tag: t.env, q: t.id } }),
-    otherAccount: { status: 200 },
-  },
-  'GET /api/user/lookup': {
-    probe: (t) => ({ method: 'GET', url: '/api/user/lookup', query: { user_group_id: t.id, api_environment_tag: t.env } }),
-    otherAccount: { status: 404, code: 'user_group_not_found' },
-  },
-  'GET /api/user/history': {
-    probe: (t) => ({ method: 'GET', url: '/api/user/history', query: { user_group_id: t.id, api_environment_tag: t.env } }),
-    otherAccount: { status: 200 },
-  },
-  // Each group of the suite carries a tag named after it (createGroup below).
-  'GET /api/group_tags': {
-    probe: (t) => ({ method: 'GET', url: '/api/group_tags', query: { api_environment_tag: t.env, q: `tag-${t.id}` } }),
-    otherAccount: { status: 200 }, // the caller's own tags only
-  },
-  'POST /api/group_tags': {
-    probe: (t, fresh) => ({ method: 'POST', url: '/api/group_tags', body: { name: `tag-${fresh}`, api_environment_tag: t.env } }),
-    otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
-  },
-  'POST /api/group_tags/rename': {
-    probe: (t, fresh) => ({
-      method: 'POST',
-      url: '/api/group_tags/rename',
-      body: { name: `tag-${t.id}`, new_name: `renamed-${fresh}`, api_environment_tag: t.env },
-    }),
-    otherAccount: { status: 404, code: 'group_tag_not_found' },
-  },
-  'DELETE /api/group_tags': {
-    probe: (t) => ({ method: 'DELETE', url: '/api/group_tags', query: { name: `tag-${t.id}`, api_environment_tag: t.env } }),
-    otherAccount: { status: 404, code: 'group_tag_not_found' },
-  },
-  'POST /api/embed_token': {
-    probe: (t) => ({ method: 'POST', url: '/api/embed_token', body: { user_group_id: t.id, api_environment_tag: t.env } }),
-    otherAccount: { status: 404, code: 'user_group_not_found' },
-  },
-  'POST /api/embed/introspect': {
-    probe: (t) => ({ method: 'POST', url: '/api/embed/introspect', body: { token: t.embedToken } }),
-    otherAccount: { status: 200 }, // active: false
-  },
-  'GET /api/api_tokens': {
-    probe: () => ({ method: 'GET', url: '/api/api_tokens' }),
-    otherAccount: { status: 200 }, // the caller's own tokens only
-  },
-  'GET /api/api_tokens/current': {
-    probe: () => ({ method: 'GET', url: '/api/api_tokens/current' }),
-    otherAccount: { status: 200 }, // the caller's own token
-  },
-  'POST /api/api_tokens': {
-    // A token restricted to one environment can create tokens for that environment only.
-    probe: (t) => ({ method: 'POST', url: '/api/api_tokens', body: { scopes: ['read'], allowed_environment: t.env } }),
-    otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
-  },
-  'DELETE /api/api_tokens/:id': {
-    probe: (t) => ({ method: 'DELETE', url: `/api/api_tokens/${t.apiTokenId}` }),
-    otherAccount: { status: 404, code: 'api_token_not_found' },
-  },
-  'GET /api/api_tokens/history': {
-    probe: () => ({ method: 'GET', url: '/api/api_tokens/history' }),
-    otherAccount: { status: 200 },
-  },
-  'GET /api/events': {
-    probe: () => ({ method: 'GET', url: '/api/events' }),
-    otherAccount: { status: 200 },
-  },
-  'GET /api/events/stream': {
-    probe: () => ({ method: 'GET', url: '/api/events/stream', stream: true }),
-    otherAccount: { status: 200 }, // the caller's own events from now on: there is no way to name another account
-  },
-  'GET /api/webhook_endpoints': {
-    probe: () => ({ method: 'GET', url: '/api/webhook_endpoints' }),
-    otherAccount: { status: 200 }, // the caller's own endpoints only
-  },
-  'POST /api/webhook_endpoints': {
-    probe: () => ({ method: 'POST', url: '/api/webhook_endpoints', body: QUIET_ENDPOINT }),
-    otherAccount: { status: 201 }, // created in the caller's account: there is no way to name another
-  },
-  'DELETE /api/webhook_endpoints/:id': {
-    probe: (t) => ({ method: 'DELETE', url: `/api/webhook_endpoints/${endpointOf(t)}` }),
-    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
-  },
-  'POST /api/webhook_endpoints/:id/rotate_secret': {
-    probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/rotate_secret` }),
-    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
-  },
-  'POST /api/webhook_endpoints/:id/enable': {
-    probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/enable` }),
-    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
-  },
-  'GET /api/webhook_endpoints/:id/deliveries': {
-    probe: (t) => ({ method: 'GET', url: `/api/webhook_endpoints/${endpointOf(t)}/deliveries` }),
-    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
-  },
-  'POST /api/webhook_endpoints/:id/test': {
-    probe: (t) => ({ method: 'POST', url: `/api/webhook_endpoints/${endpointOf(t)}/test` }),
-    otherAccount: { status: 404, code: 'webhook_endpoint_not_found' },
-  },
-  'GET /api/embed/context': {
-    probe: () => ({ method: 'GET', url: '/api/embed/context' }),
-  },
-};
+const endpointOf = (t: Pick<Target, 'id' | 'env'>) =>
+  t.id.startsWith('victim') ? webhookEndpoints.victim : t.env === 'Testing' ? webhookEndpoints.testing : webhookEndpoints.own;
+const ROUTES = ROUTE_REQUESTS;
 
 /** An answer that may be an endless stream: its status and headers, and its first chunk (a refusal: its whole body). */
 async function streamStart(app: FastifyInstance, probe: Probe, credential: Credential) {
@@ -246,7 +85,16 @@ forEachBackend('authorization matrix', (backend) => {
     assert.equal(embed.status, 200, embed.text);
     const apiTokenId = token === victimToken ? victimTokenId : (await t.issueToken({ account: 'caller', scopes: ['read'] })).id;
     if (token !== victimToken) callerTokenIds.push(apiTokenId);
-    return { id, env, groupToken: res.body.user_group.token, embedToken: embed.body.embed_token, teamId: res.body.user_group.team_id, apiTokenId };
+    const webhookEndpointId = endpointOf({ id, env }); // 0 until before() has made the endpoints, then set on the targets made so far
+    return {
+      id,
+      env,
+      groupToken: res.body.user_group.token,
+      embedToken: embed.body.embed_token,
+      teamId: res.body.user_group.team_id,
+      apiTokenId,
+      webhookEndpointId,
+    };
   }
 
   function send(probe: Probe, credential: Credential) {
@@ -291,6 +139,7 @@ forEachBackend('authorization matrix', (backend) => {
     webhookEndpoints.victim = await insertWebhookEndpoint('victim', null);
     webhookEndpoints.own = await insertWebhookEndpoint('caller', null);
     webhookEndpoints.testing = await insertWebhookEndpoint('caller', 'Testing');
+    for (const target of [...victimGroups, ownCustomer, ownTesting]) target.webhookEndpointId = endpointOf(target);
   });
 
   /** A webhook endpoint row (its loopback URL is refused when a test event is sent: nothing leaves). */
@@ -313,10 +162,7 @@ forEachBackend('authorization matrix', (backend) => {
   }
 
   it('the route table has a row for every route, and every row is a route', () => {
-    const routes = routeTable(t.app)
-      .filter((r) => !isOperational(r.url))
-      .map((r) => r.key);
-    assert.deepEqual([...routes].sort(), Object.keys(ROUTES).sort());
+    assert.deepEqual(routesWithoutARow(t.app), { missing: [], stale: [] }, WITHOUT_A_ROW);
   });
 
   /** What each route declares (auth/route-access.ts), keyed as the route table keys it. */
@@ -361,6 +207,11 @@ forEachBackend('authorization matrix', (backend) => {
   for (const [key, row] of Object.entries(ROUTES)) {
     it(`${key}: the credentials, accounts, scopes and environments its declaration calls for`, async (c) => {
       const access = declarationOf(key);
+      assert.equal(
+        row.byGroupToken === true,
+        access.token === 'user_group',
+        `${key}: byGroupToken of its row (test/helpers/route-requests.ts) is not what it declares`,
+      );
       if (access.token === 'user_group') return userGroupTokenCells(c, key, row);
 
       await c.test(`${key}: no, malformed, wrong-checksum, unknown, revoked, expired API token -> 401; group token -> 401 wrong_token_kind`, async () => {
@@ -524,7 +375,8 @@ forEachBackend('authorization matrix', (backend) => {
       }
       const own = await send(row.probe(ownTesting, freshId()), { token: tokens.testingOnly });
       assert.ok(own.status < 400, `${key} in Testing: ${own.status} ${own.text}`);
-      if (key === 'DELETE /api/webhook_endpoints/:id') webhookEndpoints.testing = await insertWebhookEndpoint('caller', 'Testing');
+      if (key === 'DELETE /api/webhook_endpoints/:id')
+        ownTesting.webhookEndpointId = webhookEndpoints.testing = await insertWebhookEndpoint('caller', 'Testing');
     } else {
       assert.fail(`${key} declares the token rule: say here what a token restricted to Testing sees of it`);
     }

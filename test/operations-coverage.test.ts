@@ -5,7 +5,8 @@
 // - a place in docs/api.md that names it, beside the generated "Scopes of the operations";
 // - a line in CHANGELOG.md's "Unreleased" when the last release's OpenAPI document lacks it;
 // - a place in the workload of every operation (test/helpers/workload.ts) that the query-plan
-//   and tenant-isolation suites run: each route of the route table answers it with a success.
+//   and tenant-isolation suites run: each route of the route table answers it with a success
+//   (the workload sends every route's example request of test/helpers/route-requests.ts).
 // One app over SQLite, through inject: no server process.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -177,6 +178,7 @@ describe('every operation has its client method, its docs, its changelog line an
     assert.equal(created.body.counts?.created, existing.length, created.text);
     reached.clear();
     await runEveryOperation({
+      app: built.app,
       request: built.request,
       token,
       environment: 'Customer',
@@ -186,7 +188,11 @@ describe('every operation has its client method, its docs, its changelog line an
     });
     const routes = routeTable(built.app).filter((route) => !isOperational(route.url));
     const missing = routes.filter((route) => !reached.has(route.key) && !(route.key in NOT_IN_WORKLOAD)).map((route) => route.key);
-    assert.deepEqual(missing, [], 'routes the workload never answers with a success: give each a request in runEveryOperation (test/helpers/workload.ts)');
+    assert.deepEqual(
+      missing,
+      [],
+      'routes the workload never answers with a success: give each its example request in ROUTE_REQUESTS (test/helpers/route-requests.ts), which the workload sends',
+    );
     const stale = Object.keys(NOT_IN_WORKLOAD).filter((key) => !routes.some((route) => route.key === key) || reached.has(key));
     assert.deepEqual(stale, [], 'NOT_IN_WORKLOAD names a route that is gone, or that the workload reaches');
   });

@@ -163,6 +163,7 @@ for (const backend of BACKENDS) {
       capturing = true;
       try {
         await runEveryOperation({
+          app: built.app,
           request: built.request,
           token,
           environment: 'Customer',
@@ -509,6 +510,7 @@ for (const backend of BACKENDS) {
           });
           capturing = true;
           await runEveryOperation({
+            app: built.app,
             request: built.request,
             token,
             environment: 'Customer',

@@ -184,6 +184,7 @@ forEachBackend('tenant isolation', (backend) => {
     try {
       const existing = Array.from({ length: PLAIN_GROUPS }, (_, i) => `g-${i}`);
       await runEveryOperation({
+        app: built.app,
         request: built.request,
         token: probe.token,
         environment: env,

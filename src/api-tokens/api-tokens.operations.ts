@@ -3,16 +3,7 @@
 import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import {
-  CurrentApiTokenResponse,
-  ApiTokenHistoryQuery,
-  ApiTokenHistoryResponse,
-  ApiTokenIdParams,
-  ApiTokenListResponse,
-  CreateApiTokenBody,
-  CreatedApiTokenResponse,
-  RevokedApiTokenResponse,
-} from './api-tokens.schemas.ts';
+import * as schemas from './api-tokens.schemas.ts';
 
 const tags = ['API tokens'];
 const ADMIN = 'Needs an API token with the `admin` scope, and touches only its own account.';
@@ -24,7 +15,7 @@ export const listApiTokensOperation = {
   description: `${ADMIN} Every token of the account, revoked and expired ones included, oldest first; never a token value.`,
   ...apiTokenAccess('admin', 'token', "managing the account's API tokens"),
   response: {
-    200: { ...ApiTokenListResponse, 'x-response-description': "The account's API tokens." },
+    200: { ...schemas.ApiTokenListResponse, 'x-response-description': "The account's API tokens." },
     ...errorResponses(...AUTH_ERRORS),
   },
 };
@@ -36,7 +27,7 @@ export const currentApiTokenOperation = {
   description: 'Any valid API token may ask about itself (no scope needed), e.g. to show only the controls it may use. Never its value.',
   ...apiTokenAccess(null, 'none', 'reading the calling API token'),
   response: {
-    200: { ...CurrentApiTokenResponse, 'x-response-description': 'The calling token and its account.' },
+    200: { ...schemas.CurrentApiTokenResponse, 'x-response-description': 'The calling token and its account.' },
     ...errorResponses('missing_api_token', 'invalid_api_token', 'wrong_token_kind', 'rate_limited'),
   },
 };
@@ -52,9 +43,9 @@ export const createApiTokenOperation = {
     '(`400 validation_failed` on `expires_in_seconds`). The value is in this answer only: the service keeps a hash. Audited as `api_token.issue`.',
   ].join(' '),
   ...apiTokenAccess('admin', 'request', "managing the account's API tokens"),
-  body: CreateApiTokenBody,
+  body: schemas.CreateApiTokenBody,
   response: {
-    201: { ...CreatedApiTokenResponse, 'x-response-description': 'The new token, with its value (shown once).' },
+    201: { ...schemas.CreatedApiTokenResponse, 'x-response-description': 'The new token, with its value (shown once).' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS),
   },
 };
@@ -69,9 +60,9 @@ export const revokeApiTokenOperation = {
     "The account's last active admin token cannot be revoked, by itself or another: `409 last_admin_token` (create another admin token first). Audited as `api_token.revoke`.",
   ].join(' '),
   ...apiTokenAccess('admin', 'token', "managing the account's API tokens"),
-  params: ApiTokenIdParams,
+  params: schemas.ApiTokenIdParams,
   response: {
-    200: { ...RevokedApiTokenResponse, 'x-response-description': 'The token, now revoked.' },
+    200: { ...schemas.RevokedApiTokenResponse, 'x-response-description': 'The token, now revoked.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'api_token_not_found', 'api_token_revoked', 'last_admin_token'),
   },
 };
@@ -82,9 +73,9 @@ export const apiTokenHistoryOperation = {
   summary: "The issues and revocations of the account's API tokens",
   description: `${ADMIN} Newest first, each with the API token that acted (null for the command-line tool and the first start).`,
   ...apiTokenAccess('admin', 'token', "managing the account's API tokens"),
-  querystring: ApiTokenHistoryQuery,
+  querystring: schemas.ApiTokenHistoryQuery,
   response: {
-    200: { ...ApiTokenHistoryResponse, 'x-response-description': 'The entries, newest first.' },
+    200: { ...schemas.ApiTokenHistoryResponse, 'x-response-description': 'The entries, newest first.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed'),
   },
 };

@@ -10,16 +10,7 @@ import { AppError, validationFailed } from '../foundations/errors.ts';
 import { ensureAccount, findAccountBySlug, lockAccount } from '../accounts/accounts.repository.ts';
 import { appendAudit, type Actor } from '../audit/audit.repository.ts';
 import { generateToken, hashToken, tokenStart } from '../auth/token-format.ts';
-import {
-  findApiTokenById,
-  findVisibleApiToken,
-  insertApiTokenRow,
-  listApiTokenRows,
-  markApiTokenRevoked,
-  unrevokedApiTokens,
-  type ApiTokenListing,
-  type VisibleTokens,
-} from './api-tokens.repository.ts';
+import * as repository from './api-tokens.repository.ts';
 import type { AuditLogRow } from '../db/schema.ts';
 import { apiTokenHistory } from '../audit/audit.repository.ts';
 import { hasScope, type Principal, type Scope } from '../auth/principal.ts';
@@ -65,7 +56,7 @@ export async function insertApiToken(
     throw new Error(`the default environment ${defaultEnvironment} is not the one the token is restricted to (${input.allowedEnvironment})`);
   }
   const token = generateToken('api');
-  const row = await insertApiTokenRow(trx, {
+  const row = await repository.insertApiTokenRow(trx, {
     account_id: account.id,
     name: input.name,
     token_hash: hashToken(token),
@@ -99,12 +90,12 @@ export async function insertApiToken(
   };
 }
 
-export type { ApiTokenListing };
+export type { ApiTokenListing } from './api-tokens.repository.ts';
 
-export async function listApiTokens(db: Kysely<Database>, accountSlug: string): Promise<ApiTokenListing[] | undefined> {
+export async function listApiTokens(db: Kysely<Database>, accountSlug: string): Promise<repository.ApiTokenListing[] | undefined> {
   const account = await findAccountBySlug(db, accountSlug);
   if (!account) return undefined;
-  return listApiTokenRows(db, { accountId: account.id, environment: null });
+  return repository.listApiTokenRows(db, { accountId: account.id, environment: null });
 }
 
 /**
@@ -121,18 +112,24 @@ export async function revokeApiToken(
   now: Date,
 ): Promise<{ account: string; lastAdminRevoked: boolean } | undefined> {
   return inTransaction(handle, async (trx) => {
-    const token = await findApiTokenById(trx, id);
+    const token = await repository.findApiTokenById(trx, id);
     if (token === undefined) return undefined;
     const account = await lockAccount(trx, token.account_id);
     if ((await revokeApiTokenRow(trx, { accountId: token.account_id, environment: null }, id, actor, now)) === undefined) return undefined;
-    const adminLeft = (await unrevokedApiTokens(trx, token.account_id)).some((left) => isLastingAdmin(left, now));
+    const adminLeft = (await repository.unrevokedApiTokens(trx, token.account_id)).some((left) => isLastingAdmin(left, now));
     return { account: account.slug, lastAdminRevoked: isLastingAdmin(token, now) && !adminLeft };
   });
 }
 
 /** Marks a token revoked and audits it, inside the caller's transaction; undefined if it already was. */
-async function revokeApiTokenRow(trx: Kysely<Database>, visible: VisibleTokens, id: number, actor: Actor, now: Date): Promise<ApiTokenListing | undefined> {
-  const row = await markApiTokenRevoked(trx, visible, id, now.toISOString());
+async function revokeApiTokenRow(
+  trx: Kysely<Database>,
+  visible: repository.VisibleTokens,
+  id: number,
+  actor: Actor,
+  now: Date,
+): Promise<repository.ApiTokenListing | undefined> {
+  const row = await repository.markApiTokenRevoked(trx, visible, id, now.toISOString());
   if (!row) return undefined;
   await appendAudit(trx, {
     accountId: row.account_id,
@@ -146,13 +143,13 @@ async function revokeApiTokenRow(trx: Kysely<Database>, visible: VisibleTokens, 
   return row;
 }
 
-/** The tokens a principal may see and manage (VisibleTokens). */
-function visibleTo(principal: Principal): VisibleTokens {
+/** The tokens a principal may see and manage (repository.VisibleTokens). */
+function visibleTo(principal: Principal): repository.VisibleTokens {
   return { accountId: principal.accountId, environment: principal.allowedEnvironment };
 }
 
-export function listApiTokensAs(handle: DatabaseHandle, principal: Principal): Promise<ApiTokenListing[]> {
-  return listApiTokenRows(handle.db, visibleTo(principal));
+export function listApiTokensAs(handle: DatabaseHandle, principal: Principal): Promise<repository.ApiTokenListing[]> {
+  return repository.listApiTokenRows(handle.db, visibleTo(principal));
 }
 
 /** The issues and revocations of the tokens a principal may see, newest first. */
@@ -161,8 +158,8 @@ export function apiTokenHistoryAs(handle: DatabaseHandle, principal: Principal, 
 }
 
 /** The principal's own token, as a listing (any token may ask who it is). */
-export async function currentApiToken(handle: DatabaseHandle, principal: Principal): Promise<ApiTokenListing> {
-  const token = await findVisibleApiToken(handle.db, visibleTo(principal), principal.tokenId);
+export async function currentApiToken(handle: DatabaseHandle, principal: Principal): Promise<repository.ApiTokenListing> {
+  const token = await repository.findVisibleApiToken(handle.db, visibleTo(principal), principal.tokenId);
   if (!token) throw new Error(`the authenticated API token ${principal.tokenId} is not in its account`);
   return token;
 }
@@ -170,7 +167,7 @@ export async function currentApiToken(handle: DatabaseHandle, principal: Princip
 type ApiTokenStatus = 'active' | 'expired' | 'revoked';
 
 /** Whether a token works at `now` (docs/api.md, "Tokens": expiry is checked on every request). */
-export function apiTokenStatus(token: Pick<ApiTokenListing, 'revoked_at' | 'expires_at'>, now: Date): ApiTokenStatus {
+export function apiTokenStatus(token: Pick<repository.ApiTokenListing, 'revoked_at' | 'expires_at'>, now: Date): ApiTokenStatus {
   if (token.revoked_at !== null) return 'revoked';
   return token.expires_at !== null && Date.parse(token.expires_at) <= now.getTime() ? 'expired' : 'active';
 }
@@ -196,7 +193,7 @@ export async function createApiTokenAs(
   request: CreateApiTokenRequest,
   actor: Actor,
   now: Date,
-): Promise<{ token: string; listing: ApiTokenListing }> {
+): Promise<{ token: string; listing: repository.ApiTokenListing }> {
   const missing = request.scopes.filter((scope) => !hasScope(creator, scope));
   if (missing.length > 0) {
     throw new AppError(
@@ -239,7 +236,7 @@ export async function createApiTokenAs(
       actor,
       now,
     );
-    const listing = await findVisibleApiToken(trx, visibleTo(creator), issued.id);
+    const listing = await repository.findVisibleApiToken(trx, visibleTo(creator), issued.id);
     if (!listing) throw new Error(`API token ${issued.id} vanished in its own transaction`);
     return { token: issued.token, listing };
   });
@@ -249,23 +246,23 @@ export async function createApiTokenAs(
  * An admin token that keeps the account manageable whatever happens to the others: active,
  * unrestricted (it sees every token) and without an expiry (time alone cannot end it).
  */
-const isLastingAdmin = (token: ApiTokenListing, now: Date) =>
+const isLastingAdmin = (token: repository.ApiTokenListing, now: Date) =>
   token.scopes.split(',').includes('admin') && token.allowed_environment === null && token.expires_at === null && apiTokenStatus(token, now) === 'active';
 
 /**
- * Revokes a token the revoker may see (VisibleTokens: others answer 404, as another account's
+ * Revokes a token the revoker may see (repository.VisibleTokens: others answer 404, as another account's
  * do). The account keeps one lasting admin token (isLastingAdmin): revoking the last one (the
  * revoker itself, or one a concurrent request left last) is refused, with the account locked
  * so that two such revocations cannot both pass. The command-line tool is the break-glass.
  */
-export async function revokeApiTokenAs(handle: DatabaseHandle, revoker: Principal, id: number, actor: Actor, now: Date): Promise<ApiTokenListing> {
+export async function revokeApiTokenAs(handle: DatabaseHandle, revoker: Principal, id: number, actor: Actor, now: Date): Promise<repository.ApiTokenListing> {
   return inTransaction(handle, async (trx) => {
     await lockAccount(trx, revoker.accountId);
-    const target = await findVisibleApiToken(trx, visibleTo(revoker), id);
+    const target = await repository.findVisibleApiToken(trx, visibleTo(revoker), id);
     if (!target) throw new AppError('api_token_not_found', `no API token with id ${id} in this account`);
     if (target.revoked_at !== null) throw new AppError('api_token_revoked', `API token ${id} was already revoked at ${target.revoked_at}`);
     if (isLastingAdmin(target, now)) {
-      const others = (await unrevokedApiTokens(trx, revoker.accountId)).filter((token) => token.id !== id && isLastingAdmin(token, now));
+      const others = (await repository.unrevokedApiTokens(trx, revoker.accountId)).filter((token) => token.id !== id && isLastingAdmin(token, now));
       if (others.length === 0) {
         throw new AppError(
           'last_admin_token',

@@ -3,17 +3,7 @@
 import { apiTokenAccess, userGroupTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import {
-  DiscoveryResponse,
-  EmbedContextQuery,
-  EmbedContextResponse,
-  EmbedTokenBody,
-  EmbedTokenResponse,
-  IntrospectionBody,
-  IntrospectionResponse,
-  JwksQuery,
-  JwksResponse,
-} from './embed.schemas.ts';
+import * as schemas from './embed.schemas.ts';
 
 const tags = ['Embed'];
 
@@ -34,9 +24,9 @@ export const embedContextOperation = {
     'CORS: answers preflights for the configured origins (`UGS_CORS_ORIGINS`, default any origin), never with credentials.',
   ].join(' '),
   ...userGroupTokenAccess(),
-  querystring: EmbedContextQuery,
+  querystring: schemas.EmbedContextQuery,
   response: {
-    200: { ...EmbedContextResponse, 'x-response-description': "The group's public fields and its dashboard variables." },
+    200: { ...schemas.EmbedContextResponse, 'x-response-description': "The group's public fields and its dashboard variables." },
     ...errorResponses('invalid_token', 'wrong_token_kind', 'origin_forbidden', 'embed_id_forbidden', 'validation_failed', 'rate_limited'),
   },
 };
@@ -56,9 +46,9 @@ export const createEmbedTokenOperation = {
     'with `embed_id`, only requests naming it as the `embed_id` query parameter. Unknown group (or one of another account): `404 user_group_not_found`.',
   ].join(' '),
   ...apiTokenAccess('read', 'request', 'issuing an embed token'),
-  body: EmbedTokenBody,
+  body: schemas.EmbedTokenBody,
   response: {
-    200: { ...EmbedTokenResponse, 'x-response-description': 'The embed token and when it expires.' },
+    200: { ...schemas.EmbedTokenResponse, 'x-response-description': 'The embed token and when it expires.' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'user_group_not_found', 'embed_token_too_large'),
   },
 };
@@ -75,9 +65,9 @@ export const introspectOperation = {
   ].join(' '),
   ...apiTokenAccess('read', 'introspected', 'introspecting an embed token'),
   consumes: ['application/x-www-form-urlencoded', 'application/json'],
-  body: IntrospectionBody,
+  body: schemas.IntrospectionBody,
   response: {
-    200: { ...IntrospectionResponse, 'x-response-description': 'Whether the token is active, and its claims when it is.' },
+    200: { ...schemas.IntrospectionResponse, 'x-response-description': 'Whether the token is active, and its claims when it is.' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS),
   },
 };
@@ -94,9 +84,9 @@ export const jwksOperation = {
     "Cache it for at most `Cache-Control: max-age` (300 s); on a `kid` you do not know, fetch it again (jose's `createRemoteJWKSet` does both).",
     'An `alg` that names anything else is `400 validation_failed`.',
   ].join(' '),
-  querystring: JwksQuery,
+  querystring: schemas.JwksQuery,
   response: {
-    200: { ...JwksResponse, 'x-response-description': 'The published keys of the algorithms asked for.' },
+    200: { ...schemas.JwksResponse, 'x-response-description': 'The published keys of the algorithms asked for.' },
     ...errorResponses('validation_failed', 'unavailable'),
   },
 };
@@ -111,7 +101,7 @@ export const discoveryOperation = {
     "that discover keys from an issuer (get-jwks' `providerDiscovery`, OIDC clients) find them. It is not a login provider: it offers no login, authorization or ID token.",
   ].join(' '),
   response: {
-    200: { ...DiscoveryResponse, 'x-response-description': 'The issuer, where its keys are, and their algorithms.' },
+    200: { ...schemas.DiscoveryResponse, 'x-response-description': 'The issuer, where its keys are, and their algorithms.' },
     ...errorResponses('unavailable'),
   },
 };

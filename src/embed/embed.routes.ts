@@ -9,8 +9,8 @@ import cors from '@fastify/cors';
 import type { Config, EmbedSigningAlgorithm } from '../config.ts';
 import { AppError } from '../foundations/errors.ts';
 import { principalOf } from '../auth/authenticate.ts';
-import { createEmbedTokenOperation, discoveryOperation, embedContextOperation, introspectOperation, jwksOperation } from './embed.operations.ts';
-import { introspectEmbedToken, issueEmbedToken, resolveEmbedGroup, type EmbedDeps } from './embed.service.ts';
+import * as operations from './embed.operations.ts';
+import * as service from './embed.service.ts';
 import { JWKS_MAX_AGE_SECONDS, type EmbedSigningKeys } from './signing-keys.ts';
 import { BODY_LIMIT_BYTES } from '../http/json-body.ts';
 import { embedContextJson } from './embed-context.json.ts';
@@ -22,7 +22,7 @@ import type { DiscoveryView } from './embed.schemas.ts';
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
 const INTROSPECT_PATH = '/api/embed/introspect';
 
-export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps & Pick<Config, 'corsOrigins'>): Promise<void> {
+export async function registerEmbedRoutes(app: FastifyInstance, deps: service.EmbedDeps & Pick<Config, 'corsOrigins'>): Promise<void> {
   await app.register(
     async (plugin) => {
       const embed = plugin.withTypeProvider<TypeBoxTypeProvider>();
@@ -57,10 +57,10 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
       embed.get(
         '/context',
         {
-          schema: embedContextOperation,
+          schema: operations.embedContextOperation,
         },
         async (request, reply) => {
-          const group = await resolveEmbedGroup(deps, {
+          const group = await service.resolveEmbedGroup(deps, {
             authorization: request.headers.authorization,
             origin: request.headers.origin,
             embedId: request.query.embed_id,
@@ -75,19 +75,19 @@ export async function registerEmbedRoutes(app: FastifyInstance, deps: EmbedDeps 
   );
 }
 
-export function registerEmbedTokenRoute(app: FastifyInstance, deps: EmbedDeps): void {
+export function registerEmbedTokenRoute(app: FastifyInstance, deps: service.EmbedDeps): void {
   app.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/embed_token',
     {
-      schema: createEmbedTokenOperation,
+      schema: operations.createEmbedTokenOperation,
       config: { idempotent: true, runsWithoutKeyWhilePrimaryAway: true },
     },
-    async (request) => issueEmbedToken(deps, principalOf(request), request.body),
+    async (request) => service.issueEmbedToken(deps, principalOf(request), request.body),
   );
 }
 
 /** RFC 7662 sends the token form-encoded; JSON is accepted too, like every other route. */
-export function registerIntrospectionRoute(app: FastifyInstance, deps: EmbedDeps): void {
+export function registerIntrospectionRoute(app: FastifyInstance, deps: service.EmbedDeps): void {
   app.register(async (plugin) => {
     plugin.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (_request, text, done) => {
       const params = new URLSearchParams(text as string);
@@ -103,10 +103,10 @@ export function registerIntrospectionRoute(app: FastifyInstance, deps: EmbedDeps
       }
       done(null, Object.fromEntries(params));
     });
-    plugin.withTypeProvider<TypeBoxTypeProvider>().post(INTROSPECT_PATH, { schema: introspectOperation }, async (request, reply) => {
+    plugin.withTypeProvider<TypeBoxTypeProvider>().post(INTROSPECT_PATH, { schema: operations.introspectOperation }, async (request, reply) => {
       // RFC 7662 §2.2: the answer is about a credential; no cache may keep it.
       reply.header('pragma', 'no-cache');
-      const active = await introspectEmbedToken(deps, principalOf(request), request.body.token);
+      const active = await service.introspectEmbedToken(deps, principalOf(request), request.body.token);
       return sendJson(reply, 200, active ? activeIntrospectionJson(active) : INACTIVE_INTROSPECTION_JSON);
     });
   });
@@ -122,13 +122,13 @@ export async function registerWellKnownRoutes(app: FastifyInstance, keys: EmbedS
     async (plugin) => {
       // Public keys: any page may read them.
       await plugin.register(cors, { origin: '*', credentials: false, methods: ['GET'], maxAge: PREFLIGHT_MAX_AGE_SECONDS });
-      plugin.withTypeProvider<TypeBoxTypeProvider>().get('jwks.json', { schema: jwksOperation }, async (request, reply) => {
+      plugin.withTypeProvider<TypeBoxTypeProvider>().get('jwks.json', { schema: operations.jwksOperation }, async (request, reply) => {
         reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
         // Without `alg`, only the keys every verifier reads (docs/api.md, "Keys").
         const algorithms = request.query.alg?.split(',') as EmbedSigningAlgorithm[] | undefined;
         return sendJson(reply, 200, await keys.jwks(algorithms));
       });
-      plugin.get('openid-configuration', { schema: discoveryOperation }, async (_request, reply): Promise<DiscoveryView> => {
+      plugin.get('openid-configuration', { schema: operations.discoveryOperation }, async (_request, reply): Promise<DiscoveryView> => {
         reply.header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`);
         return { issuer, jwks_uri: `${issuer}/.well-known/jwks.json`, id_token_signing_alg_values_supported: await keys.algorithms() };
       });

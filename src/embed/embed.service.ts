@@ -11,13 +11,7 @@ import { resolveEnvironment, type Principal } from '../auth/principal.ts';
 import { findUserGroup } from '../user-groups/user-groups.repository.ts';
 import { normalizeUserGroupId } from '../user-groups/stored-fields.ts';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
-import {
-  findGroupByCurrentTokenHash,
-  findGroupByLegacyTeamId,
-  findGroupByRetiredTokenHash,
-  findGroupByTeamId,
-  type EmbedGroupRow,
-} from './embed.repository.ts';
+import * as repository from './embed.repository.ts';
 import type { ResolvedGroup } from '../user-groups/group-chain.ts';
 import type { Environment } from '../db/schema.ts';
 import { EmbedTokenTooLarge, type EmbedClaims, type EmbedTokens } from './embed-token.ts';
@@ -62,7 +56,7 @@ export async function resolveEmbedGroup(deps: EmbedDeps, caller: EmbedCaller): P
   return looksLikeJws(token) ? groupForEmbedToken(deps, token, caller) : groupForUserGroupToken(deps, token);
 }
 
-async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<ResolvedGroup<EmbedGroupRow>> {
+async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<ResolvedGroup<repository.EmbedGroupRow>> {
   const kind = tokenKind(token); // checksum: a mistyped token costs no lookup
   if (kind === 'api') {
     throw new AppError('wrong_token_kind', 'an API token was sent where a user group token or embed token is needed; never give an API token to a browser', {
@@ -75,7 +69,8 @@ async function groupForUserGroupToken(deps: EmbedDeps, token: string): Promise<R
   // request costs one lookup, a token in its grace period one more. The token names the
   // account only through the row (docs/api.md, "Reads from replicas").
   const group = await deps.database.pageViews.findingAccount(
-    async (reads) => (await findGroupByCurrentTokenHash(reads, hash)) ?? (await findGroupByRetiredTokenHash(reads, hash, deps.now().toISOString())),
+    async (reads) =>
+      (await repository.findGroupByCurrentTokenHash(reads, hash)) ?? (await repository.findGroupByRetiredTokenHash(reads, hash, deps.now().toISOString())),
     (found) => found.row.account_id,
   );
   if (!group) throw invalidToken();
@@ -120,17 +115,17 @@ async function currentGroupOf(
   deps: EmbedDeps,
   claims: EmbedClaims,
   tenant: { accountId: number | undefined; environment: Environment } | undefined,
-): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
+): Promise<ResolvedGroup<repository.EmbedGroupRow> | undefined> {
   if (tenant?.accountId === undefined && claims.kid.startsWith('hs256:')) return legacyGroupOf(deps, claims);
   if (tenant?.accountId === undefined) return undefined;
   const { accountId, environment } = tenant;
-  const group = await deps.database.pageViews.ofAccount(accountId, (reads) => findGroupByTeamId(reads, { accountId, environment }, claims.teamId));
+  const group = await deps.database.pageViews.ofAccount(accountId, (reads) => repository.findGroupByTeamId(reads, { accountId, environment }, claims.teamId));
   return group && group.row.token_generation === claims.generation ? group : undefined;
 }
 
-async function legacyGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<ResolvedGroup<EmbedGroupRow> | undefined> {
+async function legacyGroupOf(deps: EmbedDeps, claims: EmbedClaims): Promise<ResolvedGroup<repository.EmbedGroupRow> | undefined> {
   const group = await deps.database.pageViews.findingAccount(
-    (reads) => findGroupByLegacyTeamId(reads, claims.teamId),
+    (reads) => repository.findGroupByLegacyTeamId(reads, claims.teamId),
     (found) => found.row.account_id,
   );
   return group && group.row.token_generation === claims.generation ? group : undefined;

@@ -5,7 +5,7 @@ import { apiTokenAccess } from '../auth/route-access.ts';
 import { Type } from 'typebox';
 import { AUTH_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import { EventTypesFilter } from './events.schemas.ts';
+import * as schemas from './events.schemas.ts';
 
 const StreamCursor = Type.String({
   pattern: '^(0|[1-9][0-9]{0,15})$',
@@ -16,7 +16,7 @@ const StreamCursor = Type.String({
 export const EventStreamQuery = Type.Object(
   {
     after: Type.Optional(StreamCursor),
-    types: Type.Optional(EventTypesFilter),
+    types: Type.Optional(schemas.EventTypesFilter),
   },
   { additionalProperties: false },
 );

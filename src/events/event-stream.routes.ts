@@ -5,7 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AccountSlugs } from '../accounts/accounts.repository.ts';
 import { principalOf } from '../auth/authenticate.ts';
 import type { EventStreams } from './event-stream.ts';
-import { eventStreamOperation } from './event-stream.operations.ts';
+import * as operations from './event-stream.operations.ts';
 
 export interface EventStreamRouteDeps {
   streams: EventStreams;
@@ -15,7 +15,7 @@ export interface EventStreamRouteDeps {
 export function registerEventStreamRoute(app: FastifyInstance, deps: EventStreamRouteDeps): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  api.get('/api/events/stream', { schema: eventStreamOperation }, async (request, reply) => {
+  api.get('/api/events/stream', { schema: operations.eventStreamOperation }, async (request, reply) => {
     const principal = principalOf(request);
     const account = await deps.accountSlugs.get(principal.accountId);
     const stream = await deps.streams.open(

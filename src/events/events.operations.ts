@@ -3,7 +3,7 @@
 import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import { EventFeedQuery, EventFeedResponse } from './events.schemas.ts';
+import * as schemas from './events.schemas.ts';
 
 const tags = ['Change events'];
 
@@ -17,9 +17,9 @@ export const eventFeedOperation = {
     'Events are kept for `UGS_EVENT_RETENTION` (7 days by default): a cursor older than that is `410 cursor_expired`, and the consumer should resynchronise.',
   ].join(' '),
   ...apiTokenAccess('read', 'token', 'reading change events'),
-  querystring: EventFeedQuery,
+  querystring: schemas.EventFeedQuery,
   response: {
-    200: { ...EventFeedResponse, 'x-response-description': 'The next events, and where to go on.' },
+    200: { ...schemas.EventFeedResponse, 'x-response-description': 'The next events, and where to go on.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'cursor_expired'),
   },
 };

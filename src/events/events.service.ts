@@ -7,7 +7,7 @@ import type { Principal } from '../auth/principal.ts';
 import { AppError } from '../foundations/errors.ts';
 import { EVENT_TYPES, type EventType } from '../outbox/outbox.ts';
 import type { EventRow } from '../db/schema.ts';
-import { eventHead, eventsAfter } from './events.repository.ts';
+import * as repository from './events.repository.ts';
 
 export interface FeedInput {
   after?: string;
@@ -40,7 +40,7 @@ export function parseEventTypes(text: string | undefined): EventType[] | null {
  * consumer holds changes the service no longer has.
  */
 export async function startingPoint(database: DatabaseHandle, principal: Principal, after: string | undefined): Promise<{ afterSeq: number; lastSeq: number }> {
-  const head = await eventHead(database.db, principal.accountId);
+  const head = await repository.eventHead(database.db, principal.accountId);
   if (after === undefined) return { afterSeq: head.prunedThrough, lastSeq: head.lastSeq };
   const afterSeq = Number(after);
   if (afterSeq < head.prunedThrough) {
@@ -61,7 +61,7 @@ export async function readEventFeed(database: DatabaseHandle, principal: Princip
   const types = parseEventTypes(input.types);
   const limit = input.limit ?? 100;
   const start = await startingPoint(database, principal, input.after);
-  const events = await eventsAfter(database.db, {
+  const events = await repository.eventsAfter(database.db, {
     accountId: principal.accountId,
     environment: principal.allowedEnvironment,
     afterSeq: start.afterSeq,

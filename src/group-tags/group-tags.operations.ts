@@ -3,17 +3,7 @@
 import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, LOCK_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import {
-  CreateGroupTagBody,
-  DeletedGroupTagResponse,
-  GroupTagKey,
-  GroupTagKeyQuery,
-  GroupTagList,
-  GroupTagResponse,
-  ListGroupTagsQuery,
-  RenameGroupTagBody,
-  RenamedGroupTagResponse,
-} from './group-tags.schemas.ts';
+import * as schemas from './group-tags.schemas.ts';
 
 const tags = ['Tags'];
 const BATCHES =
@@ -26,9 +16,9 @@ export const listGroupTagsOperation = {
   description:
     "Every tag of the environment (`api_environment_tag`, else the API token's default): those groups carry, and those created with `POST /api/group_tags` or dropped by their last group (0 groups). In code-point order of their names, a page at a time (`limit`, `cursor`: keyset pagination); `q` keeps the tags that start with it. The `read` scope suffices.",
   ...apiTokenAccess('read', 'request', 'listing tags'),
-  querystring: ListGroupTagsQuery,
+  querystring: schemas.ListGroupTagsQuery,
   response: {
-    200: { ...GroupTagList, 'x-response-description': 'One page of tags.' },
+    200: { ...schemas.GroupTagList, 'x-response-description': 'One page of tags.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed'),
   },
 };
@@ -40,9 +30,9 @@ export const createGroupTagOperation = {
   description:
     "The tag is listed with 0 groups, and offered when a group is edited in the console. A tag that exists (created before, or carried by a group) is `409 group_tag_exists`; one past the environment's bound (`UGS_MAX_TAGS_PER_ENVIRONMENT`, 10,000) is `409 tag_limit_reached`. The name is stored in Unicode NFC. Needs the `write` scope.",
   ...apiTokenAccess('write', 'request', 'creating a tag'),
-  body: CreateGroupTagBody,
+  body: schemas.CreateGroupTagBody,
   response: {
-    201: { ...GroupTagResponse, 'x-response-description': 'The tag, with 0 groups.' },
+    201: { ...schemas.GroupTagResponse, 'x-response-description': 'The tag, with 0 groups.' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'group_tag_exists', 'tag_limit_reached'),
   },
 };
@@ -58,9 +48,9 @@ export const renameGroupTagOperation = {
     BATCHES,
   ].join(' '),
   ...apiTokenAccess('write', 'request', 'renaming a tag'),
-  body: RenameGroupTagBody,
+  body: schemas.RenameGroupTagBody,
   response: {
-    200: { ...RenamedGroupTagResponse, 'x-response-description': 'The tag under its new name, and how many groups changed.' },
+    200: { ...schemas.RenamedGroupTagResponse, 'x-response-description': 'The tag under its new name, and how many groups changed.' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'group_tag_not_found', 'tag_limit_reached', 'too_many_heavy_operations'),
   },
 };
@@ -75,10 +65,10 @@ export const deleteGroupTagOperation = {
     BATCHES,
   ].join(' '),
   ...apiTokenAccess('write', 'request', 'deleting a tag'),
-  body: GroupTagKey,
-  querystring: GroupTagKeyQuery,
+  body: schemas.GroupTagKey,
+  querystring: schemas.GroupTagKeyQuery,
   response: {
-    200: { ...DeletedGroupTagResponse, 'x-response-description': 'The tag is gone; how many groups changed.' },
+    200: { ...schemas.DeletedGroupTagResponse, 'x-response-description': 'The tag is gone; how many groups changed.' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'ambiguous_request', 'group_tag_not_found', 'too_many_heavy_operations'),
   },
 };

@@ -5,8 +5,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError, validationFailed } from '../foundations/errors.ts';
 import { actorOf, principalOf } from '../auth/authenticate.ts';
 import { readBodyOfAnyMethod } from '../http/json-body.ts';
-import { createGroupTagOperation, deleteGroupTagOperation, listGroupTagsOperation, renameGroupTagOperation } from './group-tags.operations.ts';
-import { createGroupTag, deleteGroupTagEverywhere, listGroupTagsPage, renameGroupTag, type GroupTagDeps } from './group-tags.service.ts';
+import * as operations from './group-tags.operations.ts';
+import * as service from './group-tags.service.ts';
 import type { GroupTagKeyInput } from './group-tags.schemas.ts';
 
 /** The tag a DELETE names, from its JSON body or its query string, never both (they could name two tags). */
@@ -18,27 +18,27 @@ function tagKey(body: GroupTagKeyInput | undefined, query: GroupTagKeyInput): Gr
   return { ...source, name: source.name };
 }
 
-export function registerGroupTagRoutes(app: FastifyInstance, deps: GroupTagDeps): void {
+export function registerGroupTagRoutes(app: FastifyInstance, deps: service.GroupTagDeps): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  api.get('/api/group_tags', { schema: listGroupTagsOperation }, async (request) => {
-    const { tags, nextCursor } = await listGroupTagsPage(deps, principalOf(request), request.query);
+  api.get('/api/group_tags', { schema: operations.listGroupTagsOperation }, async (request) => {
+    const { tags, nextCursor } = await service.listGroupTagsPage(deps, principalOf(request), request.query);
     return { success: 1 as const, group_tags: tags, next_cursor: nextCursor };
   });
 
-  api.post('/api/group_tags', { schema: createGroupTagOperation, config: { idempotent: true } }, async (request, reply) => {
-    const tag = await createGroupTag(deps, principalOf(request), request.body);
+  api.post('/api/group_tags', { schema: operations.createGroupTagOperation, config: { idempotent: true } }, async (request, reply) => {
+    const tag = await service.createGroupTag(deps, principalOf(request), request.body);
     reply.code(201);
     return { success: 1 as const, group_tag: tag };
   });
 
-  api.post('/api/group_tags/rename', { schema: renameGroupTagOperation, config: { idempotent: true } }, async (request) => {
-    const renamed = await renameGroupTag(deps, principalOf(request), actorOf(request), request.body);
+  api.post('/api/group_tags/rename', { schema: operations.renameGroupTagOperation, config: { idempotent: true } }, async (request) => {
+    const renamed = await service.renameGroupTag(deps, principalOf(request), actorOf(request), request.body);
     return { success: 1 as const, group_tag: renamed.tag, merged: renamed.merged, user_groups_changed: renamed.userGroupsChanged };
   });
 
-  api.delete('/api/group_tags', { schema: deleteGroupTagOperation, preValidation: readBodyOfAnyMethod }, async (request) => {
-    const deleted = await deleteGroupTagEverywhere(deps, principalOf(request), actorOf(request), tagKey(request.body, request.query));
+  api.delete('/api/group_tags', { schema: operations.deleteGroupTagOperation, preValidation: readBodyOfAnyMethod }, async (request) => {
+    const deleted = await service.deleteGroupTagEverywhere(deps, principalOf(request), actorOf(request), tagKey(request.body, request.query));
     return { success: 1 as const, name: deleted.tag.name, user_groups_changed: deleted.userGroupsChanged };
   });
 }

@@ -23,17 +23,7 @@ import { lockHierarchy } from '../user-groups/hierarchy/hierarchy.repository.ts'
 import { addToTagSets, checkTagBound, tagInSet, tagNamed } from '../user-groups/tag-set.ts';
 import { normalizeTag, normalizeTags } from '../user-groups/declared-fields.ts';
 import { auditEntry } from '../user-groups/user-groups.service.ts';
-import {
-  countCarriers,
-  deleteGroupTag,
-  deleteTagRows,
-  groupsCarrying,
-  insertGroupTag,
-  insertTagRows,
-  listGroupTags,
-  setGroupTags,
-  type GroupTagCount,
-} from './group-tags.repository.ts';
+import * as repository from './group-tags.repository.ts';
 import type { CreateGroupTagInput, GroupTagKeyInput, ListGroupTagsInput, RenameGroupTagInput } from './group-tags.schemas.ts';
 
 export interface GroupTagDeps {
@@ -55,12 +45,12 @@ export async function listGroupTagsPage(
   deps: GroupTagDeps,
   principal: Principal,
   query: ListGroupTagsInput,
-): Promise<{ tags: GroupTagCount[]; nextCursor: string | null }> {
+): Promise<{ tags: repository.GroupTagCount[]; nextCursor: string | null }> {
   const tenant = tenantOf(principal, query.api_environment_tag);
   const limit = query.limit ?? 100;
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const prefix = query.q === undefined ? undefined : normalizeTag(query.q);
-  const rows = await listGroupTags(deps.database.db, deps.database.dialect, tenant, { after, prefix, limit: limit + 1 });
+  const rows = await repository.listGroupTags(deps.database.db, deps.database.dialect, tenant, { after, prefix, limit: limit + 1 });
   const page = rows.slice(0, limit);
   return { tags: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].name) : null };
 }
@@ -70,7 +60,7 @@ export async function listGroupTagsPage(
  * already, `409 tag_limit_reached` if the set is full. Under the tenant's lock, as every write
  * that adds to the set, so that the bound holds across processes.
  */
-export async function createGroupTag(deps: GroupTagDeps, principal: Principal, input: CreateGroupTagInput): Promise<GroupTagCount> {
+export async function createGroupTag(deps: GroupTagDeps, principal: Principal, input: CreateGroupTagInput): Promise<repository.GroupTagCount> {
   const tenant = tenantOf(principal, input.api_environment_tag);
   const name = normalizeTag(input.name);
   // The set holds every tag a group carries (addToTagSets), so a tag not in it is on no group;
@@ -78,9 +68,9 @@ export async function createGroupTag(deps: GroupTagDeps, principal: Principal, i
   // "Upgrades, migrations and rollback"), which this brings into the set: the count says so.
   const count = await inTransaction(deps.database, async (trx) => {
     await lockHierarchy(trx, deps.database.dialect, tenant);
-    if (!(await insertGroupTag(trx, tenant, name))) return undefined;
+    if (!(await repository.insertGroupTag(trx, tenant, name))) return undefined;
     await checkTagBound(trx, tenant, deps);
-    return countCarriers(trx, tenant, name);
+    return repository.countCarriers(trx, tenant, name);
   });
   if (count === undefined) throw new AppError('group_tag_exists', `the tag "${name}" already exists in ${tenant.environment}`);
   return { name, user_group_count: count };
@@ -88,7 +78,7 @@ export async function createGroupTag(deps: GroupTagDeps, principal: Principal, i
 
 export interface RetagOutcome {
   /** The tag afterwards: the new name and its count for a rename; for a delete, the name. */
-  tag: GroupTagCount;
+  tag: repository.GroupTagCount;
   /** A rename onto a tag that existed: the two are one now. */
   merged: boolean;
   userGroupsChanged: number;
@@ -140,17 +130,17 @@ async function retagInBatches(deps: GroupTagDeps, tenant: Tenant, actor: Actor, 
       // In every batch, not only the first: a delete of newName may have taken it out meanwhile.
       // The new name counts against the bound in the old one's place: the old one leaves the set at the end.
       if (newName !== undefined) await addToTagSets(trx, [{ tenant, tags: [newName] }], { maxTagsPerEnvironment: deps.maxTagsPerEnvironment, leaving: name });
-      const batch = await groupsCarrying(trx, tenant, name, afterTeamId, batchSize);
+      const batch = await repository.groupsCarrying(trx, tenant, name, afterTeamId, batchSize);
       let done = await retagGroups(trx, tenant, batch, step);
       if (batch.length === batchSize) return { done, last: batch[batch.length - 1].team_id };
       // The end of the walk: groups given the tag behind it meanwhile, then the set.
       let rest: UserGroupRow[];
       do {
-        rest = await groupsCarrying(trx, tenant, name, 0, batchSize);
+        rest = await repository.groupsCarrying(trx, tenant, name, 0, batchSize);
         done += await retagGroups(trx, tenant, rest, step);
       } while (rest.length === batchSize);
-      await deleteGroupTag(trx, tenant, name);
-      return { done, last: null, count: newName === undefined ? 0 : await countCarriers(trx, tenant, newName) };
+      await repository.deleteGroupTag(trx, tenant, name);
+      return { done, last: null, count: newName === undefined ? 0 : await repository.countCarriers(trx, tenant, newName) };
     });
     changed += outcome.done;
     if (outcome.last === null) return { tag: { name: newName ?? step.name, user_group_count: outcome.count ?? 0 }, merged, userGroupsChanged: changed };
@@ -194,15 +184,16 @@ async function retagGroups(trx: Kysely<Database>, tenant: Tenant, groups: readon
     if (tags.includes(step.name))
       after.set(teamId, normalizeTags([...tags.filter((tag) => tag !== step.name), ...(step.newName === undefined ? [] : [step.newName])]));
   }
-  const updated = after.size === 0 ? [] : await setGroupTags(trx, tenant, new Map([...after].map(([teamId, tags]) => [teamId, JSON.stringify(tags)])), step.at);
-  await deleteTagRows(
+  const updated =
+    after.size === 0 ? [] : await repository.setGroupTags(trx, tenant, new Map([...after].map(([teamId, tags]) => [teamId, JSON.stringify(tags)])), step.at);
+  await repository.deleteTagRows(
     trx,
     tenant,
     step.name,
     groups.map((group) => group.team_id),
   );
   if (step.newName !== undefined) {
-    await insertTagRows(
+    await repository.insertTagRows(
       trx,
       tenant,
       step.newName,

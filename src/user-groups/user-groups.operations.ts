@@ -5,28 +5,7 @@
 import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, LOCK_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import {
-  DeletedResponse,
-  LookupQuery,
-  GetOrCreateResponse,
-  GetUserBody,
-  GetUserQuery,
-  HistoryQuery,
-  HistoryResponse,
-  ListQuery,
-  ListResponse,
-  PostUserBody,
-  PutUserBody,
-  UPDATABLE_FIELDS,
-  CLEARED_BY_NULL,
-  UserGroupKey,
-  UserGroupKeyQuery,
-  UserGroupResponse,
-  UPSERT_BODY_LIMIT_BYTES,
-  UPSERT_MAX_ITEMS,
-  UpsertBody,
-  UpsertResponse,
-} from './user-groups.schemas.ts';
+import * as schemas from './user-groups.schemas.ts';
 
 const tags = ['User groups'];
 
@@ -40,8 +19,8 @@ const getOrCreateDescription = [
 ].join(' ');
 
 const getOrCreateResponses = {
-  200: { ...GetOrCreateResponse, 'x-response-description': 'The group exists: nothing was changed.' },
-  201: { ...GetOrCreateResponse, 'x-response-description': 'The group was created from the given fields.' },
+  200: { ...schemas.GetOrCreateResponse, 'x-response-description': 'The group exists: nothing was changed.' },
+  201: { ...schemas.GetOrCreateResponse, 'x-response-description': 'The group was created from the given fields.' },
   ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'ambiguous_request', 'parent_not_found', 'hierarchy_too_deep', 'tag_limit_reached'),
 };
 
@@ -51,15 +30,15 @@ const getOrCreate = {
   summary: 'Get a user group, creating it if it does not exist',
   description: getOrCreateDescription,
   ...apiTokenAccess('read', 'request', 'looking up a user group'),
-  querystring: GetUserQuery,
+  querystring: schemas.GetUserQuery,
   response: getOrCreateResponses,
 };
 
 /** GET /api/user. Its body schema is `x-get-body`: Fastify takes no body schema on GET (see getBodyOf). */
-export const getOrCreateOperation = { ...getOrCreate, 'x-get-body': GetUserBody };
+export const getOrCreateOperation = { ...getOrCreate, 'x-get-body': schemas.GetUserBody };
 
 /** POST /api/user with X-HTTP-Method-Override: GET: the same operation, hidden from the document. */
-export const getOrCreateOverrideOperation = { ...getOrCreate, body: GetUserBody, hide: true };
+export const getOrCreateOverrideOperation = { ...getOrCreate, body: schemas.GetUserBody, hide: true };
 
 export const createOrRotateOperation = {
   tags,
@@ -73,10 +52,10 @@ export const createOrRotateOperation = {
     'During the grace period the old token still works on the embed side only; a rotation without grace ends every earlier token at once.',
   ].join(' '),
   ...apiTokenAccess('write', 'request', 'creating a user group or rotating its token'),
-  body: PostUserBody,
+  body: schemas.PostUserBody,
   response: {
-    200: { ...UserGroupResponse, 'x-response-description': 'The token was rotated (or, with X-HTTP-Method-Override: GET, the group exists).' },
-    201: { ...UserGroupResponse, 'x-response-description': 'The group was created.' },
+    200: { ...schemas.UserGroupResponse, 'x-response-description': 'The token was rotated (or, with X-HTTP-Method-Override: GET, the group exists).' },
+    201: { ...schemas.UserGroupResponse, 'x-response-description': 'The group was created.' },
     ...errorResponses(
       ...AUTH_ERRORS,
       ...BODY_ERRORS,
@@ -97,14 +76,14 @@ export const updateOperation = {
   summary: 'Update a user group',
   description: [
     'Identified by `user_group_id` (and `api_environment_tag`).',
-    `Give at least one of ${UPDATABLE_FIELDS.map((field) => `\`${field}\``).join(', ')}:`,
-    `given fields replace the stored ones (\`null\` clears ${CLEARED_BY_NULL.map((field) => `\`${field}\``).join(', ')}; \`group_tags\` replaces the set), absent fields stay.`,
+    `Give at least one of ${schemas.UPDATABLE_FIELDS.map((field) => `\`${field}\``).join(', ')}:`,
+    `given fields replace the stored ones (\`null\` clears ${schemas.CLEARED_BY_NULL.map((field) => `\`${field}\``).join(', ')}; \`group_tags\` replaces the set), absent fields stay.`,
     '`new_user_group_id` renames the group, which keeps its token, children and history (`409 user_group_exists` if taken). A move under the group itself or one of its descendants is `409 hierarchy_cycle`. Never creates: `404 user_group_not_found`.',
   ].join(' '),
   ...apiTokenAccess('write', 'request', 'updating a user group'),
-  body: PutUserBody,
+  body: schemas.PutUserBody,
   response: {
-    200: { ...UserGroupResponse, 'x-response-description': 'The group, updated.' },
+    200: { ...schemas.UserGroupResponse, 'x-response-description': 'The group, updated.' },
     ...errorResponses(
       ...AUTH_ERRORS,
       ...BODY_ERRORS,
@@ -126,10 +105,10 @@ export const deleteOperation = {
   description:
     'Identified by JSON body or query string (`user_group_id`, `api_environment_tag`). Its tokens stop working at once. Answers the deleted group without its token, and `deleted_count`. A group with children is `409 user_group_has_children` unless `cascade=true`, which deletes the whole subtree in one transaction. Creating the same id later gives a new team_id and token.',
   ...apiTokenAccess('write', 'request', 'deleting a user group'),
-  body: UserGroupKey,
-  querystring: UserGroupKeyQuery,
+  body: schemas.UserGroupKey,
+  querystring: schemas.UserGroupKeyQuery,
   response: {
-    200: { ...DeletedResponse, 'x-response-description': 'The group was deleted; it is answered without its token.' },
+    200: { ...schemas.DeletedResponse, 'x-response-description': 'The group was deleted; it is answered without its token.' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'ambiguous_request', 'user_group_not_found', 'user_group_has_children'),
   },
 };
@@ -141,9 +120,9 @@ export const listOperation = {
   description:
     'One environment at a time, in creation order (keyset pagination on team_id: stable under concurrent inserts, the same cost at any depth). Tokens are not included: fetch a group to get its token. `q` keeps the groups whose user_group_id or name starts with it; `parent_user_group_id` the children of that group, `tag` the groups with that tag, `hierarchy_level` those of that level. Filters combine, with each other and with the cursor.',
   ...apiTokenAccess('read', 'request', 'listing user groups'),
-  querystring: ListQuery,
+  querystring: schemas.ListQuery,
   response: {
-    200: { ...ListResponse, 'x-response-description': 'One page of groups, without tokens.' },
+    200: { ...schemas.ListResponse, 'x-response-description': 'One page of groups, without tokens.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed'),
   },
 };
@@ -156,12 +135,12 @@ export const upsertOperation = {
     'Needs the `write` scope. Each item is created when missing, or else gets the fields it gives (absent fields stay, as in PUT), in order, committed in parts of 100 items (on PostgreSQL, a run of new groups without parent, level or tags in parts of up to 500):',
     'an item may name as parent a group created by an earlier item. An item that breaks a rule fails alone (`status: "failed"`, with the `error` code a single call would answer) and changes nothing; the others go on.',
     "A call is one of its account's heavy operations: when the account already runs as many as it may, it waits for one to end, then is refused with `429 too_many_heavy_operations`.",
-    `The answer is \`200\` whatever the items' outcomes. More than ${UPSERT_MAX_ITEMS} items, or a body over ${UPSERT_BODY_LIMIT_BYTES / 1024 / 1024} MiB, is refused whole and changes nothing.`,
+    `The answer is \`200\` whatever the items' outcomes. More than ${schemas.UPSERT_MAX_ITEMS} items, or a body over ${schemas.UPSERT_BODY_LIMIT_BYTES / 1024 / 1024} MiB, is refused whole and changes nothing.`,
   ].join(' '),
   ...apiTokenAccess('write', 'items', 'upserting user groups'),
-  body: UpsertBody,
+  body: schemas.UpsertBody,
   response: {
-    200: { ...UpsertResponse, 'x-response-description': 'One result per item, in order, and the counts.' },
+    200: { ...schemas.UpsertResponse, 'x-response-description': 'One result per item, in order, and the counts.' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, ...LOCK_ERRORS, 'too_many_heavy_operations'),
   },
 };
@@ -173,9 +152,9 @@ export const lookupOperation = {
   description:
     "The group with this user_group_id in the environment (`api_environment_tag`, else the API token's default), with its current token: `200`, or `404 user_group_not_found`. Unlike `GET /api/user` it never creates: the read scope is always enough, and a group deleted meanwhile stays deleted.",
   ...apiTokenAccess('read', 'request', 'reading a user group'),
-  querystring: LookupQuery,
+  querystring: schemas.LookupQuery,
   response: {
-    200: { ...UserGroupResponse, 'x-response-description': 'The group and its current token.' },
+    200: { ...schemas.UserGroupResponse, 'x-response-description': 'The group and its current token.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'user_group_not_found'),
   },
 };
@@ -187,8 +166,11 @@ export const historyOperation = {
   description:
     'Every create, update (with the changed fields and, for renames, parent and tag changes, their old and new values), rotate and delete of the group with this user_group_id, from before any rename; for a deleted group, of the groups that last had this id. Never holds a token.',
   ...apiTokenAccess('read', 'request', 'reading history'),
-  querystring: HistoryQuery,
-  response: { 200: { ...HistoryResponse, 'x-response-description': 'The entries, newest first.' }, ...errorResponses(...AUTH_ERRORS, 'validation_failed') },
+  querystring: schemas.HistoryQuery,
+  response: {
+    200: { ...schemas.HistoryResponse, 'x-response-description': 'The entries, newest first.' },
+    ...errorResponses(...AUTH_ERRORS, 'validation_failed'),
+  },
 };
 
 const curl = (source: string): CodeSample => ({ lang: 'Shell', label: 'curl', source });

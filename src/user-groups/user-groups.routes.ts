@@ -18,22 +18,12 @@ import {
   type UserGroupInput,
   type UserGroupKeyInput,
 } from './user-groups.schemas.ts';
-import {
-  createOrRotateOperation,
-  deleteOperation,
-  getOrCreateOperation,
-  getOrCreateOverrideOperation,
-  historyOperation,
-  listOperation,
-  lookupOperation,
-  updateOperation,
-  upsertOperation,
-} from './user-groups.operations.ts';
-import { createUserGroup, getOrCreateUserGroup, lookupUserGroup, removeUserGroup, updateUserGroup, type UserGroupDeps } from './user-groups.service.ts';
-import { upsertUserGroups } from './upsert.service.ts';
-import { listUserGroupsPage } from './listing/list.service.ts';
-import { rotateUserGroupToken } from './token-rotation.service.ts';
-import { userGroupHistoryEntries } from './user-group-history.service.ts';
+import * as operations from './user-groups.operations.ts';
+import * as userGroups from './user-groups.service.ts';
+import * as upsert from './upsert.service.ts';
+import * as listing from './listing/list.service.ts';
+import * as tokenRotation from './token-rotation.service.ts';
+import * as history from './user-group-history.service.ts';
 import { deletedResponseJson, getOrCreateResponseJson, listResponseJson, userGroupResponseJson } from './user-groups.json.ts';
 
 const getUserBody = getBodyOf(GetUserBody);
@@ -67,22 +57,22 @@ function identification<T extends UserGroupKeyInput>(body: T | undefined, query:
 
 const ROTATE_FIELDS = new Set(['current_token', 'grace_period_seconds']);
 
-export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDeps): void {
+export function registerUserGroupRoutes(app: FastifyInstance, deps: userGroups.UserGroupDeps): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
   const getOrCreate = async (input: UserGroupInput, principal: ReturnType<typeof principalOf>, actor: ReturnType<typeof actorOf>) => {
-    const { created, group } = await getOrCreateUserGroup(deps, principal, actor, input);
+    const { created, group } = await userGroups.getOrCreateUserGroup(deps, principal, actor, input);
     return { status: created ? 201 : 200, json: getOrCreateResponseJson(created, group) };
   };
 
-  api.get('/api/user', { schema: getOrCreateOperation, preValidation: readBodyOfAnyMethod }, async (request, reply) => {
+  api.get('/api/user', { schema: operations.getOrCreateOperation, preValidation: readBodyOfAnyMethod }, async (request, reply) => {
     const input = identification<GetUserBodyInput>(getUserBody(request.body), request.query);
     const { status, json } = await getOrCreate(input, principalOf(request), actorOf(request));
     return sendJson(reply, status, json);
   });
   api.post(
     '/api/user',
-    { schema: getOrCreateOverrideOperation, constraints: { [METHOD_OVERRIDE_CONSTRAINT]: 'GET' }, preValidation: readBodyOfAnyMethod },
+    { schema: operations.getOrCreateOverrideOperation, constraints: { [METHOD_OVERRIDE_CONSTRAINT]: 'GET' }, preValidation: readBodyOfAnyMethod },
     async (request, reply) => {
       const input = identification<GetUserBodyInput>(request.body, request.query);
       const { status, json } = await getOrCreate(input, principalOf(request), actorOf(request));
@@ -93,20 +83,20 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
   api.post(
     '/api/users/upsert',
     {
-      schema: upsertOperation,
+      schema: operations.upsertOperation,
       bodyLimit: UPSERT_BODY_LIMIT_BYTES,
       validatorCompiler: () => upsertEnvelope,
       config: { idempotent: true, jsonItems: 'user_groups' },
     },
     async (request) => {
-      const results = await upsertUserGroups(deps, principalOf(request), actorOf(request), request.body.user_groups, upsertItem);
+      const results = await upsert.upsertUserGroups(deps, principalOf(request), actorOf(request), request.body.user_groups, upsertItem);
       const counts = { created: 0, updated: 0, unchanged: 0, failed: 0 };
       for (const result of results) counts[result.status]++;
       return { success: 1 as const, results, counts };
     },
   );
 
-  api.post('/api/user', { schema: createOrRotateOperation, config: { idempotent: true } }, async (request, reply) => {
+  api.post('/api/user', { schema: operations.createOrRotateOperation, config: { idempotent: true } }, async (request, reply) => {
     const { current_token: currentToken, grace_period_seconds: graceSeconds, user_group_id: id, ...fields } = request.body;
     if (currentToken !== undefined) {
       const extra = Object.keys(request.body).filter((field) => !ROTATE_FIELDS.has(field));
@@ -115,7 +105,7 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
           details: extra.map((field) => ({ field, issue: 'not_allowed_with_current_token' })),
         });
       }
-      const rotated = await rotateUserGroupToken(deps, principalOf(request), actorOf(request), {
+      const rotated = await tokenRotation.rotateUserGroupToken(deps, principalOf(request), actorOf(request), {
         current_token: currentToken,
         grace_period_seconds: graceSeconds,
       });
@@ -127,16 +117,16 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
       });
     }
     if (id === undefined) throw validationFailed('user_group_id', 'required', 'user_group_id is required');
-    const created = await createUserGroup(deps, principalOf(request), actorOf(request), { ...fields, user_group_id: id });
+    const created = await userGroups.createUserGroup(deps, principalOf(request), actorOf(request), { ...fields, user_group_id: id });
     return sendJson(reply, 201, userGroupResponseJson(created));
   });
 
-  api.put('/api/user', { schema: updateOperation }, async (request, reply) => {
-    const updated = await updateUserGroup(deps, principalOf(request), actorOf(request), request.body);
+  api.put('/api/user', { schema: operations.updateOperation }, async (request, reply) => {
+    const updated = await userGroups.updateUserGroup(deps, principalOf(request), actorOf(request), request.body);
     return sendJson(reply, 200, userGroupResponseJson(updated));
   });
 
-  api.delete('/api/user', { schema: deleteOperation, preValidation: readBodyOfAnyMethod }, async (request, reply) => {
+  api.delete('/api/user', { schema: operations.deleteOperation, preValidation: readBodyOfAnyMethod }, async (request, reply) => {
     // cascade says how, not which group: it may come in the query string of a request that
     // identifies the group in its body (DELETE /api/user?cascade=true).
     const { cascade: bodyCascade, ...body } = request.body ?? {};
@@ -145,25 +135,25 @@ export function registerUserGroupRoutes(app: FastifyInstance, deps: UserGroupDep
       throw new AppError('ambiguous_request', 'give cascade in the JSON body or in the query string, not both');
     }
     const key = identification<UserGroupKeyInput>(body, query);
-    const { group, deletedCount } = await removeUserGroup(deps, principalOf(request), actorOf(request), {
+    const { group, deletedCount } = await userGroups.removeUserGroup(deps, principalOf(request), actorOf(request), {
       ...key,
       cascade: bodyCascade ?? queryCascade ?? false,
     });
     return sendJson(reply, 200, deletedResponseJson(group, deletedCount));
   });
 
-  api.get('/api/users', { schema: listOperation }, async (request, reply) => {
-    const page = await listUserGroupsPage(deps, principalOf(request), request.query);
+  api.get('/api/users', { schema: operations.listOperation }, async (request, reply) => {
+    const page = await listing.listUserGroupsPage(deps, principalOf(request), request.query);
     return sendJson(reply, 200, listResponseJson(page.objects, page.nextCursor));
   });
 
-  api.get('/api/user/lookup', { schema: lookupOperation }, async (request, reply) => {
-    const group = await lookupUserGroup(deps, principalOf(request), request.query);
+  api.get('/api/user/lookup', { schema: operations.lookupOperation }, async (request, reply) => {
+    const group = await userGroups.lookupUserGroup(deps, principalOf(request), request.query);
     return sendJson(reply, 200, userGroupResponseJson(group));
   });
 
-  api.get('/api/user/history', { schema: historyOperation }, async (request) => ({
+  api.get('/api/user/history', { schema: operations.historyOperation }, async (request) => ({
     success: 1 as const,
-    ...(await userGroupHistoryEntries(deps, principalOf(request), request.query)),
+    ...(await history.userGroupHistoryEntries(deps, principalOf(request), request.query)),
   }));
 }

@@ -17,15 +17,7 @@ import type { ServiceEvents } from '../metrics/metrics.ts';
 import { appendAudit, appendAudits, type Actor, type AuditAction, type AuditDetails, type AuditEntry } from '../audit/audit.repository.ts';
 import { generateToken, hashToken } from '../auth/token-format.ts';
 import { requireScope, resolveEnvironment, type Principal } from '../auth/principal.ts';
-import {
-  findUserGroup,
-  findUserGroupChain,
-  findUserGroupForUpdate,
-  insertUserGroupIfAbsent,
-  updateUserGroupFields,
-  type GroupIdentity,
-  type NewUserGroup,
-} from './user-groups.repository.ts';
+import * as repository from './user-groups.repository.ts';
 import type { Tenant } from '../db/tenant.ts';
 import type { HeavyOperations } from '../accounts/heavy-operations.ts';
 import { childLevels, deleteSubtree, hasChildren, lockHierarchy, replaceTagRows, subtreeHeight } from './hierarchy/hierarchy.repository.ts';
@@ -54,7 +46,7 @@ export function withToken(group: ResolvedGroup, tokens: OpenedTokenCache): Group
 }
 
 /** The group an input names: the caller's account, the environment it asks for (or its token's), the normalized id. */
-export function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): GroupIdentity {
+export function keyFor(principal: Principal, input: { user_group_id: string | number; api_environment_tag?: Environment }): repository.GroupIdentity {
   return {
     accountId: principal.accountId,
     environment: resolveEnvironment(principal, input.api_environment_tag),
@@ -74,7 +66,7 @@ export const tagsOf = (row: { group_tags: string }) => JSON.parse(row.group_tags
 const setsTags = (fields: { group_tags?: string }) => fields.group_tags !== undefined && fields.group_tags !== '[]';
 
 /** Inserts a new group with a fresh token (input already checked); undefined if the identity already exists. */
-function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGroupInput, actor: Actor): Promise<ResolvedGroup | undefined> {
+function insertNew(deps: UserGroupDeps, key: repository.GroupIdentity, input: UserGroupInput, actor: Actor): Promise<ResolvedGroup | undefined> {
   const token = generateToken('user_group');
   const at = deps.now();
   return inTransaction(deps.database, async (trx) => {
@@ -88,12 +80,12 @@ function insertNew(deps: UserGroupDeps, key: GroupIdentity, input: UserGroupInpu
 /** The row of a new group: what the input leaves out, the name defaults to the id; columns that may be null are null. */
 export function newGroupRow(
   deps: UserGroupDeps,
-  key: GroupIdentity,
+  key: repository.GroupIdentity,
   fields: ReturnType<typeof storedFields>,
   parentTeamId: number | null,
   token: string,
   at: Date,
-): NewUserGroup {
+): repository.NewUserGroup {
   return {
     account_id: key.accountId,
     environment: key.environment,
@@ -118,7 +110,7 @@ export function newGroupRow(
 export async function insertNewIn(
   trx: Kysely<Database>,
   deps: UserGroupDeps,
-  key: GroupIdentity,
+  key: repository.GroupIdentity,
   input: UserGroupInput,
   token: string,
   at: Date,
@@ -133,7 +125,7 @@ export async function insertNewIn(
 
   const parentChain = await parentChainFor(trx, key, parent, { height: 1, maxDepth: deps.maxHierarchyDepth });
   await checkLevel(trx, key.accountId, fields.hierarchy_level ?? null, parentChain[0]?.hierarchy_level ?? null, []);
-  const row = await insertUserGroupIfAbsent(trx, newGroupRow(deps, key, fields, parentChain[0]?.team_id ?? null, token, at));
+  const row = await repository.insertUserGroupIfAbsent(trx, newGroupRow(deps, key, fields, parentChain[0]?.team_id ?? null, token, at));
   if (!row) return undefined;
   const tags = tagsOf(row);
   if (tags.length > 0) await replaceTagRows(trx, key, row.team_id, tags, deps);
@@ -166,8 +158,8 @@ export async function getOrCreateUserGroup(
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing =
       attempt === 0
-        ? await deps.database.pageViews.ofAccount(key.accountId, (reads) => findUserGroup(reads, key))
-        : await findUserGroup(deps.database.reads, key);
+        ? await deps.database.pageViews.ofAccount(key.accountId, (reads) => repository.findUserGroup(reads, key))
+        : await repository.findUserGroup(deps.database.reads, key);
     if (existing) return { created: false, group: withToken(existing, deps.tokens) };
     requireScope(principal, 'write', 'creating a user group (it does not exist yet)');
     const inserted = await insertNew(deps, key, input, actor);
@@ -187,7 +179,7 @@ export async function lookupUserGroup(
   input: { user_group_id: string; api_environment_tag?: Environment },
 ): Promise<GroupWithToken> {
   const key = keyFor(principal, input);
-  const group = await deps.database.pageViews.ofAccount(key.accountId, (reads) => findUserGroup(reads, key));
+  const group = await deps.database.pageViews.ofAccount(key.accountId, (reads) => repository.findUserGroup(reads, key));
   if (!group) throw notFound(key);
   return withToken(group, deps.tokens);
 }
@@ -212,7 +204,7 @@ export async function updateUserGroup(deps: UserGroupDeps, principal: Principal,
   const group = await inTransaction(deps.database, async (trx) => {
     const { row, audit } = await updateIn(trx, deps, key, { changes, parent, newId }, actor, at);
     if (audit) await appendAudit(trx, audit);
-    return resolveChain(await findUserGroupChain(trx, key, row.team_id));
+    return resolveChain(await repository.findUserGroupChain(trx, key, row.team_id));
   });
   return withToken(group, deps.tokens);
 }
@@ -232,7 +224,7 @@ interface GroupChange {
 export async function updateIn(
   trx: Kysely<Database>,
   deps: UserGroupDeps,
-  key: GroupIdentity,
+  key: repository.GroupIdentity,
   { changes, parent, newId }: GroupChange,
   actor: Actor,
   at: Date,
@@ -241,13 +233,13 @@ export async function updateIn(
   // change could break a rule of the hierarchy or sets the tags.
   const reshapes = parent.given || changes.hierarchy_level !== undefined;
   if (reshapes || changes.group_tags !== undefined) await lockHierarchy(trx, deps.database.dialect, key);
-  const current = await findUserGroupForUpdate(trx, deps.database.dialect, key, { keyChange: newId !== undefined });
+  const current = await repository.findUserGroupForUpdate(trx, deps.database.dialect, key, { keyChange: newId !== undefined });
   if (!current) throw notFound(key);
   const details: AuditDetails = {};
   const changed = changedFields(changes, current);
   let parentTeamId = current.parent_team_id;
   // The group and its ancestors as they are: the old parent, and the parent chain when it stays.
-  const currentChain = reshapes ? await findUserGroupChain(trx, key, current.team_id) : undefined;
+  const currentChain = reshapes ? await repository.findUserGroupChain(trx, key, current.team_id) : undefined;
   if (currentChain) {
     const height = parent.given ? await subtreeHeight(trx, key, current.team_id) : 0;
     const parentChain = parent.given
@@ -269,7 +261,7 @@ export async function updateIn(
   if (changed.length === 0) return { row: current };
   let updated: UserGroupRow | undefined;
   try {
-    updated = await updateUserGroupFields(trx, key, current.team_id, {
+    updated = await repository.updateUserGroupFields(trx, key, current.team_id, {
       ...changes,
       parent_team_id: parentTeamId,
       ...(newId === undefined ? {} : { provided_id: newId }),
@@ -313,9 +305,9 @@ export async function removeUserGroup(
   return inTransaction(deps.database, async (trx) => {
     // Under the hierarchy lock, no child can be added while we look.
     await lockHierarchy(trx, deps.database.dialect, key);
-    const current = await findUserGroupForUpdate(trx, deps.database.dialect, key, { keyChange: true });
+    const current = await repository.findUserGroupForUpdate(trx, deps.database.dialect, key, { keyChange: true });
     if (!current) throw notFound(key);
-    const group = resolveChain(await findUserGroupChain(trx, key, current.team_id));
+    const group = resolveChain(await repository.findUserGroupChain(trx, key, current.team_id));
     if (!input.cascade && (await hasChildren(trx, key, current.team_id))) {
       throw new AppError(
         'user_group_has_children',
@@ -331,11 +323,11 @@ export async function removeUserGroup(
   });
 }
 
-function groupExists(key: GroupIdentity, providedId: string): AppError {
+function groupExists(key: repository.GroupIdentity, providedId: string): AppError {
   return new AppError('user_group_exists', `a user group with user_group_id "${providedId}" already exists in ${key.environment}`);
 }
 
-function notFound(key: GroupIdentity): AppError {
+function notFound(key: repository.GroupIdentity): AppError {
   return new AppError('user_group_not_found', `no user group with user_group_id "${key.providedId}" in ${key.environment}`);
 }
 

@@ -3,17 +3,7 @@
 import { apiTokenAccess } from '../auth/route-access.ts';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses } from '../http/envelope.schemas.ts';
 import type { CodeSample } from '../http/openapi.ts';
-import {
-  CreateWebhookEndpointBody,
-  CreatedWebhookEndpointResponse,
-  DeletedWebhookEndpointResponse,
-  EnabledWebhookEndpointResponse,
-  WebhookDeliveriesQuery,
-  WebhookDeliveriesResponse,
-  WebhookEndpointIdParams,
-  WebhookEndpointListResponse,
-  WebhookTestResponse,
-} from './webhooks.schemas.ts';
+import * as schemas from './webhooks.schemas.ts';
 
 const tags = ['Webhooks'];
 const ADMIN =
@@ -26,7 +16,7 @@ export const listWebhookEndpointsOperation = {
   description: `${ADMIN} Oldest first, each with its status (a disabled endpoint failed for 3 days); never a secret.`,
   ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
   response: {
-    200: { ...WebhookEndpointListResponse, 'x-response-description': "The account's webhook endpoints." },
+    200: { ...schemas.WebhookEndpointListResponse, 'x-response-description': "The account's webhook endpoints." },
     ...errorResponses(...AUTH_ERRORS),
   },
 };
@@ -45,9 +35,9 @@ export const createWebhookEndpointOperation = {
     'The secret is in this answer only: the service keeps it sealed.',
   ].join(' '),
   ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
-  body: CreateWebhookEndpointBody,
+  body: schemas.CreateWebhookEndpointBody,
   response: {
-    201: { ...CreatedWebhookEndpointResponse, 'x-response-description': 'The new endpoint, with its secret (shown once).' },
+    201: { ...schemas.CreatedWebhookEndpointResponse, 'x-response-description': 'The new endpoint, with its secret (shown once).' },
     ...errorResponses(...AUTH_ERRORS, ...BODY_ERRORS, 'webhook_url_forbidden', 'webhook_endpoint_limit_reached'),
   },
 };
@@ -58,9 +48,9 @@ export const deleteWebhookEndpointOperation = {
   summary: 'Delete a webhook endpoint',
   description: `${ADMIN} Nothing more is sent to it; its pending deliveries and their history go with it.`,
   ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
-  params: WebhookEndpointIdParams,
+  params: schemas.WebhookEndpointIdParams,
   response: {
-    200: { ...DeletedWebhookEndpointResponse, 'x-response-description': 'The endpoint as it was.' },
+    200: { ...schemas.DeletedWebhookEndpointResponse, 'x-response-description': 'The endpoint as it was.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found'),
   },
 };
@@ -71,9 +61,9 @@ export const rotateWebhookSecretOperation = {
   summary: "Rotate a webhook endpoint's secret; the new one is shown once",
   description: `${ADMIN} For 24 hours the old secret also signs: each delivery carries both signatures, space-separated in \`webhook-signature\`, so the receiver can switch at any time.`,
   ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
-  params: WebhookEndpointIdParams,
+  params: schemas.WebhookEndpointIdParams,
   response: {
-    200: { ...CreatedWebhookEndpointResponse, 'x-response-description': 'The endpoint, with its new secret (shown once).' },
+    200: { ...schemas.CreatedWebhookEndpointResponse, 'x-response-description': 'The endpoint, with its new secret (shown once).' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found'),
   },
 };
@@ -84,9 +74,9 @@ export const enableWebhookEndpointOperation = {
   summary: 'Enable a webhook endpoint that was disabled',
   description: `${ADMIN} For an endpoint disabled after 3 days of failures, once its receiver works again: the deliveries still pending are sent again at once, and new events go to it. The events made while it was disabled were not queued for it: read them from the feed (\`GET /api/events?after=\`). An enabled endpoint is answered as it is.`,
   ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
-  params: WebhookEndpointIdParams,
+  params: schemas.WebhookEndpointIdParams,
   response: {
-    200: { ...EnabledWebhookEndpointResponse, 'x-response-description': 'The endpoint, enabled.' },
+    200: { ...schemas.EnabledWebhookEndpointResponse, 'x-response-description': 'The endpoint, enabled.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found'),
   },
 };
@@ -97,10 +87,10 @@ export const webhookDeliveriesOperation = {
   summary: "A webhook endpoint's latest deliveries and their attempts",
   description: `${ADMIN} Newest first: each event's delivery, its status, and every attempt with the status code, duration and error. Finished deliveries are kept as long as events (\`UGS_EVENT_RETENTION\`).`,
   ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
-  params: WebhookEndpointIdParams,
-  querystring: WebhookDeliveriesQuery,
+  params: schemas.WebhookEndpointIdParams,
+  querystring: schemas.WebhookDeliveriesQuery,
   response: {
-    200: { ...WebhookDeliveriesResponse, 'x-response-description': 'The latest deliveries.' },
+    200: { ...schemas.WebhookDeliveriesResponse, 'x-response-description': 'The latest deliveries.' },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found'),
   },
 };
@@ -111,9 +101,9 @@ export const testWebhookEndpointOperation = {
   summary: 'Send a test event to a webhook endpoint',
   description: `${ADMIN} Sends one signed \`webhook_endpoint.test\` event now (event id 0, not in the feed, never retried) and answers how it went. It counts against the account's webhook requests in flight, like deliveries, one test at a time per endpoint: beyond, \`429 webhook_endpoint_busy\` with \`Retry-After\`.`,
   ...apiTokenAccess('admin', 'token', "managing the account's webhook endpoints"),
-  params: WebhookEndpointIdParams,
+  params: schemas.WebhookEndpointIdParams,
   response: {
-    200: { ...WebhookTestResponse, 'x-response-description': "The attempt's outcome (delivered: the endpoint answered 2xx)." },
+    200: { ...schemas.WebhookTestResponse, 'x-response-description': "The attempt's outcome (delivered: the endpoint answered 2xx)." },
     ...errorResponses(...AUTH_ERRORS, 'validation_failed', 'webhook_endpoint_not_found', 'webhook_endpoint_busy'),
   },
 };

@@ -17,19 +17,7 @@ import type { Actor } from '../audit/audit.repository.ts';
 import { auditEndpoint } from './webhook-audit.ts';
 import { parseWebhookUrl, WebhookAddressError } from './webhook-address.ts';
 import { generateWebhookSecret, sendWebhook, type AttemptOutcome } from './webhook-sender.ts';
-import {
-  attemptsOf,
-  deleteEndpoint,
-  enableEndpoint,
-  endpointsReceiving,
-  findEndpoint,
-  insertEndpoint,
-  listEndpoints,
-  lockAccountEndpoints,
-  recentDeliveries,
-  replaceSecret,
-  type VisibleEndpoints,
-} from './webhooks.repository.ts';
+import * as repository from './webhooks.repository.ts';
 import { secretsThatSign, webhookIdOf } from './webhook-secrets.ts';
 import { lastEventSeq, skippedAfterEnabling } from './webhook-fan-out.ts';
 import type { WebhookTraffic } from './webhook-traffic.ts';
@@ -51,8 +39,8 @@ export interface CreateEndpointInput {
   description: string | null;
 }
 
-/** The endpoints an admin may manage (VisibleEndpoints). */
-export function visibleTo(principal: Principal): VisibleEndpoints {
+/** The endpoints an admin may manage (repository.VisibleEndpoints). */
+export function visibleTo(principal: Principal): repository.VisibleEndpoints {
   return { accountId: principal.accountId, environment: principal.allowedEnvironment };
 }
 
@@ -105,10 +93,10 @@ function refuseUserinfo(url: string): void {
  * endpoint of no environment receives both, so it counts for both. Checked under the account's
  * lock, so that two creations at once cannot both take the last place.
  */
-async function refuseBeyondCap(trx: Kysely<Database>, visible: VisibleEndpoints, max: number): Promise<void> {
-  await lockAccountEndpoints(trx, visible.accountId);
+async function refuseBeyondCap(trx: Kysely<Database>, visible: repository.VisibleEndpoints, max: number): Promise<void> {
+  await repository.lockAccountEndpoints(trx, visible.accountId);
   const environments: Environment[] = visible.environment === null ? ['Customer', 'Testing'] : [visible.environment];
-  for (const [environment, count] of await endpointsReceiving(trx, visible.accountId, environments)) {
+  for (const [environment, count] of await repository.endpointsReceiving(trx, visible.accountId, environments)) {
     if (count >= max)
       throw new AppError(
         'webhook_endpoint_limit_reached',
@@ -120,7 +108,7 @@ async function refuseBeyondCap(trx: Kysely<Database>, visible: VisibleEndpoints,
 /** Creates an endpoint of an account (in `visible.environment`, if any); the secret is in this answer only. */
 export async function createEndpoint(
   deps: WebhookDeps,
-  visible: VisibleEndpoints,
+  visible: repository.VisibleEndpoints,
   input: CreateEndpointInput,
   actor: Actor,
   now: Date,
@@ -129,7 +117,7 @@ export async function createEndpoint(
   const secret = generateWebhookSecret();
   const endpoint = await inTransaction(deps.database, async (trx) => {
     await refuseBeyondCap(trx, visible, deps.maxEndpoints);
-    const created = await insertEndpoint(trx, {
+    const created = await repository.insertEndpoint(trx, {
       account_id: visible.accountId,
       url: input.url,
       types: input.types === null ? null : JSON.stringify(input.types),
@@ -150,18 +138,24 @@ export function createEndpointAs(deps: WebhookDeps, principal: Principal, input:
 }
 
 export function listEndpointsAs(database: DatabaseHandle, principal: Principal): Promise<WebhookEndpointRow[]> {
-  return listEndpoints(database.db, visibleTo(principal));
+  return repository.listEndpoints(database.db, visibleTo(principal));
 }
 
 export function listEndpointsOf(database: DatabaseHandle, accountId: number): Promise<WebhookEndpointRow[]> {
-  return listEndpoints(database.db, { accountId, environment: null });
+  return repository.listEndpoints(database.db, { accountId, environment: null });
 }
 
 /** Deletes an endpoint, its deliveries and their attempts: nothing more is sent to it. */
-export async function deleteEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number, actor: Actor, now: Date): Promise<WebhookEndpointRow> {
+export async function deleteEndpointIn(
+  database: DatabaseHandle,
+  visible: repository.VisibleEndpoints,
+  id: number,
+  actor: Actor,
+  now: Date,
+): Promise<WebhookEndpointRow> {
   return inTransaction(database, async (trx) => {
-    const endpoint = await findEndpoint(trx, visible, id);
-    if (!endpoint || !(await deleteEndpoint(trx, visible, id))) throw notFound(id);
+    const endpoint = await repository.findEndpoint(trx, visible, id);
+    if (!endpoint || !(await repository.deleteEndpoint(trx, visible, id))) throw notFound(id);
     await auditEndpoint(trx, endpoint, 'webhook_endpoint.delete', actor, now);
     return endpoint;
   });
@@ -182,9 +176,9 @@ export async function rotateSecretAs(
   const visible = visibleTo(principal);
   const secret = generateWebhookSecret();
   const endpoint = await inTransaction(deps.database, async (trx) => {
-    const current = await findEndpoint(trx, visible, id);
+    const current = await repository.findEndpoint(trx, visible, id);
     if (!current) throw notFound(id);
-    const rotated = await replaceSecret(trx, visible, id, {
+    const rotated = await repository.replaceSecret(trx, visible, id, {
       secret_sealed: deps.keyring.seal(secret, 'webhook-secret'),
       previous_secret_sealed: current.secret_sealed,
       previous_secret_expires_at: new Date(now.getTime() + PREVIOUS_SECRET_MS).toISOString(),
@@ -202,13 +196,19 @@ export async function rotateSecretAs(
  * from its next failure. The events made while it was disabled are not for it (the feed has
  * them). An enabled endpoint is answered as it is.
  */
-export async function enableEndpointIn(database: DatabaseHandle, visible: VisibleEndpoints, id: number, actor: Actor, now: Date): Promise<WebhookEndpointRow> {
+export async function enableEndpointIn(
+  database: DatabaseHandle,
+  visible: repository.VisibleEndpoints,
+  id: number,
+  actor: Actor,
+  now: Date,
+): Promise<WebhookEndpointRow> {
   return inTransaction(database, async (trx) => {
-    const current = await findEndpoint(trx, visible, id);
+    const current = await repository.findEndpoint(trx, visible, id);
     if (!current) throw notFound(id);
     if (current.disabled_at === null) return current;
     const skipped = skippedAfterEnabling(current.skipped_seqs, await lastEventSeq(trx, visible.accountId));
-    const enabled = await enableEndpoint(trx, visible, id, now.toISOString(), skipped);
+    const enabled = await repository.enableEndpoint(trx, visible, id, now.toISOString(), skipped);
     if (!enabled) return current;
     await auditEndpoint(trx, enabled, 'webhook_endpoint.enable', actor, now);
     return enabled;
@@ -231,10 +231,10 @@ export async function deliveriesAs(
   limit: number,
 ): Promise<{ endpoint: WebhookEndpointRow; deliveries: DeliveryWithAttempts[] }> {
   const visible = visibleTo(principal);
-  const endpoint = await findEndpoint(database.db, visible, id);
+  const endpoint = await repository.findEndpoint(database.db, visible, id);
   if (!endpoint) throw notFound(id);
-  const deliveries = await recentDeliveries(database.db, visible, id, limit);
-  const attempts = await attemptsOf(
+  const deliveries = await repository.recentDeliveries(database.db, visible, id, limit);
+  const attempts = await repository.attemptsOf(
     database.db,
     visible,
     id,
@@ -264,7 +264,7 @@ export async function sendTestEventAs(
   now: Date,
 ): Promise<{ outcome: AttemptOutcome; attemptedAt: Date }> {
   const visible = visibleTo(principal);
-  const endpoint = await findEndpoint(deps.database.db, visible, id);
+  const endpoint = await repository.findEndpoint(deps.database.db, visible, id);
   if (!endpoint) throw notFound(id);
   const event = {
     id: 0,

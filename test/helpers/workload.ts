@@ -1,13 +1,20 @@
 // A workload of every operation of the API, run by one caller in one environment, for the
 // suites that capture the statements a request sends: test/query-plans.test.ts (each finds
 // its index) and test/tenant-isolation.test.ts (each names the caller's account). The hot
-// reads run concurrently, so that they batch as they do under load.
+// reads run concurrently, so that they batch as they do under load; the flows below go
+// through the states a request needs (pages after a cursor, a token in its grace period, a
+// hierarchy), and last every route's example request of test/helpers/route-requests.ts, the
+// one the authorization matrix sends, is sent as the caller, aimed at a group of its own.
 import assert from 'node:assert/strict';
 import { decodeJwt } from 'jose';
+import type { FastifyInstance } from 'fastify';
 import type { Environment } from '../../src/db/schema.ts';
 import type { BuiltApp, RequestOptions, ResponseBody } from './harness.ts';
+import { QUIET_ENDPOINT, ROUTE_REQUESTS, WITHOUT_A_ROW, routesWithoutARow, type Target } from './route-requests.ts';
 
 export interface WorkloadCaller {
+  /** The app the requests go to: every one of its routes must have its example request (route-requests.ts). */
+  app: FastifyInstance;
   request: BuiltApp['request'];
   /** An API token with read, write and admin, in `environment` (restricted to it or not). */
   token: string;
@@ -23,6 +30,7 @@ export interface WorkloadCaller {
 /** Runs every operation once (the hot reads twenty times at once); every answer must succeed. */
 export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   const { token, environment: env, existing, run } = caller;
+  assert.deepEqual(routesWithoutARow(caller.app), { missing: [], stale: [] }, WITHOUT_A_ROW);
   const request = (method: string, path: string, options: RequestOptions = {}): Promise<ResponseBody> =>
     caller.request(method, path, { token, ...options }).then((answer) => {
       assert.ok(answer.status < 300, `${method} ${path}: ${answer.status} ${answer.text}`);
@@ -153,4 +161,40 @@ export async function runEveryOperation(caller: WorkloadCaller): Promise<void> {
   // Change events: the feed, filtered and not, from the start and from a cursor.
   await request('GET', '/api/events');
   await request('GET', '/api/events', { query: { after: '1', types: 'user_group.created,user_group.deleted', limit: '5' } });
+  // Every route's example request (route-requests.ts), aimed at a group of the caller's made for it
+  // alone, with a tag named after it, an embed token, an API token and a webhook endpoint.
+  // The endpoints a row made are deleted after it, so that no run reaches the account's bound of endpoints.
+  const endpointIds = async (): Promise<number[]> =>
+    (await request('GET', '/api/webhook_endpoints')).webhook_endpoints.map((endpoint: { id: number }) => endpoint.id);
+  const keptEndpoints = new Set(await endpointIds());
+  let fresh = 0;
+  for (const [key, row] of Object.entries(ROUTE_REQUESTS)) {
+    const target = await exampleTarget(id(`example-${++fresh}`));
+    for (const probe of [row.probe(target, id(`fresh-${fresh}`)), ...(row.workload?.(target, id(`fresh-${fresh}-more`)) ?? [])]) {
+      if (probe.stream) continue; // an endless answer: the feed's reads are GET /api/events's
+      const answer = await caller.request(probe.method, probe.url, {
+        ...(row.byGroupToken ? { bearer: target.groupToken } : { token }),
+        query: probe.query,
+        body: probe.body,
+        headers: probe.headers,
+      });
+      assert.ok(answer.status < 300, `${key}, its example request (test/helpers/route-requests.ts): ${answer.status} ${answer.text}`);
+    }
+    for (const endpointId of await endpointIds()) if (!keptEndpoints.has(endpointId)) await request('DELETE', `/api/webhook_endpoints/${endpointId}`);
+  }
+
+  async function exampleTarget(user_group_id: string): Promise<Target> {
+    const group = await request('POST', '/api/user', { body: { user_group_id, api_environment_tag: env, group_tags: [`tag-${user_group_id}`] } });
+    const embed = await request('POST', '/api/embed_token', { body: { user_group_id, api_environment_tag: env } });
+    const apiToken = await request('POST', '/api/api_tokens', { body: { scopes: ['read'], allowed_environment: env } });
+    const endpoint = await request('POST', '/api/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/hook', types: QUIET_ENDPOINT.types } });
+    return {
+      id: user_group_id,
+      env,
+      groupToken: group.user_group.token,
+      embedToken: embed.embed_token,
+      apiTokenId: apiToken.api_token.id,
+      webhookEndpointId: endpoint.webhook_endpoint.id,
+    };
+  }
 }

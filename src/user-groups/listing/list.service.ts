@@ -4,7 +4,7 @@ import type { Environment } from '../../db/schema.ts';
 import type { Tenant } from '../../db/tenant.ts';
 import { AppError } from '../../foundations/errors.ts';
 import { resolveEnvironment, type Principal } from '../../auth/principal.ts';
-import { listUserGroups } from './list.repository.ts';
+import * as repository from './list.repository.ts';
 import { findUserGroup } from '../user-groups.repository.ts';
 import { tagNamed } from '../tag-set.ts';
 import type { UserGroupDeps } from '../user-groups.service.ts';
@@ -36,7 +36,7 @@ export async function listUserGroupsPage(
   }
   // A tag in NFC unless the set has it as written (tag-set.ts): an NFC tag adds no statement.
   const tag = query.tag === undefined ? undefined : await tagNamed(deps.database.db, tenant, query.tag);
-  const page = await listUserGroups(deps.database.db, deps.database.reads, {
+  const page = await repository.listUserGroups(deps.database.db, deps.database.reads, {
     ...tenant,
     afterTeamId,
     limit,
