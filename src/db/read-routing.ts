@@ -113,7 +113,8 @@ export async function attachReplica(
  */
 async function positionAfterCommit(conn: Kysely<Database>, onError: (err: unknown) => void): Promise<bigint> {
   try {
-    const { rows } = await sql<{ lsn: string }>`select (case when current_setting('synchronous_commit') = 'off' then pg_current_wal_insert_lsn() else pg_current_wal_flush_lsn() end)::text as lsn`.execute(conn);
+    const { rows } = await sql<{ lsn: string }>`select (case when current_setting('synchronous_commit') = 'off'
+      then pg_current_wal_insert_lsn() else pg_current_wal_flush_lsn() end)::text as lsn`.execute(conn);
     return parseLsn(rows[0].lsn) ?? UNKNOWN_POSITION;
   } catch (err) {
     onError(err);
