@@ -522,12 +522,18 @@ for (const backend of BACKENDS) {
           // PostgreSQL those of one turn go as one statement.
           const pages: Record<string, string>[] = [{}, { q: 'grown-1' }, { q: 'Grown 2' }, { parent_user_group_id: 'grown-parent' }, { tag: 'grown' }];
           for (const query of pages) assert.equal((await built.request('GET', '/api/users', { token, query })).status, 200);
-          const together = await Promise.all(
-            Array.from({ length: 10 }, () => pages)
-              .flat()
-              .map((query) => built.request('GET', '/api/users', { token, query })),
-          );
-          for (const page of together) assert.equal(page.status, 200, page.text);
+          // Whether pages meet in one turn depends on the machine's load: asked again, a few
+          // rounds at most, until PostgreSQL ran the listing's batched form.
+          const listing = EXPECTED_INDEXES.find((expected) => expected.postgres === 'user_groups_listing')!.statement;
+          const batchedListingRan = () => captured.some((s) => listing.test(s.sql) && /with ordinality/.test(s.sql));
+          for (let round = 0; round < 5 && (round === 0 || (backend === 'postgres' && !batchedListingRan())); round++) {
+            const together = await Promise.all(
+              Array.from({ length: 10 }, () => pages)
+                .flat()
+                .map((query) => built.request('GET', '/api/users', { token, query })),
+            );
+            for (const page of together) assert.equal(page.status, 200, page.text);
+          }
         } finally {
           capturing = false;
           await built.app.close();

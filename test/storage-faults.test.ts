@@ -78,7 +78,9 @@ forEachBackend('a full disk under the database', (backend) => {
     await eventually(`${mountPoint} unmounted`, () => {
       if (!mounted()) return true;
       try {
-        execFileSync('umount', [mountPoint], { stdio: 'ignore' });
+        // Lazily: a handle still open in this process (the in-process ugs of before()) would
+        // hold it busy; detached, the tmpfs goes once the last handle closes.
+        execFileSync('umount', ['-l', mountPoint], { stdio: 'ignore' });
       } catch {
         // busy still: asked again
       }
