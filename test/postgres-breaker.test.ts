@@ -5,6 +5,8 @@
 // after which the service works without a restart. The database sits behind a proxy the test
 // switches between forwarding, holding connections (HAProxy with no primary: accepted, never
 // answered) and refusing them. And the start says whether the primary commits synchronously.
+// A connection that was opening while the process itself could not run (starved of CPU, its
+// loop blocked) is not taken for an outage: its connect timeout counts the time the process ran.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -12,6 +14,10 @@ import { POSTGRES_URL, createTestDatabase, type TestDatabase } from './helpers/b
 import { httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
 import { startSwitchProxy, type SwitchProxy } from './helpers/switch-proxy.ts';
 import { eventually } from './helpers/wait.ts';
+import { startInterceptingProxy } from './helpers/intercepting-proxy.ts';
+import { buildTestApp, issueTestToken, openTestDatabase, type BuiltApp, type OpenDatabase } from './helpers/harness.ts';
+import { CONNECT_TIMEOUT_MS } from '../src/db/postgres-pool.ts';
+import type pg from 'pg';
 
 const skip = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set';
 
@@ -155,5 +161,91 @@ describe('[postgres] the primary cannot be reached: the breaker', { skip }, () =
     assert.equal(line[0].synchronous_standby_names, '');
     assert.match(line[0].msg, /does not commit synchronously/);
     assert.match(line[0].msg, /not the loss of the primary's node/);
+  });
+});
+
+/** Keeps this process from doing anything else for `ms`: what a host starved of CPU does to a server. */
+function blockTheProcess(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+describe('[postgres] a connection opened while the process could not run', { skip }, () => {
+  let database: OpenDatabase;
+  let built: BuiltApp;
+  let token: string;
+  before(async () => {
+    database = await openTestDatabase('postgres');
+    built = await buildTestApp(database);
+    token = (await issueTestToken(database.handle)).token;
+  });
+  after(() => database?.close());
+
+  it('is not taken for an unreachable primary: a request whose connection was opening while the process was blocked past the connect timeout answers, and the breaker stays closed', async () => {
+    const pool = database.handle.pool as pg.Pool;
+    // Every idle connection held, so that the request must open one of its own.
+    const held = await Promise.all(Array.from({ length: pool.idleCount }, () => pool.connect()));
+    let created: { status: number; text: string };
+    try {
+      const opened = pool.totalCount;
+      const answer = built.request('POST', '/api/user', { token, body: { user_group_id: 'while-blocked' } });
+      await eventually('the request opens a connection', async () => pool.totalCount > opened);
+      // The connection's answer arrives meanwhile; the process sees it only once it runs again.
+      blockTheProcess(CONNECT_TIMEOUT_MS * 2);
+      created = await answer;
+    } finally {
+      for (const client of held) client.release();
+    }
+    assert.equal(created.status, 201, created.text);
+    assert.equal(database.handle.primaryStatus?.(), 'reachable');
+    assert.equal((await built.request('GET', '/readyz')).status, 200);
+  });
+});
+
+/**
+ * A proxy in front of PostgreSQL that, once armed, closes every connection it has and resets
+ * each new one at its first simple query (a new connection's session settings), with RST.
+ */
+async function startResetAtFirstQuery(target: URL) {
+  let armed = false;
+  const proxy = await startInterceptingProxy(target, {
+    toServer: (chunk, connection) => (armed && chunk[0] === 0x51 ? connection.close({ reset: true }) : connection.forward(chunk)),
+  });
+  return {
+    url: proxy.url,
+    arm: () => {
+      armed = true;
+      proxy.closeAll();
+    },
+    disarm: () => {
+      armed = false;
+    },
+    close: proxy.close,
+  };
+}
+
+describe('[postgres] a connection reset while its session is being set up', { skip }, () => {
+  it('answers 503 and the process lives on: the reset fails the connect, it is not an error nobody listens to', async () => {
+    const database = await createTestDatabase('postgres');
+    const proxy = await startResetAtFirstQuery(new URL(database.url));
+    let server: ServerProcess | undefined;
+    try {
+      const env = { DATABASE_URL: proxy.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
+      const token = (await issueTokenWithCli(env)).token;
+      server = await spawnServer(env);
+      const create = (id: string) => httpRequest(server!.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: id } });
+      assert.equal((await create('before-reset')).status, 201);
+      proxy.arm();
+      const during = await Promise.all(Array.from({ length: 5 }, (_, i) => create(`during-reset-${i}`)));
+      for (const answer of during) assert.equal(answer.status, 503, answer.text);
+      proxy.disarm();
+      await eventually('a create succeeds once connections set up again', async () => (await create(`after-reset-${crypto.randomUUID()}`)).status === 201);
+      assert.equal(server.child.exitCode, null, 'the server process still runs');
+      assert.doesNotMatch(server.output(), /uncaught exception/);
+    } finally {
+      await server?.stop('SIGKILL');
+      await proxy.close();
+      await database.drop();
+    }
   });
 });

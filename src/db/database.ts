@@ -14,7 +14,7 @@ import { retryWhileLockedSync } from './sqlite-lock.ts';
 import { SqliteDialectWithWriteLine } from './sqlite-write-line.ts';
 import { watchSqliteFile, type FileProblem, type SqliteFileWatch } from './sqlite-file-watch.ts';
 import type { QueryTracing } from '../tracing/trace-context.ts';
-import { CONNECT_TIMEOUT_MS, FailoverPool, type PrimaryStatus } from './postgres-pool.ts';
+import { FailoverPool, POOL_WAIT_MS, pooledClient, type PrimaryStatus } from './postgres-pool.ts';
 import type { ReplicaReadiness } from './replica-readiness.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -77,11 +77,12 @@ export interface DatabaseHandle {
   pageViews: PageViewReads;
   /**
    * PostgreSQL with a replica (read-routing.ts): after a write transaction commits, and before it
-   * is answered, `positionAfterCommit` runs on the connection it committed on, and `record` is
-   * awaited with the accounts whose history it wrote (transaction.ts).
+   * is answered, `positionAfterCommit` reads the positions its commits were sent with
+   * (commit-position.ts), else asks on the connection it committed on, and `record` is awaited
+   * with the accounts whose history it wrote (transaction.ts).
    */
   afterWrite?: {
-    positionAfterCommit(conn: Kysely<Database>): Promise<bigint>;
+    positionAfterCommit(conn: Kysely<Database>, asked: readonly Promise<string | undefined>[]): Promise<bigint>;
     record(accountIds: ReadonlySet<number>, position: bigint): Promise<void>;
   };
   /** What the replica can do now, for /readyz; absent without UGS_DATABASE_READ_URL. */
@@ -215,40 +216,21 @@ const PG_TYPES = {
 };
 
 /**
- * The replica's pool settings (replica.ts): the session settings of the primary's, the same
- * bounded connect (a replica that is gone is learnt of as fast as a primary that is), and no
+ * The replica's pool settings (replica.ts): the primary's client (its session settings and
+ * connect deadline, postgres-pool.ts), the same bounded connect (a replica that is gone is learnt of as fast as a primary that is), and no
  * breaker: a replica's connection is checked before each use.
  */
 export function postgresPoolOptions(url: string, options: DatabaseOptions): pg.PoolConfig {
   return {
     connectionString: url,
-    ...(options.pgbouncerTransactionMode ? {} : { Client: ClientWithoutJit }),
+    Client: pooledClient(options.pgbouncerTransactionMode ? undefined : SESSION_SETTINGS),
     max: options.poolSize ?? 10,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: POOL_WAIT_MS,
     idleTimeoutMillis: 30_000,
     ...(options.pgbouncerTransactionMode ? {} : { statement_timeout: STATEMENT_TIMEOUT_MS }),
     query_timeout: STATEMENT_TIMEOUT_MS + 1000,
     types: PG_TYPES,
   };
-}
-
-/** A connection with the session settings, set before the pool hands it out. */
-class ClientWithoutJit extends pg.Client {
-  override connect(): Promise<pg.Client>;
-  override connect(callback: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): void;
-  override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | undefined {
-    const ready = super
-      .connect()
-      .then(() => this.query(SESSION_SETTINGS))
-      .then(() => this);
-    if (!callback) return ready;
-    const done = callback as (err: Error | null, client?: pg.Client) => void;
-    ready.then(
-      (client) => done(null, client),
-      (err: Error) => done(err),
-    );
-    return undefined;
-  }
 }
 
 function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {

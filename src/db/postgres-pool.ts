@@ -12,11 +12,17 @@
 //   default_transaction_read_only), is dropped when it is released, never handed out again: a
 //   session keeps the read-only state it began with, so a pool that kept it would refuse writes
 //   long after the database took them again.
+// - A write transaction's commit goes as one query with the select of the WAL position it
+//   reached (commit-position.ts).
 import pg from 'pg';
+import { runningTimeDeadline } from '../foundations/running-time-deadline.ts';
+import { commitAskingPosition } from './commit-position.ts';
 import { PrimaryUnreachable, isUnreachable, leavesPool } from './errors.ts';
 
 /**
- * How long a new connection may take to be ready (TCP, startup, authentication). A healthy server
+ * How long a new connection may take to be ready (TCP, startup, authentication), counted in
+ * the time this process ran (running-time-deadline.ts: a host starved of CPU is not taken for a
+ * gone database). A healthy server
  * answers in milliseconds, tens of them across a region with TLS: a second is far above that, so
  * a slow server is not taken for a gone one, and it is the bound on how long the first request
  * of an outage waits to learn it (HAProxy with no primary accepts the connection and never
@@ -25,9 +31,13 @@ import { PrimaryUnreachable, isUnreachable, leavesPool } from './errors.ts';
 export const CONNECT_TIMEOUT_MS = 1000;
 /**
  * How long a request waits for one of the pool's connections when every one is in use: a busy
- * pool, not an outage (heavy operations hold connections for seconds), so longer than a connect.
+ * pool, not an outage (heavy operations hold connections for seconds; writes that wait for each
+ * other's row locks hold theirs meanwhile), so longer than a connect. An outage is found by the
+ * connect timeout and the breaker, not by this wait, which only sheds load: two statement
+ * timeouts, so that a request queued behind slow ones is answered rather than refused (with 3 s,
+ * contending writes on a host whose every core was busy answered 503 on a healthy database).
  */
-export const POOL_WAIT_MS = 3000;
+export const POOL_WAIT_MS = 10_000;
 /**
  * How often the open breaker tries a connection. A quarter second: the service takes writes again
  * within about that of the primary's return, at the cost of one connection attempt at a time per
@@ -54,27 +64,39 @@ interface PooledClient extends pg.ClientBase {
   bornReadOnly: boolean;
 }
 
-/** The pool's client class: its own connect timeout, the session settings, and whether the session began read-only. */
-function pooledClient(sessionSettings: string | undefined): typeof pg.Client {
+/**
+ * The client class of the primary's pool and of the replica's: its own connect deadline, the
+ * session settings, and whether the session began read-only.
+ */
+export function pooledClient(sessionSettings: string | undefined): typeof pg.Client {
   return class extends pg.Client implements PooledClient {
     bornReadOnly = false;
-
-    constructor(config?: string | pg.ClientConfig) {
-      super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
-    }
 
     override connect(): Promise<pg.Client>;
     override connect(callback: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): void;
     override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | undefined {
+      // What node-postgres's own connectionTimeoutMillis does, on a deadline that does not run
+      // out while this process was not running (running-time-deadline.ts).
+      const cancel = runningTimeDeadline(CONNECT_TIMEOUT_MS, () => {
+        (this.connection as unknown as { _ending: boolean })._ending = true;
+        this.connection.stream.destroy(new Error('timeout expired'));
+      });
+      // Once connected, a socket error during the session's query is emitted as 'error' before
+      // the pool's listener is on (database.ts adds it when the pool hands the connection out):
+      // with nobody listening it ended the process. The query fails with it, and so the connect.
+      const meanwhile = () => undefined;
+      this.on('error', meanwhile);
       // One round trip: the settings, then the session's read-only state (the last result).
       const ready = super
         .connect()
+        .finally(cancel)
         .then(() => this.query(`${sessionSettings ? `${sessionSettings}; ` : ''}select current_setting('transaction_read_only') as read_only`))
         .then((results) => {
           const last = (Array.isArray(results) ? results.at(-1) : results) as pg.QueryResult<{ read_only: string }> | undefined;
           this.bornReadOnly = last?.rows[0]?.read_only === 'on';
           return this;
-        });
+        })
+        .finally(() => this.off('error', meanwhile));
       if (!callback) return ready;
       const done = callback as (err: Error | null, client?: pg.Client) => void;
       ready.then(
@@ -149,11 +171,15 @@ export class FailoverPool extends pg.Pool {
     return this.#leaving.has(client) || (client as PooledClient).bornReadOnly === true;
   }
 
-  /** Marks the connection to leave when a query of it fails so (a rejection the caller handles too). */
+  /**
+   * Marks the connection to leave when a query of it fails so (a rejection the caller handles
+   * too); a write transaction's commit goes with the query of its position (commit-position.ts).
+   */
   #watchQueries(client: pg.ClientBase): void {
     const query = client.query as (...args: unknown[]) => unknown;
     client.query = ((...args: unknown[]) => {
-      const result = query.apply(client, args);
+      const isCommit = args[0] === 'commit' && (args[1] === undefined || (Array.isArray(args[1]) && args[1].length === 0));
+      const result = isCommit ? commitAskingPosition((text) => query.call(client, text) as Promise<unknown>) : query.apply(client, args);
       if (typeof (result as Promise<unknown> | undefined)?.then === 'function') {
         (result as Promise<unknown>).then(undefined, (err: unknown) => {
           if (leavesPool(err)) this.#leaving.add(client);
