@@ -15,6 +15,7 @@ import { httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from 
 import { redisAnswers } from './helpers/services.ts';
 import { Scrape } from './helpers/prometheus.ts';
 import { eventually } from './helpers/wait.ts';
+import { startInterceptingProxy } from './helpers/intercepting-proxy.ts';
 import { Redis } from 'ioredis';
 import { openWritePositions } from '../src/db/write-positions.ts';
 import type { ReplicaReadiness } from '../src/db/replica-readiness.ts';
@@ -71,6 +72,21 @@ describe('write positions in Redis', { skip: redisReachable || process.env.CI ? 
       await positions.close();
     }
   });
+
+  it('a position asked for while the process could not run is read, not taken for a Redis that did not answer', async () => {
+    const prefix = `ugs-test:${process.pid}:${crypto.randomBytes(4).toString('hex')}:wal:`;
+    const positions = await openWritePositions(REDIS_URL, prefix, () => undefined);
+    try {
+      await positions.record([11], 0x2000n);
+      const asked = positions.required(11);
+      // Redis answers within a millisecond; the process sees it only once it runs again, long after the 250 ms bound.
+      const until = performance.now() + 1000;
+      while (performance.now() < until);
+      assert.equal(await asked, 0x2000n);
+    } finally {
+      await positions.close();
+    }
+  });
 });
 
 /** The replica part of a /readyz answer. */
@@ -88,6 +104,35 @@ async function readsDuring<T>(server: ServerProcess, work: () => Promise<T>): Pr
   const answer = await work();
   const after = await readsOf(server);
   return { answer, primary: after.primary - before.primary, replica: after.replica - before.replica };
+}
+
+/** CommandComplete of a COMMIT, as PostgreSQL sends it: 'C', its length (11), "COMMIT\0". */
+const COMMIT_COMPLETE = Buffer.from([0x43, 0, 0, 0, 11, ...Buffer.from('COMMIT'), 0]);
+
+/**
+ * A proxy in front of PostgreSQL that, once armed, forwards the first answer holding a
+ * COMMIT's completion and then closes that connection: a primary that dies the moment it has
+ * answered a commit.
+ */
+async function startCutAfterCommit(target: URL) {
+  let armed = false;
+  let cuts = 0;
+  const proxy = await startInterceptingProxy(target, {
+    toClient: (chunk, connection) => {
+      if (!armed || !chunk.includes(COMMIT_COMPLETE)) return connection.forward(chunk);
+      armed = false;
+      cuts++;
+      connection.forward(chunk, () => connection.close());
+    },
+  });
+  return {
+    url: proxy.url,
+    arm: () => {
+      armed = true;
+    },
+    cuts: () => cuts,
+    close: proxy.close,
+  };
 }
 
 describe('[postgres] page views read a replica', { skip }, () => {
@@ -233,6 +278,32 @@ describe('[postgres] page views read a replica', { skip }, () => {
     t.diagnostic(`${PAIRS} pairs in ${seconds.toFixed(1)} s; reads: ${replica} on the replica, ${primary} on the primary`);
     assert.deepEqual(misses.slice(0, 10), [], `${misses.length} lookups missed`);
     assert.ok(replica > 0, 'the replica answered some of the lookups');
+  });
+
+  it("a write's position is read with its commit: a primary lost right after answering the commit leaves the account's position known, not one no replica passes", async (t) => {
+    const cutter = await startCutAfterCommit(new URL(pair.primaryUrl));
+    t.after(async () => {
+      await stopServers();
+      await cutter.close();
+    });
+    const ownPrefix = `${prefix}cut:`;
+    const server = await serve({ DATABASE_URL: cutter.url, UGS_DATABASE_READ_REDIS_PREFIX: ownPrefix });
+    assert.equal((await httpRequest(server.baseUrl, 'POST', '/api/user', { token: acme, body: { user_group_id: 'cut-0' } })).status, 201);
+    cutter.arm();
+    const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: acme, body: { user_group_id: 'cut-1' } });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(cutter.cuts(), 1, "the proxy closed the create's connection right after the commit's answer");
+    const redis = new Redis(REDIS_URL);
+    try {
+      const keys = await redis.keys(`${ownPrefix}*`);
+      assert.equal(keys.length, 1, `one account wrote: ${keys.join(', ')}`);
+      const stored = await redis.get(keys[0]);
+      assert.match(stored ?? '', /^[0-9a-f]{16}$/);
+      assert.notEqual(stored, 'f'.repeat(16), 'the position is known (not the one no replica passes, which holds the account on the primary for 30 s)');
+    } finally {
+      await redis.del(...(await redis.keys(`${ownPrefix}*`)), 'nothing');
+      redis.disconnect();
+    }
   });
 
   it('while the primary is stopped, page views are answered from the replica and writes answer 503 with Retry-After', async (t) => {

@@ -17,6 +17,7 @@ import { isDatabaseUnavailable } from './errors.ts';
 import { Replica, ReplicaNotUsable, type ReplicaCheck } from './replica.ts';
 import { openWritePositions, type WritePositions } from './write-positions.ts';
 import { formatLsn, parseLsn, UNKNOWN_POSITION } from './wal-position.ts';
+import { POSITION_AFTER_COMMIT_SQL } from './commit-position.ts';
 import type { Config } from '../config.ts';
 import type { ReplicaReadiness } from './replica-readiness.ts';
 
@@ -70,8 +71,8 @@ export async function attachReplica(
   };
   if (positions) {
     handle.afterWrite = {
-      positionAfterCommit: (conn) =>
-        positionAfterCommit(conn, problem('could not read the write position after a commit: the account reads the primary for 30 s')),
+      positionAfterCommit: (conn, asked) =>
+        positionAfterCommit(conn, asked, problem('could not read the write position after a commit: the account reads the primary for 30 s')),
       // The write is committed: its answer stands whatever Redis does. A record that could not be
       // made leaves the account's reads as fresh as the lag bound (docs/api.md, "Reads from replicas").
       record: (accounts, position) =>
@@ -101,20 +102,25 @@ export async function attachReplica(
 }
 
 /**
- * The primary's WAL position right after the commit returned, read on the connection that
- * committed: at or past the end of the commit's own record. A commit that returned was flushed
- * (every synchronous_commit but `off`), so the flush position is past it; under `off` only the
- * insert position is. The flush position is preferred because it is nearer: the insert position
- * also holds the records other transactions are writing at that moment, which a standby may
- * never receive if the primary dies then, and an account recorded past everything the standby
- * received cannot read it until a new primary takes over (docs/api.md, "Reads from replicas").
- * When the position cannot be read, the accounts get a position no replica passes: their reads
- * stay on the primary for the record's 30 s, rather than risk a read from before the write.
+ * The primary's WAL position after the transaction's commit (commit-position.ts): the largest
+ * of those its commits were sent with, else one asked for now on the connection that
+ * committed. An account recorded past everything a standby received cannot read it until a new
+ * primary takes over (docs/api.md, "Reads from replicas"). When no position can be read, the
+ * accounts get one no replica passes: their reads stay on the primary for the record's 30 s,
+ * rather than risk a read from before the write.
  */
-async function positionAfterCommit(conn: Kysely<Database>, onError: (err: unknown) => void): Promise<bigint> {
+async function positionAfterCommit(conn: Kysely<Database>, asked: readonly Promise<string | undefined>[], onError: (err: unknown) => void): Promise<bigint> {
+  // A commit that failed (an attempt run again) has no position; the transaction's own, which
+  // succeeded, has one, and so the largest is past it.
+  let largest: bigint | null = null;
+  for (const settled of await Promise.allSettled(asked)) {
+    const position = settled.status === 'fulfilled' && settled.value !== undefined ? parseLsn(settled.value) : null;
+    if (position !== null && (largest === null || position > largest)) largest = position;
+  }
+  if (largest !== null) return largest;
+  // No commit was sent with its position: asked now.
   try {
-    const { rows } = await sql<{ lsn: string }>`select (case when current_setting('synchronous_commit') = 'off'
-      then pg_current_wal_insert_lsn() else pg_current_wal_flush_lsn() end)::text as lsn`.execute(conn);
+    const { rows } = await sql<{ lsn: string }>`${sql.raw(POSITION_AFTER_COMMIT_SQL)}`.execute(conn);
     return parseLsn(rows[0].lsn) ?? UNKNOWN_POSITION;
   } catch (err) {
     onError(err);

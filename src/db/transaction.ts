@@ -7,6 +7,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { sql } from './kysely.ts';
 import type { Kysely } from 'kysely';
 import type { DatabaseHandle } from './database.ts';
+import { askingCommitPositions } from './commit-position.ts';
 import { isRetryableTransactionError } from './errors.ts';
 import type { Database } from './schema.ts';
 import { SQLITE_LOCK_WAIT_MS, retryWhileLocked } from './sqlite-lock.ts';
@@ -36,11 +37,11 @@ export async function inTransaction<T>(handle: DatabaseHandle, work: (trx: Kysel
   const { positionAfterCommit, record } = handle.afterWrite;
   // Accounts noted by an attempt that was retried stay noted: a position recorded too many is harmless.
   const accounts = new Set<number>();
-  // The position is read on the connection the transaction committed on, right after it: no
-  // second connection to wait for, and the server is the one that committed.
+  // The position is read with the commit, in the same query (commit-position.ts): no second
+  // round trip, in which a primary that dies leaves it unknown.
   const { result, position } = await handle.db.connection().execute(async (conn) => {
-    const result = await writtenAccounts.run(accounts, () => postgresTransaction(conn, work));
-    return { result, position: accounts.size > 0 ? await positionAfterCommit(conn) : 0n };
+    const { result, positions } = await askingCommitPositions(() => writtenAccounts.run(accounts, () => postgresTransaction(conn, work)));
+    return { result, position: accounts.size > 0 ? await positionAfterCommit(conn, positions) : 0n };
   });
   for (const listener of handle.onCommit) listener();
   // Before the answer: a read sent as soon as the answer arrives must find the position.

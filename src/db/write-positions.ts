@@ -4,12 +4,17 @@
 // the replica has replayed past it. A record only ever moves forward: the script keeps the
 // larger of the stored and the new position (as fixed-width hex, wal-position.ts), so two
 // instances recording out of order never take an account back in time.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { withinRunningTime } from '../foundations/running-time-deadline.ts';
 import { positionKey, positionOfKey } from './wal-position.ts';
 
 /** How long an account's position is kept after its last write: longer than any lag a replica in use may have. */
 export const WRITE_POSITION_TTL_MS = 30_000;
-/** A Redis command slower than this fails: the read goes to the primary (or, in an outage, answers 503). */
+/**
+ * A Redis command slower than this fails: the read goes to the primary (or, in an outage, answers
+ * 503). Counted in the time this process ran (running-time-deadline.ts), not with ioredis's
+ * commandTimeout: on a host starved of CPU that fired before the answer already received was read.
+ */
 const REDIS_COMMAND_TIMEOUT_MS = 250;
 /** How long opening waits for Redis before serving without it (reads stay on the primary meanwhile). */
 const REDIS_READY_WAIT_MS = 2000;
@@ -32,11 +37,12 @@ export interface WritePositions {
 }
 
 export async function openWritePositions(url: string, prefix: string, onError: (err: unknown) => void): Promise<WritePositions> {
-  const redis = new Redis(url, {
+  // Loaded only with a REDIS_URL: its modules were much of a start without one.
+  const { Redis: RedisClient } = await import('ioredis');
+  const redis: Redis = new RedisClient(url, {
     // As the rate limits' client (http/rate-limit.ts): fail at once while disconnected.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     connectTimeout: 1000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });
@@ -54,10 +60,11 @@ export async function openWritePositions(url: string, prefix: string, onError: (
   return {
     async record(accountIds, position) {
       const value = positionKey(position);
-      await Promise.all([...new Set(accountIds)].map((id) => recordOne(keyOf(id), value, WRITE_POSITION_TTL_MS)));
+      const records = [...new Set(accountIds)].map((id) => recordOne(keyOf(id), value, WRITE_POSITION_TTL_MS));
+      await withinRunningTime(Promise.all(records), REDIS_COMMAND_TIMEOUT_MS, 'Redis (recording a write position)');
     },
     async required(accountId) {
-      const stored = await redis.get(keyOf(accountId));
+      const stored = await withinRunningTime(redis.get(keyOf(accountId)), REDIS_COMMAND_TIMEOUT_MS, 'Redis (reading a write position)');
       if (stored === null) return 0n;
       const position = positionOfKey(stored);
       if (position === null) throw new Error(`the write position of account ${accountId} in Redis is not one: "${stored.slice(0, 32)}"`);
