@@ -8,6 +8,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachBackend } from './helpers/harness.ts';
 import { httpRequest, useServerProcesses } from './helpers/processes.ts';
+import { retryingLockWaits } from './helpers/lock-waits.ts';
 
 const ROUNDS = 4;
 const GROUPS = 60;
@@ -81,7 +82,12 @@ forEachBackend('tags under races across two server processes', (backend) => {
 
       const puts = Array.from({ length: GROUPS }, (_, i) => i)
         .filter((i) => putOf(i) !== undefined)
-        .map((i) => httpRequest(on(i / 2), 'PUT', '/api/user', { token: two.token, body: { user_group_id: `${prefix}${i}`, group_tags: putOf(i) } }));
+        // A PUT that waited for the batches' locks past the lock timeout is sent again (lock-waits.ts): a later PUT, which the orders below allow.
+        .map((i) =>
+          retryingLockWaits(() =>
+            httpRequest(on(i / 2), 'PUT', '/api/user', { token: two.token, body: { user_group_id: `${prefix}${i}`, group_tags: putOf(i) } }),
+          ),
+        );
       const [rename, remove, ...answers] = await Promise.all([
         httpRequest(on(round), 'POST', '/api/group_tags/rename', { token: two.token, body: { name: old, new_name: fresh } }),
         httpRequest(on(round + 1), 'DELETE', `/api/group_tags?name=${encodeURIComponent(gone)}`, { token: two.token }),
@@ -119,7 +125,9 @@ forEachBackend('tags under races across two server processes', (backend) => {
 
       const puts = Array.from({ length: GROUPS }, (_, i) => i)
         .filter((i) => putOf(i) !== undefined)
-        .map((i) => httpRequest(on(i), 'PUT', '/api/user', { token: two.token, body: { user_group_id: `${prefix}${i}`, group_tags: putOf(i) } }));
+        .map((i) =>
+          retryingLockWaits(() => httpRequest(on(i), 'PUT', '/api/user', { token: two.token, body: { user_group_id: `${prefix}${i}`, group_tags: putOf(i) } })),
+        );
       const [forth, back, ...answers] = await Promise.all([
         httpRequest(on(round), 'POST', '/api/group_tags/rename', { token: two.token, body: { name: a, new_name: b } }),
         httpRequest(on(round + 1), 'POST', '/api/group_tags/rename', { token: two.token, body: { name: b, new_name: a } }),

@@ -58,7 +58,11 @@ forEachBackend('two workers', (backend) => {
     const server = await start({ UGS_BOOTSTRAP: 'true' });
     const [first, second] = await workerPids(server, 2);
     assert.ok(first && second);
-    await waitUntil(() => /"msg":"worker listening at/.test(server.output()), 'the workers’ lines');
+    // The banner comes on stderr, the log lines on stdout: each pipe in its own time.
+    await waitUntil(
+      () => /"msg":"worker listening at/.test(server.output()) && /First start on an empty database/.test(server.output()),
+      'the workers’ lines and the banner',
+    );
     const output = server.output();
     assert.equal(output.match(/First start on an empty database/g)?.length, 1, output);
     assert.equal(output.match(/Server listening at/g)?.length, 1, output);
