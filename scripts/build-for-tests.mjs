@@ -10,7 +10,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TEST_BUILD = path.join(ROOT, '.tmp', 'test-build');
+// UGS_TEST_BUILD names another folder of .tmp/ (test/helpers/processes.ts, testBuildName): two runs side by side.
+const buildName = process.env.UGS_TEST_BUILD || 'test-build';
+if (!/^test-build[a-z0-9-]*$/.test(buildName)) {
+  console.error(`build-for-tests: UGS_TEST_BUILD is a folder name of .tmp/ that starts with test-build, not ${JSON.stringify(buildName)}`);
+  process.exit(2);
+}
+const TEST_BUILD = path.join(ROOT, '.tmp', buildName);
 
 function run(command, args) {
   const { status, signal } = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit' });

@@ -19,9 +19,18 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /**
  * The tests' own build of the service (scripts/build-for-tests.mjs, which `npm test` runs
  * first): a tree shaped like the checkout, so that a test run never rebuilds the dist/ that a
- * running `npm start` or `npx ugs` uses.
+ * running `npm start` or `npx ugs` uses. UGS_TEST_BUILD names another folder of .tmp/ for it,
+ * so that two runs side by side (CI's, .ci/run) never rebuild each other's.
  */
-export const TEST_BUILD = path.join(ROOT, '.tmp', 'test-build');
+export const TEST_BUILD = path.join(ROOT, '.tmp', testBuildName(process.env.UGS_TEST_BUILD));
+
+/** The folder of .tmp/ that holds the tests' build: UGS_TEST_BUILD (a plain name), else test-build. */
+export function testBuildName(given: string | undefined): string {
+  if (given === undefined || given === '') return 'test-build';
+  if (!/^test-build[a-z0-9-]*$/.test(given))
+    throw new Error(`UGS_TEST_BUILD is a folder name of .tmp/ that starts with test-build, not ${JSON.stringify(given)}`);
+  return given;
+}
 
 /** The server as production runs it: the compiled JavaScript, of the tests' own build. */
 export const SERVER_ENTRY = path.join(TEST_BUILD, 'dist', 'server.js');
