@@ -146,9 +146,7 @@ describe('[sqlite] ugs backup', () => {
     assert.match(again.stderr, /exists/);
   });
 
-  it('backup and restore: events after the restore never reuse an id, a cursor or a webhook-id given out before; a receiver that deduplicates by webhook-id drops none of them; the copy holds no lease of the instance it was taken from', {
-    timeout: 120_000,
-  }, async () => {
+  it('backup and restore: events after the restore never reuse an id, a cursor or a webhook-id given out before; a receiver that deduplicates by webhook-id drops none of them; the copy holds no lease of the instance it was taken from', async () => {
     const feedDatabase = await createTestDatabase('sqlite');
     const receiver = await new DeduplicatingReceiver().start();
     try {

@@ -66,7 +66,7 @@ describe('@ugs/client, packed and installed outside this repository', () => {
     );
   });
 
-  it('client package: npm pack, install in a strict NodeNext project, compile and run every operation', { timeout: 180_000 }, async () => {
+  it('client package: npm pack, install in a strict NodeNext project, compile and run every operation', async () => {
     await exec('npm', ['run', 'build', '-w', '@ugs/client'], { cwd: ROOT });
     const { stdout: packed } = await exec('npm', ['pack', '-w', '@ugs/client', '--json', '--pack-destination', dir], { cwd: ROOT });
     const [{ filename, files }] = JSON.parse(packed) as [{ filename: string; files: { path: string }[] }];

@@ -33,7 +33,7 @@ if (unavailable) {
   process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the Cube suite: ${unavailable}\n${'!'.repeat(78)}\n\n`);
 }
 
-describe(`Cube ${CUBE_VERSION} verifying embed tokens as docs/verify-embed-tokens.md configures it`, { skip: unavailable || false, timeout: 900_000 }, () => {
+describe(`Cube ${CUBE_VERSION} verifying embed tokens as docs/verify-embed-tokens.md configures it`, { skip: unavailable || false }, () => {
   let database: TestDatabase;
   let server: ServerProcess;
   let issuer: string;

@@ -13,7 +13,7 @@ describe('the PostgreSQL pool size', { skip }, () => {
   let database: TestDatabase | undefined;
   after(async () => database?.drop());
 
-  it('UGS_DB_POOL_SIZE=2: 60 concurrent writes and reads are all answered on at most 2 connections', { timeout: 60_000 }, async () => {
+  it('UGS_DB_POOL_SIZE=2: 60 concurrent writes and reads are all answered on at most 2 connections', async () => {
     database = await createTestDatabase('postgres');
     const env = { DATABASE_URL: database.url, UGS_DB_POOL_SIZE: '2', UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') };
     const { token } = await issueTokenWithCli(env); // it exits, and its connection with it, before the server starts

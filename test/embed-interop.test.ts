@@ -305,7 +305,7 @@ function matrixCell(outcome: Outcome): string {
 // ---- the suite ----
 
 for (const backend of BACKENDS) {
-  describe(`[${backend}] embed tokens and the verifiers customers run`, { timeout: 300_000 }, () => {
+  describe(`[${backend}] embed tokens and the verifiers customers run`, () => {
     let database: TestDatabase;
     let server: ServerProcess;
     let issuer: string;

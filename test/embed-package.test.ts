@@ -462,9 +462,7 @@ describe('@ugs/embed against a real service, through examples/embed-demo/backend
     assert.equal(source.stats.renewals, 2);
   });
 
-  it('embed package: npm pack ships its build alone, with no dependency; it compiles in a strict NodeNext project and gets a token', {
-    timeout: 180_000,
-  }, async () => {
+  it('embed package: npm pack ships its build alone, with no dependency; it compiles in a strict NodeNext project and gets a token', async () => {
     const exec = promisify(execFile);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-embed-consumer-'));
     try {

@@ -83,7 +83,7 @@ for (const backend of BACKENDS) {
 
     after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-    it('generated client: openapi-typescript + openapi-fetch compile under --strict and perform every operation', { timeout: 120_000 }, async () => {
+    it('generated client: openapi-typescript + openapi-fetch compile under --strict and perform every operation', async () => {
       const spec = await (await fetch(`${served.on(0)}/openapi.json`)).json();
       fs.writeFileSync(path.join(dir, 'schema.ts'), astToString(await openapiTS(JSON.stringify(spec))));
       fs.writeFileSync(path.join(dir, 'main.ts'), PROGRAM);

@@ -67,36 +67,33 @@ interface Instances {
  */
 function useInstances(ha: { cluster: HaCluster }, label: string, shared: { prefix: string; secret: string }, env: Record<string, string> = {}) {
   const instances: Instances = { servers: [], urls: [], apiToken: '', existing: [] };
-  before(
-    async () => {
-      const cluster = ha.cluster;
-      await onConnection(cluster.rwUrl(), `create database ${DATABASE}`).catch((err: Error) => {
-        if (!/already exists/.test(err.message)) throw err;
-      });
-      const serverEnv = {
-        DATABASE_URL: cluster.rwUrl(DATABASE),
-        UGS_DATABASE_READ_URL: cluster.roUrl(DATABASE),
-        REDIS_URL,
-        UGS_DATABASE_READ_REDIS_PREFIX: `${shared.prefix}:wal:`,
-        UGS_RATE_LIMIT_REDIS_PREFIX: `${shared.prefix}:rl:`,
-        UGS_SECRET_KEY: shared.secret,
-        ...env,
-      };
-      instances.apiToken = (
-        await issueTokenWithCli({ DATABASE_URL: serverEnv.DATABASE_URL, UGS_SECRET_KEY: shared.secret }, ['--account', 'acme', '--scopes', 'read,write'])
-      ).token;
-      instances.servers = await spawnServers(2, serverEnv);
-      instances.urls = instances.servers.map((s) => s.baseUrl);
-      const auth = { authorization: `Token ${instances.apiToken}` };
-      for (let i = 0; i < EXISTING_GROUPS; i++) {
-        const id = `${label}-existing-${i}`;
-        const made = await request(instances.urls[i % 2], 'GET', `/api/user?user_group_id=${id}`, { headers: auth });
-        assert.ok([200, 201].includes(made.status), `seeding ${id}: ${made.status} ${JSON.stringify(made.body)}`);
-        instances.existing.push({ id, token: made.body.user_group!.token! });
-      }
-    },
-    { timeout: 240_000 },
-  );
+  before(async () => {
+    const cluster = ha.cluster;
+    await onConnection(cluster.rwUrl(), `create database ${DATABASE}`).catch((err: Error) => {
+      if (!/already exists/.test(err.message)) throw err;
+    });
+    const serverEnv = {
+      DATABASE_URL: cluster.rwUrl(DATABASE),
+      UGS_DATABASE_READ_URL: cluster.roUrl(DATABASE),
+      REDIS_URL,
+      UGS_DATABASE_READ_REDIS_PREFIX: `${shared.prefix}:wal:`,
+      UGS_RATE_LIMIT_REDIS_PREFIX: `${shared.prefix}:rl:`,
+      UGS_SECRET_KEY: shared.secret,
+      ...env,
+    };
+    instances.apiToken = (
+      await issueTokenWithCli({ DATABASE_URL: serverEnv.DATABASE_URL, UGS_SECRET_KEY: shared.secret }, ['--account', 'acme', '--scopes', 'read,write'])
+    ).token;
+    instances.servers = await spawnServers(2, serverEnv);
+    instances.urls = instances.servers.map((s) => s.baseUrl);
+    const auth = { authorization: `Token ${instances.apiToken}` };
+    for (let i = 0; i < EXISTING_GROUPS; i++) {
+      const id = `${label}-existing-${i}`;
+      const made = await request(instances.urls[i % 2], 'GET', `/api/user?user_group_id=${id}`, { headers: auth });
+      assert.ok([200, 201].includes(made.status), `seeding ${id}: ${made.status} ${JSON.stringify(made.body)}`);
+      instances.existing.push({ id, token: made.body.user_group!.token! });
+    }
+  });
   after(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     instances.servers.forEach((server, i) => fs.writeFileSync(path.join(ARTIFACTS, `ha-failover-${label}-instance${i}.log`), server.output()));
@@ -368,7 +365,7 @@ describe('failover on a highly available PostgreSQL (Patroni, etcd, HAProxy)', {
       assert.equal(countWriteErrors(run.answers).failed, 0, 'no create is refused: the primary was there all along');
     });
 
-    it(`${PAIRS} create-then-lookup pairs, each lookup through the other instance: every one finds its group`, { timeout: 900_000 }, async () => {
+    it(`${PAIRS} create-then-lookup pairs, each lookup through the other instance: every one finds its group`, async () => {
       await ha.cluster.restoreNodes();
       const readsBefore = await replicaReads(instances);
       const auth = { authorization: `Token ${instances.apiToken}` };

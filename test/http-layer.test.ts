@@ -91,9 +91,7 @@ for (const backend of BACKENDS) {
       return server;
     }
 
-    it('timeouts: 300 stalled sockets under an open-files limit of 256 do not stop a real request; every one is closed, and SIGTERM exits 0', {
-      timeout: 60_000,
-    }, async () => {
+    it('timeouts: 300 stalled sockets under an open-files limit of 256 do not stop a real request; every one is closed, and SIGTERM exits 0', async () => {
       const server = await start({ UGS_REQUEST_TIMEOUT_MS: '3000', UGS_HEADERS_TIMEOUT_MS: '2000', UGS_SHUTDOWN_TIMEOUT_MS: '5000' }, 256);
       const created = await httpRequest(server.baseUrl, 'POST', '/api/user', { token: apiToken, body: { user_group_id: 'stall-1' } });
       assert.equal(created.status, 201);
@@ -128,9 +126,7 @@ for (const backend of BACKENDS) {
       assert.equal(stopped.code, 0);
     });
 
-    it('shutdown: SIGTERM closes stalled and idle connections, finishes an upload that completes, and exits 0 within its timeout', {
-      timeout: 60_000,
-    }, async () => {
+    it('shutdown: SIGTERM closes stalled and idle connections, finishes an upload that completes, and exits 0 within its timeout', async () => {
       const server = await start({ UGS_REQUEST_TIMEOUT_MS: '120000', UGS_HEADERS_TIMEOUT_MS: '60000', UGS_SHUTDOWN_TIMEOUT_MS: '4000' });
       const stalled = [
         ...(await Promise.all(

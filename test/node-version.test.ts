@@ -84,7 +84,7 @@ describe('an unsupported Node.js', { skip }, () => {
     assertRefusedInOneLine(await runOnOldNode(OLD_NODE, ['bin/ugs.js', 'token', 'list', '--account', 'default'], { cwd: clone, env }));
   });
 
-  it(`node version: npm install on ${oldVersion} fails with npm's engine error (engine-strict) and installs nothing`, { timeout: 120_000 }, async () => {
+  it(`node version: npm install on ${oldVersion} fails with npm's engine error (engine-strict) and installs nothing`, async () => {
     // The project's install files, in a scratch directory: the work tree's node_modules is not touched.
     const project = path.join(dir, 'project');
     const workspaces = ['packages', 'tools'].flatMap((dir) => fs.readdirSync(path.join(ROOT, dir)).map((name) => `${dir}/${name}/package.json`));

@@ -33,9 +33,7 @@ describe('npm run dev under a process manager', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it("npm run dev: SIGTERM to npm's PID stops it whole: the server drains, and npm, tsx and the server end, leaving the port free", {
-    timeout: 120_000,
-  }, async () => {
+  it("npm run dev: SIGTERM to npm's PID stops it whole: the server drains, and npm, tsx and the server end, leaving the port free", async () => {
     const npm = spawn('npm', ['run', 'dev'], {
       cwd: ROOT,
       env: {

@@ -25,7 +25,7 @@ describe('npm start under a supervisor', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-npm-start-'));
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('npm start: SIGTERM to the PID npm start gives drains the server and exits 0, leaving no process and a free port', { timeout: 90_000 }, async () => {
+  it('npm start: SIGTERM to the PID npm start gives drains the server and exits 0, leaving no process and a free port', async () => {
     requireTestBuild();
     // In the tests' own build, a tree shaped like the checkout, with the same `start` script.
     const npm = spawn('npm', ['start'], {

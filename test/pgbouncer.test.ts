@@ -136,9 +136,7 @@ describe('PgBouncer in transaction pool mode', { skip }, () => {
     }
   });
 
-  it('pgbouncer (transaction mode, UGS_PGBOUNCER_TRANSACTION_MODE=true): two instances migrate an empty database together, then races, hot reads and embed lookups are answered', {
-    timeout: 120_000,
-  }, async () => {
+  it('pgbouncer (transaction mode, UGS_PGBOUNCER_TRANSACTION_MODE=true): two instances migrate an empty database together, then races, hot reads and embed lookups are answered', async () => {
     const env = {
       DATABASE_URL: bouncer.urlOf(database.url),
       UGS_PGBOUNCER_TRANSACTION_MODE: 'true',
@@ -201,9 +199,7 @@ describe('PgBouncer in session pool mode', { skip }, () => {
     await database?.drop();
   });
 
-  it('pgbouncer (session mode, no switch, UGS_DB_POOL_SIZE within its pool): the command-line tool migrates through it, the service serves with named statements', {
-    timeout: 60_000,
-  }, async () => {
+  it('pgbouncer (session mode, no switch, UGS_DB_POOL_SIZE within its pool): the command-line tool migrates through it, the service serves with named statements', async () => {
     // A client keeps its server connection for as long as it is connected: with more clients
     // than PgBouncer's pool (3 here), the others wait for one and time out (503). So the
     // service's pool must fit in it.

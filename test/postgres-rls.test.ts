@@ -17,7 +17,7 @@ import { GENEROUS_WAIT_MS } from './helpers/wait.ts';
 const skip = POSTGRES_URL ? false : 'TEST_POSTGRES_URL is not set: the row-level-security example needs PostgreSQL';
 if (skip) process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING examples/postgres-rls: ${skip}\n${'!'.repeat(78)}\n\n`);
 
-describe('examples/postgres-rls: from the embed token to the rows', { skip, timeout: 120_000 }, () => {
+describe('examples/postgres-rls: from the embed token to the rows', { skip }, () => {
   let clock = () => new Date();
   let service: TestApp;
   let serviceUrl: string;

@@ -31,9 +31,7 @@ describe('public URL at start', () => {
   });
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it('start: HOST=0.0.0.0 without UGS_PUBLIC_URL logs a warning naming the iss its embed tokens carry, and how to set UGS_PUBLIC_URL', {
-    timeout: 60_000,
-  }, async () => {
+  it('start: HOST=0.0.0.0 without UGS_PUBLIC_URL logs a warning naming the iss its embed tokens carry, and how to set UGS_PUBLIC_URL', async () => {
     const server = await spawnServer({ ...env, HOST: '0.0.0.0' });
     try {
       const [warning] = warnings(server.output()).filter((line) => WARNING.test(line.msg));
@@ -53,7 +51,7 @@ describe('public URL at start', () => {
     }
   });
 
-  it('start: with UGS_PUBLIC_URL set, or on the loopback HOST, there is no such warning', { timeout: 60_000 }, async () => {
+  it('start: with UGS_PUBLIC_URL set, or on the loopback HOST, there is no such warning', async () => {
     const starts: Record<string, string>[] = [{ HOST: '0.0.0.0', UGS_PUBLIC_URL: 'https://ugs.example.com' }, { HOST: '127.0.0.1' }];
     for (const extra of starts) {
       const server = await spawnServer({ ...env, ...extra });

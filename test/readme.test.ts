@@ -84,9 +84,7 @@ describe(`the walk-through: ${WALK_THROUGH.join(', ')}`, () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it("README: after the first-start banner's own example, every sh example runs as written, in order, and answers what the README says", {
-    timeout: 120_000,
-  }, async () => {
+  it("README: after the first-start banner's own example, every sh example runs as written, in order, and answers what the README says", async () => {
     // A newcomer tries the banner's example first: it must leave nothing the README's answers would show.
     const banner = /^ Try it\b.*\n\s+(curl .*)$/m.exec(server.output());
     assert.ok(banner, `the banner has a "Try it" command:\n${server.output()}`);
@@ -99,12 +97,12 @@ describe(`the walk-through: ${WALK_THROUGH.join(', ')}`, () => {
     await walkThrough.walk('README.md');
   });
 
-  it('docs/api.md: every sh example runs as written, in order, after the README, and answers what the reference says', { timeout: 120_000 }, async () => {
+  it('docs/api.md: every sh example runs as written, in order, after the README, and answers what the reference says', async () => {
     assert.ok(walkThroughSteps('docs/api.md').filter((s) => s.expect).length >= 15);
     await walkThrough.walk('docs/api.md');
   });
 
-  it('docs/cli.md: every sh example runs as written, in order, after docs/api.md, and every command succeeds', { timeout: 180_000 }, async () => {
+  it('docs/cli.md: every sh example runs as written, in order, after docs/api.md, and every command succeeds', async () => {
     assert.ok(walkThroughSteps('docs/cli.md').length >= 25);
     await walkThrough.walk('docs/cli.md');
   });
@@ -137,9 +135,7 @@ describe('docs/deployment.md on PostgreSQL', {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('docs/deployment.md: the PostgreSQL steps create the database and a key file outside the checkout, and npm start then serves on it with the first-start token', {
-    timeout: 120_000,
-  }, async () => {
+  it('docs/deployment.md: the PostgreSQL steps create the database and a key file outside the checkout, and npm start then serves on it with the first-start token', async () => {
     // As written, but on the test's server and in a database of its own name.
     const { hostname, port, username } = admin!;
     const commands = markedCommands('docs/deployment.md', 'postgres steps').map((command) => {

@@ -35,9 +35,7 @@ describe('soak: the server under forced garbage collection', () => {
   let dropDatabase: (() => Promise<void>) | undefined;
   after(async () => dropDatabase?.());
 
-  it(`soak (node ${process.versions.node}): many prepared statements, forced collections and SIGTERM end in exit 0 without an abort`, {
-    timeout: 180_000,
-  }, async () => {
+  it(`soak (node ${process.versions.node}): many prepared statements, forced collections and SIGTERM end in exit 0 without an abort`, async () => {
     const database = await createTestDatabase('sqlite');
     dropDatabase = database.drop;
     const env = { DATABASE_URL: database.url, UGS_KEY_FILE: path.join(path.dirname(database.url.slice('sqlite:'.length)), 'secret.key'), UGS_SECRET_KEY: '' };

@@ -50,7 +50,7 @@ describe('[sqlite] a write lock held by another process', () => {
     await database?.drop();
   });
 
-  it('sqlite lock: while the write waits, reads and /healthz are answered; the write completes once the lock is released', { timeout: 30_000 }, async () => {
+  it('sqlite lock: while the write waits, reads and /healthz are answered; the write completes once the lock is released', async () => {
     const lock = await holdWriteLock(file);
     let settled = false;
     const write = httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'waited' } }).finally(() => (settled = true));
@@ -65,9 +65,7 @@ describe('[sqlite] a write lock held by another process', () => {
     assert.equal(written.status, 201, JSON.stringify(written.body));
   });
 
-  it('sqlite lock: a write that cannot get the lock within its bound answers 503 unavailable with Retry-After and changes nothing', {
-    timeout: 30_000,
-  }, async () => {
+  it('sqlite lock: a write that cannot get the lock within its bound answers 503 unavailable with Retry-After and changes nothing', async () => {
     const lock = await holdWriteLock(file);
     try {
       const refused = await httpRequest(server.baseUrl, 'POST', '/api/user', { token, body: { user_group_id: 'too-late' } });
@@ -98,7 +96,7 @@ describe('[sqlite] instances starting together on a new file', () => {
   // other switches it to WAL, and SQLite answers that switch BUSY at once, whatever the busy
   // timeout (CI saw "failed to start: database is locked"). Here the other instance is a
   // process holding the new file's write lock for a second.
-  it("sqlite lock: a server starting while another process holds a new file's write lock waits for it, then starts", { timeout: 30_000 }, async () => {
+  it("sqlite lock: a server starting while another process holds a new file's write lock waits for it, then starts", async () => {
     const file = database.url.slice('sqlite:'.length);
     const lock = await holdWriteLock(file);
     const starting = spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });

@@ -31,7 +31,7 @@ function isRunning(pid: number): boolean {
   }
 }
 
-it('test command: a test file that fails with a server still running ends, and its server with it', { timeout: 120_000 }, async () => {
+it('test command: a test file that fails with a server still running ends, and its server with it', async () => {
   const pidFile = path.join(path.dirname(database.url.slice('sqlite:'.length)), 'server.pid');
   // NODE_TEST_CONTEXT would make the inner run think it is a file of this one, and skip its
   // files; with this run's UGS_TEST_RUN_ID, its sweep at the end would drop this run's databases.
@@ -56,9 +56,7 @@ it('test command: a test file that fails with a server still running ends, and i
   assert.equal(isRunning(pid), false, `the server it left (pid ${pid}) was ended with the run`);
 });
 
-it('test command: the run ends with a list of everything skipped and why: suites, tests, tests that skip themselves, parts of tests', {
-  timeout: 120_000,
-}, async () => {
+it('test command: the run ends with a list of everything skipped and why: suites, tests, tests that skip themselves, parts of tests', async () => {
   const { NODE_TEST_CONTEXT: _, UGS_TEST_RUN_ID: __, ...env } = process.env;
   const child = spawn(process.execPath, testCommand('test/helpers/fixtures/skips.ts'), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FAST, SERVICE, SLOW, STARTS_FIRST, tierFiles } from './tiers.ts';
+import { ALONE_IN_CI, FAST, SERVICE, SLOW, STARTS_FIRST, tierFiles } from './tiers.ts';
 import { POSTGRES_URL, TEST_RUN_ID, createTestDatabase, sweepTestRun, testDatabasePrefix, testRunId } from './helpers/backends.ts';
 import { createScratchDatabase, onConnection } from '../scripts/scratch-database.ts';
 import { ROOT } from './helpers/processes.ts';
@@ -46,6 +46,11 @@ describe('test tiers', () => {
       [],
       'STARTS_FIRST names files in no tier',
     );
+    assert.deepEqual(
+      ALONE_IN_CI.filter((file) => !SLOW.includes(file)),
+      [],
+      'ALONE_IN_CI names files of the slow tier only',
+    );
   });
 
   it('tiers: a fast file starts no process and no browser and needs no build: it imports none of the helpers that do', () => {
@@ -61,6 +66,30 @@ describe('test tiers', () => {
       [],
       'a fast file that starts a process belongs to SERVICE (or SLOW)',
     );
+  });
+
+  it('tiers: no test, suite or hook sets a timeout of its own: the runner bounds them all alike, generously (test/run-tests.ts)', () => {
+    // A bound a loaded machine exceeds is a red run that says nothing about the service: the
+    // reference page's suite, bounded at 120 s, failed CI at load 12. node bounds a suite as a
+    // whole, so a file's own bound would also have to grow with every test added to it.
+    const optionTimeout = /\{[^{}]*\btimeout: [^{}]*\}\s*,\s*(async\s*)?\(/;
+    const found = testFiles()
+      .concat(
+        fs
+          .readdirSync(path.join(ROOT, 'test', 'helpers'))
+          .filter((name) => name.endsWith('.ts'))
+          .map((name) => `test/helpers/${name}`),
+      )
+      .filter((file) => optionTimeout.test(fs.readFileSync(path.join(ROOT, file), 'utf8').replace(/\n\s*/g, ' ')));
+    assert.deepEqual(found, [], 'these files give a test, suite or hook its own timeout');
+  });
+
+  it('tiers: no browser test opens a page with Playwright’s own 30 s wait: each opens it with openContext or openPage (test/helpers/browser.ts)', () => {
+    // The reference page drew its operations past 30 s at load 12, and four of its tests failed CI.
+    const found = testFiles().filter((file) =>
+      /\.(newPage|newContext)\(/.test(fs.readFileSync(path.join(ROOT, file), 'utf8').replaceAll('context.newPage(', '')),
+    );
+    assert.deepEqual(found, [], 'these files open a page whose waits end after 30 s');
   });
 
   it('tiers: npm test, npm run test:fast and npm run test:slow run the tiers with the runner; npm test builds first', () => {

@@ -45,7 +45,7 @@ describe('compose.yaml', () => {
     assert.match(missing.stderr, /set UGS_SECRET_KEY: openssl rand -base64 32/);
   });
 
-  it('compose.yaml: docker-compose up --build brings both instances up on PostgreSQL and Redis, ready', { timeout: 900_000 }, async () => {
+  it('compose.yaml: docker-compose up --build brings both instances up on PostgreSQL and Redis, ready', async () => {
     Object.assign(env, { UGS_1_PORT: String(await freePort()), UGS_2_PORT: String(await freePort()) });
     urls = [`http://127.0.0.1:${env.UGS_1_PORT}`, `http://127.0.0.1:${env.UGS_2_PORT}`];
     const up = await compose(['up', '--detach', '--build'], { timeoutMs: 900_000 });
@@ -58,7 +58,7 @@ describe('compose.yaml', () => {
     assert.doesNotMatch(startLog, /rate limit store \(Redis\) (unreachable|failed)/, 'Redis answers');
   });
 
-  it('compose.yaml: one first-start token for the stack, and a write through one instance is read through the other', { timeout: 120_000 }, async () => {
+  it('compose.yaml: one first-start token for the stack, and a write through one instance is read through the other', async () => {
     const tokens = (await logs()).match(FIRST_START_TOKEN) ?? [];
     assert.equal(new Set(tokens).size, 1, 'exactly one instance printed the first API token');
     const token = tokens[0];
@@ -71,7 +71,7 @@ describe('compose.yaml', () => {
     assert.equal(read.body.user_group.token, created.body.user_group.token, 'the other instance opens the stored token with the same UGS_SECRET_KEY');
   });
 
-  it('compose.yaml: docker-compose stop exits 0, and every container of the stack ended with status 0', { timeout: 180_000 }, async () => {
+  it('compose.yaml: docker-compose stop exits 0, and every container of the stack ended with status 0', async () => {
     const containers = (await compose(['ps', '--quiet'])).stdout.trim().split('\n').filter(Boolean);
     assert.equal(containers.length, 4, 'ugs-1, ugs-2, postgres and redis');
     const stop = await compose(['stop'], { timeoutMs: 180_000 });

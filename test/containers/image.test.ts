@@ -43,9 +43,7 @@ describe('the container image', () => {
   let first = { baseUrl: '', token: '' };
   let created: Record<string, unknown> = {};
 
-  it('image: the Dockerfile builds as it is, and docs/deployment.md states its size and what it adds to its base within 10%', {
-    timeout: 900_000,
-  }, async () => {
+  it('image: the Dockerfile builds as it is, and docs/deployment.md states its size and what it adds to its base within 10%', async () => {
     const build = await runTool('docker', ['build', '-t', IMAGE, '.'], { timeoutMs: 900_000 });
     assert.equal(build.code, 0, `${build.stdout.slice(-4000)}\n${build.stderr.slice(-4000)}`);
     const image = await inspect('image', IMAGE);
@@ -65,7 +63,7 @@ describe('the container image', () => {
     );
   });
 
-  it('image: runs as the unprivileged node user, with its data on the volume mounted at /app/data', { timeout: 120_000 }, async () => {
+  it('image: runs as the unprivileged node user, with its data on the volume mounted at /app/data', async () => {
     await dockerOutput('volume', 'create', volume);
     const container = track(`${name}-1`);
     const baseUrl = await start(container, { UGS_PUBLIC_URL: PUBLIC_URL }, { volume });
@@ -86,9 +84,7 @@ describe('the container image', () => {
     first = { baseUrl, token };
   });
 
-  it('image: /healthz and /readyz answer, the README first call works with the token from the log, and the engine reports it healthy', {
-    timeout: 120_000,
-  }, async () => {
+  it('image: /healthz and /readyz answer, the README first call works with the token from the log, and the engine reports it healthy', async () => {
     const { baseUrl, token } = first;
     assert.equal((await httpRequest(baseUrl, 'GET', '/healthz')).status, 200);
     assert.equal((await httpRequest(baseUrl, 'GET', '/readyz')).status, 200);
@@ -103,9 +99,7 @@ describe('the container image', () => {
     assert.doesNotMatch(await containerLogs(`${name}-1`), /UGS_PUBLIC_URL is not set/, 'no warning when UGS_PUBLIC_URL is set');
   });
 
-  it('image: the command-line tool works inside the container as docs/deployment.md shows it (docker exec … ugs token list --account default)', {
-    timeout: 60_000,
-  }, async () => {
+  it('image: the command-line tool works inside the container as docs/deployment.md shows it (docker exec … ugs token list --account default)', async () => {
     const deployment = fs.readFileSync(path.join(ROOT, 'docs/deployment.md'), 'utf8');
     assert.ok(deployment.includes('docker exec ugs ugs token list --account default'), 'docs/deployment.md shows the command');
     const listed = await docker('exec', `${name}-1`, 'ugs', 'token', 'list', '--account', 'default', '--json');
@@ -118,7 +112,7 @@ describe('the container image', () => {
     assert.doesNotMatch(plain.stdout + plain.stderr, FIRST_START_TOKEN, 'never the token itself');
   });
 
-  it(`image: docker stop ends it within the ${GRACE_S} s grace period, with exit code 0 and the server's last log line`, { timeout: 60_000 }, async () => {
+  it(`image: docker stop ends it within the ${GRACE_S} s grace period, with exit code 0 and the server's last log line`, async () => {
     const stop = await docker('stop', '-t', String(GRACE_S), `${name}-1`);
     assert.equal(stop.code, 0, stop.stderr);
     assert.ok(stop.ms < GRACE_S * 1000, `docker stop took ${stop.ms} ms`);
@@ -126,9 +120,7 @@ describe('the container image', () => {
     assert.match(await containerLogs(`${name}-1`), /"msg":"stopped"/);
   });
 
-  it('image: a new container on the same volume (an upgrade) keeps the data, the token and the key, and prints no new first-start token', {
-    timeout: 120_000,
-  }, async () => {
+  it('image: a new container on the same volume (an upgrade) keeps the data, the token and the key, and prints no new first-start token', async () => {
     const container = track(`${name}-2`);
     const baseUrl = await start(container, { UGS_PUBLIC_URL: PUBLIC_URL }, { volume });
     assert.doesNotMatch(await containerLogs(container), FIRST_START_TOKEN);
@@ -140,7 +132,7 @@ describe('the container image', () => {
     assert.equal((await docker('stop', '-t', String(GRACE_S), container)).code, 0);
   });
 
-  it('image: started without UGS_PUBLIC_URL, it logs a warning naming the iss its embed tokens carry and how to set it', { timeout: 120_000 }, async () => {
+  it('image: started without UGS_PUBLIC_URL, it logs a warning naming the iss its embed tokens carry and how to set it', async () => {
     const container = track(`${name}-3`);
     await start(container, {});
     const logs = await containerLogs(container);

@@ -16,12 +16,9 @@ export const HA_SKIP: string | false = HA_MISSING && !process.env.CI ? `SKIPPED:
 /** The cluster of the current describe: its `cluster` field is set by the before hook. */
 export function useHaCluster(options: HaClusterOptions = {}): { cluster: HaCluster } {
   const holder = { cluster: undefined as unknown as HaCluster };
-  before(
-    async () => {
-      holder.cluster = await startHaCluster({ keep: Boolean(process.env.UGS_HA_KEEP), ...options });
-    },
-    { timeout: 240_000 },
-  );
+  before(async () => {
+    holder.cluster = await startHaCluster({ keep: Boolean(process.env.UGS_HA_KEEP), ...options });
+  });
   after(async () => {
     await holder.cluster?.stop();
   });

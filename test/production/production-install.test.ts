@@ -75,9 +75,7 @@ describe('production install from a fresh clone', () => {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ugs-production-'));
   after(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
-  it('production: the commands of docs/deployment.md leave at most 150 packages, no build tool, and a server that serves the API, /docs and /console', {
-    timeout: 900_000,
-  }, async () => {
+  it('production: the commands of docs/deployment.md leave at most 150 packages, no build tool, and a server that serves the API, /docs and /console', async () => {
     const clone = path.join(scratch, 'ugs');
     execFileSync('git', ['clone', '--quiet', '--no-hardlinks', ROOT, clone]);
     for (const command of productionInstallCommands()) {
