@@ -16,7 +16,7 @@ import SQLite from 'better-sqlite3';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { httpRequest, runUgs, spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
-import { ARTIFACTS, README_IMAGES, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { ARTIFACTS, README_IMAGES, launchChromium, missingBrowser, openContext } from './helpers/browser.ts';
 import { CONSOLE_CONTENT_SECURITY_POLICY } from '../src/pages/console.routes.ts';
 import { GENEROUS_WAIT_MS, eventually } from './helpers/wait.ts';
 import { UserGroupPublic } from '../src/user-groups/user-groups.schemas.ts';
@@ -31,7 +31,7 @@ interface ApiCall {
   body?: string | null;
 }
 
-describe('the console (/console) in headless Chromium', { skip, timeout: 300_000 }, () => {
+describe('the console (/console) in headless Chromium', { skip }, () => {
   let database: TestDatabase;
   let server: ServerProcess;
   let browser: Browser;
@@ -72,7 +72,7 @@ describe('the console (/console) in headless Chromium', { skip, timeout: 300_000
     }
 
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context = await openContext(browser, { viewport: { width: 1280, height: 900 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.baseUrl });
     page = await context.newPage();
     page.on('console', (message) => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { spawnServer, issueTokenWithCli, type ServerProcess } from './helpers/processes.ts';
-import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { ARTIFACTS, launchChromium, missingBrowser, openPage } from './helpers/browser.ts';
 import { openApiDocument } from '../scripts/openapi-document.ts';
 import { PATTERN_WORDS } from '../src/pages/pattern-words.ts';
 
@@ -38,7 +38,7 @@ describe('the reference page: patterns in words', () => {
   });
 });
 
-describe('the reference page (/docs) in headless Chromium', { skip, timeout: 120_000 }, () => {
+describe('the reference page (/docs) in headless Chromium', { skip }, () => {
   let database: TestDatabase;
   let server: ServerProcess;
   let browser: Browser;
@@ -80,7 +80,7 @@ describe('the reference page (/docs) in headless Chromium', { skip, timeout: 120
     apiToken = issued.token;
     server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: DESKTOP });
+    page = await openPage(browser, { viewport: DESKTOP });
     page.on('request', (request) => {
       if (!request.url().startsWith(server.baseUrl) && !request.url().startsWith('data:')) foreignRequests.push(request.url());
     });

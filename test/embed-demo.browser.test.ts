@@ -23,7 +23,7 @@ import {
   type ExampleProcess,
   type ServerProcess,
 } from './helpers/processes.ts';
-import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { ARTIFACTS, launchChromium, missingBrowser, openPage } from './helpers/browser.ts';
 import { startDataApi, type DataApi } from './helpers/data-api.ts';
 
 const DEMO = path.join(ROOT, 'examples', 'embed-demo');
@@ -34,7 +34,7 @@ if (!skip && noDataApi) {
   process.stderr.write(`\n${'!'.repeat(78)}\n!! SKIPPING the embed demo's rows from the data API: ${noDataApi}\n${'!'.repeat(78)}\n\n`);
 }
 
-describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
+describe('embed demo in headless Chromium', { skip }, () => {
   let database: TestDatabase;
   let service: ServerProcess;
   let backend: ExampleProcess;
@@ -73,7 +73,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.notEqual(new URL(pageServer.url).origin, new URL(service.baseUrl).origin, 'the page runs on another origin than the service');
 
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 900, height: 720 } });
+    page = await openPage(browser, { viewport: { width: 900, height: 720 } });
   });
 
   after(async () => {
@@ -98,7 +98,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal((await response.allHeaders())['access-control-allow-origin'], pageServer.url, 'CORS allows exactly the page origin');
     assert.ok(response.url().startsWith(`${service.baseUrl}/api/embed/context?embed_id=sales-overview`));
 
-    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#status[data-state="ok"]');
     assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
     assert.equal(await page.textContent('#group-id'), 'acme-corp');
     assert.equal(await page.textContent('#group-env'), 'Customer');
@@ -124,7 +124,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     const ordersResponse = page.waitForResponse((response) => response.url() === `${dataApi!.url}/orders`);
     await page.goto(`${pageServer.url}/?customer=acme-corp`);
     assert.equal((await ordersResponse).status(), 200);
-    await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#data-status[data-state="ok"]');
     assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
     assert.deepEqual(await rowsShown('orders'), [
       ['Anvils', 'emea', '1,200'],
@@ -138,7 +138,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-rows-acme.png'), fullPage: true });
 
     await page.goto(`${pageServer.url}/?customer=globex`);
-    await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#data-status[data-state="ok"]');
     assert.equal(await page.textContent('#group-name'), 'Globex');
     assert.deepEqual(await rowsShown('orders'), [
       ['Hammocks', 'amer', '95'],
@@ -160,7 +160,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
 
   it("demo: two viewers of one group each see themselves and their own region in viewer_attributes, beside the group's; the whole group shows no viewer", async () => {
     await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=ada`);
-    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#status[data-state="ok"]');
     assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
     assert.equal(await page.isVisible('#viewer'), true);
     assert.equal(await page.textContent('#status'), 'Viewing as Ada Lovelace, of ACME Corporation');
@@ -178,7 +178,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     });
 
     await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=bruno`);
-    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#status[data-state="ok"]');
     assert.equal(await page.textContent('#viewer-name'), 'Bruno Díaz');
     assert.equal(await page.textContent('#viewer-permissions'), 'view_orders, export_csv');
     const bruno = await variablesShown();
@@ -188,7 +188,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal(await page.getAttribute('#viewers a[aria-current="page"]', 'href'), '/?customer=acme-corp&viewer=bruno');
 
     await page.goto(`${pageServer.url}/?customer=acme-corp`);
-    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#status[data-state="ok"]');
     assert.equal(await page.isHidden('#viewer'), true);
     assert.equal(await page.isVisible('#no-viewer'), true);
     assert.equal((await variablesShown()).viewer_id, undefined);
@@ -196,7 +196,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
 
   it('demo: two viewers of one group see different rows from the data API: each only their region of the group', { skip: noDataApi }, async () => {
     await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=ada`);
-    await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#data-status[data-state="ok"]');
     assert.equal(await page.textContent('#viewer-name'), 'Ada Lovelace');
     assert.deepEqual(await rowsShown('orders'), [
       ['Anvils', 'emea', '1,200'],
@@ -209,7 +209,7 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-viewer-ada.png'), fullPage: true });
 
     await page.goto(`${pageServer.url}/?customer=acme-corp&viewer=bruno`);
-    await page.waitForSelector('#data-status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#data-status[data-state="ok"]');
     assert.equal(await page.textContent('#viewer-name'), 'Bruno Díaz');
     assert.deepEqual(await rowsShown('orders'), [['Rocket skates', 'amer', '860']]);
     assert.deepEqual(
@@ -227,14 +227,14 @@ describe('embed demo in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
 
     await page.goto(pageServer.url); // the same embed token, from sessionStorage
-    await page.waitForSelector('#status[data-state="invalid"]', { timeout: 15_000 });
+    await page.waitForSelector('#status[data-state="invalid"]');
     assert.match((await page.textContent('#status')) ?? '', /no longer valid \(invalid_token\)/);
     assert.equal(await page.isHidden('#group'), true, 'no stale group data is shown');
     await page.screenshot({ path: path.join(ARTIFACTS, 'embed-demo-rotated.png'), fullPage: true });
 
     // A new embed token from the backend carries the new token generation and works again.
     await page.click('#renew');
-    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    await page.waitForSelector('#status[data-state="ok"]');
     assert.equal(await page.textContent('#group-name'), 'ACME Corporation');
   });
 });

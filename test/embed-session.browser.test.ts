@@ -19,7 +19,7 @@ import * as esbuild from 'esbuild';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { ROOT, freePort, httpRequest, issueTokenWithCli, spawnServer, type ServerProcess } from './helpers/processes.ts';
-import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { ARTIFACTS, launchChromium, missingBrowser, openContext } from './helpers/browser.ts';
 import { CUBE_VERSION, cubeUnavailable, startCube, type CubeServer } from './helpers/cube.ts';
 import { eventually } from './helpers/wait.ts';
 
@@ -221,7 +221,7 @@ interface PageState {
   stopped: boolean;
 }
 
-describe('a dashboard session that outlives its embed tokens, in headless Chromium', { skip, timeout: SESSION_MS + 240_000 }, () => {
+describe('a dashboard session that outlives its embed tokens, in headless Chromium', { skip }, () => {
   let database: TestDatabase;
   let service: ServerProcess;
   let cubeServer: CubeServer | undefined;
@@ -280,15 +280,13 @@ describe('a dashboard session that outlives its embed tokens, in headless Chromi
     await database?.drop();
   });
 
-  // The one test allowed past the runner's 5 minutes (CONTRIBUTING.md, "Test tiers"): the
-  // session itself lasts five of the shortest token lifetimes, and waits for nothing else.
-  it('embed session: five 60 s token lifetimes, the page clock 10 minutes behind or ahead, one 503 mint: 0 failed queries, every token renewed before it expired, the page never reloaded', {
-    timeout: SESSION_MS + 180_000,
-  }, async () => {
+  // The session itself lasts five of the shortest token lifetimes (over 5 minutes), and waits
+  // for nothing else: within the runner's one bound (test/run-tests.ts).
+  it('embed session: five 60 s token lifetimes, the page clock 10 minutes behind or ahead, one 503 mint: 0 failed queries, every token renewed before it expired, the page never reloaded', async () => {
     const pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
     const pages: { name: string; page: Page; navigations: number; initialId: string }[] = [];
     for (const { name, clockOffsetMs } of PAGES) {
-      const context = await browser.newContext({ viewport: { width: 800, height: 420 } });
+      const context = await openContext(browser, { viewport: { width: 800, height: 420 } });
       contexts.push(context);
       await context.addInitScript(skewClock(clockOffsetMs));
       const page = await context.newPage();

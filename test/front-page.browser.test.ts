@@ -8,11 +8,11 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/backends.ts';
 import { spawnServer, type ServerProcess } from './helpers/processes.ts';
-import { ARTIFACTS, launchChromium, missingBrowser } from './helpers/browser.ts';
+import { ARTIFACTS, launchChromium, missingBrowser, openPage } from './helpers/browser.ts';
 
 const skip = missingBrowser('the front page browser test');
 
-describe('the front page (/) in headless Chromium', { skip, timeout: 120_000 }, () => {
+describe('the front page (/) in headless Chromium', { skip }, () => {
   let database: TestDatabase;
   let server: ServerProcess;
   let browser: Browser;
@@ -24,7 +24,7 @@ describe('the front page (/) in headless Chromium', { skip, timeout: 120_000 }, 
     database = await createTestDatabase('sqlite');
     server = await spawnServer({ DATABASE_URL: database.url, UGS_SECRET_KEY: crypto.randomBytes(32).toString('base64') });
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page = await openPage(browser, { viewport: { width: 1280, height: 900 } });
     page.on('console', (message) => {
       if (/Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
     });
