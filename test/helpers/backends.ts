@@ -35,8 +35,9 @@ export function testDatabasePrefix(runId: string = TEST_RUN_ID): string {
   return `ugs_test_${runId}`;
 }
 
-export function createTestDatabase(backend: Backend): Promise<TestDatabase> {
-  return createScratchDatabase(backend, { prefix: testDatabasePrefix(), adminUrl: POSTGRES_URL });
+/** A new database of this run; a copy of `copyOf` (scripts/scratch-database.ts) when given. */
+export function createTestDatabase(backend: Backend, copyOf?: string): Promise<TestDatabase> {
+  return createScratchDatabase(backend, { prefix: testDatabasePrefix(), adminUrl: POSTGRES_URL, copyOf });
 }
 
 /**

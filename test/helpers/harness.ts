@@ -171,9 +171,9 @@ export interface OpenDatabase {
   close(): Promise<void>;
 }
 
-/** A new, migrated database; close() closes it and drops it. */
-export async function openTestDatabase(backend: Backend, options: DatabaseOptions = {}): Promise<OpenDatabase> {
-  const database = await createTestDatabase(backend);
+/** A new, migrated database (a copy of `copyOf`, when given); close() closes it and drops it. */
+export async function openTestDatabase(backend: Backend, options: DatabaseOptions = {}, { copyOf }: { copyOf?: string } = {}): Promise<OpenDatabase> {
+  const database = await createTestDatabase(backend, copyOf);
   const { handle } = await openMigratedDatabase({ databaseUrl: database.url }, options);
   return {
     backend,
