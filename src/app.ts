@@ -16,6 +16,7 @@ import { generateRequestId, registerRequestContext, requestLogger } from './http
 import { onRequestEnd } from './http/request-end.ts';
 import { frameworkErrorHandler } from './http/framework-errors.ts';
 import { refuseMalformedQuery, registerValidation } from './http/validation.ts';
+import { serializersBuiltOnFirstUse } from './http/serialization.ts';
 import { operationalCodeSamples, registerOperationalRoutes } from './http/operational.routes.ts';
 import { registerUserGroupRoutes } from './user-groups/user-groups.routes.ts';
 import { OpenedTokenCache } from './user-groups/opened-tokens.ts';
@@ -97,6 +98,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     },
     clientErrorHandler: handleClientError,
     frameworkErrors: frameworkErrorHandler(requestEnd),
+    schemaController: { compilersFactory: { buildSerializer: serializersBuiltOnFirstUse() } },
   });
 
   // Every route under /api declares the token and the scope it needs, or the app does not start (auth/route-access.ts).

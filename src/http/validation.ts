@@ -38,7 +38,7 @@ for (const ajv of [bodyAjv, queryAjv]) {
  * same rules as any body, and the body typed by its schema.
  */
 export function getBodyOf<T extends TSchema>(schema: T): (body: unknown) => Static<T> {
-  const validate = bodyAjv.compile<Static<T>>(schema);
+  const validate = compiledOnFirstUse(schema, () => bodyAjv.compile<Static<T>>(schema));
   return (body) => {
     if (!validate(body)) throw validationError(validate.errors as FastifySchemaValidationError[], 'body');
     return body;
@@ -47,15 +47,59 @@ export function getBodyOf<T extends TSchema>(schema: T): (body: unknown) => Stat
 
 /** A body validator for a route that checks only part of its declared body itself (the bulk upsert: its envelope). */
 export function bodyValidator(schema: TSchema): ValidateFunction {
-  return bodyAjv.compile(schema) as ValidateFunction;
+  return compiledOnFirstUse(schema, () => bodyAjv.compile(schema) as ValidateFunction);
 }
 
 export function registerValidation(app: FastifyInstance): void {
   app.setValidatorCompiler(({ schema, httpPart }) => {
-    if (httpPart === 'querystring' || httpPart === 'params') return withDecimalIntegers(schema as TSchema, queryAjv.compile(schema));
+    if (httpPart === 'querystring' || httpPart === 'params') {
+      return withDecimalIntegers(
+        schema as TSchema,
+        compiledOnFirstUse(schema, () => queryAjv.compile(schema)),
+      );
+    }
     const ajv = httpPart === 'headers' ? queryAjv : bodyAjv;
-    return ajv.compile(schema) as ValidateFunction;
+    return compiledOnFirstUse(schema, () => ajv.compile(schema));
   });
+}
+
+/**
+ * A validator that Ajv compiles when it first validates. Compiling every route's schemas at
+ * once was much of a server's start (docs/performance.md, "The test suite"), and most
+ * processes use a few routes: a command of the tool, a worker, a server of a test.
+ * The formats the schema names are checked at once, so that an unknown one still stops the
+ * start (the logger above).
+ */
+function compiledOnFirstUse<T = unknown>(schema: unknown, compile: () => ValidateFunction<T>): ValidateFunction<T> {
+  for (const format of formatsNamed(schema)) {
+    if (!Object.hasOwn(STRING_FORMATS, format)) logger.warn(`unknown format "${format}" ignored in schema`);
+  }
+  let compiled: ValidateFunction<T> | undefined;
+  const validate = ((data: unknown) => {
+    compiled ??= compile();
+    const valid = compiled(data);
+    validate.errors = compiled.errors;
+    return valid;
+  }) as ValidateFunction<T>;
+  return validate;
+}
+
+/** The keywords of a schema that hold values, not schemas: a `format` inside them is data. */
+const VALUE_KEYWORDS = new Set(['const', 'default', 'enum', 'examples', 'example']);
+
+/** Every `format` keyword's value in a schema and its subschemas. */
+function formatsNamed(schema: unknown, found: string[] = []): string[] {
+  if (Array.isArray(schema)) {
+    for (const item of schema) formatsNamed(item, found);
+  } else if (schema !== null && typeof schema === 'object') {
+    for (const [key, value] of Object.entries(schema)) {
+      if (key === 'format' && typeof value === 'string') found.push(value);
+      else if (key === 'properties' || key === 'patternProperties' || key === '$defs' || key === 'definitions') {
+        for (const property of Object.values(value as object)) formatsNamed(property, found);
+      } else if (!VALUE_KEYWORDS.has(key) && !key.startsWith('x-')) formatsNamed(value, found);
+    }
+  }
+  return found;
 }
 
 const DECIMAL_DIGITS = /^[0-9]+$/;
