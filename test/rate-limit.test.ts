@@ -228,3 +228,122 @@ forEachBackend('rate limits with Redis unreachable', (backend) => {
     }
   });
 });
+
+/**
+ * A Redis that is up and ready (it answers INFO, which ioredis asks before it is ready) and
+ * then never answers a command: what a Redis stuck in a long script, or a proxy holding the
+ * connection, looks like.
+ */
+async function redisThatNeverAnswers(): Promise<{ url: string; close(): void }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('data', (data) => {
+      const info = '# Server\r\nloading:0\r\n';
+      if (/info/i.test(data.toString())) socket.write(`$${info.length}\r\n${info}\r\n`);
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+forEachBackend('rate limits with a Redis that never answers', (backend) => {
+  it('fail open: a request whose Redis command gets no answer is served without a limit after the command bound, with a warning', async () => {
+    const db = await openTestDatabase(backend);
+    const log = new LogCapture();
+    const redis = await redisThatNeverAnswers();
+    const t = await buildTestApp(db, { log, config: { rateLimitMax: 1, rateLimitWindowMs: 60_000, redisUrl: redis.url } });
+    try {
+      await t.app.ready();
+      const { token } = await issueTestToken(db.handle);
+      for (let i = 0; i < 3; i++) {
+        const res = await t.request('GET', '/api/users', { token });
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.headers['ratelimit'], undefined);
+      }
+      // One warning: the rate limit's warnings are throttled (foundations/throttled-warning.ts).
+      const warnings = log.lines.filter((l) => l.level === 40 && /rate limit store \(Redis\)/.test(String(l.msg)));
+      assert.ok(warnings.length >= 1, `no warning about Redis in:\n${log.text()}`);
+      assert.match(log.text(), /Command timed out/);
+    } finally {
+      await t.app.close();
+      await db.close();
+      redis.close();
+    }
+  });
+});
+
+/**
+ * A proxy in front of Redis, in this process: while armed, it holds the next rate-limit
+ * command (EVALSHA or EVAL) by keeping this process's event loop busy for `blockMs`, then
+ * passes it on. The answer then comes at once; only the process did not run meanwhile.
+ */
+async function redisBehindABusyLoop(target: string, blockMs: number): Promise<{ url: string; arm(): void; close(): void }> {
+  const { port: targetPort, hostname } = new URL(target);
+  let armed = false;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(targetPort), hostname);
+    sockets.add(client).add(upstream);
+    client.on('data', (data) => {
+      if (armed && /evalsha|eval/i.test(data.toString())) {
+        armed = false;
+        const until = performance.now() + blockMs;
+        while (performance.now() < until) {
+          // the process's loop is busy: no timer, no socket is served
+        }
+      }
+      upstream.write(data);
+    });
+    upstream.on('data', (data) => client.write(data));
+    for (const socket of [client, upstream]) socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    arm: () => {
+      armed = true;
+    },
+    close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+describe('rate limits while the process does not run', { skip: redisSkip }, () => {
+  it("a Redis answer that waited in the socket while the process's loop was busy for 600 ms is read, not taken for a timeout: the request is limited, never let through", async () => {
+    const db = await openTestDatabase('sqlite');
+    const log = new LogCapture();
+    const proxy = await redisBehindABusyLoop(REDIS_URL, 600);
+    const prefix = `ugs-test:${process.pid}:${crypto.randomBytes(4).toString('hex')}:`;
+    const t = await buildTestApp(db, { log, config: { rateLimitMax: 1, rateLimitWindowMs: 60_000, redisUrl: proxy.url, rateLimitRedisPrefix: prefix } });
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    try {
+      await t.app.ready();
+      const { token } = await issueTestToken(db.handle);
+      proxy.arm();
+      const first = await t.request('GET', '/api/users', { token });
+      assert.equal(first.status, 200, first.text);
+      assert.ok(first.headers['ratelimit'] !== undefined, `the first request was let through unlimited:\n${log.text()}`);
+      const second = await t.request('GET', '/api/users', { token });
+      assert.equal(second.status, 429, second.text);
+      assert.equal(log.lines.filter((l) => l.level === 40).length, 0, `a warning, as if Redis had failed:\n${log.text()}`);
+    } finally {
+      await t.app.close();
+      await db.close();
+      proxy.close();
+      await deleteKeys(redis, prefix);
+      redis.disconnect();
+    }
+  });
+});
