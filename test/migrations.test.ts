@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { Migrator, sql } from '../src/db/kysely.ts';
 import { BACKENDS, POSTGRES_URL, createTestDatabase } from './helpers/backends.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { MIGRATION_NAMES, migrateToLatest, migrationsFor } from '../src/db/migrate.ts';
+import { MIGRATION_LOCK_KEY, MIGRATION_NAMES, migrateToLatest, migrationsFor } from '../src/db/migrate.ts';
+import pg from 'pg';
 import { runUgs } from './helpers/processes.ts';
 import { forEachBackend, startTestApp } from './helpers/harness.ts';
 
@@ -26,6 +27,43 @@ forEachBackend('migrations', (backend) => {
       const again = await migrateToLatest(handle);
       assert.deepEqual(again.applied, [], 'a later start finds nothing to do');
     } finally {
+      await handle.close();
+      await database.drop();
+    }
+  });
+
+  it('PostgreSQL: a start while another process holds the migration lock past the lock and statement timeouts waits for it, then migrates', {
+    skip: backend !== 'postgres' && 'PostgreSQL only: SQLite waits for its write lock (MIGRATION_LOCK_WAIT_MS)',
+  }, async () => {
+    const database = await createTestDatabase(backend);
+    const handle = openDatabase(database.url);
+    const holder = new pg.Client({ connectionString: database.url });
+    await holder.connect();
+    try {
+      // What another process's long migration on a loaded host looks like: the lock, held
+      // past the lock_timeout and the 5 s statement timeout of the service's sessions
+      // (src/db/database.ts).
+      await holder.query('begin');
+      await holder.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      let settled: string | undefined;
+      const migrating = migrateToLatest(handle).then(
+        (result) => {
+          settled = 'migrated';
+          return result;
+        },
+        (err: Error) => {
+          settled = `failed: ${err.message}`;
+          throw err;
+        },
+      );
+      // The scenario is the time the lock is held, not a wait for a condition.
+      await new Promise((resolve) => setTimeout(resolve, 6500));
+      assert.equal(settled, undefined, 'the start did not wait for the lock');
+      await holder.query('commit');
+      const result = await migrating;
+      assert.deepEqual(result.applied.slice(0, 1), ['0001-initial']);
+    } finally {
+      await holder.end();
       await handle.close();
       await database.drop();
     }

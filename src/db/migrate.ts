@@ -41,7 +41,7 @@ import { secretKeys } from './migrations/0018-secret-keys.ts';
 import { scopedIds } from './migrations/0019-scoped-ids.ts';
 import { outboxByAccount } from './migrations/0020-outbox-by-account.ts';
 
-const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
+export const MIGRATION_LOCK_KEY = 726_415_001; // arbitrary, fixed: "ugs migrations"
 /** SQLite: how long a start waits for another process that is migrating (or writing). */
 const MIGRATION_LOCK_WAIT_MS = 60_000;
 
@@ -153,7 +153,7 @@ export async function migrateToLatest(handle: DatabaseHandle, options: Migration
     if (handle.dialect === 'postgres') await sql`begin`.execute(conn);
     else await retryWhileLocked(() => sql`begin immediate`.execute(conn), MIGRATION_LOCK_WAIT_MS);
     try {
-      if (handle.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
+      if (handle.dialect === 'postgres') await takeMigrationLock(conn);
       const outcome = await run(conn, true);
       await sql`commit`.execute(conn);
       return outcome;
@@ -162,6 +162,22 @@ export async function migrateToLatest(handle: DatabaseHandle, options: Migration
       throw err;
     }
   });
+}
+
+/**
+ * PostgreSQL: the migration lock of this transaction, waited for as long as SQLite's
+ * (MIGRATION_LOCK_WAIT_MS), one try every 100 ms. A blocking pg_advisory_xact_lock was cut by
+ * the session's lock_timeout (database.ts, SESSION_SETTINGS): a process that started while
+ * another migrated a new database on a loaded host failed its start instead of waiting.
+ */
+async function takeMigrationLock(conn: Kysely<Database>): Promise<void> {
+  const giveUpAt = Date.now() + MIGRATION_LOCK_WAIT_MS;
+  for (;;) {
+    const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(${MIGRATION_LOCK_KEY}) as taken`.execute(conn);
+    if (rows[0]?.taken) return;
+    if (Date.now() >= giveUpAt) throw new Error(`another process held the migration lock for ${MIGRATION_LOCK_WAIT_MS / 1000} s: is a migration stuck?`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** The legacy migrations recorded (none on a new database, where kysely_migration does not exist yet). */
